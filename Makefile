@@ -1,0 +1,28 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+run: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[plots]"
+	$(BIN)/dpmean demo
+
+test: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pytest -n 2 -q
+
+lint: $(BIN)/python
+	$(BIN)/ruff check src tests benchmarks
+
+bench: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python benchmarks/bench_estimators.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache

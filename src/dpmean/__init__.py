@@ -1,0 +1,51 @@
+"""dpmean: differentially private mean estimation, instance-optimal and variance-aware.
+
+    >>> import dpmean
+    >>> result = dpmean.mean(X, rho=0.5, bounds=(0, 255), method="iome")
+    >>> result.mean, result.ledger
+"""
+
+from .accounting import (
+    PrivacyLedger,
+    approx_dp_to_zcdp,
+    zcdp_to_approx_dp,
+)
+from .api import available_methods, mean
+from .errors import (
+    BudgetExceededError,
+    DPMeanError,
+    InsufficientDataWarning,
+    InvalidDataError,
+    InvalidParameterError,
+)
+from .estimators import (
+    ClippedMean,
+    FixedQuantileClippedMean,
+    GaussianIOME,
+    GaussianMean,
+    MeanEstimator,
+    ShiftedClippedMean,
+)
+from .result import MeanResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BudgetExceededError",
+    "ClippedMean",
+    "DPMeanError",
+    "FixedQuantileClippedMean",
+    "GaussianIOME",
+    "GaussianMean",
+    "InsufficientDataWarning",
+    "InvalidDataError",
+    "InvalidParameterError",
+    "MeanEstimator",
+    "MeanResult",
+    "PrivacyLedger",
+    "ShiftedClippedMean",
+    "approx_dp_to_zcdp",
+    "available_methods",
+    "mean",
+    "zcdp_to_approx_dp",
+]

@@ -1,0 +1,400 @@
+"""rho-zCDP budgets, ledgers and conversions (Bun-Steinke 2016; Canonne-Kamath-Steinke 2020).
+
+Bun & Steinke 2016 (TCC), Props. 1.3, 1.4, 1.6; Canonne, Kamath & Steinke 2020 (NeurIPS), Sec. 2.3.
+
+Every mechanism in dpmean is accounted in rho-zCDP, which composes by addition. Users may state
+their budget as (epsilon, delta) instead; it is converted once, up front, to the largest rho whose
+tight (epsilon, delta) guarantee meets theirs. ``PrivacyLedger`` records what each stage of an
+estimator spends, and refuses a split that overspends before any data is read.
+
+Other conversions: Cesar & Rogers 2021 (ALT), "Bounding, concentrating, and truncating: unifying
+privacy loss composition for data analytics", for the exponential mechanism.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+from collections.abc import Callable, Mapping
+
+from scipy.optimize import brentq, minimize_scalar
+
+from .errors import BudgetExceededError, InvalidParameterError
+
+__all__ = [
+    "PrivacyLedger",
+    "approx_dp_to_zcdp",
+    "classic_zcdp_to_approx_dp",
+    "exponential_mechanism_zcdp",
+    "gaussian_mechanism_zcdp",
+    "gaussian_sigma",
+    "pure_dp_to_zcdp",
+    "resolve_budget",
+    "zcdp_to_approx_dp",
+]
+
+# Summing stage budgets that were computed as fractions of the total (rho * 0.3 + rho * 0.7)
+# can land an ulp or two above the total; this slack absorbs that and nothing a user would notice.
+_RELATIVE_SLACK = 1e-9
+# Relative slack is no help for subnormal stage budgets, whose rounding is absolute; a slack of
+# the smallest normal float (~2e-308) covers it and is no privacy at all.
+_ABSOLUTE_SLACK = sys.float_info.min
+
+_PURE_DP_HELP = (
+    "dpmean's mechanisms are zCDP (Gaussian noise), so a pure epsilon-DP guarantee is not "
+    "available; give delta as well (e.g. delta=1e-6), or give rho"
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+
+
+def _as_number(name: str, value: object) -> float:
+    # bool is an int subclass, but rho=True is a bug in the caller, never a budget.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidParameterError(
+            f"{name} must be a number, got {value!r} of type {type(value).__name__}"
+        )
+    number = float(value)
+    if math.isnan(number):
+        raise InvalidParameterError(f"{name} must be a number, got NaN")
+    if math.isinf(number):
+        raise InvalidParameterError(f"{name} must be finite, got {number}")
+    return number
+
+
+def _positive(name: str, value: object) -> float:
+    number = _as_number(name, value)
+    if number <= 0:
+        raise InvalidParameterError(f"{name} must be positive, got {number:g}")
+    return number
+
+
+def _non_negative(name: str, value: object) -> float:
+    number = _as_number(name, value)
+    if number < 0:
+        raise InvalidParameterError(f"{name} must be non-negative, got {number:g}")
+    return number
+
+
+def _delta(value: object) -> float:
+    number = _positive("delta", value)
+    if number >= 1:
+        raise InvalidParameterError(
+            f"delta must be in (0, 1), got {number:g}; it is a failure probability and should "
+            f"be much smaller than 1/n (e.g. 1e-6)"
+        )
+    return number
+
+
+# --------------------------------------------------------------------------------------------
+# Conversions
+# --------------------------------------------------------------------------------------------
+
+
+def _softplus(t: float) -> float:
+    """log(1 + e^t) without overflow."""
+    return max(t, 0.0) + math.log1p(math.exp(-abs(t)))
+
+
+def _cks_objective(t: float, rho: float, log_rho: float, log_log_inv_delta: float) -> float:
+    # The CKS objective at alpha = 1 + e^t. Working in t = log(alpha - 1) keeps alpha > 1 without
+    # a constraint and spreads the optimum's neighbourhood evenly whether alpha* is 1.01 or 1e6;
+    # the rewriting below avoids cancellation near alpha = 1 and overflow for huge alpha:
+    #   alpha * rho                    = rho + e^(log rho + t)
+    #   log(1/delta) / (alpha - 1)     = e^(log log(1/delta) - t)
+    #   log(1 - 1/alpha)               = -softplus(-t)
+    #   -log(alpha) / (alpha - 1)      = -softplus(t) e^(-t)
+    sp = _softplus(t)
+    return (
+        rho
+        + math.exp(log_rho + t)
+        + math.exp(log_log_inv_delta - t)
+        - _softplus(-t)
+        - sp * math.exp(-t)
+    )
+
+
+def classic_zcdp_to_approx_dp(rho: float, delta: float) -> float:
+    """epsilon = rho + 2 sqrt(rho log(1/delta)): the simple bound (Bun-Steinke 2016, Prop. 1.3).
+
+    Valid but loose; ``zcdp_to_approx_dp`` is never larger.
+    """
+    rho = _non_negative("rho", rho)
+    delta = _delta(delta)
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+def zcdp_to_approx_dp(rho: float, delta: float) -> float:
+    """The smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP, by the tight bound of
+    Canonne, Kamath & Steinke 2020 (Sec. 2.3, Cor. 13):
+
+        epsilon = inf_{alpha > 1} alpha rho
+                  + (log(1/delta) + (alpha - 1) log(1 - 1/alpha) - log(alpha)) / (alpha - 1).
+
+    Never larger than ``classic_zcdp_to_approx_dp`` and never negative.
+    """
+    rho = _non_negative("rho", rho)
+    delta = _delta(delta)
+    classic = classic_zcdp_to_approx_dp(rho, delta)
+    if rho == 0.0:
+        # A mechanism that reveals nothing is (0, 0)-DP.
+        return 0.0
+    log_inv_delta = math.log(1.0 / delta)
+    log_rho = math.log(rho)
+    log_l = math.log(log_inv_delta)
+
+    def objective(t: float) -> float:
+        return _cks_objective(t, rho, log_rho, log_l)
+
+    # The classic bound is this objective without its two negative terms, minimised at
+    # alpha - 1 = sqrt(log(1/delta) / rho); the tight optimum lies within a modest factor of it.
+    # A coarse scan first, so a bounded Brent refine starts in the right basin even if the
+    # objective were not unimodal over the whole range.
+    centre = 0.5 * (log_l - log_rho)
+    half_width = 25.0
+    lo = max(centre - half_width, -700.0)
+    hi = min(centre + half_width, 700.0)
+    steps = 400
+    grid = [lo + (hi - lo) * i / steps for i in range(steps + 1)]
+    values = [objective(t) for t in grid]
+    best = min(range(len(grid)), key=values.__getitem__)
+    left = grid[max(best - 1, 0)]
+    right = grid[min(best + 1, steps)]
+    refined = minimize_scalar(
+        objective, bounds=(left, right), method="bounded", options={"xatol": 1e-12}
+    )
+    tight = min(values[best], float(refined.fun), objective(centre))
+    # The classic bound is itself a valid conversion, so taking the minimum is sound, and it
+    # makes "never above classic" hold exactly rather than up to rounding.
+    return max(0.0, min(tight, classic))
+
+
+def approx_dp_to_zcdp(epsilon: float, delta: float) -> float:
+    """The largest rho such that rho-zCDP implies (epsilon, delta)-DP under the tight conversion.
+
+    The returned rho satisfies ``zcdp_to_approx_dp(rho, delta) <= epsilon`` exactly (checked,
+    not just up to the root-finder's tolerance).
+    """
+    epsilon = _positive("epsilon", epsilon)
+    delta = _delta(delta)
+
+    def excess(rho: float) -> float:
+        return zcdp_to_approx_dp(rho, delta) - epsilon
+
+    # Lower end: invert the classic bound, which dominates the tight one, so this rho already
+    # meets epsilon: rho + 2 sqrt(rho L) = epsilon  <=>  sqrt(rho) = sqrt(L + epsilon) - sqrt(L).
+    log_inv_delta = math.log(1.0 / delta)
+    root_lo = epsilon / (math.sqrt(log_inv_delta + epsilon) + math.sqrt(log_inv_delta))
+    lo = root_lo * root_lo
+    if excess(lo) >= 0.0:
+        return _step_down(lo, excess)
+    # Upper end: the tight epsilon grows without bound in rho (at least like rho - O(1)), so
+    # doubling finds a violating rho within a few steps.
+    hi = 2.0 * lo
+    for _ in range(2000):
+        if excess(hi) > 0.0:
+            break
+        lo, hi = hi, 2.0 * hi
+    else:  # pragma: no cover - unreachable for finite epsilon
+        raise InvalidParameterError(f"could not convert epsilon={epsilon:g}, delta={delta:g}")
+    rho = brentq(excess, lo, hi, xtol=1e-300, rtol=4.0 * 2.0**-52, maxiter=500)
+    return _step_down(rho, excess)
+
+
+def _step_down(rho: float, excess: Callable[[float], float]) -> float:
+    # The root-finder may return a rho a hair above the exact root; the guarantee must hold as
+    # computed, so walk down until it does.
+    for _ in range(10_000):
+        if excess(rho) <= 0.0:
+            return rho
+        rho *= 1.0 - 1e-12
+    raise InvalidParameterError(  # pragma: no cover - excess is continuous and monotone
+        "could not find a rho that meets the requested (epsilon, delta)"
+    )
+
+
+def pure_dp_to_zcdp(epsilon: float) -> float:
+    """epsilon-DP implies (epsilon^2 / 2)-zCDP (Bun-Steinke 2016, Prop. 1.4)."""
+    epsilon = _non_negative("epsilon", epsilon)
+    return 0.5 * epsilon * epsilon
+
+
+def exponential_mechanism_zcdp(epsilon: float) -> float:
+    """The epsilon-DP exponential mechanism is (epsilon^2 / 8)-zCDP, because it has bounded range
+    (Cesar-Rogers 2021), four times better than ``pure_dp_to_zcdp``."""
+    epsilon = _non_negative("epsilon", epsilon)
+    return epsilon * epsilon / 8.0
+
+
+def gaussian_mechanism_zcdp(sensitivity: float, sigma: float) -> float:
+    """Adding N(0, sigma^2) to an L2-sensitivity-Delta query is (Delta^2 / (2 sigma^2))-zCDP
+    (Bun-Steinke 2016, Prop. 1.6)."""
+    sensitivity = _non_negative("sensitivity", sensitivity)
+    sigma = _positive("sigma", sigma)
+    return sensitivity * sensitivity / (2.0 * sigma * sigma)
+
+
+def gaussian_sigma(sensitivity: float, rho: float) -> float:
+    """The noise scale sigma = Delta / sqrt(2 rho) at which the Gaussian mechanism is rho-zCDP."""
+    sensitivity = _non_negative("sensitivity", sensitivity)
+    rho = _positive("rho", rho)
+    return sensitivity / math.sqrt(2.0 * rho)
+
+
+def resolve_budget(
+    rho: float | None = None, epsilon: float | None = None, delta: float | None = None
+) -> float:
+    """The zCDP budget from exactly one of ``rho`` or the pair (``epsilon``, ``delta``).
+
+    (epsilon, delta) is converted with ``approx_dp_to_zcdp``: the largest rho that meets it.
+    """
+    if rho is not None and (epsilon is not None or delta is not None):
+        given = ", ".join(
+            name for name, value in (("epsilon", epsilon), ("delta", delta)) if value is not None
+        )
+        raise InvalidParameterError(
+            f"give either rho or (epsilon, delta), not both: got rho and {given}"
+        )
+    if rho is not None:
+        return _positive("rho", rho)
+    if epsilon is None and delta is None:
+        raise InvalidParameterError(
+            "no privacy budget given: pass rho (zCDP, e.g. rho=0.5), or epsilon and delta "
+            "(e.g. epsilon=1.0, delta=1e-6)"
+        )
+    if delta is None:
+        raise InvalidParameterError(f"epsilon was given without delta: {_PURE_DP_HELP}")
+    if epsilon is None:
+        raise InvalidParameterError(
+            "delta was given without epsilon: give both epsilon and delta, or give rho"
+        )
+    return approx_dp_to_zcdp(_positive("epsilon", epsilon), _delta(delta))
+
+
+# --------------------------------------------------------------------------------------------
+# Ledger
+# --------------------------------------------------------------------------------------------
+
+
+def _exceeds(amount: float, limit: float) -> bool:
+    return amount > limit * (1.0 + _RELATIVE_SLACK) + _ABSOLUTE_SLACK
+
+
+def _stage_name(stage: object) -> str:
+    if not isinstance(stage, str) or not stage:
+        raise InvalidParameterError(f"a stage name must be a non-empty string, got {stage!r}")
+    return stage
+
+
+def _format_stages(stages: Mapping[str, float]) -> str:
+    return ", ".join(f"{name}={value:.6g}" for name, value in stages.items()) or "none"
+
+
+class PrivacyLedger:
+    """What each stage of one release spends, in rho-zCDP, against a fixed budget.
+
+    An estimator first ``plan``s its split (from public values only, before reading data), then
+    ``charge``s each stage as its mechanism runs. Charges to one stage accumulate.
+    """
+
+    def __init__(self, budget: float) -> None:
+        self._budget = _positive("budget", budget)
+        self._planned: dict[str, float] = {}
+        self._spent: dict[str, float] = {}
+
+    def plan(self, stages: Mapping[str, float]) -> dict[str, float]:
+        """Declare stage -> rho the estimator intends to spend; return a copy as floats.
+
+        Raises BudgetExceededError if the planned stages (together with any earlier plan and any
+        unplanned spending) sum to more than the budget.
+        """
+        if not isinstance(stages, Mapping):
+            raise InvalidParameterError(
+                f"a budget plan must be a mapping of stage -> rho, got {type(stages).__name__}"
+            )
+        new: dict[str, float] = {}
+        for stage, rho in stages.items():
+            name = _stage_name(stage)
+            new[name] = _non_negative(f"planned rho for stage {name!r}", rho)
+        for name, rho in new.items():
+            # Changing an earlier plan would let a stage that was sized for one amount be charged
+            # another; re-stating the same amount is harmless.
+            if name in self._planned and self._planned[name] != rho:
+                raise InvalidParameterError(
+                    f"stage {name!r} was already planned at rho={self._planned[name]:.6g}; "
+                    f"it cannot be re-planned at rho={rho:.6g}"
+                )
+        union = {**self._planned, **new}
+        # A stage charged before it was planned commits whichever is larger.
+        committed = {
+            name: max(union.get(name, 0.0), self._spent.get(name, 0.0))
+            for name in {**union, **self._spent}
+        }
+        total = math.fsum(committed.values())
+        if _exceeds(total, self._budget):
+            raise BudgetExceededError(
+                f"the budget plan ({_format_stages(committed)}) sums to rho={total:.6g}, more "
+                f"than the budget rho={self._budget:.6g}"
+            )
+        for name, rho in new.items():
+            if name in self._spent and _exceeds(self._spent[name], rho):
+                raise BudgetExceededError(
+                    f"stage {name!r} has already spent rho={self._spent[name]:.6g}, more than "
+                    f"the rho={rho:.6g} now planned for it"
+                )
+        self._planned = union
+        return dict(new)
+
+    def charge(self, stage: str, rho: float) -> float:
+        """Record that ``stage`` spent ``rho``; return ``rho``.
+
+        Raises BudgetExceededError (and records nothing) if a planned stage would exceed its plan
+        or the total would exceed the budget.
+        """
+        name = _stage_name(stage)
+        rho = _non_negative(f"rho charged to stage {name!r}", rho)
+        stage_total = math.fsum((self._spent.get(name, 0.0), rho))
+        if name in self._planned and _exceeds(stage_total, self._planned[name]):
+            raise BudgetExceededError(
+                f"stage {name!r} would spend rho={stage_total:.6g} in all, more than the "
+                f"rho={self._planned[name]:.6g} planned for it"
+            )
+        total = math.fsum((*self._spent.values(), rho))
+        if _exceeds(total, self._budget):
+            raise BudgetExceededError(
+                f"charging rho={rho:.6g} to stage {name!r} would bring the total to "
+                f"rho={total:.6g}, more than the budget rho={self._budget:.6g} "
+                f"(already spent: {_format_stages(self._spent)})"
+            )
+        self._spent[name] = stage_total
+        return rho
+
+    @property
+    def budget(self) -> float:
+        """The total rho this ledger may spend."""
+        return self._budget
+
+    @property
+    def spent(self) -> dict[str, float]:
+        """Stage -> rho spent so far, in the order stages were first charged (a copy)."""
+        return dict(self._spent)
+
+    @property
+    def total_spent(self) -> float:
+        """The rho spent by all stages together (zCDP composes by addition)."""
+        return math.fsum(self._spent.values())
+
+    @property
+    def remaining(self) -> float:
+        """The rho not yet spent (never negative, even within the rounding slack)."""
+        return max(0.0, self._budget - self.total_spent)
+
+    def __repr__(self) -> str:
+        return (
+            f"PrivacyLedger(budget={self._budget:.6g}, spent={self.total_spent:.6g} "
+            f"[{_format_stages(self._spent)}], remaining={self.remaining:.6g})"
+        )

@@ -1,0 +1,26 @@
+"""The exceptions and warnings dpmean raises.
+
+Every error a user can cause is a subclass of DPMeanError, so callers (and the command line) can
+catch one type and print one clear line.
+"""
+
+
+class DPMeanError(Exception):
+    """Base class of every error dpmean raises on purpose."""
+
+
+class InvalidDataError(DPMeanError, ValueError):
+    """The data cannot be used: NaN or inf, wrong shape, empty, unreadable file, ..."""
+
+
+class InvalidParameterError(DPMeanError, ValueError):
+    """A parameter is out of range or unknown: non-positive budget, lo >= hi, unknown method, ..."""
+
+
+class BudgetExceededError(DPMeanError):
+    """A budget split asks for more privacy than was granted; raised before any data is read."""
+
+
+class InsufficientDataWarning(UserWarning):
+    """n is too small for the budget (a public check); the estimator released the zero vector."""
+

@@ -1,0 +1,122 @@
+"""The shape every central-model estimator shares: validate, plan the budget, ask an engine, release.
+
+Subclasses state their budget split (``budget_plan``) and their release (``release``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..accounting import PrivacyLedger, resolve_budget
+from ..engines import Engine, InMemoryEngine
+from ..errors import InsufficientDataWarning, InvalidDataError
+from ..result import MeanResult
+from ..rng import RandomState, make_rng
+from ..validation import check_bounds, check_data
+
+
+class MeanEstimator(ABC):
+    """A differentially private mean of n rows in R^d, rho-zCDP under replace-one neighbours.
+
+    Parameters common to every estimator:
+        rho: the zCDP budget; or ``epsilon`` and ``delta``, converted with the tight
+            Canonne-Kamath-Steinke bound to the largest rho that meets them.
+        bounds: ``(lo, hi)``, scalars or length-d arrays: the public box the data is assumed to
+            lie in. Values outside are clamped (silently: reporting how many would leak).
+        random_state: None (fresh OS entropy: use this for real releases), an int (reproducible,
+            for experiments and tests) or a numpy Generator.
+    """
+
+    method: ClassVar[str]
+
+    def __init__(
+        self,
+        rho: float | None = None,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        bounds: Any = None,
+        random_state: RandomState = None,
+    ) -> None:
+        self.rho = resolve_budget(rho, epsilon, delta)
+        self.epsilon = epsilon
+        self.delta = delta
+        self.bounds = bounds
+        make_rng(random_state)  # validates it now; each estimate() makes its own generator
+        self.random_state = random_state
+
+    @abstractmethod
+    def budget_plan(self, n: int, d: int) -> dict[str, float]:
+        """Stage -> rho, decided from public values only; must sum to at most ``self.rho``."""
+
+    @abstractmethod
+    def release(
+        self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
+        rng: np.random.Generator,
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Run the mechanisms; return the private mean and private diagnostics."""
+
+    def minimum_rows(
+        self, n: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float]
+    ) -> float:
+        """Smallest n for which the estimator releases anything but the zero vector (a public
+        check; ``n`` is passed for settings that depend on it)."""
+        return 1.0
+
+    def box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """The public box the engine clamps to."""
+        return check_bounds(self.bounds, d)
+
+    def estimate(self, x: Any) -> MeanResult:
+        """Release the private mean of ``x`` (shape (n, d), or (n,) for one variable)."""
+        n, d = _public_shape(x)
+        lo, hi = self.box(n, d)
+        ledger = PrivacyLedger(self.rho)
+        # The split is fixed from public values and checked against the budget before any data
+        # value is read.
+        budget = ledger.plan(self.budget_plan(n, d))
+        data = check_data(x)
+        if n < self.minimum_rows(n, lo, hi, budget):
+            return self._fallback(n, d, lo, hi, budget, ledger)
+        engine = InMemoryEngine(data, lo, hi)
+        mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
+        return MeanResult(
+            mean=mean, method=self.method, n=n, d=d, rho=self.rho, ledger=ledger.spent,
+            diagnostics=diagnostics, epsilon=self.epsilon, delta=self.delta,
+        )
+
+    def _fallback(
+        self, n: int, d: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float],
+        ledger: PrivacyLedger,
+    ) -> MeanResult:
+        warnings.warn(
+            f"{self.method}: n={n} rows is too few for rho={self.rho:g} in d={d} dimensions "
+            f"(needs at least {self.minimum_rows(n, lo, hi, budget):.0f}); releasing the zero vector, as the "
+            f"paper does. Give a larger budget or more rows.",
+            InsufficientDataWarning,
+            stacklevel=3,
+        )
+        return MeanResult(
+            mean=np.zeros(d), method=self.method, n=n, d=d, rho=self.rho, ledger=ledger.spent,
+            diagnostics={}, epsilon=self.epsilon, delta=self.delta, fallback=True,
+        )
+
+
+def _public_shape(x: Any) -> tuple[int, int]:
+    """n and d from the array's shape alone (public under replace-one)."""
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        shape = np.shape(x)
+    if len(shape) == 1:
+        shape = (shape[0], 1)
+    if len(shape) != 2:
+        raise InvalidDataError(f"data must be 1-D or 2-D (n rows, d columns), got shape {shape}")
+    if shape[0] == 0:
+        raise InvalidDataError("data is empty: no rows")
+    if shape[1] == 0:
+        raise InvalidDataError("data has no columns")
+    return int(shape[0]), int(shape[1])

@@ -1,0 +1,341 @@
+"""Reading user data files (.npy, .npz, .csv, .parquet, .dat baskets) into arrays; atomic writes.
+
+Every mistake a user can make with a file becomes one InvalidDataError line that names the file.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse
+
+from .errors import InvalidDataError
+
+__all__ = ["SUPPORTED_EXTENSIONS", "load_data", "write_bytes_atomic", "write_text_atomic"]
+
+SUPPORTED_EXTENSIONS = (".npy", ".npz", ".csv", ".parquet", ".dat")
+
+# Item ids become column indices; scipy's default int32 indices cap them.
+_MAX_ITEM_ID = np.iinfo(np.int32).max - 1
+
+
+def load_data(
+    path: str | os.PathLike, *, key: str | None = None
+) -> np.ndarray | scipy.sparse.csr_matrix:
+    """Read a data file, choosing the reader by the file's extension.
+
+    - ``.npy``: one array (``allow_pickle=False``: object arrays are refused).
+    - ``.npz``: ``key`` names the array; a file holding a single array needs no key.
+    - ``.csv``: comma-separated numbers, one row per line; a first line that does not parse as
+      numbers is taken as a header. ``nan``/``inf`` cells are read as floats (the estimators
+      reject them with a clear message).
+    - ``.parquet``: a table of numeric (or boolean) columns, as an (n_rows, n_columns) array;
+      needs pyarrow (``pip install "dpmean[parquet]"``).
+    - ``.dat``: a transaction file, one basket per line, space-separated non-negative integer
+      item ids; returns a ``scipy.sparse.csr_matrix`` of 0/1 float64 of shape
+      (n_baskets, max_id + 1). Item ids are used as column indices as they are, so a file whose
+      ids start at 1 has an empty column 0. A repeated item counts once; a blank line is an
+      empty basket.
+
+    Raises:
+        InvalidDataError: the file is missing, is a directory, is empty, has an unknown
+            extension, is not what its extension says, or its contents are malformed.
+    """
+    p = Path(path)
+    _check_readable(p)
+    ext = p.suffix.lower()
+    if key is not None and ext != ".npz":
+        raise InvalidDataError(f"{p}: a key ({key!r}) only applies to .npz files")
+    if ext == ".npy":
+        return _load_npy(p)
+    if ext == ".npz":
+        return _load_npz(p, key)
+    if ext == ".csv":
+        return _load_csv(p)
+    if ext == ".parquet":
+        return _load_parquet(p)
+    if ext == ".dat":
+        return _load_dat(p)
+    raise AssertionError("unreachable: extension checked in _check_readable")
+
+
+def _check_readable(p: Path) -> None:
+    ext = p.suffix.lower()
+    if ext not in SUPPORTED_EXTENSIONS:
+        shown = f"extension {ext!r}" if ext else "no extension"
+        raise InvalidDataError(
+            f"{p}: unknown file type ({shown}); dpmean reads {', '.join(SUPPORTED_EXTENSIONS)}"
+        )
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise InvalidDataError(f"{p}: no such file") from None
+    except OSError as exc:
+        raise InvalidDataError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if p.is_dir():
+        raise InvalidDataError(f"{p}: is a directory, not a data file")
+    if st.st_size == 0:
+        raise InvalidDataError(f"{p}: the file is empty")
+
+
+def _read_bytes(p: Path) -> bytes:
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise InvalidDataError(f"{p}: cannot read: {exc.strerror or exc}") from None
+
+
+def _read_text(p: Path, kind: str) -> str:
+    try:
+        return _read_bytes(p).decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidDataError(f"{p}: not a text {kind} file (it is not valid UTF-8)") from None
+
+
+def _check_numeric(p: Path, arr: np.ndarray, what: str = "") -> np.ndarray:
+    if not (np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)):
+        raise InvalidDataError(f"{p}: {what}holds non-numeric values (dtype {arr.dtype})")
+    return arr
+
+
+# Errors numpy and zipfile raise on a damaged or mislabelled .npy/.npz file.
+_NUMPY_LOAD_ERRORS = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error)
+
+
+def _load_npy(p: Path) -> np.ndarray:
+    try:
+        obj = np.load(p, allow_pickle=False)
+    except _NUMPY_LOAD_ERRORS as exc:
+        raise InvalidDataError(f"{p}: not a valid .npy file ({_npy_reason(exc)})") from None
+    if isinstance(obj, np.lib.npyio.NpzFile):
+        obj.close()
+        raise InvalidDataError(f"{p}: is an .npz archive, not a .npy array; rename it to .npz")
+    return _check_numeric(p, obj)
+
+
+def _load_npz(p: Path, key: str | None) -> np.ndarray:
+    try:
+        obj = np.load(p, allow_pickle=False)
+    except _NUMPY_LOAD_ERRORS as exc:
+        raise InvalidDataError(f"{p}: not a valid .npz file ({_npy_reason(exc)})") from None
+    if not isinstance(obj, np.lib.npyio.NpzFile):
+        raise InvalidDataError(f"{p}: is a .npy array, not an .npz archive; rename it to .npy")
+    with obj:
+        keys = list(obj.files)
+        if not keys:
+            raise InvalidDataError(f"{p}: the archive holds no arrays")
+        if key is None:
+            if len(keys) > 1:
+                raise InvalidDataError(
+                    f"{p}: holds several arrays ({', '.join(keys)}); choose one with key= "
+                    f"(--key on the command line)"
+                )
+            key = keys[0]
+        elif key not in keys:
+            raise InvalidDataError(
+                f"{p}: no array named {key!r}; the archive holds {', '.join(keys)}"
+            )
+        try:
+            arr = obj[key]
+        except _NUMPY_LOAD_ERRORS as exc:
+            raise InvalidDataError(
+                f"{p}: array {key!r} cannot be read ({_npy_reason(exc)})"
+            ) from None
+    return _check_numeric(p, arr, f"array {key!r} ")
+
+
+def _npy_reason(exc: BaseException) -> str:
+    text = str(exc)
+    if "pickle" in text.lower():
+        return ("it holds Python objects or is not a numpy file; dpmean only reads numeric "
+                "arrays and never unpickles")
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _load_csv(p: Path) -> np.ndarray:
+    lines = _read_text(p, "CSV").split("\n")
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise InvalidDataError(f"{p}: the file holds no rows")
+    start = 0 if _parse_row(lines[0]) is not None else 1
+    header = None if start == 0 else lines[0]
+    body = lines[start:]
+    if not body:
+        raise InvalidDataError(f"{p}: the file holds a header line but no rows of numbers")
+    try:
+        arr = np.loadtxt(body, delimiter=",", dtype=np.float64, ndmin=2, comments=None,
+                         quotechar='"')
+    except ValueError:
+        arr = None
+    # loadtxt skips blank lines and rejects a few spellings float() takes; the careful scan
+    # names the line and column of the first problem, or reads the file if there is none.
+    if arr is None or arr.shape[0] != len(body):
+        arr = _scan_csv(p, body, start)
+    if header is not None:
+        n_names = len(header.split(","))
+        if n_names != arr.shape[1]:
+            raise InvalidDataError(
+                f"{p}: the header (line 1) has {n_names} names but the rows have "
+                f"{arr.shape[1]} values"
+            )
+    return arr
+
+
+def _parse_cell(cell: str) -> float | None:
+    cell = cell.strip()
+    if len(cell) >= 2 and cell[0] == cell[-1] == '"':
+        cell = cell[1:-1].strip()
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+
+
+def _parse_row(line: str) -> list[float] | None:
+    values = [_parse_cell(c) for c in line.split(",")]
+    return None if any(v is None for v in values) else values
+
+
+def _scan_csv(p: Path, body: list[str], start: int) -> np.ndarray:
+    rows = []
+    for i, line in enumerate(body):
+        lineno = start + i + 1
+        if not line.strip():
+            raise InvalidDataError(
+                f"{p}: line {lineno} is empty (only empty lines at the end are allowed)"
+            )
+        cells = line.split(",")
+        if rows and len(cells) != len(rows[0]):
+            raise InvalidDataError(
+                f"{p}: line {lineno} has {len(cells)} values but line {start + 1} has "
+                f"{len(rows[0])}"
+            )
+        row = []
+        for j, cell in enumerate(cells):
+            value = _parse_cell(cell)
+            if value is None:
+                raise InvalidDataError(
+                    f"{p}: line {lineno}, column {j + 1}: {cell.strip()!r} is not a number"
+                )
+            row.append(value)
+        rows.append(row)
+    return np.array(rows, dtype=np.float64)
+
+
+def _load_parquet(p: Path) -> np.ndarray:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InvalidDataError(
+            f'{p}: reading .parquet files needs pyarrow: pip install "dpmean[parquet]"'
+        ) from None
+    try:
+        table = pq.read_table(p)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvalidDataError(f"{p}: not a valid .parquet file ({reason})") from None
+    if table.num_columns == 0:
+        raise InvalidDataError(f"{p}: the table has no columns")
+    columns = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        t = column.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+            raise InvalidDataError(
+                f"{p}: column {name!r} has type {t}; only numeric columns can be used"
+            )
+        # Nulls become NaN, which the estimators then report.
+        values = column.cast(pa.float64()) if column.null_count else column
+        columns.append(np.asarray(values.to_numpy()))
+    return np.column_stack(columns)
+
+
+def _load_dat(p: Path) -> scipy.sparse.csr_matrix:
+    text = _read_text(p, "transaction (.dat)")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline ending the last basket does not start another
+    baskets = [line.split() for line in lines]
+    if not baskets:
+        raise InvalidDataError(f"{p}: the file holds no baskets")
+    counts = np.fromiter((len(b) for b in baskets), dtype=np.int64, count=len(baskets))
+    flat = [tok for b in baskets for tok in b]
+    if not flat:
+        raise InvalidDataError(f"{p}: the file holds {len(baskets)} baskets but no item ids")
+    try:
+        ids = np.array(flat).astype(np.int64)
+    except (ValueError, OverflowError):
+        ids = None
+    if ids is None or ids.min() < 0 or ids.max() > _MAX_ITEM_ID:
+        ids = _scan_dat(p, baskets)
+    indptr = np.zeros(len(baskets) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    n_items = int(ids.max()) + 1
+    mat = scipy.sparse.csr_matrix(
+        (np.ones(ids.shape[0], dtype=np.float64), ids, indptr), shape=(len(baskets), n_items)
+    )
+    mat.sum_duplicates()
+    mat.data[:] = 1.0  # a repeated item in one basket counts once
+    return mat
+
+
+def _scan_dat(p: Path, baskets: list[list[str]]) -> np.ndarray:
+    ids = []
+    for i, basket in enumerate(baskets):
+        for tok in basket:
+            if not (tok.isascii() and tok.isdigit()):
+                raise InvalidDataError(
+                    f"{p}: line {i + 1}: {tok!r} is not an item id (a non-negative integer)"
+                )
+            value = int(tok)
+            if value > _MAX_ITEM_ID:
+                raise InvalidDataError(
+                    f"{p}: line {i + 1}: item id {tok} is too large (at most {_MAX_ITEM_ID})"
+                )
+            ids.append(value)
+    return np.array(ids, dtype=np.int64)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` so that readers see the old file or the new one,
+    never a half-written one."""
+    _write_atomic(Path(path), lambda fh: fh.write(text.encode("utf-8")))
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see ``write_text_atomic``)."""
+    _write_atomic(Path(path), lambda fh: fh.write(data))
+
+
+def _write_atomic(path: Path, write) -> None:
+    # The temporary file lives in the target's directory so os.replace is a rename on one file
+    # system. os.open with mode 0o666 lets the umask set the permissions, as a plain open would.
+    directory = path.parent
+    for _ in range(100):
+        tmp = directory / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 48 random bits
+        raise FileExistsError(f"could not create a temporary file next to {path}")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -1,0 +1,38 @@
+"""The single source of randomness: how dpmean makes random generators.
+
+Every function that draws takes a ``numpy.random.Generator``; public entry points take a
+``random_state`` and turn it into a generator here, so the policy lives in one place.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InvalidParameterError
+
+RandomState = None | int | np.random.SeedSequence | np.random.Generator
+
+
+def make_rng(random_state: RandomState = None) -> np.random.Generator:
+    """Return a generator for ``random_state``.
+
+    - ``None``: a fresh generator seeded from the operating system's entropy (non-reproducible);
+      this is the default for real releases.
+    - an ``int`` or ``SeedSequence``: a reproducible generator, for experiments and tests only
+      (anyone who knows the seed can subtract the noise).
+    - a ``Generator``: used as is, so one stream can be threaded through several calls.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None:
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence()))
+    if isinstance(random_state, np.random.SeedSequence):
+        return np.random.Generator(np.random.PCG64(random_state))
+    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)):
+        raise InvalidParameterError(
+            f"random_state must be None, a non-negative integer or a numpy Generator, "
+            f"got {random_state!r}"
+        )
+    if random_state < 0:
+        raise InvalidParameterError(f"random_state must be non-negative, got {random_state}")
+    return np.random.Generator(np.random.PCG64(int(random_state)))

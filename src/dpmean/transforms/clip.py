@@ -1,0 +1,31 @@
+"""Clamping to the public box and l2 clipping of rows (IOME section 3.1, eq. (2)).
+
+Pure, non-private maps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def clamp(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Clamp every coordinate into the public box [lo, hi] (broadcast over rows); float64 copy."""
+    return np.clip(np.asarray(x, dtype=np.float64), lo, hi)
+
+
+def clip_weights(norms: np.ndarray, radius: float) -> np.ndarray:
+    """Per-row factors min(1, radius / ||x||) that clip rows to l2 norm ``radius``.
+
+    A zero row has factor 1 (it is inside every ball); radius 0 clips every row to zero.
+    """
+    norms = np.asarray(norms, dtype=np.float64)
+    weights = np.ones_like(norms)
+    outside = norms > radius
+    weights[outside] = radius / norms[outside]
+    return weights
+
+
+def clip_rows(x: np.ndarray, radius: float) -> np.ndarray:
+    """Scale each row of ``x`` to l2 norm at most ``radius``, keeping its direction."""
+    x = np.asarray(x, dtype=np.float64)
+    return x * clip_weights(np.linalg.norm(x, axis=-1), radius)[..., None]

@@ -1,0 +1,120 @@
+"""Input validation shared by every public entry point (scikit-learn's check_array, for DP).
+
+Errors name what is wrong and how to fix it; nothing here looks at data beyond what the error
+message needs, and no data-derived value is used as a default.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .errors import InvalidDataError, InvalidParameterError
+
+BOUNDS_HELP = (
+    "a differentially private mean needs a public range: pass bounds=(lo, hi), the box the data "
+    "is assumed to lie in before you look at it (values outside are clamped). Reading the range "
+    "from the data would leak it. A generous range costs little: the error of 'cm' and 'iome' "
+    "grows only logarithmically with it."
+)
+
+
+def check_data(x) -> np.ndarray:
+    """Return ``x`` as a float64 array of shape (n, d); a 1-D array is n values of one variable."""
+    if hasattr(x, "tocsr") and hasattr(x, "nnz"):
+        raise InvalidDataError(
+            "sparse input is not supported by this estimator yet; pass a dense array"
+        )
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise InvalidDataError(f"data must be a numeric array: {exc}") from None
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise InvalidDataError(f"data must be numeric, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise InvalidDataError("data must be real-valued, got complex numbers")
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise InvalidDataError(f"data must be 1-D or 2-D (n rows, d columns), got shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise InvalidDataError("data is empty: no rows")
+    if arr.shape[1] == 0:
+        raise InvalidDataError("data has no columns")
+    arr = arr.astype(np.float64, copy=False)
+    finite = np.isfinite(arr)
+    if not finite.all():
+        n_nan = int(np.isnan(arr).sum())
+        n_inf = int(arr.size - finite.sum() - n_nan)
+        raise InvalidDataError(
+            f"data contains {n_nan} NaN and {n_inf} infinite values; remove or impute them "
+            f"before a private release"
+        )
+    return arr
+
+
+def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return (lo, hi) as float64 arrays of shape (d,) from scalars or per-coordinate arrays."""
+    if bounds is None:
+        raise InvalidParameterError(f"no bounds given: {BOUNDS_HELP}")
+    try:
+        lo, hi = bounds
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"bounds must be a pair (lo, hi) of numbers or length-{d} arrays, got {bounds!r}"
+        ) from None
+    out = []
+    for name, value in (("lo", lo), ("hi", hi)):
+        try:
+            arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (d,)).copy()
+        except (TypeError, ValueError):
+            raise InvalidParameterError(
+                f"bounds {name} must be a number or an array of length {d}, got {value!r}"
+            ) from None
+        if not np.isfinite(arr).all():
+            raise InvalidParameterError(f"bounds {name} must be finite")
+        out.append(arr)
+    lo_arr, hi_arr = out
+    if not (lo_arr < hi_arr).all():
+        j = int(np.argmax(~(lo_arr < hi_arr)))
+        raise InvalidParameterError(
+            f"bounds need lo < hi in every coordinate; coordinate {j} has lo={lo_arr[j]:g}, "
+            f"hi={hi_arr[j]:g}"
+        )
+    return lo_arr, hi_arr
+
+
+def check_fraction(value, name: str, *, low_open: bool = True, high_open: bool = True) -> float:
+    """A number strictly inside (0, 1) (endpoints allowed when not open)."""
+    value = check_number(value, name)
+    ok_low = value > 0 if low_open else value >= 0
+    ok_high = value < 1 if high_open else value <= 1
+    if not (ok_low and ok_high):
+        lb, hb = ("(" if low_open else "["), (")" if high_open else "]")
+        raise InvalidParameterError(f"{name} must lie in {lb}0, 1{hb}, got {value}")
+    return value
+
+
+def check_positive(value, name: str) -> float:
+    value = check_number(value, name)
+    if value <= 0:
+        raise InvalidParameterError(f"{name} must be > 0, got {value}")
+    return value
+
+
+def check_steps(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= 60:
+        raise InvalidParameterError(f"{name} must be an integer from 1 to 60, got {value!r}")
+    return int(value)
+
+
+def check_number(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidParameterError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise InvalidParameterError(f"{name} must be finite, got {value}")
+    return value

@@ -1,0 +1,247 @@
+"""Estimators end to end: utility against the paper's claims, ledgers, validation, fallbacks."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+import dpmean
+from dpmean.errors import (
+    BudgetExceededError,
+    InsufficientDataWarning,
+    InvalidDataError,
+    InvalidParameterError,
+)
+from dpmean.estimators import ESTIMATORS, MeanEstimator
+
+D, N, RHO = 128, 4000, 0.5
+R = 50 * np.sqrt(D)  # the a priori box of IOME's experiments: +-50 sqrt(d) per coordinate
+
+
+def gaussian_data(mu: float, seed: int, n: int = N, d: int = D) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, d)) + mu
+
+
+def method_options(method: str) -> dict:
+    if method == "iome-gaussian":
+        return {"mean_radius": 100 * np.sqrt(D), "sigma_min": 0.5, "sigma_max": 2.0}
+    return {"bounds": (-R, R)}
+
+
+@pytest.mark.parametrize("mu", [0.0, 100.0])
+def test_iome_error_is_near_the_empirical_mean_whatever_the_centre(mu):
+    # IOME Figure 1 / Theorem 3.6: the private error depends on the spread of the data, not
+    # on ||mu|| (here 0 or 1131). The deviation from the empirical mean is the Gaussian noise
+    # (norm <= noise_std (sqrt(d) + 3) except with probability < 1e-3, chi concentration)
+    # plus the clipping bias: about sqrt(2d/rho) + 2 tau ~ 90 rows clipped, each by at most the
+    # spread of Gaussian norms above the radius (~3 here), i.e. <= 90 * 3 / 4000 < 0.07.
+    for seed in range(4):
+        x = gaussian_data(mu, seed)
+        result = dpmean.mean(x, rho=RHO, method="iome", bounds=(-R, R), random_state=seed)
+        noise_std = result.diagnostics["noise_std"]
+        private_error = np.linalg.norm(result.mean - x.mean(axis=0))
+        assert private_error <= noise_std * (np.sqrt(D) + 3) + 0.07
+        # ... and is of the same order as the sampling error sqrt(d/n) = 0.18 (paper: "close").
+        assert private_error < 0.6 * np.sqrt(D / N)
+
+
+def test_cm_error_grows_with_the_distance_from_the_origin_and_iome_does_not():
+    errors = {}
+    for method in ("cm", "iome"):
+        for mu in (0.0, 100.0):
+            x = gaussian_data(mu, 11)
+            est = dpmean.mean(x, rho=RHO, method=method, bounds=(-R, R), random_state=3).mean
+            errors[method, mu] = np.linalg.norm(est - x.mean(axis=0))
+    # CM clips around the origin: its radius, hence its noise, scales with ||mu|| (~1131 vs ~13).
+    assert errors["cm", 100.0] > 10 * errors["cm", 0.0]
+    assert errors["iome", 100.0] < 2 * errors["iome", 0.0] + 0.05
+    assert errors["cm", 100.0] > 10 * errors["iome", 100.0]
+
+
+def test_quantized_iome_and_gaussian_wrapper_match_the_real_path():
+    x = gaussian_data(100.0, 5)
+    empirical = x.mean(axis=0)
+    for options in ({"method": "iome", "quantized": True, "bounds": (-R, R)},
+                    {"method": "iome-gaussian", **method_options("iome-gaussian")}):
+        result = dpmean.mean(x, rho=RHO, random_state=2, **options)
+        assert result.diagnostics["quantized"] is True
+        error = np.linalg.norm(result.mean - empirical)
+        # Rounding adds at most bucket sqrt(d) / 2, far below the noise here.
+        assert error <= result.diagnostics["noise_std"] * (np.sqrt(D) + 3) + 0.07
+
+
+@pytest.mark.parametrize("method", sorted(ESTIMATORS))
+def test_ledger_sums_to_the_budget(method):
+    x = gaussian_data(1.0, 0, n=2000, d=8)
+    options = method_options(method)
+    if method == "iome-gaussian":
+        options = {"mean_radius": 10.0, "sigma_min": 0.5, "sigma_max": 2.0}
+    else:
+        options = {"bounds": (-20, 20)}
+    result = dpmean.mean(x, rho=0.3, method=method, random_state=0, **options)
+    assert result.rho_spent == pytest.approx(0.3, rel=1e-12)
+    assert result.rho_spent <= 0.3 * (1 + 1e-12)
+    assert sum(result.ledger.values()) == pytest.approx(result.rho_spent)
+    assert result.mean.shape == (8,)
+    json.dumps(result.to_dict())
+
+
+def test_paper_budget_split_for_iome():
+    x = gaussian_data(0.0, 0, n=2000, d=8)
+    ledger = dpmean.mean(x, rho=1.0, bounds=(-20, 20), random_state=0).ledger
+    assert dict(ledger) == pytest.approx({"centre": 0.25, "threshold": 0.1875, "noise": 0.5625})
+
+
+def test_seeded_runs_repeat_and_unseeded_runs_differ():
+    x = gaussian_data(3.0, 1, n=500, d=10)
+    a = dpmean.mean(x, rho=0.5, bounds=(-20, 20), random_state=42).mean
+    b = dpmean.mean(x, rho=0.5, bounds=(-20, 20), random_state=42).mean
+    c = dpmean.mean(x, rho=0.5, bounds=(-20, 20)).mean
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("method", ["cm", "iome"])
+def test_too_few_rows_releases_zero_with_a_warning(method):
+    x = gaussian_data(5.0, 0, n=20, d=64)
+    with pytest.warns(InsufficientDataWarning, match="too few"):
+        result = dpmean.mean(x, rho=0.01, method=method, bounds=(-10, 10), random_state=0)
+    assert result.fallback
+    np.testing.assert_array_equal(result.mean, np.zeros(64))
+    assert result.rho_spent == 0.0
+
+
+@pytest.mark.parametrize("method", ["cm", "iome", "gaussian", "cm-fixed"])
+def test_one_variable_and_odd_dimensions(method):
+    rng = np.random.default_rng(0)
+    one = rng.normal(7.0, 1.0, size=5000)
+    result = dpmean.mean(one, rho=1.0, method=method, bounds=(-100, 100), random_state=0)
+    assert result.d == 1 and result.mean.shape == (1,)
+    assert abs(result.mean[0] - one.mean()) < 1.0
+    odd = rng.normal(size=(3000, 10))
+    assert dpmean.mean(odd, rho=1.0, method=method, bounds=(-5, 5), random_state=0).mean.shape \
+        == (10,)
+
+
+def test_values_outside_the_bounds_are_clamped_not_dropped():
+    x = np.zeros((4000, 4))
+    x[0] = 1e12
+    result = dpmean.mean(x, rho=1.0, method="gaussian", bounds=(-1, 1), random_state=0)
+    # The outlier counts as 1 in every coordinate: mean 1/4000 plus noise of std 4/(4000 sqrt 2).
+    assert np.all(np.abs(result.mean - 1 / 4000) < 6 * 4 / 4000)
+
+
+def test_per_coordinate_bounds_clamp_each_coordinate():
+    rng = np.random.default_rng(0)
+    x = np.column_stack([np.full(3000, 5.0), rng.uniform(1000, 2000, 3000)])
+    result = dpmean.mean(x, rho=1.0, method="gaussian", bounds=([0, 1000], [1, 2000]),
+                         random_state=0)
+    # Column 0 is clamped to 1; the noise std is ||hi - lo|| / (n sqrt(2 rho)) per coordinate.
+    std = np.hypot(1, 1000) / (3000 * np.sqrt(2.0))
+    assert result.diagnostics["noise_std"] == pytest.approx(std)
+    assert np.all(np.abs(result.mean - [1.0, x[:, 1].mean()]) < 5 * std)
+
+
+def test_iome_with_per_coordinate_bounds_of_different_scales():
+    rng = np.random.default_rng(0)
+    x = np.column_stack([rng.uniform(0, 1, 3000), rng.uniform(1000, 2000, 3000)])
+    result = dpmean.mean(x, rho=1.0, bounds=([0, 1000], [1, 2000]), random_state=0)
+    # The rotation mixes coordinates, so the error is isotropic and of the order of the noise
+    # (diameter ~ 1000 / n ~ 0.3 per coordinate), far below the width of the box.
+    error = np.linalg.norm(result.mean - x.mean(axis=0))
+    assert error <= result.diagnostics["noise_std"] * (np.sqrt(2) + 3) + 1.0
+
+
+def test_epsilon_delta_budget():
+    x = gaussian_data(0.0, 0, n=1000, d=4)
+    result = dpmean.mean(x, epsilon=1.0, delta=1e-6, bounds=(-10, 10), random_state=0)
+    assert result.epsilon == 1.0 and result.delta == 1e-6
+    assert result.rho == pytest.approx(dpmean.approx_dp_to_zcdp(1.0, 1e-6))
+    assert dpmean.zcdp_to_approx_dp(result.rho_spent, 1e-6) <= 1.0 + 1e-9
+    assert result.to_dict()["epsilon"] == 1.0
+
+
+def test_result_is_frozen_and_carries_only_private_values():
+    x = gaussian_data(2.0, 0, n=1000, d=4)
+    result = dpmean.mean(x, rho=0.5, bounds=(-10, 10), random_state=0)
+    with pytest.raises(ValueError):
+        result.mean[0] = 0.0
+    with pytest.raises(TypeError):
+        result.ledger["noise"] = 0.0
+    assert set(result.diagnostics) == {
+        "threshold", "target_rank", "noise_std", "centre", "padded_dim", "quantized"}
+    true_mean = x.mean(axis=0)
+    for value in result.to_dict()["diagnostics"].values():
+        assert not np.allclose(np.asarray(value, dtype=float), true_mean)
+
+
+class _Untouchable:
+    """Data whose values must not be read: only its shape is public."""
+
+    shape = (100, 3)
+
+    def __array__(self, *args, **kwargs):
+        raise AssertionError("the data was read")
+
+
+def test_overspending_split_raises_before_data_is_read():
+    class Greedy(MeanEstimator):
+        method = "greedy"
+
+        def budget_plan(self, n, d):
+            return {"a": self.rho, "b": self.rho / 10}
+
+        def release(self, engine, budget, ledger, rng):
+            raise AssertionError("unreachable")
+
+    with pytest.raises(BudgetExceededError):
+        Greedy(1.0, bounds=(0, 1)).estimate(_Untouchable())
+
+
+@pytest.mark.parametrize("x,message", [
+    (np.array([[1.0, np.nan], [np.inf, 2.0], [np.nan, 0.0]]), "2 NaN and 1 infinite"),
+    (np.empty((0, 3)), "empty"),
+    (np.empty((3, 0)), "no columns"),
+    (np.ones((2, 2, 2)), "1-D or 2-D"),
+    (np.array([["a", "b"]]), "numeric"),
+    (np.ones((2, 2)) * 1j, "real-valued"),
+])
+def test_bad_data_is_rejected_clearly(x, message):
+    with pytest.raises(InvalidDataError, match=message):
+        dpmean.mean(x, rho=1.0, bounds=(0, 1), random_state=0)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"rho": 1.0}, "public range"),
+    ({"rho": 1.0, "bounds": (1, 1)}, "lo < hi"),
+    ({"rho": 1.0, "bounds": (0, [1, np.nan])}, "finite"),
+    ({"rho": 1.0, "bounds": (0, [1, 2, 3])}, "length 2"),
+    ({"rho": 0.0, "bounds": (0, 1)}, "rho"),
+    ({"rho": -1.0, "bounds": (0, 1)}, "rho"),
+    ({"rho": 1.0, "bounds": (0, 1), "method": "median"}, "unknown method"),
+    ({"rho": 1.0, "bounds": (0, 1), "threshold_shares": 0.1}, "unknown option"),
+    ({"rho": 1.0, "bounds": (0, 1), "centre_share": 1.5}, "centre_share"),
+    ({"rho": 1.0, "bounds": (0, 1), "median_steps": 0}, "median_steps"),
+    ({"rho": 1.0, "bounds": (0, 1), "random_state": -3}, "random_state"),
+    ({"rho": 1.0, "method": "iome-gaussian", "mean_radius": 1.0, "sigma_min": 2.0,
+      "sigma_max": 1.0}, "sigma_min"),
+])
+def test_bad_parameters_are_rejected_clearly(kwargs, message):
+    with pytest.raises(InvalidParameterError, match=message):
+        dpmean.mean(np.ones((10, 2)), **kwargs)
+
+
+def test_no_data_dependent_default_for_bounds():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InvalidParameterError, match="leak"):
+            dpmean.mean(np.ones((10, 2)), rho=1.0, method="cm")
+
+
+def test_fixed_quantile_clipping_radius_is_near_the_median_norm():
+    x = gaussian_data(0.0, 4, n=4000, d=16)
+    result = dpmean.mean(x, rho=1.0, method="cm-fixed", bounds=(-10, 10), random_state=0)
+    norms = np.linalg.norm(x, axis=1)
+    lo, hi = np.quantile(norms, [0.4, 0.6])
+    assert lo <= result.diagnostics["threshold"] <= hi

@@ -1,0 +1,121 @@
+"""Mechanisms: the Gaussian mechanism's scale and PrivQuant's rank error against Theorem 3.3."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpmean.errors import InvalidParameterError
+from dpmean.mechanisms import (
+    count_noise_std,
+    gaussian_mechanism,
+    gaussian_noise_std,
+    integer_search_steps,
+    private_quantile_integer,
+    private_quantile_real,
+)
+
+TRIALS = 400
+
+
+def test_gaussian_noise_std_formula():
+    assert gaussian_noise_std(2.0, 0.5) == pytest.approx(2.0 / np.sqrt(1.0))
+    assert gaussian_noise_std(1.0, 0.125) == pytest.approx(2.0)
+
+
+def test_gaussian_mechanism_distribution():
+    rng = np.random.default_rng(0)
+    value = np.full(20000, 3.0)
+    out = gaussian_mechanism(value, 1.5, 0.2, rng)
+    sigma = 1.5 / np.sqrt(0.4)
+    # Kolmogorov-Smirnov against N(3, sigma^2) at the 0.1% level.
+    assert stats.kstest((out - 3.0) / sigma, "norm").pvalue > 1e-3
+
+
+@pytest.mark.parametrize("rho", [0.0, -1.0, np.inf, np.nan])
+def test_gaussian_mechanism_rejects_bad_rho(rho):
+    with pytest.raises(InvalidParameterError):
+        gaussian_mechanism(np.zeros(2), 1.0, rho, np.random.default_rng(0))
+
+
+def _rank_error(values: np.ndarray, x: float, m: float) -> float:
+    """tau such that x_(m - tau) <= x <= x_(m + tau): distance of m from [#{< x}, #{<= x}]."""
+    below = np.count_nonzero(values < x)
+    upto = np.count_nonzero(values <= x)
+    return max(0.0, below - m, m - upto)
+
+
+def _tau(steps: int, rho: float, beta: float) -> float:
+    # Theorem 3.3: all `steps` noisy counts are within tau with probability 1 - beta (union bound
+    # over two-sided Gaussian tails), and then the rank error is at most tau (Lemma 3.2).
+    return count_noise_std(steps, rho) * stats.norm.isf(beta / (2 * steps))
+
+
+def _allowed_failures(beta: float) -> int:
+    return int(stats.binom.ppf(1 - 1e-4, TRIALS, beta))
+
+
+@pytest.mark.parametrize("m", [1, 250, 500, 999])
+def test_integer_privquant_rank_error_within_theorem(m):
+    rng = np.random.default_rng(m)
+    values = rng.integers(0, 1 << 12, size=1000)
+    rho, beta = 0.05, 0.1
+    steps = integer_search_steps(np.array([0]), np.array([(1 << 12) - 1]))
+    assert steps == 12
+    tau = _tau(steps, rho, beta)
+    count = lambda t: np.array([np.count_nonzero(values <= t[0])])  # noqa: E731
+    errors = []
+    for _ in range(TRIALS):
+        x = private_quantile_integer(count, m, np.array([0]), np.array([(1 << 12) - 1]),
+                                     rho_per_search=rho, rng=rng)[0]
+        assert x == int(x) and 0 <= x < 1 << 12
+        errors.append(_rank_error(values, x, m))
+    errors = np.array(errors)
+    assert np.count_nonzero(errors > tau) <= _allowed_failures(beta)
+    # The noise is real: the errors are not all zero, and exceed a quarter of tau often.
+    assert np.count_nonzero(errors > tau / 4) > _allowed_failures(beta)
+
+
+def test_integer_privquant_is_exact_without_noise():
+    # With an enormous budget Algorithm 1 returns the smallest v with count(<= v) > m (ranks
+    # are offset by 1/2 so that no count ties with m, where the sign of the noise would decide).
+    values = np.array([3, 3, 7, 10, 10, 10, 42])
+    count = lambda t: np.array([np.count_nonzero(values <= t[0])])  # noqa: E731
+    for m, expected in [(0.5, 3), (1.5, 3), (2.5, 7), (5.5, 10), (6.5, 42), (7.5, 63)]:
+        got = private_quantile_integer(count, m, np.array([0]), np.array([63]),
+                                       rho_per_search=1e12, rng=np.random.default_rng(0))
+        assert got[0] == expected
+
+
+def test_real_privquant_rank_error_within_theorem():
+    rng = np.random.default_rng(7)
+    values = rng.normal(size=2000)
+    rho, beta, steps, m = 0.1, 0.1, 16, 1000
+    tau = _tau(steps, rho, beta)
+    count = lambda t: np.array([np.count_nonzero(values <= t[0])])  # noqa: E731
+    errors = np.array([
+        _rank_error(values, private_quantile_real(count, m, np.array([-8.0]), np.array([8.0]),
+                                                  steps=steps, rho_per_search=rho, rng=rng)[0], m)
+        for _ in range(TRIALS)
+    ])
+    # The final interval has width 16 / 2**16; at this density it holds at most a few values.
+    resolution = np.count_nonzero(np.abs(values) < 16 / 2**16) + 2
+    assert np.count_nonzero(errors > tau + resolution) <= _allowed_failures(beta)
+
+
+def test_privquant_vectorised_matches_independent_searches():
+    rng = np.random.default_rng(3)
+    data = rng.normal(loc=[0.0, 5.0, -3.0], size=(3000, 3))
+    count = lambda t: np.count_nonzero(data <= t, axis=0)  # noqa: E731
+    medians = private_quantile_real(count, 1500, np.full(3, -20.0), np.full(3, 20.0), steps=20,
+                                    rho_per_search=10.0, rng=rng)
+    np.testing.assert_allclose(medians, np.median(data, axis=0), atol=0.05)
+
+
+def test_privquant_rejects_bad_parameters():
+    count = lambda t: np.zeros(1)  # noqa: E731
+    with pytest.raises(InvalidParameterError):
+        private_quantile_real(count, 1, np.zeros(1), np.ones(1), steps=0, rho_per_search=1.0,
+                              rng=np.random.default_rng(0))
+    with pytest.raises(InvalidParameterError):
+        private_quantile_integer(count, 1, np.zeros(1), np.ones(1), rho_per_search=-1.0,
+                                 rng=np.random.default_rng(0))

@@ -1,0 +1,130 @@
+"""Transforms: the fast Walsh-Hadamard transform against the dense matrix, rotations, clipping,
+quantization, views."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy.linalg import hadamard
+
+from dpmean.transforms import (
+    Quantizer,
+    RandomRotation,
+    View,
+    clamp,
+    clip_rows,
+    clip_weights,
+    fwht,
+    next_power_of_two,
+)
+
+
+@pytest.mark.parametrize("d", [1, 2, 4, 8, 16, 32, 64, 256, 512, 2048])
+def test_fwht_matches_dense_hadamard(d):
+    x = np.random.default_rng(d).normal(size=(5, d))
+    np.testing.assert_allclose(fwht(x), x @ hadamard(d), rtol=1e-12, atol=1e-9)
+
+
+def test_fwht_keeps_leading_shape_and_input():
+    x = np.random.default_rng(0).normal(size=(2, 3, 64))
+    before = x.copy()
+    out = fwht(x)
+    assert out.shape == x.shape
+    np.testing.assert_array_equal(x, before)
+    np.testing.assert_allclose(fwht(out) / 64, x, atol=1e-12)
+
+
+@pytest.mark.parametrize("d", [0, 3, 12, 100])
+def test_fwht_rejects_non_power_of_two(d):
+    with pytest.raises(ValueError, match="power-of-two"):
+        fwht(np.ones((2, d)))
+
+
+@pytest.mark.parametrize("d,expected", [(1, 1), (2, 2), (3, 4), (784, 1024), (1024, 1024)])
+def test_next_power_of_two(d, expected):
+    assert next_power_of_two(d) == expected
+
+
+@pytest.mark.parametrize("d", [1, 3, 10, 128, 784])
+def test_rotation_is_orthogonal_and_invertible(d):
+    rng = np.random.default_rng(1)
+    rot = RandomRotation.draw(d, rng)
+    x = rng.normal(size=(7, d))
+    y = rot.apply(x)
+    assert y.shape == (7, next_power_of_two(d))
+    np.testing.assert_allclose(np.linalg.norm(y, axis=1), np.linalg.norm(x, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(rot.invert(y), x, atol=1e-10)
+    # Against the dense (1/sqrt(d)) H D of the paper.
+    dense = hadamard(rot.padded_dim) * rot.signs[None, :] / np.sqrt(rot.padded_dim)
+    padded = np.zeros((7, rot.padded_dim))
+    padded[:, :d] = x
+    np.testing.assert_allclose(y, padded @ dense.T, atol=1e-10)
+
+
+def test_unnormalised_rotation_keeps_integers():
+    rng = np.random.default_rng(2)
+    rot = RandomRotation.draw(12, rng, normalized=False)
+    q = rng.integers(-50, 50, size=(4, 12)).astype(float)
+    y = rot.apply(q)
+    np.testing.assert_array_equal(y, np.rint(y))
+    np.testing.assert_allclose(rot.invert(y), q, atol=1e-10)
+
+
+def test_rotation_spreads_a_spike():
+    # Lemma 3.7: a rotated basis vector has every coordinate of size 1/sqrt(d).
+    rot = RandomRotation.draw(256, np.random.default_rng(3))
+    e = np.zeros(256)
+    e[17] = 1.0
+    np.testing.assert_allclose(np.abs(rot.apply(e)), 1 / 16)
+
+
+@given(arrays(np.float64, (6, 5), elements=st.floats(-1e6, 1e6)),
+       st.floats(0.0, 1e6, allow_nan=False))
+@settings(max_examples=60, deadline=None)
+def test_clip_rows_bounds_norm_and_keeps_direction(x, radius):
+    y = clip_rows(x, radius)
+    norms = np.linalg.norm(y, axis=1)
+    assert np.all(norms <= radius * (1 + 1e-9) + 1e-9)
+    inside = np.linalg.norm(x, axis=1) <= radius
+    np.testing.assert_array_equal(y[inside], x[inside])
+    # Direction kept: y = w x with 0 <= w <= 1.
+    w = clip_weights(np.linalg.norm(x, axis=1), radius)
+    assert np.all((w >= 0) & (w <= 1))
+    np.testing.assert_allclose(y, x * w[:, None])
+
+
+def test_clip_weights_zero_rows_and_zero_radius():
+    np.testing.assert_array_equal(clip_weights(np.array([0.0, 2.0]), 1.0), [1.0, 0.5])
+    np.testing.assert_array_equal(clip_weights(np.array([0.0, 2.0]), 0.0), [1.0, 0.0])
+
+
+def test_clamp_broadcasts_per_coordinate():
+    x = np.array([[-5.0, 5.0], [0.5, 0.5]])
+    np.testing.assert_array_equal(clamp(x, np.array([0.0, -1.0]), np.array([1.0, 1.0])),
+                                  [[0.0, 1.0], [0.5, 0.5]])
+
+
+@given(arrays(np.float64, (4, 9), elements=st.floats(-100, 100)), st.floats(0.01, 10.0))
+@settings(max_examples=60, deadline=None)
+def test_quantization_error_is_at_most_half_alpha(x, alpha):
+    q = Quantizer.for_error(alpha, 9)
+    codes = q.quantize(x)
+    np.testing.assert_array_equal(codes, np.rint(codes))
+    err = np.linalg.norm(q.dequantize(codes) - x, axis=1)
+    assert np.all(err <= alpha / 2 * (1 + 1e-9))
+
+
+def test_view_restore_inverts_affine_steps():
+    rng = np.random.default_rng(4)
+    rot = RandomRotation.draw(20, rng)
+    view = View(rotation=rot, shift=rng.normal(size=32), scale=rng.uniform(0.5, 2, size=32))
+    x = rng.normal(size=(50, 20))
+    v = view.apply(x)
+    np.testing.assert_allclose(view.restore(v.mean(axis=0)), x.mean(axis=0), atol=1e-10)
+    np.testing.assert_allclose(view.finish(view.base().apply(x)), v)
+
+
+def test_view_preclip_applies_first():
+    x = np.array([[3.0, 4.0]])
+    np.testing.assert_allclose(View(preclip=1.0).apply(x), [[0.6, 0.8]])
