@@ -18,7 +18,12 @@ from typing import Any, TextIO
 import numpy as np
 
 from . import __version__, available_methods, mean
-from .errors import DPMeanError, InsufficientDataWarning, InvalidParameterError
+from .errors import (
+    DPMeanError,
+    InsufficientDataWarning,
+    InvalidDataError,
+    InvalidParameterError,
+)
 from .io import load_data, write_bytes_atomic, write_text_atomic
 
 EXIT_USAGE = 2
@@ -68,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     except (_UsageError, DPMeanError) as exc:
         return _fail(str(exc))
     except InsufficientDataWarning as exc:
-        return _fail(f"{exc} The command line does not publish that zero vector; "
-                     f"nothing was written.")
+        return _fail(f"too few rows for this budget; the command line does not publish the "
+                     f"zero vector the estimator falls back to, and wrote nothing. {exc}")
     except KeyboardInterrupt:
         print("dpmean: interrupted; nothing was written", file=sys.stderr)
         return 130
@@ -152,8 +157,11 @@ def _run_estimate(args: argparse.Namespace) -> int:
     bounds = _load_bounds(args.bounds_file) if args.bounds_file else tuple(args.bounds)
     with warnings.catch_warnings():
         warnings.simplefilter("error", InsufficientDataWarning)
-        result = mean(x, **budget, method=args.method, bounds=bounds, random_state=args.seed,
-                      **options)
+        try:
+            result = mean(x, **budget, method=args.method, bounds=bounds,
+                          random_state=args.seed, **options)
+        except InvalidDataError as exc:
+            raise InvalidDataError(f"{args.input}: {exc}") from None
     payload = result.to_dict()
     if "epsilon" in budget:
         payload["epsilon"] = budget["epsilon"]
@@ -348,8 +356,9 @@ def _run_demo(args: argparse.Namespace) -> int:
              if args.seed is not None else [None] * (len(DEMO_METHODS) * len(labels)))
     private: dict[str, list[np.ndarray]] = {m: [] for m in DEMO_METHODS}
     spent: dict[str, list[float]] = {m: [] for m in DEMO_METHODS}
-    with tqdm(total=len(seeds), desc="private releases", unit="release",
-              file=sys.stderr) as bar, warnings.catch_warnings():
+    # disable=None: a bar on a terminal, nothing in logs and pipes.
+    with tqdm(total=len(seeds), desc="private releases", unit="release", file=sys.stderr,
+              disable=None) as bar, warnings.catch_warnings():
         warnings.simplefilter("error", InsufficientDataWarning)
         i = 0
         for method in DEMO_METHODS:
@@ -383,7 +392,7 @@ def _run_demo(args: argparse.Namespace) -> int:
                 ax.set_title(str(k))
             if k == 0:
                 ax.set_ylabel(row_label, fontsize=9)
-    fig.suptitle(f"Private mean images of MNIST digits (rho = {args.rho:g} zCDP per image, "
+    fig.suptitle(f"Private mean images of MNIST digits (rho = {args.rho:g} zCDP per mean image, "
                  f"bounds 0-255); top row: true means, shown for comparison only")
     fig.tight_layout()
     png = _stdio.BytesIO()

@@ -6,6 +6,7 @@ Every mistake a user can make with a file becomes one InvalidDataError line that
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import zipfile
 import zlib
@@ -22,6 +23,7 @@ SUPPORTED_EXTENSIONS = (".npy", ".npz", ".csv", ".parquet", ".dat")
 
 # Item ids become column indices; scipy's default int32 indices cap them.
 _MAX_ITEM_ID = np.iinfo(np.int32).max - 1
+_PLAIN_BASKETS = re.compile(r"[0-9 \t\r\n]*")
 
 
 def load_data(
@@ -30,7 +32,8 @@ def load_data(
     """Read a data file, choosing the reader by the file's extension.
 
     - ``.npy``: one array (``allow_pickle=False``: object arrays are refused).
-    - ``.npz``: ``key`` names the array; a file holding a single array needs no key.
+    - ``.npz``: ``key`` names the array; a file holding a single array needs no key. A file
+      written by ``scipy.sparse.save_npz`` is read (without a key) as a sparse matrix.
     - ``.csv``: comma-separated numbers, one row per line; a first line that does not parse as
       numbers is taken as a header. ``nan``/``inf`` cells are read as floats (the estimators
       reject them with a clear message).
@@ -51,17 +54,9 @@ def load_data(
     ext = p.suffix.lower()
     if key is not None and ext != ".npz":
         raise InvalidDataError(f"{p}: a key ({key!r}) only applies to .npz files")
-    if ext == ".npy":
-        return _load_npy(p)
     if ext == ".npz":
         return _load_npz(p, key)
-    if ext == ".csv":
-        return _load_csv(p)
-    if ext == ".parquet":
-        return _load_parquet(p)
-    if ext == ".dat":
-        return _load_dat(p)
-    raise AssertionError("unreachable: extension checked in _check_readable")
+    return _READERS[ext](p)
 
 
 def _check_readable(p: Path) -> None:
@@ -79,6 +74,8 @@ def _check_readable(p: Path) -> None:
         raise InvalidDataError(f"{p}: cannot read: {exc.strerror or exc}") from None
     if p.is_dir():
         raise InvalidDataError(f"{p}: is a directory, not a data file")
+    if not os.access(p, os.R_OK):
+        raise InvalidDataError(f"{p}: cannot read: permission denied")
     if st.st_size == 0:
         raise InvalidDataError(f"{p}: the file is empty")
 
@@ -118,7 +115,7 @@ def _load_npy(p: Path) -> np.ndarray:
     return _check_numeric(p, obj)
 
 
-def _load_npz(p: Path, key: str | None) -> np.ndarray:
+def _load_npz(p: Path, key: str | None) -> np.ndarray | scipy.sparse.csr_matrix:
     try:
         obj = np.load(p, allow_pickle=False)
     except _NUMPY_LOAD_ERRORS as exc:
@@ -129,6 +126,8 @@ def _load_npz(p: Path, key: str | None) -> np.ndarray:
         keys = list(obj.files)
         if not keys:
             raise InvalidDataError(f"{p}: the archive holds no arrays")
+        if key is None and {"format", "shape", "data"} <= set(keys):
+            return _load_sparse_npz(p)
         if key is None:
             if len(keys) > 1:
                 raise InvalidDataError(
@@ -147,6 +146,17 @@ def _load_npz(p: Path, key: str | None) -> np.ndarray:
                 f"{p}: array {key!r} cannot be read ({_npy_reason(exc)})"
             ) from None
     return _check_numeric(p, arr, f"array {key!r} ")
+
+
+def _load_sparse_npz(p: Path) -> scipy.sparse.csr_matrix:
+    """A matrix saved with ``scipy.sparse.save_npz`` (which reads without unpickling)."""
+    try:
+        mat = scipy.sparse.load_npz(p)
+    except (*_NUMPY_LOAD_ERRORS, KeyError) as exc:
+        raise InvalidDataError(
+            f"{p}: looks like a scipy.sparse .npz but cannot be read ({_npy_reason(exc)})"
+        ) from None
+    return scipy.sparse.csr_matrix(mat)
 
 
 def _npy_reason(exc: BaseException) -> str:
@@ -269,10 +279,14 @@ def _load_dat(p: Path) -> scipy.sparse.csr_matrix:
     flat = [tok for b in baskets for tok in b]
     if not flat:
         raise InvalidDataError(f"{p}: the file holds {len(baskets)} baskets but no item ids")
-    try:
-        ids = np.array(flat).astype(np.int64)
-    except (ValueError, OverflowError):
-        ids = None
+    ids = None
+    # numpy's str -> int parsing is fast but lenient ("+5", non-ASCII digits); use it only when
+    # the text is plain digits and whitespace, and let the careful scan judge anything else.
+    if _PLAIN_BASKETS.fullmatch(text):
+        try:
+            ids = np.array(flat).astype(np.int64)
+        except (ValueError, OverflowError):
+            ids = None
     if ids is None or ids.min() < 0 or ids.max() > _MAX_ITEM_ID:
         ids = _scan_dat(p, baskets)
     indptr = np.zeros(len(baskets) + 1, dtype=np.int64)
@@ -301,6 +315,9 @@ def _scan_dat(p: Path, baskets: list[list[str]]) -> np.ndarray:
                 )
             ids.append(value)
     return np.array(ids, dtype=np.int64)
+
+
+_READERS = {".npy": _load_npy, ".csv": _load_csv, ".parquet": _load_parquet, ".dat": _load_dat}
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

@@ -1,4 +1,4 @@
-"""The value every estimator returns: the private mean, its budget ledger and private diagnostics."""
+"""The value every estimator returns: the private mean, its ledger and private diagnostics."""
 
 from __future__ import annotations
 

@@ -28,7 +28,8 @@ def make_rng(random_state: RandomState = None) -> np.random.Generator:
         return np.random.Generator(np.random.PCG64(np.random.SeedSequence()))
     if isinstance(random_state, np.random.SeedSequence):
         return np.random.Generator(np.random.PCG64(random_state))
-    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)):
+    is_integer = isinstance(random_state, (int, np.integer))
+    if isinstance(random_state, (bool, np.bool_)) or not is_integer:
         raise InvalidParameterError(
             f"random_state must be None, a non-negative integer or a numpy Generator, "
             f"got {random_state!r}"

@@ -21,7 +21,8 @@ BOUNDS_HELP = (
 
 
 def check_data(x) -> np.ndarray:
-    """Return ``x`` as a float64 array of shape (n, d); a 1-D array is n values of one variable."""
+    """Return ``x`` as a real numeric array of shape (n, d), without NaN or inf; a 1-D array is
+    n values of one variable. The dtype is kept (engines convert once, while copying)."""
     if hasattr(x, "tocsr") and hasattr(x, "nnz"):
         raise InvalidDataError(
             "sparse input is not supported by this estimator yet; pass a dense array"
@@ -39,20 +40,22 @@ def check_data(x) -> np.ndarray:
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
-        raise InvalidDataError(f"data must be 1-D or 2-D (n rows, d columns), got shape {arr.shape}")
+        raise InvalidDataError(
+            f"data must be 1-D or 2-D (n rows, d columns), got shape {arr.shape}"
+        )
     if arr.shape[0] == 0:
         raise InvalidDataError("data is empty: no rows")
     if arr.shape[1] == 0:
         raise InvalidDataError("data has no columns")
-    arr = arr.astype(np.float64, copy=False)
-    finite = np.isfinite(arr)
-    if not finite.all():
-        n_nan = int(np.isnan(arr).sum())
-        n_inf = int(arr.size - finite.sum() - n_nan)
-        raise InvalidDataError(
-            f"data contains {n_nan} NaN and {n_inf} infinite values; remove or impute them "
-            f"before a private release"
-        )
+    if np.issubdtype(arr.dtype, np.floating):
+        finite = np.isfinite(arr)
+        if not finite.all():
+            n_nan = int(np.isnan(arr).sum())
+            n_inf = int(arr.size - finite.sum() - n_nan)
+            raise InvalidDataError(
+                f"data contains {n_nan} NaN and {n_inf} infinite values; remove or impute them "
+                f"before a private release"
+            )
     return arr
 
 

@@ -1,4 +1,4 @@
-"""The shape every central-model estimator shares: validate, plan the budget, ask an engine, release.
+"""The shape every central-model estimator shares: validate, plan, ask an engine, release.
 
 Subclasses state their budget split (``budget_plan``) and their release (``release``).
 """
@@ -95,8 +95,8 @@ class MeanEstimator(ABC):
     ) -> MeanResult:
         warnings.warn(
             f"{self.method}: n={n} rows is too few for rho={self.rho:g} in d={d} dimensions "
-            f"(needs at least {self.minimum_rows(n, lo, hi, budget):.0f}); releasing the zero vector, as the "
-            f"paper does. Give a larger budget or more rows.",
+            f"(needs at least {self.minimum_rows(n, lo, hi, budget):.0f}); releasing the zero "
+            f"vector, as the paper does. Give a larger budget or more rows.",
             InsufficientDataWarning,
             stacklevel=3,
         )

@@ -1,4 +1,4 @@
-"""Pure, non-private maps of the data: clamp, clip, rotate (fast Walsh-Hadamard), quantize, views."""
+"""Pure, non-private maps of the data: clamp, clip, rotate (fast Walsh-Hadamard), quantize."""
 
 from .clip import clamp, clip_rows, clip_weights
 from .hadamard import RandomRotation, fwht, next_power_of_two

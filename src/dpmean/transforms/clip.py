@@ -8,9 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 
-def clamp(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Clamp every coordinate into the public box [lo, hi] (broadcast over rows); float64 copy."""
-    return np.clip(np.asarray(x, dtype=np.float64), lo, hi)
+def clamp(
+    x: np.ndarray, lo: np.ndarray, hi: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
+    """Clamp every coordinate into the public box [lo, hi] (broadcast over rows).
+
+    Returns a float64 copy, or writes into ``out`` (which may be ``x`` itself)."""
+    out = np.minimum(x, hi, out=out, dtype=np.float64)
+    return np.maximum(out, lo, out=out)
 
 
 def clip_weights(norms: np.ndarray, radius: float) -> np.ndarray:

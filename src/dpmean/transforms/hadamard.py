@@ -30,8 +30,8 @@ def _block(size: int) -> np.ndarray:
 def fwht(x: np.ndarray) -> np.ndarray:
     """Unnormalised Walsh-Hadamard transform of each row: ``x @ H_d`` in Sylvester order.
 
-    ``x`` has shape (..., d) with d a power of two; returns a new float64 array of the same shape.
-    H_d is symmetric and H_d H_d = d I, so ``fwht(fwht(x)) / d == x``.
+    ``x`` has shape (..., d) with d a power of two; returns a new float64 array of the same shape
+    (``x`` is never modified). H_d is symmetric and H_d H_d = d I, so ``fwht(fwht(x)) / d == x``.
     """
     x = np.asarray(x, dtype=np.float64)
     d = x.shape[-1]
@@ -39,7 +39,7 @@ def fwht(x: np.ndarray) -> np.ndarray:
         raise ValueError(f"fwht needs a power-of-two length, got {d}")
     lead = x.shape[:-1]
     rows = int(np.prod(lead, dtype=np.int64))
-    out = np.array(x, dtype=np.float64, order="C").reshape(rows, d)
+    out = np.ascontiguousarray(x).reshape(rows, d)
     # Index j = (high, mid, low); each stage multiplies the `mid` digit by a small Hadamard block.
     low = 1
     while low < d:
@@ -51,6 +51,8 @@ def fwht(x: np.ndarray) -> np.ndarray:
         else:
             out = np.matmul(block, out.reshape(rows * high, size, low)).reshape(rows, d)
         low *= size
+    if d == 1:  # no stage ran: H_1 = [1], but the result must still be a new array
+        out = out.copy()
     return out.reshape(*lead, d)
 
 
@@ -86,12 +88,9 @@ class RandomRotation:
         """Rotate rows of ``x`` (shape (..., dim)) to shape (..., d_pad)."""
         x = np.asarray(x, dtype=np.float64)
         padded = np.zeros((*x.shape[:-1], self.padded_dim))
-        padded[..., : self.dim] = x
-        padded *= self.signs
-        out = fwht(padded)
-        if self.normalized:
-            out *= self.scale
-        return out
+        # The normalisation folds into the signs: one pass over the rows fewer.
+        np.multiply(x, self.signs[: self.dim] * self.scale, out=padded[..., : self.dim])
+        return fwht(padded)
 
     def invert(self, y: np.ndarray) -> np.ndarray:
         """Undo ``apply`` and drop the padding: shape (..., d_pad) -> (..., dim)."""

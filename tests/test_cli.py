@@ -1,0 +1,360 @@
+"""The ``dpmean`` command end to end: estimate and demo, and one clear line for every bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dpmean
+from dpmean import cli
+from dpmean.cli import main
+
+
+@pytest.fixture
+def data(tmp_path):
+    """A small data set in each dense format, in its own folder."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 10, size=(3000, 4))
+    np.save(folder / "x.npy", x)
+    np.savez(folder / "x.npz", rows=x, other=np.zeros(3))
+    lines = ["a,b,c,d"] + [",".join(f"{v:.6f}" for v in row) for row in x]
+    (folder / "x.csv").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def check_json(payload, rho, n=3000, d=4):
+    assert payload["n"] == n and payload["d"] == d
+    assert len(payload["mean"]) == d
+    assert math.isclose(math.fsum(payload["ledger"].values()), payload["rho_spent"], rel_tol=1e-9)
+    assert payload["rho_spent"] <= rho * (1 + 1e-9)
+
+
+# ---------------------------------------------------------------------------------- estimate
+
+
+@pytest.mark.parametrize("name, extra", [
+    ("x.npy", []),
+    ("x.csv", []),
+    ("x.npz", ["--key", "rows"]),
+])
+def test_estimate_json(capsys, data, name, extra):
+    code, out, err = run(capsys, "estimate", data / name, "--rho", 0.5, "--method", "iome",
+                         "--bounds", 0, 10, "--seed", 1, "--json", *extra)
+    assert code == 0
+    payload = json.loads(out)
+    check_json(payload, 0.5)
+    assert math.isclose(payload["rho_spent"], 0.5)
+    assert payload["method"] == "iome"
+    assert np.allclose(payload["mean"], 5.0, atol=0.5)
+    # the human summary goes to stderr with --json
+    assert "ledger" in err and "method iome" in err and "n = 3000" in err
+
+
+def test_estimate_summary_on_stdout(capsys, data):
+    code, out, err = run(capsys, "estimate", data / "x.npy", "--rho", 1, "--method", "cm",
+                         "--bounds", 0, 10)
+    assert code == 0
+    assert "method cm" in out and "ledger (rho per stage):" in out
+    assert "private mean (first 4 of 4)" in out
+    assert "private diagnostics:" in out
+    assert err == ""
+
+
+def test_estimate_output_file(capsys, data, tmp_path):
+    target = tmp_path / "result.json"
+    code, out, _ = run(capsys, "estimate", data / "x.csv", "--rho", 0.5, "--method", "gaussian",
+                       "--bounds", 0, 10, "--output", target)
+    assert code == 0
+    payload = json.loads(target.read_text())
+    check_json(payload, 0.5)
+    assert payload["method"] == "gaussian"
+    assert f"wrote {target}" in out
+    assert sorted(os.listdir(tmp_path)) == ["in", "result.json"]  # no temporary file left
+
+
+def test_estimate_epsilon_delta(capsys, data):
+    code, out, err = run(capsys, "estimate", data / "x.npy", "--epsilon", 1, "--delta", 1e-6,
+                         "--bounds", 0, 10, "--json")
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["epsilon"] == 1 and payload["delta"] == 1e-6
+    check_json(payload, payload["rho"])
+    assert payload["rho"] < 1
+    assert "(epsilon, delta) = (1, 1e-06)" in err
+
+
+def test_estimate_seed_is_reproducible(capsys, data):
+    args = ["estimate", data / "x.npy", "--rho", 0.5, "--bounds", 0, 10, "--json", "--seed", 7]
+    first = json.loads(run(capsys, *args)[1])
+    second = json.loads(run(capsys, *args)[1])
+    assert first["mean"] == second["mean"]
+
+
+def test_estimate_negative_bounds_in_scientific_notation(capsys, data):
+    code, out, _ = run(capsys, "estimate", data / "x.npy", "--rho", 0.5, "--bounds", "-1e2",
+                       "1e2", "--json")
+    assert code == 0
+    check_json(json.loads(out), 0.5)
+
+
+def test_estimate_bounds_file(capsys, data, tmp_path):
+    np.save(tmp_path / "bounds.npy", np.array([[0, 0, 0, 0], [10, 10, 20, 10]]))
+    code, out, _ = run(capsys, "estimate", data / "x.npy", "--rho", 0.5, "--method", "gaussian",
+                       "--bounds-file", tmp_path / "bounds.npy", "--json")
+    assert code == 0
+    check_json(json.loads(out), 0.5)
+
+
+def test_estimate_option(capsys, data):
+    code, out, _ = run(capsys, "estimate", data / "x.npy", "--rho", 0.5, "--method", "cm",
+                       "--bounds", 0, 10, "--option", "threshold_share=0.5",
+                       "--option", "threshold-steps=30", "--json")
+    assert code == 0
+    check_json(json.loads(out), 0.5)
+
+
+def test_option_values():
+    assert cli._parse_options(["a=3", "b=0.5", "c=1e-3", "d=true", "e=None", "f=text"]) == {
+        "a": 3, "b": 0.5, "c": 1e-3, "d": True, "e": None, "f": "text"}
+
+
+def test_help_and_version(capsys):
+    code, out, _ = run(capsys, "estimate", "--help")
+    assert code == 0 and "--bounds-file" in out
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and dpmean.__version__ in out
+
+
+# ------------------------------------------------------------------------------ bad input: exit 2
+
+
+def make_bad_files(folder: Path) -> None:
+    x = np.random.default_rng(1).uniform(0, 1, size=(50, 3))
+    with_nan = x.copy()
+    with_nan[3, 1] = np.nan
+    np.save(folder / "nan.npy", with_nan)
+    (folder / "inf.csv").write_text("1,2\n3,inf\n")
+    np.save(folder / "cube.npy", np.zeros((4, 3, 2)))
+    np.save(folder / "empty.npy", np.zeros((0, 3)))
+    (folder / "ragged.csv").write_text("1,2\n3\n")
+    (folder / "words.csv").write_text("1,2\n3,x\n")
+    (folder / "garbage.npy").write_bytes(b"not numpy at all")
+    (folder / "zero.npy").touch()
+    np.save(folder / "bounds-wrong.npy", np.zeros((3, 3)))
+    np.savez(folder / "two.npz", a=x, b=x)
+    (folder / "notes.txt").write_text("1,2\n")
+    np.save(folder / "few.npy", np.full((20, 3), 0.5))
+    (folder / "folder.npy").mkdir()
+
+
+GOOD = ["--rho", "0.5", "--bounds", "0", "1"]
+
+# a bad data file, read with a good budget and good bounds
+BAD_DATA_FILES = {
+    "missing file": "missing.npy",
+    "directory": "folder.npy",
+    "unknown extension": "notes.txt",
+    "empty file": "zero.npy",
+    "garbage": "garbage.npy",
+    "nan": "nan.npy",
+    "inf": "inf.csv",
+    "wrong shape": "cube.npy",
+    "empty data": "empty.npy",
+    "ragged csv": "ragged.csv",
+    "non-numeric csv": "words.csv",
+    "npz without key": "two.npz",
+}
+
+BAD_ESTIMATES = {
+    **{case: [name, *GOOD] for case, name in BAD_DATA_FILES.items()},
+    "npz unknown key": ["two.npz", "--key", "c", *GOOD],
+    "lo == hi": ["nan.npy", "--rho", "0.5", "--bounds", "1", "1"],
+    "lo > hi": ["nan.npy", "--rho", "0.5", "--bounds", "2", "1"],
+    "bounds file shape": ["nan.npy", "--rho", "0.5", "--bounds-file", "bounds-wrong.npy"],
+    "bounds and bounds file": ["nan.npy", *GOOD, "--bounds-file", "bounds-wrong.npy"],
+    "no bounds": ["nan.npy", "--rho", "0.5"],
+    "zero rho": ["cube.npy", "--rho", "0", "--bounds", "0", "1"],
+    "negative rho": ["cube.npy", "--rho", "-1", "--bounds", "0", "1"],
+    "nan rho": ["cube.npy", "--rho", "nan", "--bounds", "0", "1"],
+    "text rho": ["cube.npy", "--rho", "lots", "--bounds", "0", "1"],
+    "no budget": ["cube.npy", "--bounds", "0", "1"],
+    "rho and epsilon": ["cube.npy", *GOOD, "--epsilon", "1", "--delta", "1e-6"],
+    "epsilon without delta": ["cube.npy", "--epsilon", "1", "--bounds", "0", "1"],
+    "zero epsilon": ["cube.npy", "--epsilon", "0", "--delta", "1e-6", "--bounds", "0", "1"],
+    "delta of one": ["cube.npy", "--epsilon", "1", "--delta", "1", "--bounds", "0", "1"],
+    "unknown method": ["inf.csv", *GOOD, "--method", "magic"],
+    "unknown option": ["inf.csv", *GOOD, "--option", "colour=blue"],
+    "option without value": ["inf.csv", *GOOD, "--option", "threshold_share"],
+    "option out of range": ["empty.npy", *GOOD, "--option", "threshold_share=2"],
+    "negative seed": ["inf.csv", *GOOD, "--seed", "-3"],
+    "n too small for the budget": ["few.npy", "--rho", "1e-9", "--bounds", "0", "1"],
+}
+
+
+@pytest.fixture
+def bad_files(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    make_bad_files(folder)
+    return folder
+
+
+def assert_one_error_line(code, out, err):
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("dpmean: error: ")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ESTIMATES))
+def test_bad_estimate_input(capsys, bad_files, tmp_path, monkeypatch, case):
+    argv = BAD_ESTIMATES[case]
+    monkeypatch.chdir(bad_files)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    target = out_dir / "result.json"
+    code, out, err = run(capsys, "estimate", *argv, "--output", target)
+    assert_one_error_line(code, out, err)
+    assert os.listdir(out_dir) == []  # no result, no temporary file
+
+
+def test_bad_input_messages_say_what_is_wrong(capsys, bad_files):
+    expectations = {
+        "missing.npy": "no such file",
+        "nan.npy": "NaN",
+        "inf.csv": "infinite",
+        "ragged.csv": "line 2 has 1 values but line 1 has 2",
+        "words.csv": "line 2, column 2",
+    }
+    for name, expected in expectations.items():
+        _, _, err = run(capsys, "estimate", bad_files / name, *GOOD)
+        assert expected in err, err
+
+
+def test_insufficient_data_is_an_error(capsys, tmp_path):
+    np.save(tmp_path / "few.npy", np.full((20, 3), 0.5))
+    code, out, err = run(capsys, "estimate", tmp_path / "few.npy", "--rho", 1e-9,
+                         "--bounds", 0, 1, "--method", "iome")
+    assert_one_error_line(code, out, err)
+    assert "too few rows" in err
+
+
+def test_output_to_missing_directory(capsys, data, tmp_path):
+    code, out, err = run(capsys, "estimate", data / "x.npy", *GOOD,
+                         "--output", tmp_path / "nowhere" / "r.json")
+    assert_one_error_line(code, out, err)
+    assert "does not exist" in err
+
+
+def test_failed_write_leaves_no_file(capsys, data, tmp_path, monkeypatch):
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    code, out, err = run(capsys, "estimate", data / "x.npy", "--rho", 0.5, "--bounds", 0, 10,
+                         "--output", tmp_path / "r.json")
+    assert_one_error_line(code, out, err)
+    assert "No space left on device" in err
+    assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
+@pytest.mark.parametrize("argv", [
+    [],
+    ["frobnicate"],
+    ["estimate"],
+    ["estimate", "x.npy", "--rho", "1", "--bounds", "0"],
+    ["estimate", "x.npy", "--no-such-flag"],
+    ["demo", "--rho", "abc"],
+])
+def test_usage_errors(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert_one_error_line(code, out, err)
+
+
+# -------------------------------------------------------------------------------------- demo
+
+
+def test_demo(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    out_dir = tmp_path / "demo"
+    code, out, err = run(capsys, "demo", "--out", out_dir, "--seed", 0)
+    assert code == 0, err
+    assert "NON-PRIVATE evaluation: the true means are used only to measure error" in out
+    png = out_dir / "mnist-private-means.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = json.loads((out_dir / "mnist-private-means.json").read_text())
+    assert [row["digit"] for row in report["digits"]] == list(range(10))
+    assert sum(row["n"] for row in report["digits"]) == 70000
+    for row in report["digits"]:
+        assert set(row["l2_error"]) == {"iome", "cm", "gaussian"}
+        # a private mean image of ~7000 digits at rho = 0.5 is far closer than the image's norm
+        assert all(0 < e < 200 for e in row["l2_error"].values())
+    assert sorted(os.listdir(out_dir)) == ["mnist-private-means.json", "mnist-private-means.png"]
+    import matplotlib.image
+
+    height, width = matplotlib.image.imread(png).shape[:2]
+    assert width > height > 200
+
+
+def test_demo_missing_bundled_data(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(cli, "bundled_mnist", lambda: tmp_path / "gone" / "mnist-70k.npz")
+    code, out, err = run(capsys, "demo", "--out", tmp_path / "demo")
+    assert_one_error_line(code, out, err)
+    assert "bundled MNIST file is missing" in err
+    assert not (tmp_path / "demo").exists()
+
+
+def test_demo_bad_budget_writes_nothing(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    code, out, err = run(capsys, "demo", "--out", tmp_path / "demo", "--rho", 0)
+    assert_one_error_line(code, out, err)
+    assert not (tmp_path / "demo").exists()
+
+
+def test_demo_out_is_a_file(capsys, tmp_path):
+    (tmp_path / "taken").write_text("x")
+    code, out, err = run(capsys, "demo", "--out", tmp_path / "taken")
+    assert_one_error_line(code, out, err)
+
+
+# ------------------------------------------------------------------- the installed command itself
+
+
+def test_installed_command(tmp_path):
+    np.save(tmp_path / "x.npy", np.random.default_rng(2).uniform(0, 1, size=(2000, 3)))
+    env = dict(os.environ)
+    exe = shutil.which("dpmean")
+    if exe is not None:
+        command = [exe]
+    else:
+        command = [sys.executable, "-m", "dpmean"]
+        src = str(Path(dpmean.__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
+    ok = subprocess.run(
+        [*command, "estimate", str(tmp_path / "x.npy"), "--rho", "0.5", "--bounds", "0", "1",
+         "--json"], capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert ok.returncode == 0, ok.stderr
+    check_json(json.loads(ok.stdout), 0.5, n=2000, d=3)
+    bad = subprocess.run(
+        [*command, "estimate", str(tmp_path / "missing.npy"), "--rho", "0.5", "--bounds", "0",
+         "1"], capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("dpmean: error: ") and len(bad.stderr.splitlines()) == 1

@@ -1,0 +1,69 @@
+"""The in-memory engine answers its three questions exactly as a direct numpy computation."""
+
+import numpy as np
+import pytest
+
+from dpmean.engines import InMemoryEngine
+from dpmean.engines import memory as memory_module
+from dpmean.transforms import Quantizer, RandomRotation, View, clip_rows
+
+
+@pytest.fixture(params=[1, 7, 64], ids=["d1", "d7", "d64"])
+def setting(request):
+    d = request.param
+    rng = np.random.default_rng(d)
+    x = rng.normal(2.0, 3.0, size=(3001, d))
+    lo, hi = np.full(d, -4.0), np.full(d, 9.0)
+    rotation = RandomRotation.draw(d, rng)
+    views = [
+        View(),
+        View(rotation=rotation),
+        View(rotation=rotation, shift=rng.normal(size=rotation.padded_dim)),
+        View(shift=rng.normal(size=d), scale=rng.uniform(0.5, 2.0, size=d)),
+        View(preclip=5.0, quantizer=Quantizer(0.25), rotation=rotation),
+    ]
+    return x, lo, hi, views, rng
+
+
+def direct(x, lo, hi, view):
+    return view.apply(np.clip(x, lo, hi))
+
+
+def test_answers_match_direct_computation(setting, monkeypatch):
+    x, lo, hi, views, rng = setting
+    # Small blocks, so several threads and many blocks take part.
+    monkeypatch.setattr(memory_module, "_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(memory_module, "_TRANSFORM_BLOCK_BYTES", 4096)
+    engine = InMemoryEngine(x, lo, hi)
+    assert (engine.n, engine.d) == x.shape
+    for view in views:
+        rows = direct(x, lo, hi, view)
+        thresholds = rng.normal(size=rows.shape[1])
+        np.testing.assert_array_equal(engine.coordinate_counts(view, thresholds),
+                                      np.count_nonzero(rows <= thresholds, axis=0))
+        norms = np.linalg.norm(rows, axis=1)
+        # Radii between norms: a radius equal to a norm would compare rounding, not logic.
+        ranked = np.sort(norms)
+        between = (ranked[[900, 2700]] + ranked[[901, 2701]]) / 2
+        radii = np.array([ranked[0] / 2, *between, ranked[-1] * 2])
+        np.testing.assert_array_equal(engine.norm_counts(view, radii),
+                                      np.count_nonzero(norms[:, None] <= radii, axis=0))
+        for radius in (radii[1], np.inf):
+            np.testing.assert_allclose(engine.clipped_sum(view, radius),
+                                       clip_rows(rows, radius).sum(axis=0), rtol=1e-9,
+                                       atol=1e-8)
+
+
+def test_engine_never_modifies_the_callers_array():
+    x = np.random.default_rng(0).normal(size=(100, 3)) * 10
+    before = x.copy()
+    engine = InMemoryEngine(x, np.full(3, -1.0), np.full(3, 1.0))
+    engine.clipped_sum(View(), np.inf)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_uint8_input_is_converted_once():
+    x = np.arange(12, dtype=np.uint8).reshape(4, 3) * 20
+    engine = InMemoryEngine(x, np.zeros(3), np.full(3, 100.0))
+    np.testing.assert_array_equal(engine.clipped_sum(View(), np.inf),
+                                  np.clip(x.astype(float), 0, 100).sum(axis=0))

@@ -1,0 +1,375 @@
+"""Reading data files and writing atomically: formats round-trip, each mistake is one line."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from dpmean.errors import InvalidDataError
+from dpmean.io import load_data, write_bytes_atomic, write_text_atomic
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def write(path: Path, content: str | bytes) -> Path:
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return path
+
+
+def assert_refused(path: Path, content: str | bytes, pattern: str, key: str | None = None):
+    """Write ``content`` to ``path``; reading it must fail with a message matching ``pattern``."""
+    write(path, content)
+    with pytest.raises(InvalidDataError, match=pattern):
+        load_data(path, key=key)
+
+
+def saved(save, *args, **kwargs) -> bytes:
+    """The bytes ``np.save`` / ``np.savez`` write for these arguments."""
+    buffer = io.BytesIO()
+    save(buffer, *args, **kwargs)
+    return buffer.getvalue()
+
+
+def first_half(raw: bytes) -> bytes:
+    return raw[: len(raw) // 2]
+
+
+needs_pyarrow = pytest.mark.skipif(importlib.util.find_spec("pyarrow") is None,
+                                   reason="needs pyarrow")
+
+
+# ---------------------------------------------------------------------------------- .npy / .npz
+
+
+@pytest.mark.parametrize("arr", [
+    np.arange(12, dtype=np.float64).reshape(4, 3),
+    np.arange(6, dtype=np.uint8).reshape(3, 2),
+    np.array([1.5, -2.0, 3.25]),
+    np.array([[True, False], [False, True]]),
+])
+def test_npy_round_trip(tmp_path, arr):
+    np.save(tmp_path / "x.npy", arr)
+    out = load_data(tmp_path / "x.npy")
+    assert out.dtype == arr.dtype
+    np.testing.assert_array_equal(out, arr)
+
+
+def test_npz_single_array_needs_no_key(tmp_path):
+    arr = np.arange(6.0).reshape(3, 2)
+    np.savez(tmp_path / "x.npz", arr)
+    np.testing.assert_array_equal(load_data(tmp_path / "x.npz"), arr)
+    np.testing.assert_array_equal(load_data(str(tmp_path / "x.npz"), key="arr_0"), arr)
+
+
+def test_npz_key_selects_the_array(tmp_path):
+    a, b = np.ones((2, 2)), np.arange(3)
+    np.savez_compressed(tmp_path / "x.npz", first=a, second=b)
+    np.testing.assert_array_equal(load_data(tmp_path / "x.npz", key="first"), a)
+    np.testing.assert_array_equal(load_data(tmp_path / "x.npz", key="second"), b)
+
+
+def test_npz_from_scipy_sparse(tmp_path):
+    mat = scipy.sparse.random(20, 7, density=0.3, format="csc", random_state=0)
+    scipy.sparse.save_npz(tmp_path / "x.npz", mat)
+    out = load_data(tmp_path / "x.npz")
+    assert isinstance(out, scipy.sparse.csr_matrix)
+    np.testing.assert_array_equal(out.toarray(), mat.toarray())
+
+
+TWO_ARRAYS = saved(np.savez, first=np.ones(2), second=np.zeros(2))
+
+
+@pytest.mark.parametrize("name, content, key, pattern", [
+    pytest.param("x.npz", TWO_ARRAYS, None, r"x\.npz.*several arrays \(first, second\).*key",
+                 id="npz-several-arrays-without-key-lists-the-keys"),
+    pytest.param("x.npz", TWO_ARRAYS, "third", r"no array named 'third'.*first, second",
+                 id="npz-unknown-key"),
+    pytest.param("x.npy", saved(np.save, np.ones(3)), "a", r"key .* only applies to \.npz",
+                 id="key-only-applies-to-npz"),
+    pytest.param("x.npy",
+                 saved(np.save, np.array([{"a": 1}, None], dtype=object), allow_pickle=True),
+                 None, r"x\.npy: not a valid \.npy file.*never unpickles",
+                 id="npy-with-pickled-objects"),
+    pytest.param("x.npy", saved(np.save, np.array(["a", "b"])), None,
+                 r"x\.npy: holds non-numeric values", id="npy-of-strings"),
+    pytest.param("a.npy", saved(np.savez, np.ones(2)), None, r"a\.npy: is an \.npz archive",
+                 id="npz-named-npy"),
+    pytest.param("b.npz", saved(np.save, np.ones(2)), None, r"b\.npz: is a \.npy array",
+                 id="npy-named-npz"),
+    pytest.param("x.npz", first_half(saved(np.savez, np.arange(1000.0))), None, r"x\.npz",
+                 id="truncated-npz"),
+])
+def test_bad_npy_npz_is_refused(tmp_path, name, content, key, pattern):
+    assert_refused(tmp_path / name, content, pattern, key=key)
+
+
+def test_bundled_mnist():
+    images = load_data(DATA / "mnist-70k.npz", key="images")
+    digits = load_data(DATA / "mnist-70k.npz", key="digits")
+    assert images.shape == (70000, 784) and images.dtype == np.uint8
+    assert digits.shape == (70000,) and set(np.unique(digits)) == set(range(10))
+
+
+# ------------------------------------------------------------------------------------------ .csv
+
+
+def test_csv_without_header(tmp_path):
+    out = load_data(write(tmp_path / "x.csv", "1,2,3\n4,5,6\n"))
+    np.testing.assert_array_equal(out, [[1, 2, 3], [4, 5, 6]])
+    assert out.dtype == np.float64
+
+
+def test_csv_with_header_and_trailing_empty_lines(tmp_path):
+    out = load_data(write(tmp_path / "x.csv", "a,b\r\n1.5,-2\r\n3e2, 4\r\n\r\n\n  \n"))
+    np.testing.assert_array_equal(out, [[1.5, -2.0], [300.0, 4.0]])
+
+
+def test_csv_header_is_only_a_first_line_that_is_not_numbers(tmp_path):
+    out = load_data(write(tmp_path / "x.csv", "10,20\n30,40\n"))
+    assert out.shape == (2, 2)  # the first line is data, not a header
+
+
+def test_csv_single_column_without_final_newline(tmp_path):
+    out = load_data(write(tmp_path / "x.csv", "value\n1\n2\n3"))
+    np.testing.assert_array_equal(out, [[1.0], [2.0], [3.0]])
+
+
+def test_csv_quoted_numbers_and_utf8_bom(tmp_path):
+    (tmp_path / "x.csv").write_bytes('\ufeff"x","y"\n"1","2"\n'.encode())
+    np.testing.assert_array_equal(load_data(tmp_path / "x.csv"), [[1.0, 2.0]])
+
+
+def test_csv_nan_and_inf_parse_as_floats(tmp_path):
+    out = load_data(write(tmp_path / "x.csv", "1,nan\ninf,-inf\n"))
+    assert np.isnan(out[0, 1]) and out[1, 0] == np.inf and out[1, 1] == -np.inf
+
+
+@pytest.mark.parametrize("content, pattern", [
+    pytest.param("a,b,c\n1,2,3\n4,5,6\n7,8\n", r"x\.csv: line 4 has 2 values but line 2 has 3",
+                 id="ragged-row-names-line-and-counts"),
+    pytest.param("a,b\n1,2\n3,oops\n", r"x\.csv: line 3, column 2: 'oops' is not a number",
+                 id="non-numeric-cell-names-line-and-column"),
+    pytest.param("1,2\n3,\n", r"line 2, column 2: '' is not a number", id="empty-cell"),
+    pytest.param("1,2\n\n3,4\n", r"line 2 is empty", id="empty-line-in-the-middle"),
+    pytest.param("a,b\n", r"x\.csv: .*header line but no rows", id="header-only"),
+    pytest.param("\n\n  \n", r"x\.csv: the file holds no rows", id="only-blank-lines"),
+    pytest.param("a,b,c\n1,2\n", r"\(line 1\) has 3 names but the rows have 2",
+                 id="header-with-wrong-number-of-names"),
+    pytest.param(bytes(range(256)), r"x\.csv: not a text CSV file", id="binary-garbage"),
+])
+def test_bad_csv_is_refused(tmp_path, content, pattern):
+    assert_refused(tmp_path / "x.csv", content, pattern)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, max_side=6),
+                  elements=st.floats(allow_nan=False, allow_infinity=False)))
+def test_csv_round_trips_any_finite_floats(tmp_path_factory, arr):
+    path = tmp_path_factory.mktemp("csv") / "x.csv"
+    lines = [",".join(repr(float(v)) for v in row) for row in arr]
+    write(path, "c" + ",c" * (arr.shape[1] - 1) + "\n" + "\n".join(lines) + "\n")
+    np.testing.assert_array_equal(load_data(path), arr)
+
+
+# -------------------------------------------------------------------------------------- .parquet
+
+
+def test_parquet_round_trip(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pa.table({"a": [1, 2, 3], "b": [0.5, 1.5, 2.5], "c": [True, False, True]})
+    pq.write_table(table, tmp_path / "x.parquet")
+    out = load_data(tmp_path / "x.parquet")
+    np.testing.assert_array_equal(out, [[1, 0.5, 1], [2, 1.5, 0], [3, 2.5, 1]])
+
+
+def test_parquet_nulls_become_nan(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.table({"a": [1, None, 3]}), tmp_path / "x.parquet")
+    out = load_data(tmp_path / "x.parquet")
+    assert out.shape == (3, 1) and np.isnan(out[1, 0]) and out[2, 0] == 3
+
+
+def test_parquet_non_numeric_column_is_named(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.table({"a": [1, 2], "name": ["x", "y"]}), tmp_path / "x.parquet")
+    with pytest.raises(InvalidDataError, match=r"x\.parquet: column 'name' has type string"):
+        load_data(tmp_path / "x.parquet")
+
+
+def test_parquet_without_pyarrow_says_what_to_install(tmp_path, monkeypatch):
+    (tmp_path / "x.parquet").write_bytes(b"PAR1 whatever")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(InvalidDataError, match=r'pip install "dpmean\[parquet\]"'):
+        load_data(tmp_path / "x.parquet")
+
+
+# ------------------------------------------------------------------------------------------ .dat
+
+
+def test_dat_baskets(tmp_path):
+    write(tmp_path / "x.dat", "0 2 5\n3 3 3\n\n5  1\t0 \r\n")
+    out = load_data(tmp_path / "x.dat")
+    assert isinstance(out, scipy.sparse.csr_matrix)
+    assert out.dtype == np.float64 and out.shape == (4, 6)
+    expected = np.zeros((4, 6))
+    expected[0, [0, 2, 5]] = 1
+    expected[1, 3] = 1  # a repeated item counts once
+    expected[3, [0, 1, 5]] = 1  # line 3 is an empty basket
+    np.testing.assert_array_equal(out.toarray(), expected)
+
+
+def test_dat_trailing_blank_lines_are_empty_baskets(tmp_path):
+    out = load_data(write(tmp_path / "x.dat", "1\n\n\n"))
+    assert out.shape == (3, 2) and out.nnz == 1
+
+
+def test_dat_last_line_without_newline(tmp_path):
+    assert load_data(write(tmp_path / "x.dat", "1 2\n3")).shape == (2, 4)
+
+
+BAD_ITEM_IDS = {"negative": "-1", "fraction": "2.5", "word": "x", "exponent": "1e3",
+                "arabic-indic-digit": "٣"}
+
+
+@pytest.mark.parametrize("content, pattern", [
+    *(pytest.param(f"1 2\n3 {token}\n", r"x\.dat: line 2: .* is not an item id",
+                   id=f"bad-item-id-names-the-line-{kind}")
+      for kind, token in BAD_ITEM_IDS.items()),
+    pytest.param("1\n99999999999999999999999\n", r"x\.dat: line 2: item id .* is too large",
+                 id="huge-item-id"),
+    pytest.param("\n \n", r"x\.dat: .*2 baskets but no item ids", id="without-any-item"),
+])
+def test_bad_dat_is_refused(tmp_path, content, pattern):
+    assert_refused(tmp_path / "x.dat", content, pattern)
+
+
+def test_bundled_retail_is_one_based():
+    # The ids in retail.dat run from 1 to 16,470, every one used; column 0 stays empty.
+    x = load_data(DATA / "retail.dat")
+    assert x.shape == (88162, 16471)
+    assert x.nnz == 908576
+    counts = x.getnnz(axis=0)
+    assert counts[0] == 0 and (counts[1:] > 0).all()
+    assert set(np.unique(x.data)) == {1.0}
+
+
+def test_bundled_kosarak_prefix():
+    x = load_data(DATA / "kosarak-first-36682.dat")
+    assert x.shape == (36682, 17035)
+    assert x.nnz == 294008
+    assert x.getnnz(axis=0)[0] == 0
+
+
+# ------------------------------------------------------------------------ errors for any format
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InvalidDataError, match=r"nope\.csv: no such file"):
+        load_data(tmp_path / "nope.csv")
+
+
+def test_directory(tmp_path):
+    (tmp_path / "d.npy").mkdir()
+    with pytest.raises(InvalidDataError, match=r"d\.npy: is a directory"):
+        load_data(tmp_path / "d.npy")
+
+
+GARBAGE = b"\x00\x01garbage, not what the name says\xff" * 10
+
+
+@pytest.mark.parametrize("name, content, pattern", [
+    *(pytest.param(name, "1,2\n", r"unknown file type.*\.npy, \.npz, \.csv",
+                   id=f"unknown-extension-{name}")
+      for name in ["x.txt", "x.json", "x", "x.npy.gz"]),
+    *(pytest.param(f"x{ext}", b"", rf"x\{ext}: the file is empty", id=f"empty-file-{ext}")
+      for ext in [".npy", ".npz", ".csv", ".parquet", ".dat", ".CSV"]),
+    *(pytest.param(f"x{ext}", GARBAGE, rf"x\{ext}: not a valid \{ext} file",
+                   id=f"garbage-bytes-{ext}", marks=[needs_pyarrow] if ext == ".parquet" else [])
+      for ext in [".npy", ".npz", ".parquet"]),
+])
+def test_bad_file_of_any_format_is_refused(tmp_path, name, content, pattern):
+    assert_refused(tmp_path / name, content, pattern)
+
+
+def test_errors_are_one_line(tmp_path):
+    (tmp_path / "x.npz").write_bytes(b"PK\x03\x04 broken zip")
+    with pytest.raises(InvalidDataError) as info:
+        load_data(tmp_path / "x.npz")
+    assert "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------------------------- atomic writes
+
+
+def test_write_text_atomic(tmp_path):
+    target = tmp_path / "out.json"
+    write_text_atomic(target, "first ünïcode\n")
+    write_text_atomic(str(target), "second\n")
+    assert target.read_text(encoding="utf-8") == "second\n"
+    assert os.listdir(tmp_path) == ["out.json"]
+
+
+def test_write_bytes_atomic(tmp_path):
+    target = tmp_path / "out.png"
+    write_bytes_atomic(target, b"\x89PNG data")
+    assert target.read_bytes() == b"\x89PNG data"
+    assert os.listdir(tmp_path) == ["out.png"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="umask is POSIX")
+def test_atomic_write_respects_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        write_text_atomic(tmp_path / "out.txt", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.txt").stat().st_mode & 0o777 == 0o644
+
+
+def test_failed_serialisation_leaves_nothing(tmp_path):
+    target = tmp_path / "out.json"
+    with pytest.raises(UnicodeEncodeError):
+        write_text_atomic(target, "half" + "\ud800")  # a lone surrogate cannot be encoded
+    assert os.listdir(tmp_path) == []
+
+
+def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
+    target = tmp_path / "out.json"
+    target.write_text("old")
+
+    def broken_fsync(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(OSError, match="No space left"):
+        write_bytes_atomic(target, b"new")
+    assert target.read_text() == "old"
+    assert os.listdir(tmp_path) == ["out.json"]
+
+
+def test_failed_replace_removes_the_temporary_file(tmp_path):
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "inside").touch()
+    with pytest.raises(OSError):
+        write_text_atomic(tmp_path / "taken", "text")
+    assert sorted(os.listdir(tmp_path)) == ["taken"]
+
+
+def test_write_into_missing_directory(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        write_text_atomic(tmp_path / "missing" / "out.json", "x")
+    assert os.listdir(tmp_path) == []
