@@ -33,7 +33,6 @@ def test_answers_match_direct_computation(setting, monkeypatch):
     x, lo, hi, views, rng = setting
     # Small blocks, so several threads and many blocks take part.
     monkeypatch.setattr(memory_module, "_BLOCK_BYTES", 4096)
-    monkeypatch.setattr(memory_module, "_TRANSFORM_BLOCK_BYTES", 4096)
     engine = InMemoryEngine(x, lo, hi)
     assert (engine.n, engine.d) == x.shape
     for view in views:

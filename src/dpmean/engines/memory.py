@@ -1,7 +1,8 @@
 """The in-memory numpy engine: the default way estimators reach a dense array.
 
-Works on row blocks that fit in cache, one thread per core (numpy releases the GIL), and caches
-the clipped/quantized/rotated copy of the data, the expensive part of a view (O(n d log d)).
+Works on row blocks that fit in cache, one thread per core (numpy releases the GIL). Rows are
+clamped to the box block by block as they are read, and the clipped/quantized/rotated copy of
+the data, the expensive part of a view (O(n d log d)), is computed once and cached.
 """
 
 from __future__ import annotations
@@ -15,39 +16,32 @@ import numpy as np
 from ..transforms import View, clamp, clip_weights
 from .base import Engine
 
-# Rows per block: the transform's small matrix products want big blocks (BLAS speed); the
-# comparisons of the counting loop want their temporaries to stay in the per-core cache.
-_TRANSFORM_BLOCK_BYTES = 16 << 20
+# Rows per block: a block and its temporaries stay in the per-core cache (measured fastest for
+# both the transform's small matrix products and the counting loop's comparisons).
 _BLOCK_BYTES = 1 << 20
 _THREADS = max(1, min(os.cpu_count() or 1, 8))
 
 
 class InMemoryEngine(Engine):
-    """Answers aggregate questions with numpy on a clamped float64 copy of ``x`` (n, d)."""
+    """Answers aggregate questions with numpy about ``x`` (n, d) clamped to [lo, hi].
+
+    ``x`` is read, never written, and never copied whole: only a view's rotated copy is kept.
+    """
 
     def __init__(self, x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
         self.lo = np.asarray(lo, dtype=np.float64)
         self.hi = np.asarray(hi, dtype=np.float64)
         self.n, self.d = x.shape
-        # Converting, clamping and first-touching the copy in parallel blocks: one pass.
-        self._data = np.empty((self.n, self.d))
-
-        def fill(rows: slice) -> None:
-            clamp(x[rows], self.lo, self.hi, out=self._data[rows])
-
-        self._each_block(self.d, fill)
+        self._x = x
         self._base_key: tuple | None = None
-        self._base: np.ndarray = self._data
+        self._base: np.ndarray | None = None
         self._norms_key: View | None = None
         self._sorted_norms: np.ndarray | None = None
 
-    def _each_block(
-        self, width: int, fn: Callable[[slice], np.ndarray | None],
-        block_bytes: int = _BLOCK_BYTES,
-    ) -> list:
+    def _each_block(self, width: int, fn: Callable[[slice], np.ndarray | None]) -> list:
         """fn over row blocks; each thread takes a contiguous run of blocks. Results come back
         in block order, so sums over them are reproducible whatever the threads' timing."""
-        step = max(1, block_bytes // (8 * max(width, 1)))
+        step = max(1, _BLOCK_BYTES // (8 * max(width, 1)))
         blocks = [slice(i, min(i + step, self.n)) for i in range(0, self.n, step)]
         runs = [blocks[len(blocks) * t // _THREADS: len(blocks) * (t + 1) // _THREADS]
                 for t in range(_THREADS)]
@@ -57,23 +51,27 @@ class InMemoryEngine(Engine):
             done = pool.map(lambda run: [fn(rows) for rows in run], runs)
             return [result for run in done for result in run]
 
-    def _based(self, view: View) -> np.ndarray:
-        """The data after the view's clip, quantize and rotate steps, cached per view base."""
+    def _clamped(self, rows: slice) -> np.ndarray:
+        return clamp(self._x[rows], self.lo, self.hi)
+
+    def _base_reader(self, view: View) -> tuple[int, Callable[[slice], np.ndarray]]:
+        """Width of the view's base (clip, quantize, rotate) and a reader of its row blocks."""
         key = (view.preclip, view.quantizer, view.rotation)
         if key == (None, None, None):
-            return self._data
+            return self.d, self._clamped
         if self._base_key is None or key != self._base_key:
             self._base = np.empty((self.n, view.output_dim(self.d)))
 
             def fill(rows: slice) -> None:
-                self._base[rows] = view.apply_base(self._data[rows])
+                self._base[rows] = view.apply_base(self._clamped(rows))
 
-            self._each_block(self._base.shape[1], fill, _TRANSFORM_BLOCK_BYTES)
+            self._each_block(self._base.shape[1], fill)
             self._base_key = key
-        return self._base
+        base = self._base
+        return base.shape[1], lambda rows: base[rows]
 
     def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
-        based = self._based(view)
+        width, read = self._base_reader(view)
         # v_j <= t_j  <=>  based_j <= t_j / scale_j + shift_j, for the positive scales views use.
         limit = np.asarray(thresholds, dtype=np.float64)
         if view.scale is not None:
@@ -84,20 +82,20 @@ class InMemoryEngine(Engine):
         def block_counts(rows: slice) -> np.ndarray:
             # Summing the comparison's bytes row by row vectorises; count_nonzero along axis 0
             # does not, and this is the hot loop of every private median.
-            below = (based[rows] <= limit).view(np.uint8)
+            below = (read(rows) <= limit).view(np.uint8)
             return np.add.reduce(below, axis=0, dtype=np.int32)
 
-        return np.sum(self._each_block(based.shape[1], block_counts), axis=0, dtype=np.int64)
+        return np.sum(self._each_block(width, block_counts), axis=0, dtype=np.int64)
 
     def _norms(self, view: View) -> np.ndarray:
-        based = self._based(view)
+        width, read = self._base_reader(view)
         norms = np.empty(self.n)
 
         def fill(rows: slice) -> None:
-            block = view.finish(based[rows])
+            block = view.finish(read(rows))
             norms[rows] = np.sqrt(np.einsum("ij,ij->i", block, block))
 
-        self._each_block(based.shape[1], fill)
+        self._each_block(width, fill)
         return norms
 
     def norm_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
@@ -107,11 +105,11 @@ class InMemoryEngine(Engine):
         return np.searchsorted(self._sorted_norms, thresholds, side="right")
 
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
-        based = self._based(view)
+        width, read = self._base_reader(view)
 
         def block_sum(rows: slice) -> np.ndarray:
-            block = view.finish(based[rows])
+            block = view.finish(read(rows))
             weights = clip_weights(np.sqrt(np.einsum("ij,ij->i", block, block)), radius)
             return weights @ block
 
-        return np.sum(self._each_block(based.shape[1], block_sum), axis=0)
+        return np.sum(self._each_block(width, block_sum), axis=0)
