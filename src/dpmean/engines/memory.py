@@ -12,6 +12,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_limits
 
 from ..transforms import View, clamp, clip_weights
 from .base import Engine
@@ -47,7 +49,8 @@ class InMemoryEngine(Engine):
                 for t in range(_THREADS)]
         if len(blocks) <= 1 or _THREADS == 1:
             return [fn(rows) for rows in blocks]
-        with ThreadPoolExecutor(_THREADS) as pool:
+        # BLAS would start its own threads inside ours and spin on the same cores.
+        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(_THREADS) as pool:
             done = pool.map(lambda run: [fn(rows) for rows in run], runs)
             return [result for run in done for result in run]
 
