@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from threadpoolctl import threadpool_limits
-from threadpoolctl import threadpool_limits
 
 from ..transforms import View, clamp, clip_weights
 from .base import Engine

@@ -10,10 +10,8 @@ from ..engines import Engine
 from ..mechanisms import (
     gaussian_mechanism,
     gaussian_noise_std,
-    integer_search_steps,
     private_quantile_integer,
     private_quantile_real,
-    rank_error_bound,
 )
 from ..transforms import View
 
@@ -48,16 +46,6 @@ def private_centre(
                                         rng=rng)
     return private_quantile_real(count, engine.n / 2.0, lo, hi, steps=steps,
                                  rho_per_search=rho_each, rng=rng)
-
-
-def threshold_rank_error(norm_bound: float, *, steps: int | None, rho: float,
-                         beta: float) -> float:
-    """Rank error tau of the threshold search (Theorem 3.3), exceeded with probability <= beta.
-
-    ``steps=None`` means the integer search over squared norms in [0, norm_bound^2]."""
-    if steps is None:
-        steps = integer_search_steps(np.zeros(1), np.array([np.ceil(norm_bound**2)]))
-    return rank_error_bound(steps, rho, beta)
 
 
 def private_radius(

@@ -11,16 +11,11 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..engines import Engine
 from ..errors import InvalidParameterError
+from ..mechanisms import integer_search_steps, rank_error_bound
 from ..transforms import IDENTITY, Quantizer, RandomRotation, View, next_power_of_two
 from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
-from .clipped import (
-    noisy_clipped_mean,
-    optimal_clip_rank,
-    private_centre,
-    private_radius,
-    threshold_rank_error,
-)
+from .clipped import noisy_clipped_mean, optimal_clip_rank, private_centre, private_radius
 
 
 class ClippedMean(MeanEstimator):
@@ -59,23 +54,28 @@ class ClippedMean(MeanEstimator):
     def clip_rank(self, n: int, d: int, budget: dict[str, float], rank_error: float) -> float:
         return optimal_clip_rank(n, d, budget["noise"], rank_error)
 
+    def search_steps(self, n: int, lo: np.ndarray, hi: np.ndarray) -> int:
+        """Halvings the radius search makes (a public number)."""
+        return self.threshold_steps
+
+    def target_rank(self, n: int, lo: np.ndarray, hi: np.ndarray,
+                    budget: dict[str, float]) -> float:
+        """The rank the private radius aims at: public, from n, d, the box and the budget."""
+        tau = rank_error_bound(self.search_steps(n, lo, hi), budget["threshold"], self.beta)
+        return self.clip_rank(n, lo.shape[0], budget, tau)
+
     def minimum_rows(
         self, n: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float]
     ) -> float:
-        # The target rank is n minus a public constant; n must leave it at 1 or more.
-        return 1.0 - self._rank(0, lo.shape[0], budget)
-
-    def _rank(self, n: int, d: int, budget: dict[str, float]) -> float:
-        error = threshold_rank_error(1.0, steps=self.threshold_steps, rho=budget["threshold"],
-                                     beta=self.beta)
-        return self.clip_rank(n, d, budget, error)
+        # The target rank is n minus a public offset; n must leave it at 1 or more.
+        return n + 1.0 - self.target_rank(n, lo, hi, budget)
 
     def release(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
         rng: np.random.Generator,
     ) -> tuple[np.ndarray, dict[str, Any]]:
         norm_bound = float(np.linalg.norm(np.maximum(np.abs(engine.lo), np.abs(engine.hi))))
-        rank = self._rank(engine.n, engine.d, budget)
+        rank = self.target_rank(engine.n, engine.lo, engine.hi, budget)
         radius = private_radius(engine, IDENTITY, rank, norm_bound, steps=self.threshold_steps,
                                 rho=budget["threshold"], ledger=ledger, rng=rng)
         mean, noise_std = noisy_clipped_mean(engine, IDENTITY, radius, rho=budget["noise"],
@@ -147,16 +147,12 @@ class ShiftedClippedMean(ClippedMean):
     def _geometry(self, n: int, lo: np.ndarray, hi: np.ndarray) -> _Geometry:
         return _Geometry(self.quantizer(n, lo, hi), lo, hi)
 
-    def threshold_rank(self, n: int, budget: dict[str, float], geometry: _Geometry) -> float:
-        steps = None if geometry.quantizer else self.threshold_steps
-        error = threshold_rank_error(geometry.norm_bound_public, steps=steps,
-                                     rho=budget["threshold"], beta=self.beta)
-        return self.clip_rank(n, geometry.d, budget, error)
-
-    def minimum_rows(
-        self, n: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float]
-    ) -> float:
-        return 1.0 - self.threshold_rank(0, budget, self._geometry(n, lo, hi))
+    def search_steps(self, n: int, lo: np.ndarray, hi: np.ndarray) -> int:
+        geometry = self._geometry(n, lo, hi)
+        if geometry.quantizer is None:
+            return self.threshold_steps
+        # Algorithm 1 over the integer squared norms [0, norm_bound_public^2].
+        return integer_search_steps(np.zeros(1), np.array([geometry.squared_norm_top]))
 
     def release(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
@@ -164,7 +160,7 @@ class ShiftedClippedMean(ClippedMean):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         n = engine.n
         geometry = self._geometry(n, engine.lo, engine.hi)
-        rank = self.threshold_rank(n, budget, geometry)
+        rank = self.target_rank(n, engine.lo, engine.hi, budget)
         quantizer = geometry.quantizer
         rotation = RandomRotation.draw(geometry.d, rng, normalized=quantizer is None)
         base = View(preclip=self.preclip(n, geometry.d), quantizer=quantizer, rotation=rotation)
@@ -228,6 +224,7 @@ class _Geometry:
         self.half_width = scale * float(np.sum(hi - lo)) / 2.0
         # Any centre inside the median domains is within half_width * sqrt(d_pad) of R(mid).
         self.norm_bound_public = self.box_radius + self.half_width * np.sqrt(self.d_pad) + 1.0
+        self.squared_norm_top = float(np.ceil(self.norm_bound_public**2))
 
 
 class GaussianIOME(ShiftedClippedMean):
