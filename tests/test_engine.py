@@ -48,9 +48,16 @@ def test_answers_match_direct_computation(setting, monkeypatch):
         np.testing.assert_array_equal(engine.norm_counts(view, radii),
                                       np.count_nonzero(norms[:, None] <= radii, axis=0))
         for radius in (radii[1], np.inf):
-            np.testing.assert_allclose(engine.clipped_sum(view, radius),
-                                       clip_rows(rows, radius).sum(axis=0), rtol=1e-9,
-                                       atol=1e-8)
+            clipped = clip_rows(rows, radius)
+            np.testing.assert_allclose(engine.clipped_sum(view, radius), clipped.sum(axis=0),
+                                       rtol=1e-9, atol=1e-8)
+            np.testing.assert_allclose(engine.clipped_outer_sum(view, radius),
+                                       clipped.T @ clipped, rtol=1e-9, atol=1e-7)
+        np.testing.assert_allclose(engine.sorted_columns(view), np.sort(rows, axis=0),
+                                   atol=1e-12)
+        order = rng.permutation(len(x))
+        np.testing.assert_allclose(engine.pair_differences(view, order),
+                                   rows[order[0:-1:2]] - rows[order[1::2]], atol=1e-12)
 
 
 def test_engine_never_modifies_the_callers_array():

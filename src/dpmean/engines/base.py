@@ -37,3 +37,22 @@ class Engine(ABC):
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
         """sum_i min(1, radius / ||v(x_i)||) v(x_i): the sum of view rows clipped to l2 ``radius``
         (``radius = inf`` gives the plain sum)."""
+
+    @abstractmethod
+    def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
+        """sum_i c_i c_i^T with c_i = v(x_i) clipped to l2 ``radius``: a (k, k) matrix, the
+        aggregate behind private covariance estimates."""
+
+    @abstractmethod
+    def sorted_columns(self, view: View) -> np.ndarray:
+        """Every coordinate of the view over all rows, each column sorted ascending: (n, k).
+
+        For mechanisms that need the order statistics themselves (exponential-mechanism
+        quantiles, trimmed means); the result is as sensitive as the data."""
+
+    @abstractmethod
+    def pair_differences(self, view: View, order: np.ndarray) -> np.ndarray:
+        """v(x_order[2i]) - v(x_order[2i+1]) for i < len(order) // 2: (len(order) // 2, k).
+
+        ``order`` is a permutation (or any index sequence without repeats) drawn by the caller;
+        each row takes part in at most one pair, so a changed row changes one difference."""

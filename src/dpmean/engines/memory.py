@@ -53,7 +53,7 @@ class InMemoryEngine(Engine):
             done = pool.map(lambda run: [fn(rows) for rows in run], runs)
             return [result for run in done for result in run]
 
-    def _clamped(self, rows: slice) -> np.ndarray:
+    def _clamped(self, rows: slice | np.ndarray) -> np.ndarray:
         return clamp(self._x[rows], self.lo, self.hi)
 
     def _base_reader(self, view: View) -> tuple[int, Callable[[slice], np.ndarray]]:
@@ -115,3 +115,26 @@ class InMemoryEngine(Engine):
             return weights @ block
 
         return np.sum(self._each_block(width, block_sum), axis=0)
+
+    def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
+        width, read = self._base_reader(view)
+
+        def block_outer(rows: slice) -> np.ndarray:
+            block = view.finish(read(rows))
+            block = block * clip_weights(np.sqrt(np.einsum("ij,ij->i", block, block)),
+                                         radius)[:, None]
+            return block.T @ block
+
+        return np.sum(self._each_block(width, block_outer), axis=0)
+
+    def sorted_columns(self, view: View) -> np.ndarray:
+        width, read = self._base_reader(view)
+        values = np.concatenate(self._each_block(width, lambda rows: view.finish(read(rows))))
+        return np.sort(values, axis=0)
+
+    def pair_differences(self, view: View, order: np.ndarray) -> np.ndarray:
+        order = np.asarray(order)
+        pairs = order[: 2 * (len(order) // 2)].reshape(-1, 2)
+        _, read = self._base_reader(view)
+        # Readers index rows with slices or, as here, integer arrays.
+        return view.finish(read(pairs[:, 0])) - view.finish(read(pairs[:, 1]))
