@@ -45,6 +45,10 @@ class MeanResult:
         epsilon, delta: the (eps, delta) the caller asked for, when the budget was given that way.
         fallback: True when n was too small for the budget and the zero vector was released
             without touching the data (a public check; see InsufficientDataWarning).
+        notion: the privacy guarantee the ledger is stated in: "zCDP" (ledger in rho; the
+            default), or, for estimators whose noise has no zCDP guarantee, "approx-DP" (ledger
+            in epsilon, with ``delta``), "pure-DP" (epsilon) or "tCDP" (rho, with the
+            truncation parameter in diagnostics).
     """
 
     mean: np.ndarray
@@ -57,6 +61,7 @@ class MeanResult:
     epsilon: float | None = None
     delta: float | None = None
     fallback: bool = False
+    notion: str = "zCDP"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mean", _frozen(np.asarray(self.mean, dtype=np.float64)))
@@ -80,6 +85,7 @@ class MeanResult:
             "ledger": dict(self.ledger),
             "diagnostics": _jsonable(dict(self.diagnostics)),
             "fallback": self.fallback,
+            "notion": self.notion,
         }
         if self.epsilon is not None:
             out["epsilon"] = self.epsilon
