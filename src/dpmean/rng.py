@@ -6,7 +6,10 @@ Every function that draws takes a ``numpy.random.Generator``; public entry point
 
 from __future__ import annotations
 
+import secrets
+
 import numpy as np
+from randomgen import AESCounter
 
 from .errors import InvalidParameterError
 
@@ -16,16 +19,18 @@ RandomState = None | int | np.random.SeedSequence | np.random.Generator
 def make_rng(random_state: RandomState = None) -> np.random.Generator:
     """Return a generator for ``random_state``.
 
-    - ``None``: a fresh generator seeded from the operating system's entropy (non-reproducible);
-      this is the default for real releases.
-    - an ``int`` or ``SeedSequence``: a reproducible generator, for experiments and tests only
-      (anyone who knows the seed can subtract the noise).
+    - ``None``: a cryptographically secure generator, AES-128 in counter mode (randomgen's
+      AESCounter, hardware AES where the CPU has it) keyed with 128 bits from the operating
+      system (``secrets``). Its stream cannot be predicted from earlier outputs, as a real
+      release needs; numpy's default PCG64 can be. The default for real releases.
+    - an ``int`` or ``SeedSequence``: a reproducible PCG64 generator, for experiments and tests
+      only (anyone who knows the seed can subtract the noise).
     - a ``Generator``: used as is, so one stream can be threaded through several calls.
     """
     if isinstance(random_state, np.random.Generator):
         return random_state
     if random_state is None:
-        return np.random.Generator(np.random.PCG64(np.random.SeedSequence()))
+        return np.random.Generator(AESCounter(key=secrets.randbits(128)))
     if isinstance(random_state, np.random.SeedSequence):
         return np.random.Generator(np.random.PCG64(random_state))
     is_integer = isinstance(random_state, (int, np.integer))

@@ -27,8 +27,8 @@ class MeanEstimator(ABC):
             Canonne-Kamath-Steinke bound to the largest rho that meets them.
         bounds: ``(lo, hi)``, scalars or length-d arrays: the public box the data is assumed to
             lie in. Values outside are clamped (silently: reporting how many would leak).
-        random_state: None (fresh OS entropy: use this for real releases), an int (reproducible,
-            for experiments and tests) or a numpy Generator.
+        random_state: None (a cryptographically secure generator keyed from the OS: use this for
+            real releases), an int (reproducible, for experiments and tests) or a Generator.
     """
 
     method: ClassVar[str]
