@@ -33,7 +33,7 @@ def mean(
         rho: the zCDP budget; or give ``epsilon`` and ``delta`` instead.
         method: one of ``available_methods()``; ``"iome"`` (default) is instance-optimal.
         bounds: ``(lo, hi)``, scalars or length-d arrays: the public a priori box.
-        random_state: None for a real release (OS entropy); an int only for experiments.
+        random_state: None for a real release (secure, OS-keyed); an int only for experiments.
         **options: the estimator's own parameters (see its class, e.g. ``ShiftedClippedMean``).
 
     Returns:

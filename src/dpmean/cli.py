@@ -130,7 +130,7 @@ def _add_estimate(sub: argparse._SubParsersAction) -> None:
                         "bounds, row 1 the upper bounds (any format INPUT may have)")
     p.add_argument("--seed", type=int, metavar="S",
                    help="seed the noise (reproducible; for experiments only: anyone who knows "
-                   "the seed can remove the noise). Default: fresh OS entropy")
+                   "the seed can remove the noise). Default: a secure generator keyed from the OS")
     p.add_argument("--key", metavar="K", help="the array to use from an .npz INPUT")
     p.add_argument("--output", metavar="FILE", help="write the result as JSON to FILE")
     p.add_argument("--json", action="store_true",
@@ -312,7 +312,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rho", type=float, default=0.5, metavar="R",
                    help="zCDP budget of each release (default: 0.5)")
     p.add_argument("--seed", type=int, metavar="S",
-                   help="seed the noise for a reproducible picture (default: fresh OS entropy)")
+                   help="seed the noise for a reproducible picture (default: secure, OS-keyed)")
     p.add_argument("--data", metavar="FILE.npz",
                    help="an MNIST .npz with arrays 'images' (n, 784) and 'digits' (n,) "
                    "(default: the bundled data/mnist-70k.npz)")
