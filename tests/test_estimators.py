@@ -217,6 +217,7 @@ def test_bad_data_is_rejected_clearly(x, message):
     ({"rho": 1.0, "bounds": (1, 1)}, "lo < hi"),
     ({"rho": 1.0, "bounds": (0, [1, np.nan])}, "finite"),
     ({"rho": 1.0, "bounds": (0, [1, 2, 3])}, "length 2"),
+    ({"rho": 1.0, "bounds": (-1e200, 1e200)}, "too wide"),
     ({"rho": 0.0, "bounds": (0, 1)}, "rho"),
     ({"rho": -1.0, "bounds": (0, 1)}, "rho"),
     ({"rho": 1.0, "bounds": (0, 1), "method": "median"}, "unknown method"),

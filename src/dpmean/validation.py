@@ -87,6 +87,13 @@ def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
             f"bounds need lo < hi in every coordinate; coordinate {j} has lo={lo_arr[j]:g}, "
             f"hi={hi_arr[j]:g}"
         )
+    with np.errstate(over="ignore"):
+        diameter_squared = np.sum(np.square(hi_arr - lo_arr))
+    if not np.isfinite(diameter_squared):
+        raise InvalidParameterError(
+            "bounds are too wide to compute with in floating point (the squared diameter of "
+            "the box overflows); rescale the data, e.g. to other units"
+        )
     return lo_arr, hi_arr
 
 
