@@ -1,0 +1,63 @@
+"""Hostile inputs through the public API: every call ends in a clear DPMeanError or a finite,
+correctly accounted release, never a crash, a hang or a silently wrong budget."""
+
+import warnings
+
+import numpy as np
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, arrays
+
+import dpmean
+from dpmean.errors import DPMeanError
+
+METHODS = ["cm", "cm-fixed", "gaussian", "iome"]
+
+floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
+extreme_ints = st.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max)
+datasets = st.one_of(
+    arrays(np.float64, array_shapes(min_dims=1, max_dims=3, max_side=40), elements=floats),
+    arrays(np.int64, array_shapes(min_dims=1, max_dims=2, max_side=40), elements=extreme_ints),
+    arrays(np.uint64, array_shapes(min_dims=1, max_dims=2, max_side=40)),
+    arrays(np.float32, array_shapes(min_dims=2, max_dims=2, max_side=40),
+           elements=st.floats(width=32)),
+    arrays(np.bool_, array_shapes(min_dims=2, max_dims=2, max_side=40)),
+)
+magnitudes = st.sampled_from([1e-300, 1e-12, 1.0, 255.0, 1e12, 1e150, 1e300])
+
+
+@given(x=datasets, method=st.sampled_from(METHODS), scale=magnitudes,
+       rho=st.floats(1e-6, 100.0), seed=st.integers(0, 2**32))
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+def test_mean_never_crashes_and_never_overspends(x, method, scale, rho, seed):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            result = dpmean.mean(x, rho=rho, method=method, bounds=(-scale, scale),
+                                 random_state=seed)
+        except DPMeanError as exc:
+            assert str(exc)  # a message the user can read
+            event(type(exc).__name__)
+            return
+    event("released (fallback)" if result.fallback else "released")
+    assert result.mean.shape == (result.d,)
+    assert np.all(np.isfinite(result.mean))
+    assert result.rho_spent <= rho * (1 + 1e-9)
+    assert set(result.ledger) <= {"centre", "threshold", "noise"}
+
+
+@given(bounds=st.tuples(st.one_of(floats, st.lists(floats, min_size=1, max_size=4)),
+                        st.one_of(floats, st.lists(floats, min_size=1, max_size=4))),
+       method=st.sampled_from(METHODS))
+@settings(max_examples=100, deadline=None)
+def test_any_bounds_give_a_clear_error_or_a_release(bounds, method):
+    x = np.random.default_rng(0).normal(size=(200, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            result = dpmean.mean(x, rho=1.0, method=method, bounds=bounds, random_state=0)
+        except DPMeanError as exc:
+            assert str(exc)
+            return
+    assert np.all(np.isfinite(result.mean))
