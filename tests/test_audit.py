@@ -1,0 +1,113 @@
+"""The auditing tier: each mechanism and estimator, run on hand-picked neighbouring datasets,
+shows no more privacy loss than it claims, and a deliberately under-noised copy of each
+mechanism is caught (the test of the tester)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dpmean
+from dpmean.accounting import zcdp_to_approx_dp
+from dpmean.audit import epsilon_lower_bound
+from dpmean.mechanisms import gaussian_mechanism, private_quantile_integer, private_quantile_real
+from dpmean.mechanisms.discrete_gaussian import discrete_gaussian
+
+DELTA = 1e-3
+RHO = 0.5
+CLAIM = zcdp_to_approx_dp(RHO, DELTA)  # about 3.3
+
+
+def audit(sample, trials):
+    """epsilon lower bound from ``trials`` outputs of sample(dataset, rng) on D (0) and D' (1)."""
+    outputs = [sample(which, np.random.default_rng(100 + which), trials) for which in (0, 1)]
+    return epsilon_lower_bound(*outputs, DELTA)
+
+
+def gaussian_sample(sensitivity_used):
+    # f(D) = 0, f(D') = 1: a query of sensitivity 1, released with noise for `sensitivity_used`.
+    def sample(which, rng, trials):
+        return gaussian_mechanism(np.full(trials, float(which)), sensitivity_used, RHO, rng)
+    return sample
+
+
+# Worst case for a binary search: 50 zeros and 50 tens, target rank 49.5; D' moves one zero to
+# ten, which flips the count at every midpoint between them.
+D_VALUES = np.sort(np.array([0.0] * 50 + [10.0] * 50))
+D_PRIME_VALUES = np.sort(np.array([0.0] * 49 + [10.0] * 51))
+
+
+def quantile_sample(search, rho_used):
+    def sample(which, rng, trials):
+        values = (D_VALUES, D_PRIME_VALUES)[which]
+        count = lambda t: np.searchsorted(values, t, side="right")  # noqa: E731
+        lo, hi = np.full(trials, -1.0), np.full(trials, 11.0)
+        if search == "real":
+            return private_quantile_real(count, 49.5, lo, hi, steps=8, rho_per_search=rho_used,
+                                         rng=rng)
+        return private_quantile_integer(count, 49.5, lo, hi, rho_per_search=rho_used, rng=rng)
+    return sample
+
+
+def discrete_sample(sigma2):
+    def sample(which, rng, trials):
+        return which + discrete_gaussian(sigma2, rng, size=trials)
+    return sample
+
+
+MECHANISMS = {
+    # name: (honest sampler, under-noised copy, trials)
+    "gaussian": (gaussian_sample(1.0), gaussian_sample(0.5), 200_000),
+    "privquant-real": (quantile_sample("real", RHO), quantile_sample("real", 1e4 * RHO),
+                       100_000),
+    "privquant-integer": (quantile_sample("integer", RHO),
+                          quantile_sample("integer", 1e4 * RHO), 100_000),
+    # N_Z(0, 1/(2 rho)) on a count of sensitivity 1 is rho-zCDP; the copy uses 1/16 of it.
+    "discrete-gaussian": (discrete_sample(1 / (2 * RHO)), discrete_sample(1 / (32 * RHO)),
+                          20_000),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_mechanism_passes_at_its_claimed_level(name):
+    honest, _, trials = MECHANISMS[name]
+    assert audit(honest, trials) <= CLAIM
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_under_noised_copy_is_caught(name):
+    _, broken, trials = MECHANISMS[name]
+    assert audit(broken, trials) > CLAIM
+
+
+def estimator_sample(method):
+    rng = np.random.default_rng(7)
+    data = rng.uniform(-1, 1, size=(200, 2))
+    neighbour = data.copy()
+    neighbour[0] = 1.0  # one row moved to the corner of the box
+    direction = (neighbour[0] - data[0]) / np.linalg.norm(neighbour[0] - data[0])
+
+    def sample(which, rng, trials):
+        x = (data, neighbour)[which]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.array([dpmean.mean(x, rho=RHO, method=method, bounds=(-1, 1),
+                                         random_state=rng).mean @ direction
+                             for _ in range(trials)])
+    return sample
+
+
+@pytest.mark.parametrize("method", ["cm", "cm-fixed", "gaussian", "iome"])
+def test_estimator_passes_at_its_claimed_level(method):
+    # 2000 runs per dataset: enough to catch a gross leak (see the next test), not a subtle one.
+    assert audit(estimator_sample(method), 2000) <= CLAIM
+
+
+@pytest.mark.parametrize("method,module", [("cm", "clipped"), ("gaussian", "baselines")])
+def test_estimator_without_its_final_noise_is_caught(method, module, monkeypatch):
+    # The test of the tester at estimator level: 2000 runs per dataset prove a leak when the
+    # release is (nearly) deterministic. (It cannot see subtler under-noising of an estimator;
+    # that is what the mechanism-level audits above are for.)
+    monkeypatch.setattr(f"dpmean.estimators.{module}.gaussian_mechanism",
+                        lambda value, sensitivity, rho, rng: value)
+    assert audit(estimator_sample(method), 2000) > CLAIM
