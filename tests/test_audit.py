@@ -24,9 +24,13 @@ def audit(sample, trials):
     return epsilon_lower_bound(*outputs, DELTA)
 
 
-def gaussian_sample(sensitivity_used):
+def gaussian_sample(sensitivity_used, secure=False):
     # f(D) = 0, f(D') = 1: a query of sensitivity 1, released with noise for `sensitivity_used`.
+    # (Secure mode releases a vector at once, so it is sampled as many 1-vectors.)
     def sample(which, rng, trials):
+        if secure:
+            return np.array([gaussian_mechanism(np.array([float(which)]), sensitivity_used, RHO,
+                                                rng, secure=True)[0] for _ in range(trials)])
         return gaussian_mechanism(np.full(trials, float(which)), sensitivity_used, RHO, rng)
     return sample
 
@@ -37,15 +41,16 @@ D_VALUES = np.sort(np.array([0.0] * 50 + [10.0] * 50))
 D_PRIME_VALUES = np.sort(np.array([0.0] * 49 + [10.0] * 51))
 
 
-def quantile_sample(search, rho_used):
+def quantile_sample(search, rho_used, secure=False):
     def sample(which, rng, trials):
         values = (D_VALUES, D_PRIME_VALUES)[which]
         count = lambda t: np.searchsorted(values, t, side="right")  # noqa: E731
         lo, hi = np.full(trials, -1.0), np.full(trials, 11.0)
         if search == "real":
             return private_quantile_real(count, 49.5, lo, hi, steps=8, rho_per_search=rho_used,
-                                         rng=rng)
-        return private_quantile_integer(count, 49.5, lo, hi, rho_per_search=rho_used, rng=rng)
+                                         rng=rng, secure=secure)
+        return private_quantile_integer(count, 49.5, lo, hi, rho_per_search=rho_used, rng=rng,
+                                        secure=secure)
     return sample
 
 
@@ -62,9 +67,13 @@ MECHANISMS = {
                        100_000),
     "privquant-integer": (quantile_sample("integer", RHO),
                           quantile_sample("integer", 1e4 * RHO), 100_000),
-    # N_Z(0, 1/(2 rho)) on a count of sensitivity 1 is rho-zCDP; the copy uses 1/16 of it.
-    "discrete-gaussian": (discrete_sample(1 / (2 * RHO)), discrete_sample(1 / (32 * RHO)),
-                          20_000),
+    # N_Z(0, 1/(2 rho)) on a count of sensitivity 1 is rho-zCDP; the copy uses 1/9 of it.
+    "discrete-gaussian": (discrete_sample(1 / (2 * RHO)), discrete_sample(1 / (18 * RHO)),
+                          10_000),
+    # Secure modes: exact integer sampling (slower, so fewer trials; still enough power).
+    "gaussian-secure": (gaussian_sample(1.0, True), gaussian_sample(0.25, True), 8000),
+    "privquant-real-secure": (quantile_sample("real", RHO, True),
+                              quantile_sample("real", 100 * RHO, True), 3000),
 }
 
 

@@ -9,6 +9,7 @@ from scipy import stats
 from dpmean.errors import InvalidParameterError
 from dpmean.mechanisms.discrete_gaussian import (
     _bernoulli_exp,
+    _RandomBits,
     discrete_gaussian,
     discrete_gaussian_pmf,
     discrete_laplace,
@@ -46,8 +47,8 @@ def test_the_goodness_of_fit_test_can_fail():
 
 def test_discrete_laplace_matches_its_pmf():
     scale = 3
-    rng = np.random.default_rng(2)
-    samples = np.array([discrete_laplace(scale, rng) for _ in range(8000)])
+    bits = _RandomBits(np.random.default_rng(2))
+    samples = np.array([discrete_laplace(scale, bits) for _ in range(8000)])
     q = np.exp(-1 / scale)
 
     def pmf(v):
@@ -58,8 +59,9 @@ def test_discrete_laplace_matches_its_pmf():
 
 @pytest.mark.parametrize("gamma", [Fraction(0), Fraction(1, 3), Fraction(1), Fraction(7, 2)])
 def test_bernoulli_exp_probability(gamma):
-    rng = np.random.default_rng(5)
-    draws = np.array([_bernoulli_exp(gamma, rng) for _ in range(6000)])
+    bits = _RandomBits(np.random.default_rng(5))
+    draws = np.array([_bernoulli_exp(gamma.numerator, gamma.denominator, bits)
+                      for _ in range(6000)])
     p = np.exp(-float(gamma))
     # Binomial test at the 0.1% level.
     assert stats.binomtest(int(draws.sum()), len(draws), p).pvalue > 1e-3
@@ -78,3 +80,10 @@ def test_samples_are_integers_and_symmetric():
     assert samples.dtype == np.int64
     # Mean 0 with standard error sqrt(10 / 6000) = 0.041: within 4.5 standard errors.
     assert abs(samples.mean()) < 4.5 * np.sqrt(10 / 6000)
+
+
+def test_random_bits_are_uniform():
+    bits = _RandomBits(np.random.default_rng(6))
+    draws = np.array([bits.below(6) for _ in range(12000)])
+    assert stats.chisquare(np.bincount(draws, minlength=6)).pvalue > 1e-3
+    assert bits.take(70).bit_length() <= 70

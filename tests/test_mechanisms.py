@@ -119,3 +119,44 @@ def test_privquant_rejects_bad_parameters():
     with pytest.raises(InvalidParameterError):
         private_quantile_integer(count, 1, np.zeros(1), np.ones(1), rho_per_search=-1.0,
                                  rng=np.random.default_rng(0))
+
+
+def test_secure_gaussian_mechanism_releases_on_a_grid_with_the_right_spread():
+    rng = np.random.default_rng(4)
+    value = np.linspace(-3.0, 3.0, 4000)
+    out = gaussian_mechanism(value, 2.0, 0.5, rng, secure=True)
+    # gamma = 2^floor(log2(1e-3 * 2 / sqrt(4000))): every output is an exact multiple of it.
+    gamma = 2.0 ** np.floor(np.log2(1e-3 * 2.0 / np.sqrt(4000)))
+    np.testing.assert_array_equal(out / gamma, np.rint(out / gamma))
+    # Noise std: (Delta + gamma sqrt(k)) / sqrt(2 rho) = 2.002 (discrete Gaussian variance is
+    # within 1e-9 of sigma^2 at this width). The sample variance of 4000 draws has relative
+    # standard error sqrt(2/4000) = 2.2%; allow 5 of them.
+    sigma = (2.0 + gamma * np.sqrt(4000)) / 1.0
+    assert abs(np.var(out - value) / sigma**2 - 1) < 5 * np.sqrt(2 / 4000)
+
+
+def test_secure_privquant_finds_the_median():
+    rng = np.random.default_rng(5)
+    data = rng.normal(size=(2000, 2))
+    count = lambda t: np.count_nonzero(data <= t, axis=0)  # noqa: E731
+    found = private_quantile_real(count, 1000, np.full(2, -8.0), np.full(2, 8.0), steps=12,
+                                  rho_per_search=5.0, rng=rng, secure=True)
+    # Counts noised with std sqrt(12 / 10) ~ 1.1 ranks: the result is within a few ranks of the
+    # median, i.e. within 0.05 here (density ~0.4 * 2000 = 800 rows per unit).
+    np.testing.assert_allclose(found, np.median(data, axis=0), atol=0.05)
+
+
+def test_symmetric_gaussian_mechanism_noise():
+    from dpmean.mechanisms import symmetric_gaussian_mechanism
+
+    value = np.diag(np.arange(40.0))
+    out = symmetric_gaussian_mechanism(value, 2.0, 0.5, np.random.default_rng(3))
+    np.testing.assert_array_equal(out, out.T)
+    # The 820 entries on and above the diagonal are i.i.d. N(0, Delta^2 / (2 rho)) = N(0, 4).
+    # Their sample variance has relative sd sqrt(2 / 820) = 0.049; 4 sd = 0.2 still catches a
+    # std off by 10% (variance off by 21%). The KS test checks the shape.
+    noise = (out - value)[np.triu_indices(40)]
+    assert abs(np.mean(noise**2) / 4.0 - 1.0) < 0.2
+    assert stats.kstest(noise, stats.norm(scale=2.0).cdf).pvalue > 1e-3
+    with pytest.raises(InvalidParameterError, match="square"):
+        symmetric_gaussian_mechanism(np.ones((2, 3)), 1.0, 1.0, np.random.default_rng(0))

@@ -17,46 +17,67 @@ from ..errors import InvalidParameterError
 _SIGMA2_BITS = 30
 
 
-def _uniform_below(bound: int, rng: np.random.Generator) -> int:
-    """A uniform integer in [0, bound), exactly: rejection sampling on whole random bytes."""
-    bits = max(bound - 1, 1).bit_length()
-    nbytes = (bits + 7) // 8
-    mask = (1 << bits) - 1
-    while True:
-        value = int.from_bytes(rng.bytes(nbytes), "little") & mask
-        if value < bound:
-            return value
+class _RandomBits:
+    """Uniform random bits from a numpy Generator, drawn in batches of 64-bit words (one numpy
+    call per batch, not per draw; batches double from 16 to 4096 words, so small requests stay
+    cheap). Each request takes fresh whole words: every returned bit is an independent fair
+    coin."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+        self._words: list[int] = []
+        self._batch = 16
+
+    def take(self, bits: int) -> int:
+        value = 0
+        for _ in range((bits + 63) // 64):
+            if not self._words:
+                batch = self._rng.integers(0, 2**64, size=self._batch, dtype=np.uint64)
+                self._words = batch.tolist()
+                self._batch = min(2 * self._batch, 4096)
+            value = (value << 64) | self._words.pop()
+        return value & ((1 << bits) - 1)
+
+    def below(self, bound: int) -> int:
+        """A uniform integer in [0, bound), exactly: rejection sampling on whole bit strings."""
+        bits = max(bound - 1, 1).bit_length()
+        while True:
+            value = self.take(bits)
+            if value < bound:
+                return value
 
 
-def _bernoulli(p: Fraction, rng: np.random.Generator) -> bool:
-    return _uniform_below(p.denominator, rng) < p.numerator
+def _bernoulli(numerator: int, denominator: int, rng: _RandomBits) -> bool:
+    """Bernoulli(numerator / denominator), exactly."""
+    return rng.below(denominator) < numerator
 
 
-def _bernoulli_exp(gamma: Fraction, rng: np.random.Generator) -> bool:
-    """A Bernoulli(exp(-gamma)) draw for rational gamma >= 0 (CKS Algorithm 1)."""
-    while gamma > 1:
-        # exp(-gamma) = exp(-1)^floor(gamma) * exp(-(gamma - floor(gamma))).
-        if not _bernoulli_exp(Fraction(1), rng):
+def _bernoulli_exp(numerator: int, denominator: int, rng: _RandomBits) -> bool:
+    """Bernoulli(exp(-gamma)) for rational gamma = numerator / denominator >= 0 (CKS
+    Algorithm 1), with integer arithmetic only."""
+    while numerator > denominator:
+        # exp(-gamma) = exp(-1) * exp(-(gamma - 1)); stop at the first failed factor.
+        if not _bernoulli_exp(1, 1, rng):
             return False
-        gamma -= 1
+        numerator -= denominator
     k = 1
-    while _bernoulli(gamma / k, rng):
+    while _bernoulli(numerator, denominator * k, rng):
         k += 1
     return k % 2 == 1
 
 
-def discrete_laplace(scale: int, rng: np.random.Generator) -> int:
+def discrete_laplace(scale: int, rng: _RandomBits) -> int:
     """One draw from the discrete Laplace: P(x) proportional to exp(-|x| / scale), for an integer
     scale >= 1 (CKS Algorithm 2 with s = 1)."""
     while True:
-        u = _uniform_below(scale, rng)
-        if not _bernoulli_exp(Fraction(u, scale), rng):
+        u = rng.below(scale)
+        if not _bernoulli_exp(u, scale, rng):
             continue
         v = 0
-        while _bernoulli_exp(Fraction(1), rng):
+        while _bernoulli_exp(1, 1, rng):
             v += 1
         magnitude = u + scale * v
-        negative = _bernoulli(Fraction(1, 2), rng)
+        negative = _bernoulli(1, 2, rng)
         if negative and magnitude == 0:
             continue
         return -magnitude if negative else magnitude
@@ -73,12 +94,16 @@ def discrete_gaussian(sigma2: float | Fraction, rng: np.random.Generator, size: 
     """
     sigma2 = rational_variance(sigma2)
     t = math.floor(math.sqrt(sigma2)) + 1
+    # Acceptance exponent (|y| - sigma2 / t)^2 / (2 sigma2) = (|y| t q - p)^2 / (2 t^2 q p) with
+    # sigma2 = p / q: one common integer denominator for every y.
+    p, q = sigma2.numerator, sigma2.denominator
+    denominator = 2 * t * t * q * p
+    bits = _RandomBits(rng)
     out = np.empty(size, dtype=np.int64)
     for i in range(size):
         while True:
-            y = discrete_laplace(t, rng)
-            gamma = (abs(y) - sigma2 / t) ** 2 / (2 * sigma2)
-            if _bernoulli_exp(gamma, rng):
+            y = discrete_laplace(t, bits)
+            if _bernoulli_exp((abs(y) * t * q - p) ** 2, denominator, bits):
                 out[i] = y
                 break
     return out

@@ -11,6 +11,7 @@ import numpy as np
 from scipy.stats import norm
 
 from ..errors import InvalidParameterError
+from .discrete_gaussian import discrete_gaussian
 from .gaussian import gaussian_mechanism
 
 # count_le(thresholds) -> for each search j, the number of data values <= thresholds[j].
@@ -34,10 +35,16 @@ def rank_error_bound(steps: int, rho_per_search: float, beta: float) -> float:
     return count_noise_std(steps, rho_per_search) * float(norm.isf(beta / (2.0 * steps)))
 
 
-def _noisy_counts(count_le, thresholds, steps, rho_per_search, rng):
+def _noisy_counts(count_le, thresholds, steps, rho_per_search, rng, secure):
     # Each count |{x <= t}| changes by at most 1 when one row is replaced: sensitivity 1 per
     # search, rho_per_search / steps per count, so a search of `steps` counts costs rho_per_search.
-    return gaussian_mechanism(count_le(thresholds), 1.0, rho_per_search / steps, rng)
+    # Counts are integers, so secure mode adds exact discrete Gaussian noise of the same variance
+    # (CKS 2020: the same zCDP cost) instead of a discretised release.
+    rho = rho_per_search / steps
+    counts = count_le(thresholds)
+    if secure:
+        return counts + discrete_gaussian(1.0 / (2.0 * rho), rng, size=np.size(counts))
+    return gaussian_mechanism(counts, 1.0, rho, rng)
 
 
 def private_quantile_real(
@@ -49,6 +56,7 @@ def private_quantile_real(
     steps: int,
     rho_per_search: float,
     rng: np.random.Generator,
+    secure: bool = False,
 ) -> np.ndarray:
     """PrivQuant on real intervals [lo_j, hi_j] with a fixed number of halvings.
 
@@ -58,14 +66,15 @@ def private_quantile_real(
 
     Privacy: each of the k searches is ``rho_per_search``-zCDP (``steps`` Gaussian counts of
     sensitivity 1 under replace-one, each rho_per_search / steps); the k searches together
-    cost k * rho_per_search, which the caller charges.
+    cost k * rho_per_search, which the caller charges. ``secure=True`` noises the counts with
+    the exact discrete Gaussian (same cost).
     """
     _check_search(steps, rho_per_search)
     left = np.array(lo, dtype=np.float64, ndmin=1)
     right = np.array(hi, dtype=np.float64, ndmin=1)
     for _ in range(steps):
         mid = (left + right) / 2.0
-        go_right = _noisy_counts(count_le, mid, steps, rho_per_search, rng) <= rank
+        go_right = _noisy_counts(count_le, mid, steps, rho_per_search, rng, secure) <= rank
         left = np.where(go_right, mid, left)
         right = np.where(go_right, right, mid)
     return (left + right) / 2.0
@@ -79,6 +88,7 @@ def private_quantile_integer(
     *,
     rho_per_search: float,
     rng: np.random.Generator,
+    secure: bool = False,
 ) -> np.ndarray:
     """PrivQuant exactly as IOME Algorithm 1 on integer domains [lo_j, hi_j].
 
@@ -87,7 +97,8 @@ def private_quantile_integer(
     T = ceil(log2(hi - lo + 1)) times, and every count is noised for T steps, so a search that
     ends early spends less than it was charged, never more.
 
-    Privacy: ``rho_per_search``-zCDP per search (T counts of sensitivity 1, rho/T each).
+    Privacy: ``rho_per_search``-zCDP per search (T counts of sensitivity 1, rho/T each);
+    ``secure=True`` as for ``private_quantile_real``.
     """
     lo = np.array(lo, dtype=np.int64, ndmin=1)
     hi = np.array(hi, dtype=np.int64, ndmin=1)
@@ -99,7 +110,8 @@ def private_quantile_integer(
         if not active.any():
             break
         mid = (left + right) // 2
-        go_right = _noisy_counts(count_le, mid.astype(np.float64), steps, rho_per_search, rng)
+        go_right = _noisy_counts(count_le, mid.astype(np.float64), steps, rho_per_search, rng,
+                                 secure)
         go_right = go_right <= rank
         left = np.where(active & go_right, mid + 1, left)
         right = np.where(active & ~go_right, mid, right)
