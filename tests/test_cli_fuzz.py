@@ -1,0 +1,67 @@
+"""Hostile files and arguments through the command line: exit 0 or 2 with one error line,
+never a traceback, never a partial output file."""
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dpmean.cli import main
+
+EXTENSIONS = [".npy", ".npz", ".csv", ".parquet", ".dat", ".txt", ""]
+ARGUMENT_SETS = [
+    ["--rho", "0.5", "--bounds", "0", "1"],
+    ["--epsilon", "1", "--delta", "1e-6", "--bounds", "-1e3", "1e3", "--method", "cm"],
+    ["--rho", "nan", "--bounds", "0", "1"],
+    ["--rho", "1", "--bounds", "inf", "1"],
+    ["--rho", "1", "--bounds", "0", "1", "--method", "gaussian", "--option", "x=1"],
+]
+
+
+def run(capsys, argv):
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    if code != 0:
+        assert code == 2
+        assert err.strip().startswith("dpmean: error:")
+        assert len(err.strip().splitlines()) == 1
+    return code
+
+
+@given(content=st.one_of(st.binary(max_size=300),
+                         st.text(alphabet="0123456789.,-e \n\tnaif", max_size=300)),
+       extension=st.sampled_from(EXTENSIONS), arguments=st.sampled_from(ARGUMENT_SETS))
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_random_files_give_a_release_or_one_error_line(capsys, content, extension, arguments):
+    with tempfile.TemporaryDirectory() as folder:
+        check_one_file(capsys, Path(folder), content, extension, arguments)
+
+
+def check_one_file(capsys, tmp_path, content, extension, arguments):
+    path = tmp_path / f"data{extension}"
+    if isinstance(content, str):
+        path.write_text(content)
+    else:
+        path.write_bytes(content)
+    output = tmp_path / "out.json"
+    code = run(capsys, ["estimate", str(path), *arguments, "--seed", "1",
+                        "--output", str(output)])
+    assert output.exists() == (code == 0)
+    assert not [p for p in tmp_path.iterdir() if p.name not in {path.name, "out.json"}]
+
+
+@given(values=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1,
+                       max_size=60),
+       columns=st.integers(1, 4))
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_random_numeric_arrays(tmp_path, capsys, values, columns):
+    rows = max(1, len(values) // columns)
+    path = tmp_path / "x.npy"
+    np.save(path, np.resize(np.array(values), (rows, columns)))
+    run(capsys, ["estimate", str(path), "--rho", "1", "--bounds", "-5", "5", "--seed", "0",
+                 "--json"])
