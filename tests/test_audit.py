@@ -118,5 +118,5 @@ def test_estimator_without_its_final_noise_is_caught(method, module, monkeypatch
     # release is (nearly) deterministic. (It cannot see subtler under-noising of an estimator;
     # that is what the mechanism-level audits above are for.)
     monkeypatch.setattr(f"dpmean.estimators.{module}.gaussian_mechanism",
-                        lambda value, sensitivity, rho, rng: value)
+                        lambda value, sensitivity, rho, rng, **options: value)
     assert audit(estimator_sample(method), 2000) > CLAIM

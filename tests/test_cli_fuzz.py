@@ -65,3 +65,14 @@ def test_random_numeric_arrays(tmp_path, capsys, values, columns):
     np.save(path, np.resize(np.array(values), (rows, columns)))
     run(capsys, ["estimate", str(path), "--rho", "1", "--bounds", "-5", "5", "--seed", "0",
                  "--json"])
+
+
+def test_options_that_shadow_flags_or_the_data_are_refused(tmp_path, capsys):
+    path = tmp_path / "x.npy"
+    np.save(path, np.zeros((10, 2)))
+    for option, message in (("rho=2", "use --rho"), ("random_state=3", "use --seed"),
+                            ("x=1", "unknown option")):
+        assert run(capsys, ["estimate", str(path), "--rho", "1", "--bounds", "0", "1",
+                            "--option", option]) == 2
+        main(["estimate", str(path), "--rho", "1", "--bounds", "0", "1", "--option", option])
+        assert message in capsys.readouterr().err

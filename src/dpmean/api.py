@@ -18,6 +18,7 @@ def available_methods() -> list[str]:
 
 def mean(
     x: Any,
+    /,
     rho: float | None = None,
     epsilon: float | None = None,
     delta: float | None = None,

@@ -25,6 +25,7 @@ class GaussianMean(MeanEstimator):
     """
 
     method = "gaussian"
+    supports_secure_noise = True
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         return {"noise": self.rho}
@@ -36,7 +37,8 @@ class GaussianMean(MeanEstimator):
         sensitivity = float(np.linalg.norm(engine.hi - engine.lo)) / engine.n
         ledger.charge("noise", budget["noise"])
         exact_mean = engine.clipped_sum(IDENTITY, np.inf) / engine.n
-        mean = gaussian_mechanism(exact_mean, sensitivity, budget["noise"], rng)
+        mean = gaussian_mechanism(exact_mean, sensitivity, budget["noise"], rng,
+                                  secure=self.secure_noise)
         return mean, {"noise_std": gaussian_noise_std(sensitivity, budget["noise"])}
 
 

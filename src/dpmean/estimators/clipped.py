@@ -31,7 +31,7 @@ def optimal_clip_rank(n: int, d: int, rho_noise: float, rank_error: float) -> fl
 
 def private_centre(
     engine: Engine, view: View, lo: np.ndarray, hi: np.ndarray, *, steps: int | None,
-    rho: float, ledger: PrivacyLedger, rng: np.random.Generator,
+    rho: float, ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
 ) -> np.ndarray:
     """Coordinate-wise private medians of the view on the public domains [lo_j, hi_j].
 
@@ -43,14 +43,14 @@ def private_centre(
     count = lambda t: engine.coordinate_counts(view, t)  # noqa: E731
     if steps is None:
         return private_quantile_integer(count, engine.n / 2.0, lo, hi, rho_per_search=rho_each,
-                                        rng=rng)
+                                        rng=rng, secure=secure)
     return private_quantile_real(count, engine.n / 2.0, lo, hi, steps=steps,
-                                 rho_per_search=rho_each, rng=rng)
+                                 rho_per_search=rho_each, rng=rng, secure=secure)
 
 
 def private_radius(
     engine: Engine, view: View, rank: float, norm_bound: float, *, steps: int | None,
-    rho: float, ledger: PrivacyLedger, rng: np.random.Generator,
+    rho: float, ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
 ) -> float:
     """A private ``rank``-th smallest row norm of the view, on [0, norm_bound].
 
@@ -63,17 +63,17 @@ def private_radius(
         top = np.array([np.ceil(norm_bound**2)])
         count = lambda t: engine.norm_counts(view, np.sqrt(t))  # noqa: E731
         squared = private_quantile_integer(count, rank, np.zeros(1), top, rho_per_search=rho,
-                                           rng=rng)
+                                           rng=rng, secure=secure)
         return float(np.sqrt(squared[0]))
     count = lambda t: engine.norm_counts(view, t)  # noqa: E731
     found = private_quantile_real(count, rank, np.zeros(1), np.array([norm_bound]), steps=steps,
-                                  rho_per_search=rho, rng=rng)
+                                  rho_per_search=rho, rng=rng, secure=secure)
     return float(found[0])
 
 
 def noisy_clipped_mean(
     engine: Engine, view: View, radius: float, *, rho: float, ledger: PrivacyLedger,
-    rng: np.random.Generator,
+    rng: np.random.Generator, secure: bool = False,
 ) -> tuple[np.ndarray, float]:
     """The clipped mean of the view rows plus Gaussian noise (IOME eq. (2)).
 
@@ -82,5 +82,6 @@ def noisy_clipped_mean(
     """
     ledger.charge("noise", rho)
     sensitivity = 2.0 * radius / engine.n
-    noisy = gaussian_mechanism(engine.clipped_sum(view, radius) / engine.n, sensitivity, rho, rng)
+    noisy = gaussian_mechanism(engine.clipped_sum(view, radius) / engine.n, sensitivity, rho, rng,
+                               secure=secure)
     return noisy, gaussian_noise_std(sensitivity, rho)

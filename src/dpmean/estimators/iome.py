@@ -35,6 +35,7 @@ class ClippedMean(MeanEstimator):
     """
 
     method = "cm"
+    supports_secure_noise = True
 
     def __init__(
         self, rho: float | None = None, *, threshold_share: float = 0.25,
@@ -77,9 +78,10 @@ class ClippedMean(MeanEstimator):
         norm_bound = float(np.linalg.norm(np.maximum(np.abs(engine.lo), np.abs(engine.hi))))
         rank = self.target_rank(engine.n, engine.lo, engine.hi, budget)
         radius = private_radius(engine, IDENTITY, rank, norm_bound, steps=self.threshold_steps,
-                                rho=budget["threshold"], ledger=ledger, rng=rng)
+                                rho=budget["threshold"], ledger=ledger, rng=rng,
+                                secure=self.secure_noise)
         mean, noise_std = noisy_clipped_mean(engine, IDENTITY, radius, rho=budget["noise"],
-                                             ledger=ledger, rng=rng)
+                                             ledger=ledger, rng=rng, secure=self.secure_noise)
         return mean, {"threshold": radius, "target_rank": rank, "noise_std": noise_std}
 
 
@@ -176,7 +178,7 @@ class ShiftedClippedMean(ClippedMean):
             centre_hi = np.ceil(mid_rotated + half_width)
         centre = private_centre(
             engine, base, centre_lo, centre_hi, steps=None if quantizer else self.median_steps,
-            rho=budget["centre"], ledger=ledger, rng=rng)
+            rho=budget["centre"], ledger=ledger, rng=rng, secure=self.secure_noise)
 
         view = base.with_shift(centre)
         # Shifted rows lie within box_radius of R(mid), which is a known distance from the
@@ -185,9 +187,9 @@ class ShiftedClippedMean(ClippedMean):
                       geometry.box_radius + float(np.linalg.norm(mid_rotated - centre)))
         radius = private_radius(
             engine, view, rank, norm_bound, steps=None if quantizer else self.threshold_steps,
-            rho=budget["threshold"], ledger=ledger, rng=rng)
+            rho=budget["threshold"], ledger=ledger, rng=rng, secure=self.secure_noise)
         noisy, noise_std = noisy_clipped_mean(engine, view, radius, rho=budget["noise"],
-                                              ledger=ledger, rng=rng)
+                                              ledger=ledger, rng=rng, secure=self.secure_noise)
         # restore() is linear on the noise: an isotropic std s becomes s * bucket / gain.
         noise_std *= (quantizer.bucket if quantizer else 1.0) / geometry.gain
         return view.restore(noisy), {
