@@ -129,6 +129,27 @@ def test_estimate_option(capsys, data):
     check_json(json.loads(out), 0.5)
 
 
+def test_estimate_plan_on_baskets_with_p(capsys, tmp_path):
+    # Baskets with ids from 1, as in retail.dat: column 0 is empty, d = max id + 1.
+    rng = np.random.default_rng(3)
+    baskets = [" ".join(map(str, sorted(set(rng.integers(1, 40, size=rng.integers(1, 8))))))
+               for _ in range(2000)]
+    path = tmp_path / "baskets.dat"
+    path.write_text("\n".join(baskets) + "\n")
+    code, out, _ = run(capsys, "estimate", path, "--method", "plan", "--p", 1, "--rho", 1,
+                       "--bounds", 0, 1, "--seed", 2, "--json")
+    assert code == 0
+    payload = json.loads(out)
+    check_json(payload, 1.0, n=2000, d=40)
+    assert set(payload["ledger"]) == {"centre", "variance", "threshold", "noise"}
+    code, out, err = run(capsys, "estimate", path, "--method", "plan", "--p", 1, "--rho", 1,
+                         "--bounds", 0, 1, "--option", "p=2")
+    assert_one_error_line(code, out, err)
+    code, out, err = run(capsys, "estimate", path, "--method", "plan", "--p", 0.5, "--rho", 1,
+                         "--bounds", 0, 1)
+    assert_one_error_line(code, out, err)
+
+
 def test_option_values():
     assert cli._parse_options(["a=3", "b=0.5", "c=1e-3", "d=true", "e=None", "f=text"]) == {
         "a": 3, "b": 0.5, "c": 1e-3, "d": True, "e": None, "f": "text"}
@@ -358,3 +379,21 @@ def test_installed_command(tmp_path):
          "1"], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert bad.returncode == 2
     assert bad.stderr.startswith("dpmean: error: ") and len(bad.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("method, options, stages", [
+    ("coinpress", ["sigma=3", "t=3"], 3),
+    ("coinpress-cov", ["t_cov=3"], 13),
+])
+def test_estimate_coinpress(capsys, data, method, options, stages):
+    extra = [arg for option in options for arg in ("--option", option)]
+    code, out, _ = run(capsys, "estimate", data / "x.npy", "--rho", 0.5, "--method", method,
+                       "--bounds", -1000, 1000, "--option", "radius=100", *extra, "--seed", 2,
+                       "--json")
+    assert code == 0
+    payload = json.loads(out)
+    check_json(payload, 0.5)
+    assert math.isclose(payload["rho_spent"], 0.5)
+    assert len(payload["ledger"]) == stages
+    # Uniform(0, 10) columns: mean 5, sd 2.9; the noise std at n = 3000 is far below 0.5.
+    assert np.allclose(payload["mean"], 5.0, atol=0.5)

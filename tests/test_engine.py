@@ -21,6 +21,8 @@ def setting(request):
         View(rotation=rotation, shift=rng.normal(size=rotation.padded_dim)),
         View(shift=rng.normal(size=d), scale=rng.uniform(0.5, 2.0, size=d)),
         View(preclip=5.0, quantizer=Quantizer(0.25), rotation=rotation),
+        View(shift=rng.normal(size=d), scale=rng.uniform(0.5, 2.0, size=d),
+             linear=rng.normal(size=(d, d)) + 2.0 * np.eye(d)),
     ]
     return x, lo, hi, views, rng
 
@@ -47,6 +49,7 @@ def test_answers_match_direct_computation(setting, monkeypatch):
         radii = np.array([ranked[0] / 2, *between, ranked[-1] * 2])
         np.testing.assert_array_equal(engine.norm_counts(view, radii),
                                       np.count_nonzero(norms[:, None] <= radii, axis=0))
+        np.testing.assert_allclose(engine.sorted_norms(view), ranked, rtol=1e-12)
         for radius in (radii[1], np.inf):
             clipped = clip_rows(rows, radius)
             np.testing.assert_allclose(engine.clipped_sum(view, radius), clipped.sum(axis=0),
@@ -73,3 +76,18 @@ def test_uint8_input_is_converted_once():
     engine = InMemoryEngine(x, np.zeros(3), np.full(3, 100.0))
     np.testing.assert_array_equal(engine.clipped_sum(View(), np.inf),
                                   np.clip(x.astype(float), 0, 100).sum(axis=0))
+
+
+def test_paired_engine_holds_the_pair_differences_of_clamped_rows():
+    rng = np.random.default_rng(8)
+    x = rng.normal(2.0, 3.0, size=(1001, 5))
+    lo, hi = np.full(5, -4.0), np.full(5, 9.0)
+    order = rng.permutation(len(x))
+    paired = InMemoryEngine(x, lo, hi).paired(order)
+    clamped = np.clip(x, lo, hi)
+    diffs = clamped[order[0:-1:2]] - clamped[order[1::2]]
+    assert (paired.n, paired.d) == (500, 5)
+    np.testing.assert_array_equal(paired.lo, lo - hi)
+    np.testing.assert_array_equal(paired.hi, hi - lo)
+    np.testing.assert_allclose(paired.clipped_outer_sum(View(), np.inf), diffs.T @ diffs,
+                               rtol=1e-12)

@@ -128,3 +128,22 @@ def test_view_restore_inverts_affine_steps():
 def test_view_preclip_applies_first():
     x = np.array([[3.0, 4.0]])
     np.testing.assert_allclose(View(preclip=1.0).apply(x), [[0.6, 0.8]])
+
+
+def test_view_linear_applies_after_shift_and_before_scale_and_restores():
+    rng = np.random.default_rng(5)
+    linear = rng.normal(size=(6, 6)) + 3 * np.eye(6)
+    shift, scale = rng.normal(size=6), rng.uniform(0.5, 2, size=6)
+    view = View(shift=shift, scale=scale).with_linear(linear)
+    x = rng.normal(size=(40, 6))
+    np.testing.assert_allclose(view.apply(x), scale * ((x - shift) @ linear.T), atol=1e-12)
+    # restore inverts the affine map for one point and for rows of points.
+    np.testing.assert_allclose(view.restore(view.apply(x)), x, atol=1e-10)
+    np.testing.assert_allclose(view.restore(view.apply(x).mean(axis=0)), x.mean(axis=0),
+                               atol=1e-10)
+    assert view.with_linear(None).linear is None
+
+
+def test_view_linear_must_be_square():
+    with pytest.raises(ValueError, match="square"):
+        View().with_linear(np.ones((2, 3)))

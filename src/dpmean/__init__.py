@@ -20,11 +20,16 @@ from .errors import (
 )
 from .estimators import (
     ClippedMean,
+    CoinPressCovMean,
+    CoinPressMean,
     FixedQuantileClippedMean,
     GaussianIOME,
     GaussianMean,
     MeanEstimator,
+    PlanNoScale,
+    PrivateLimitAdaptedNoise,
     ShiftedClippedMean,
+    TrimmedMean,
 )
 from .result import MeanResult
 
@@ -33,6 +38,8 @@ __version__ = "0.1.0"
 __all__ = [
     "BudgetExceededError",
     "ClippedMean",
+    "CoinPressCovMean",
+    "CoinPressMean",
     "DPMeanError",
     "FixedQuantileClippedMean",
     "GaussianIOME",
@@ -42,8 +49,11 @@ __all__ = [
     "InvalidParameterError",
     "MeanEstimator",
     "MeanResult",
+    "PlanNoScale",
     "PrivacyLedger",
+    "PrivateLimitAdaptedNoise",
     "ShiftedClippedMean",
+    "TrimmedMean",
     "approx_dp_to_zcdp",
     "available_methods",
     "mean",

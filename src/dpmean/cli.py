@@ -138,12 +138,19 @@ def _add_estimate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                    help="an estimator parameter, e.g. --option threshold_share=0.3; values "
                    "are read as int, float, true/false/none, else text (repeatable)")
+    p.add_argument("--p", type=float, metavar="P",
+                   help="the lp error to target, for estimators that take it (plan: 2 for l2, "
+                   "the default; 1 for l1, e.g. on baskets)")
     p.set_defaults(run=_run_estimate)
 
 
 def _run_estimate(args: argparse.Namespace) -> int:
     budget = _budget(args)
     options = _parse_options(args.option)
+    if args.p is not None:
+        if "p" in options:
+            raise _UsageError("give p once: --p or --option p=..., not both")
+        options["p"] = args.p
     if args.bounds is None and args.bounds_file is None:
         raise _UsageError(
             "no bounds given: pass --bounds LO HI (or --bounds-file FILE.npy), the public range "
@@ -198,8 +205,16 @@ def _parse_options(items: Sequence[str]) -> dict[str, Any]:
             raise _UsageError(f"--option expects NAME=VALUE, got {item!r}")
         if name in options:
             raise _UsageError(f"--option {name} is given twice")
+        if name in _OWN_FLAGS:
+            raise _UsageError(f"--option {name}=... is not an estimator option; use --"
+                              f"{_OWN_FLAGS[name]}")
         options[name] = _parse_value(raw.strip())
     return options
+
+
+# Parameters of dpmean.mean that have flags of their own.
+_OWN_FLAGS = {"rho": "rho", "epsilon": "epsilon", "delta": "delta", "method": "method",
+              "bounds": "bounds", "random_state": "seed"}
 
 
 def _parse_value(raw: str) -> Any:

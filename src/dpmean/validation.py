@@ -23,7 +23,7 @@ BOUNDS_HELP = (
 def check_data(x) -> np.ndarray:
     """Return ``x`` as a real numeric array of shape (n, d), without NaN or inf; a 1-D array is
     n values of one variable. The dtype is kept (engines convert once, while copying)."""
-    if hasattr(x, "tocsr") and hasattr(x, "nnz"):
+    if is_sparse(x):
         raise InvalidDataError(
             "sparse input is not supported by this estimator yet; pass a dense array"
         )
@@ -57,6 +57,42 @@ def check_data(x) -> np.ndarray:
                 f"before a private release"
             )
     return arr
+
+
+def is_sparse(x) -> bool:
+    """Whether ``x`` is a scipy.sparse matrix or array (without importing scipy for others)."""
+    return hasattr(x, "tocsr") and hasattr(x, "nnz")
+
+
+def check_sparse_data(x):
+    """Return ``x`` as a real-valued scipy.sparse CSR matrix of shape (n, d), n, d >= 1, whose
+    stored values are finite, one per cell (repeated entries summed). Looks at the stored values
+    only, O(nnz); never densifies."""
+    import scipy.sparse
+
+    if len(x.shape) != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+        raise InvalidDataError(
+            f"sparse data must be 2-D with at least one row and one column, got shape {x.shape}"
+        )
+    csr = scipy.sparse.csr_matrix(x)
+    dtype = csr.data.dtype
+    if not (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_)) or np.issubdtype(
+        dtype, np.complexfloating
+    ):
+        raise InvalidDataError(f"sparse data must be real numbers, got dtype {dtype}")
+    if np.issubdtype(dtype, np.floating) and not np.isfinite(csr.data).all():
+        n_nan = int(np.isnan(csr.data).sum())
+        n_inf = int((~np.isfinite(csr.data)).sum()) - n_nan
+        raise InvalidDataError(
+            f"sparse data contains {n_nan} NaN and {n_inf} infinite stored values; remove or "
+            f"impute them before a private release"
+        )
+    if not csr.has_canonical_format:
+        # Repeated (row, column) entries mean their sum; merge them on a copy so that clamping
+        # and norms see one value per cell (the caller's matrix is left as it is).
+        csr = csr.copy()
+        csr.sum_duplicates()
+    return csr
 
 
 def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:

@@ -2,5 +2,6 @@
 
 from .base import Engine
 from .memory import InMemoryEngine
+from .sparse import SparseEngine
 
-__all__ = ["Engine", "InMemoryEngine"]
+__all__ = ["Engine", "InMemoryEngine", "SparseEngine"]

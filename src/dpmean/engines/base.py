@@ -34,6 +34,13 @@ class Engine(ABC):
         """For each threshold t, the number of rows with ||v(x)||_2 <= t."""
 
     @abstractmethod
+    def sorted_norms(self, view: View) -> np.ndarray:
+        """The l2 norms ||v(x_i)|| of all n view rows, sorted ascending: (n,).
+
+        For the exponential-mechanism quantile of the norms (PLAN's clipping threshold); the
+        result is as sensitive as the data."""
+
+    @abstractmethod
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
         """sum_i min(1, radius / ||v(x_i)||) v(x_i): the sum of view rows clipped to l2 ``radius``
         (``radius = inf`` gives the plain sum)."""
@@ -56,3 +63,18 @@ class Engine(ABC):
 
         ``order`` is a permutation (or any index sequence without repeats) drawn by the caller;
         each row takes part in at most one pair, so a changed row changes one difference."""
+
+    def paired(self, order: np.ndarray) -> Engine:
+        """An engine over the len(order) // 2 rows x_order[2i] - x_order[2i+1] (clamped rows).
+
+        Pair differences have mean zero whatever the mean of the data, which second-moment
+        estimates of a covariance need (CoinPress MVCRec on data of unknown mean). ``order`` is
+        drawn by the caller independently of the data; each row is in at most one pair, so
+        replacing one row of this engine replaces at most one row of the paired engine. This
+        generic version holds the differences in memory; an engine may answer more cheaply.
+        """
+        # Imported here: the in-memory engine is a subclass of this module's Engine.
+        from .memory import InMemoryEngine
+
+        width = self.hi - self.lo
+        return InMemoryEngine(self.pair_differences(View(), order), -width, width)

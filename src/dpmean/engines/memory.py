@@ -74,12 +74,18 @@ class InMemoryEngine(Engine):
 
     def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
         width, read = self._base_reader(view)
-        # v_j <= t_j  <=>  based_j <= t_j / scale_j + shift_j, for the positive scales views use.
         limit = np.asarray(thresholds, dtype=np.float64)
-        if view.scale is not None:
-            limit = limit / view.scale
-        if view.shift is not None:
-            limit = limit + view.shift
+        if view.linear is not None:
+            # A dense map mixes coordinates: no per-coordinate shortcut, compare finished rows.
+            base_read = read
+            read = lambda rows: view.finish(base_read(rows))  # noqa: E731
+        else:
+            # v_j <= t_j  <=>  based_j <= t_j / scale_j + shift_j, for the positive scales views
+            # use.
+            if view.scale is not None:
+                limit = limit / view.scale
+            if view.shift is not None:
+                limit = limit + view.shift
 
         def block_counts(rows: slice) -> np.ndarray:
             # Summing the comparison's bytes row by row vectorises; count_nonzero along axis 0
@@ -100,11 +106,14 @@ class InMemoryEngine(Engine):
         self._each_block(width, fill)
         return norms
 
-    def norm_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
+    def sorted_norms(self, view: View) -> np.ndarray:
         if self._norms_key is not view:
             self._sorted_norms = np.sort(self._norms(view))
             self._norms_key = view
-        return np.searchsorted(self._sorted_norms, thresholds, side="right")
+        return self._sorted_norms
+
+    def norm_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.sorted_norms(view), thresholds, side="right")
 
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
         width, read = self._base_reader(view)

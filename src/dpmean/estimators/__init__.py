@@ -2,7 +2,10 @@
 
 from .base import MeanEstimator
 from .baselines import FixedQuantileClippedMean, GaussianMean
+from .coinpress import CoinPressCovMean, CoinPressMean
 from .iome import ClippedMean, GaussianIOME, ShiftedClippedMean
+from .plan import PlanNoScale, PrivateLimitAdaptedNoise
+from .trimmed import TrimmedMean
 
 ESTIMATORS: dict[str, type[MeanEstimator]] = {
     cls.method: cls
@@ -12,15 +15,25 @@ ESTIMATORS: dict[str, type[MeanEstimator]] = {
         GaussianMean,
         ShiftedClippedMean,
         GaussianIOME,
+        CoinPressMean,
+        CoinPressCovMean,
+        PrivateLimitAdaptedNoise,
+        PlanNoScale,
+        TrimmedMean,
     )
 }
 
 __all__ = [
     "ESTIMATORS",
     "ClippedMean",
+    "CoinPressCovMean",
+    "CoinPressMean",
     "FixedQuantileClippedMean",
     "GaussianIOME",
     "GaussianMean",
     "MeanEstimator",
+    "PlanNoScale",
+    "PrivateLimitAdaptedNoise",
     "ShiftedClippedMean",
+    "TrimmedMean",
 ]

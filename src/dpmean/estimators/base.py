@@ -12,11 +12,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..accounting import PrivacyLedger, resolve_budget
-from ..engines import Engine, InMemoryEngine
-from ..errors import InsufficientDataWarning, InvalidDataError
+from ..engines import Engine, InMemoryEngine, SparseEngine
+from ..errors import InsufficientDataWarning, InvalidDataError, InvalidParameterError
 from ..result import MeanResult
 from ..rng import RandomState, make_rng
-from ..validation import check_bounds, check_data
+from ..validation import check_bounds, check_data, check_sparse_data, is_sparse
 
 
 class MeanEstimator(ABC):
@@ -29,9 +29,18 @@ class MeanEstimator(ABC):
             lie in. Values outside are clamped (silently: reporting how many would leak).
         random_state: None (a cryptographically secure generator keyed from the OS: use this for
             real releases), an int (reproducible, for experiments and tests) or a Generator.
+        secure_noise: draw every noise exactly in integer arithmetic: discrete Gaussian noise on
+            counts, and real values released on a fine grid with discrete Gaussian noise, so
+            the guarantee survives floating point (see docs/privacy.md). Slower; only for
+            estimators that declare support.
     """
 
     method: ClassVar[str]
+    # Estimators whose release asks only questions the SparseEngine answers set this, and then
+    # receive scipy.sparse input on a SparseEngine (never densified); others refuse it.
+    supports_sparse: ClassVar[bool] = False
+    # Estimators whose mechanisms all take the secure path set this.
+    supports_secure_noise: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -41,7 +50,14 @@ class MeanEstimator(ABC):
         delta: float | None = None,
         bounds: Any = None,
         random_state: RandomState = None,
+        secure_noise: bool = False,
     ) -> None:
+        if secure_noise and not self.supports_secure_noise:
+            raise InvalidParameterError(
+                f"method {self.method!r} has no secure-noise mode yet; methods with one: "
+                f"cm, cm-fixed, gaussian, iome, iome-gaussian"
+            )
+        self.secure_noise = bool(secure_noise)
         self.rho = resolve_budget(rho, epsilon, delta)
         self.epsilon = epsilon
         self.delta = delta
@@ -79,10 +95,11 @@ class MeanEstimator(ABC):
         # The split is fixed from public values and checked against the budget before any data
         # value is read.
         budget = ledger.plan(self.budget_plan(n, d))
-        data = check_data(x)
+        sparse = is_sparse(x) and self.supports_sparse
+        data = check_sparse_data(x) if sparse else check_data(x)
         if n < self.minimum_rows(n, lo, hi, budget):
             return self._fallback(n, d, lo, hi, budget, ledger)
-        engine = InMemoryEngine(data, lo, hi)
+        engine = SparseEngine(data, lo, hi) if sparse else InMemoryEngine(data, lo, hi)
         mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
         return MeanResult(
             mean=mean, method=self.method, n=n, d=d, rho=self.rho, ledger=ledger.spent,

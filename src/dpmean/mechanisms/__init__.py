@@ -1,6 +1,9 @@
-"""The only code that adds noise: the Gaussian mechanism and private quantiles."""
+"""The only code that adds noise: the Gaussian mechanism, private quantiles and the
+smooth-sensitivity noises."""
 
+from .exponential import exponential_epsilon, exponential_quantile
 from .gaussian import gaussian_mechanism, gaussian_noise_std
+from .matrix import symmetric_gaussian_mechanism
 from .quantiles import (
     count_noise_std,
     integer_search_steps,
@@ -8,13 +11,40 @@ from .quantiles import (
     private_quantile_real,
     rank_error_bound,
 )
+from .smooth_noise import (
+    NOISES,
+    ArsinhNormal,
+    Calibration,
+    GaussianNRS,
+    GaussianTCDP,
+    LaplaceLogNormal,
+    LaplaceNRS,
+    SmoothNoise,
+    StudentT,
+    UniformLogNormal,
+    smooth_sensitivity_mechanism,
+)
 
 __all__ = [
+    "NOISES",
+    "ArsinhNormal",
+    "Calibration",
+    "GaussianNRS",
+    "GaussianTCDP",
+    "LaplaceLogNormal",
+    "LaplaceNRS",
+    "SmoothNoise",
+    "StudentT",
+    "UniformLogNormal",
     "count_noise_std",
+    "exponential_epsilon",
+    "exponential_quantile",
     "gaussian_mechanism",
     "gaussian_noise_std",
     "integer_search_steps",
     "private_quantile_integer",
     "private_quantile_real",
     "rank_error_bound",
+    "smooth_sensitivity_mechanism",
+    "symmetric_gaussian_mechanism",
 ]

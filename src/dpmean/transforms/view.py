@@ -1,4 +1,4 @@
-"""A view of the data: the chain clip -> quantize -> rotate -> shift -> scale applied to every row.
+"""A view of the data: clip -> quantize -> rotate -> shift -> linear -> scale, on every row.
 
 Estimators describe the transformed data they want to ask about as a View; engines apply it (or
 an algebraic shortcut of it) while answering aggregate questions. Pure and non-private.
@@ -17,11 +17,12 @@ from .quantize import Quantizer
 
 @dataclass(frozen=True, eq=False)
 class View:
-    """Row map v(x) = scale * (R(q(clip(x))) - shift), each step optional.
+    """Row map v(x) = scale * (L (R(q(clip(x))) - shift)), each step optional.
 
     ``clip`` scales rows to l2 norm at most ``preclip``; ``q`` is a Quantizer, ``R`` a
     RandomRotation; ``shift`` and ``scale`` are vectors in the rotated (or original)
-    coordinates. Every step after clipping and rounding is affine, so the mean of the view maps
+    coordinates; ``L`` (``linear``) is an invertible square matrix, e.g. a whitening map
+    (CoinPress). Every step after clipping and rounding is affine, so the mean of the view maps
     back to the mean of the clipped, quantized data with ``restore``.
     """
 
@@ -30,6 +31,7 @@ class View:
     rotation: RandomRotation | None = None
     shift: np.ndarray | None = None
     scale: np.ndarray | None = None
+    linear: np.ndarray | None = None
 
     def base(self) -> View:
         """The expensive part of the view (clip, quantize, rotate), which engines may cache."""
@@ -40,6 +42,14 @@ class View:
 
     def with_scale(self, scale: np.ndarray | None) -> View:
         return replace(self, scale=None if scale is None else np.asarray(scale, dtype=np.float64))
+
+    def with_linear(self, linear: np.ndarray | None) -> View:
+        if linear is None:
+            return replace(self, linear=None)
+        linear = np.asarray(linear, dtype=np.float64)
+        if linear.ndim != 2 or linear.shape[0] != linear.shape[1]:
+            raise ValueError(f"a view's linear map must be a square matrix, got {linear.shape}")
+        return replace(self, linear=linear)
 
     def output_dim(self, d: int) -> int:
         return self.rotation.padded_dim if self.rotation is not None else d
@@ -56,10 +66,12 @@ class View:
         return out
 
     def finish(self, based: np.ndarray) -> np.ndarray:
-        """Shift and scale rows that ``apply_base`` produced."""
+        """Shift, map and scale rows that ``apply_base`` produced."""
         out = based
         if self.shift is not None:
             out = out - self.shift
+        if self.linear is not None:
+            out = out @ self.linear.T
         if self.scale is not None:
             out = out * self.scale
         return out
@@ -72,6 +84,9 @@ class View:
         out = np.asarray(y, dtype=np.float64)
         if self.scale is not None:
             out = out / self.scale
+        if self.linear is not None:
+            # Points are rows: solve L p = y for each (a single point is a 1-D y).
+            out = np.linalg.solve(self.linear, out.T).T
         if self.shift is not None:
             out = out + self.shift
         if self.rotation is not None:

@@ -1,0 +1,160 @@
+"""Speed and memory of PLAN on sparse basket data against the non-private sparse column mean.
+
+Data: the bundled retail baskets (88,162 x 16,471 CSR; ids are 1-based, so column 0 is empty)
+and a synthetic matrix of Kosarak's scale (990,000 rows, 41,270 items, about 8 million
+non-zeros, Zipf item popularity). Prints wall time (best of --repeat runs), the ratio to the
+non-private column mean ``X.mean(axis=0)`` on the same matrix in the same run, and the peak
+memory each allocated (tracemalloc, a separate run). Not a test.
+
+``--accuracy`` instead prints the paper's accuracy settings (NON-PRIVATE evaluation against
+the true and empirical means): PLAN, PLAN without scaling and IOME on Gaussian data with
+variances (d/i)^2 and without skew (d = 256, n = 10,000, rho = 1), and the relative errors of
+the pair-based variance estimator next to the paper's Table 2 (Appendix D.2).
+
+    python benchmarks/bench_plan.py              # retail and the Kosarak-scale matrix
+    python benchmarks/bench_plan.py --quick      # retail and a 10x smaller synthetic matrix
+    python benchmarks/bench_plan.py --accuracy   # Gaussian C / no skew, and Table 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse
+
+import dpmean
+from dpmean.accounting import PrivacyLedger
+from dpmean.engines import InMemoryEngine
+from dpmean.estimators.variance import pair_std
+from dpmean.io import load_data
+
+RETAIL = Path(__file__).resolve().parents[1] / "data" / "retail.dat"
+
+
+def best_time(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def peak_memory(fn) -> float:
+    tracemalloc.start()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak / 2**20
+
+
+def zipf_baskets(n: int, d: int, mean_size: float, seed: int = 0) -> scipy.sparse.csr_matrix:
+    """n baskets over d items: basket sizes geometric with mean ``mean_size``, items drawn with
+    probability proportional to 1 / rank (Zipf, exponent 1), repeats within a basket merged."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.geometric(1.0 / mean_size, size=n)
+    weights = 1.0 / np.arange(1, d + 1)
+    items = rng.choice(d, size=int(sizes.sum()), p=weights / weights.sum()).astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum(sizes)])
+    x = scipy.sparse.csr_matrix((np.ones(len(items)), items, indptr), shape=(n, d))
+    x.sum_duplicates()
+    x.data[:] = 1.0
+    return x
+
+
+def datasets(quick: bool):
+    yield "retail (bundled)", load_data(RETAIL)
+    n = 99_000 if quick else 990_000
+    yield f"Zipf synthetic n={n} d=41270", zipf_baskets(n, 41_270, mean_size=8.5)
+
+
+def gaussian_accuracy(seeds: int) -> None:
+    """Gaussian C (variances (d/i)^2, box 10 +- 50 d^1.5) and Gaussian A-like data (variances
+    1, box 10 +- 25 sqrt(d)), d = 256, n = 10,000, rho = 1, the reference experiments' boxes."""
+    d, n = 256, 10_000
+    methods = ("plan", "plan-noscale", "iome")
+    print(f"l2 error, mean over {seeds} seeds (vs true mean / vs empirical mean)")
+    for label, std, half in (("skewed (d/i)^2", d / np.arange(1, d + 1), 50 * d**1.5),
+                             ("no skew", np.ones(d), 25 * np.sqrt(d))):
+        errors = {m: [] for m in ("empirical mean", *methods)}
+        for seed in range(seeds):
+            x = np.random.default_rng(1000 + seed).normal(10.0, std, size=(n, d))
+            empirical = x.mean(axis=0)
+            errors["empirical mean"].append((np.linalg.norm(empirical - 10.0), 0.0))
+            for method in methods:
+                est = dpmean.mean(x, rho=1.0, method=method, bounds=(10 - half, 10 + half),
+                                  random_state=seed).mean
+                errors[method].append((np.linalg.norm(est - 10.0),
+                                       np.linalg.norm(est - empirical)))
+        for method, values in errors.items():
+            true_err, emp_err = np.mean(values, axis=0)
+            print(f"  {label:16} {method:15} {true_err:9.4f} {emp_err:9.4f}")
+
+
+# Table 2 of the paper (mean relative error), keyed by (rho, sigma): (k = 1, k = 4).
+TABLE2 = {(0.001, 0.001): (0.027, 0.017), (0.001, 1.0): (0.025, 0.012),
+          (0.01, 0.001): (0.011, 0.007), (0.01, 1.0): (0.020, 0.006)}
+
+
+def variance_accuracy(trials: int = 100) -> None:
+    """Appendix D.2: n = 10,000, mean 10, box mean +- 5 sigma, rho/16 for the estimate (half of
+    rho/8, as the authors' notebook); one column per trial."""
+    print(f"pair_std mean relative error over {trials} trials (paper's Table 2 in brackets; "
+          f"pairings = 2k is the notebook's 'fill', charged at its true sensitivity 2k)")
+    for (rho, sigma), paper in TABLE2.items():
+        rng = np.random.default_rng(42)
+        x = rng.normal(10.0, sigma, size=(10_000, trials))
+        engine = InMemoryEngine(x, np.full(trials, 10 - 5 * sigma),
+                                np.full(trials, 10 + 5 * sigma))
+        cells = []
+        for k, pairings, reported in ((1, 1, paper[0]), (4, 1, paper[1]), (1, 2, paper[0]),
+                                      (4, 8, paper[1])):
+            budget = rho / 16 * trials
+            est = pair_std(engine, rho=budget, ledger=PrivacyLedger(budget), rng=rng,
+                           group_size=k, pairings=pairings)
+            error = np.mean(np.abs(est - sigma) / sigma)
+            cells.append(f"k={k} pairings={pairings}: {error:.3f} [{reported}]")
+        print(f"  rho={rho:<6} sigma={sigma:<6} " + "  ".join(cells))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a 10x smaller synthetic matrix")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per timing (best is kept)")
+    parser.add_argument("--accuracy", action="store_true",
+                        help="print the accuracy settings instead of timings")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds for --accuracy")
+    args = parser.parse_args()
+    if args.accuracy:
+        gaussian_accuracy(args.seeds)
+        variance_accuracy()
+        return
+
+    runs = {
+        "plan p=1": dict(method="plan", p=1),
+        "plan p=2": dict(method="plan", p=2),
+        "plan-noscale": dict(method="plan-noscale"),
+    }
+    print(f"{'data':34} {'nnz':>10} {'method':13} {'seconds':>8} {'x col mean':>11} "
+          f"{'peak MiB':>9} {'l1 error':>9}")
+    for name, x in datasets(args.quick):
+        truth = np.asarray(x.mean(axis=0)).ravel()
+        floor = best_time(lambda x=x: x.mean(axis=0), args.repeat)
+        print(f"{name:34} {x.nnz:>10} {'column mean':13} {floor:8.3f} {1.0:11.1f} "
+              f"{peak_memory(lambda x=x: x.mean(axis=0)):9.1f} {'(exact)':>9}")
+        for label, options in runs.items():
+            def release(x=x, options=options):
+                return dpmean.mean(x, rho=1.0, bounds=(0, 1), random_state=0, **options)
+
+            seconds = best_time(release, args.repeat)
+            error = np.abs(release().mean - truth).sum()  # NON-PRIVATE evaluation
+            print(f"{'':34} {'':>10} {label:13} {seconds:8.3f} {seconds / floor:11.1f} "
+                  f"{peak_memory(release):9.1f} {error:9.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,353 @@
+"""Trimmed mean with smooth sensitivity (Bun-Steinke 2019, Secs. 1.3, 2 Prop. 11, 3).
+
+Exact t-smooth sensitivity of the trimmed mean in O(n log n), data-independent tuning of the
+trimming m and smoothing t, and the ``trimmed`` estimator with every smooth-sensitivity noise.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from ..accounting import PrivacyLedger, resolve_budget
+from ..engines import Engine
+from ..errors import InvalidParameterError
+from ..mechanisms.smooth_noise import (
+    NOISES,
+    Calibration,
+    StudentT,
+    smooth_sensitivity_mechanism,
+)
+from ..result import MeanResult
+from ..rng import RandomState
+from ..transforms import IDENTITY
+from ..validation import check_bounds, check_fraction, check_positive
+from .base import MeanEstimator
+
+# Smoothing values the default tuning tries (each noise keeps those it admits).
+_T_GRID = np.geomspace(1e-4, 4.0, 64)
+# Default assumed standard deviation of the data: this fraction of the box width.
+_DEFAULT_STD_FRACTION = 1e-3
+
+
+def trimmed_smooth_sensitivity(
+    sorted_values: np.ndarray, m: int, t: Any, lo: Any, hi: Any, *,
+    output_truncation: bool = False,
+) -> np.ndarray:
+    """The t-smooth sensitivity of trim_m on [a, b]^n (Prop. 11), for each column.
+
+    ``sorted_values`` is (n, P), each column sorted ascending (P problems: coordinates, or one
+    column repeated for several t); ``t``, ``lo``, ``hi`` are scalars or length-P arrays.
+
+    Prop. 11: S = max_{k=0..n} e^{-kt} max_{l=0..k+1} (x_(n-m+1+k-l) - x_(m+1-l)) / (n - 2m),
+    x_(i) = a for i <= 0 and b for i > n. Writing i = m+1-l, j = n-m+1+k-l, it is the largest
+    entry of the matrix V(i, j) = e^{-t (j - i - (n-2m))} (x_(j) - x_(i)) / (n - 2m) over
+    i <= m+1, j >= n-m, except (m+1, n-m). Padding makes i < 0 and j > n+1 dominated (same value,
+    larger k), so 0 <= i <= m+1 and n-m <= j <= n+1: an (m+2) x (m+2) matrix, all with k <= n.
+    The difference of row values between columns j < j', (x_j' - c) e^{-tj'} - (x_j - c) e^{-tj},
+    is non-decreasing in c = x_(i), so the largest maximiser j*(i) is non-decreasing in i; divide
+    and conquer over rows (middle row scanned within its parent's bracket) finds every row's
+    maximum in O(m log m), for all P problems at once, level by level.
+
+    ``output_truncation``: the trimmed mean of unbounded inputs, clamped to [a, b]. Padding is
+    then -inf/+inf and each distance-k bound is capped at b - a (clamping is 1-Lipschitz into an
+    interval of that width): B^(k) = min(A^(k), b - a), still non-decreasing along neighbours, so
+    max_k e^{-kt} B^(k) is a t-smooth upper bound on the local sensitivity (NRS 2007, Lemma 2.3).
+    The cap keeps the monotone-maximiser property (the row difference stays non-decreasing in c).
+    """
+    values = np.asarray(sorted_values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    n, problems = values.shape
+    if isinstance(m, bool) or not isinstance(m, numbers.Integral) or not 0 <= 2 * m < n:
+        raise InvalidParameterError(f"trimming m must be an integer with 0 <= 2m < n={n}, got {m}")
+    m = int(m)
+    width = n - 2 * m
+    t = np.broadcast_to(np.asarray(t, dtype=np.float64), (problems,))
+    lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (problems,))
+    hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (problems,))
+    # Only x_(0..m+1) (rows) and x_(n-m..n+1) (columns) enter, with the padding at their ends.
+    low = np.empty((problems, m + 2))
+    high = np.empty((problems, m + 2))
+    low[:, 1:], high[:, :-1] = values[: m + 1].T, values[n - m - 1:].T
+    if output_truncation:
+        low[:, 0], high[:, -1] = -np.inf, np.inf
+        cap = width * (hi - lo)
+    else:
+        low[:, 0], high[:, -1] = lo, hi
+        cap = np.full(problems, np.inf)
+
+    # Nodes of the divide and conquer: problem, row range [r0, r1] (row r is i = r) and column
+    # bracket [q0, q1] (column q is j = n - m + q).
+    prob = np.arange(problems)
+    r0, r1 = np.zeros(problems, int), np.full(problems, m + 1)
+    q0, q1 = np.zeros(problems, int), np.full(problems, m + 1)
+    best = np.full(problems, -np.inf)  # log of the largest entry so far, times (n - 2m)
+    while prob.size:
+        mid = (r0 + r1) // 2
+        lengths = q1 - q0 + 1
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        node = np.repeat(np.arange(prob.size), lengths)
+        q = q0[node] + np.arange(node.size) - starts[node]
+        p, i = prob[node], mid[node]
+        diff = np.minimum(high[p, q] - low[p, i], cap[p])
+        with np.errstate(divide="ignore"):
+            log_value = np.log(diff) - t[p] * (q - i + m)
+        log_value[(i == m + 1) & (q == 0)] = -np.inf  # k = -1 is not a distance
+        row_max = np.maximum.reduceat(log_value, starts)
+        arg = np.maximum.reduceat(np.where(log_value == row_max[node], q, -1), starts)
+        np.maximum.at(best, prob, row_max)
+        left, right = r0 <= mid - 1, mid + 1 <= r1
+        prob = np.concatenate((prob[left], prob[right]))
+        r0, r1 = np.concatenate((r0[left], mid[right] + 1)), np.concatenate((mid[left] - 1,
+                                                                            r1[right]))
+        q0, q1 = np.concatenate((q0[left], arg[right])), np.concatenate((arg[left], q1[right]))
+    return np.exp(best) / width
+
+
+def trimmed_means(sorted_values: np.ndarray, m: int) -> np.ndarray:
+    """trim_m of each column of ``sorted_values`` (n, P): the mean of x_(m+1), ..., x_(n-m)."""
+    n = sorted_values.shape[0]
+    return sorted_values[m:n - m].mean(axis=0)
+
+
+def gaussian_trimmed_variance(n: int, m: int) -> float:
+    """n Var[trim_m(X)] for X ~ N(0, 1)^n, asymptotically: the winsorised variance
+    ((1-2p) - 2 z phi(z) + 2 p z^2) / (1-2p)^2 with p = m/n, z = Phi^{-1}(1-p)."""
+    p = m / n
+    if p == 0:
+        return 1.0
+    z = special.ndtri(1.0 - p)
+    phi = math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    return ((1.0 - 2 * p) - 2.0 * z * phi + 2.0 * p * z * z) / (1.0 - 2 * p) ** 2
+
+
+def tune_trimmed_mean(
+    n: int, candidates: list[Calibration], width: float, assumed_std: float, *,
+    output_truncation: bool = False, trim: int | None = None,
+) -> tuple[int, Calibration]:
+    """Choose m (unless given) and the calibration (hence t) from public values only.
+
+    Assumption: the data are N(mu, assumed_std^2) with mu anywhere in a box of width ``width``.
+    Predicted MSE = assumed_std^2 gaussian_trimmed_variance(n, m) / n + S^2 Var[Z] / s^2, with S
+    the smooth sensitivity of the expected sample (Blom's order-statistic approximation),
+    max(max_{k<m} e^{-kt} G_k, e^{-mt} (b - a)) / (n - 2m) where G_k is the symmetric gap
+    x_(n-m+1+k-l) - x_(m+1-l), l = ceil(k/2) (the widest for a symmetric sample), and padding is
+    reached first at distance m, conservatively counted as the whole width (mu at an end).
+    Minimised over m on a geometric grid and over the candidate calibrations.
+    """
+    z = special.ndtri((np.arange(1, n + 1) - 0.375) / (n + 0.25)) * assumed_std
+    if trim is None:
+        grid = np.geomspace(1, (n - 1) // 2, 40) if n >= 3 else np.zeros(0)
+        m_grid = np.unique(np.concatenate(([0], np.round(grid).astype(int))))
+    else:
+        m_grid = np.array([trim])
+    best: tuple[float, int, Calibration] | None = None
+    for m in m_grid:
+        m = int(m)
+        k = np.arange(m)
+        lag = (k + 1) // 2  # l in Prop. 11
+        gaps = z[n - m + k - lag] - z[m - lag]  # 0-based x_(n-m+1+k-l) - x_(m+1-l)
+        padding = width if not output_truncation else width * (n - 2 * m)
+        trim_error = assumed_std**2 * gaussian_trimmed_variance(n, m) / n
+        for cal in candidates:
+            gap_term = np.max(np.exp(-cal.t * k) * gaps, initial=0.0)
+            smooth = max(gap_term, math.exp(-cal.t * m) * padding) / (n - 2 * m)
+            if output_truncation:
+                smooth = min(smooth, width)
+            mse = trim_error + smooth * smooth * cal.variance_factor
+            if best is None or mse < best[0]:
+                best = (mse, m, cal)
+    assert best is not None  # m_grid and candidates are never empty
+    return best[1], best[2]
+
+
+_NOTIONS = {name: cls.notion for name, cls in NOISES.items()}
+
+
+class TrimmedMean(MeanEstimator):
+    """Bun-Steinke's trimmed mean with noise scaled to its smooth sensitivity.
+
+    Release, per coordinate: f(x) + (S^t(x) / s) Z, f = trim_m of the data clamped to the box
+    (``truncation="input"``, the paper's experiments) or trim_m of the raw data clamped to the
+    box afterwards (``truncation="output"``, for heavier tails), S^t its exact t-smooth
+    sensitivity (Prop. 11; see ``trimmed_smooth_sensitivity``) and Z the chosen noise.
+
+    Parameters (besides rho / epsilon, delta, bounds, random_state):
+        noise: ``"lln"`` (default), ``"uln"``, ``"arsinh"`` ((1/2) eps^2-CDP, eps = sqrt(2 rho)),
+            ``"student-t"`` (pure eps-DP with eps = sqrt(2 rho), which implies rho-zCDP: the
+            ledger is in rho), ``"laplace"`` or ``"gaussian"`` (NRS 2007, (eps, delta)-DP: give
+            ``epsilon`` and ``delta``, not rho; the result's notion is "approx-DP" and its ledger
+            is in epsilon) or ``"gaussian-tcdp"`` ((rho, omega)-tCDP; notion "tCDP").
+        smoothing: t > 0; default chosen by ``tune_trimmed_mean`` (for laplace and gaussian, the
+            NRS smoothing fixed by (eps, delta), which is also the largest t allowed).
+        trim: m, an integer count (0 <= 2m < n) or a fraction of n in (0, 0.5); default tuned.
+        truncation: ``"input"`` (default) or ``"output"``.
+        assumed_std: the public assumption behind the default m and t: the data's standard
+            deviation, for data roughly Gaussian (default (hi - lo) / 1000). Never read from data.
+        dof: Student's T degrees of freedom (>= 3; default 3, as in the paper).
+        omega: the tCDP order bound (default 10, as in the paper).
+
+    For d > 1 (our extension; the paper is 1-D) each coordinate is released separately with an
+    equal share of the budget: rho/d each (zCDP and tCDP compose additively), or eps/d and
+    delta/d (basic composition) for approx-DP. The exact smooth sensitivity never leaves the
+    estimator: it is as sensitive as the data.
+    """
+
+    method = "trimmed"
+
+    def __init__(
+        self,
+        rho: float | None = None,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        bounds: Any = None,
+        random_state: RandomState = None,
+        secure_noise: bool = False,
+        noise: str = "lln",
+        smoothing: float | None = None,
+        trim: float | None = None,
+        truncation: str = "input",
+        assumed_std: float | None = None,
+        dof: int = 3,
+        omega: float = 10.0,
+    ) -> None:
+        if noise not in NOISES:
+            raise InvalidParameterError(
+                f"unknown noise {noise!r}; choose one of {', '.join(NOISES)}"
+            )
+        self.notion = "zCDP" if noise == "student-t" else _NOTIONS[noise]
+        if self.notion == "approx-DP":
+            # NRS noise is (eps, delta)-DP: the ledger is kept in epsilon, delta split alongside.
+            if rho is not None or epsilon is None or delta is None:
+                raise InvalidParameterError(
+                    f"noise={noise!r} gives (epsilon, delta)-DP: pass epsilon and delta, not rho"
+                )
+            resolve_budget(None, epsilon, delta)  # validates the pair
+            super().__init__(epsilon, bounds=bounds, random_state=random_state,
+                             secure_noise=secure_noise)
+            self.epsilon, self.delta = epsilon, delta
+        else:
+            super().__init__(rho, epsilon=epsilon, delta=delta, bounds=bounds,
+                             random_state=random_state, secure_noise=secure_noise)
+        self.noise = noise
+        self.smoothing = None if smoothing is None else check_positive(smoothing, "smoothing")
+        self.trim = trim
+        if isinstance(trim, bool) or not (trim is None or isinstance(trim, numbers.Real)):
+            raise InvalidParameterError(f"trim must be a count or a fraction, got {trim!r}")
+        if isinstance(trim, numbers.Real) and not isinstance(trim, numbers.Integral):
+            check_fraction(trim, "trim (as a fraction of n)")
+            if trim >= 0.5:
+                raise InvalidParameterError(f"trim as a fraction must be below 0.5, got {trim}")
+        if truncation not in ("input", "output"):
+            raise InvalidParameterError(
+                f"truncation must be 'input' or 'output', got {truncation!r}"
+            )
+        self.truncation = truncation
+        self.assumed_std = None if assumed_std is None else check_positive(assumed_std,
+                                                                           "assumed_std")
+        self.dof = StudentT(dof).dof if noise == "student-t" else dof
+        self.omega = omega
+        if noise == "gaussian-tcdp" and not (check_positive(omega, "omega") > 1):
+            raise InvalidParameterError(f"omega must exceed 1, got {omega}")
+
+    def _trim_count(self, n: int) -> int | None:
+        if self.trim is None:
+            return None
+        m = int(self.trim) if isinstance(self.trim, numbers.Integral) else int(self.trim * n)
+        if not 0 <= 2 * m < n:
+            raise InvalidParameterError(
+                f"trim={self.trim} asks to drop {m} values from each end of n={n} rows; "
+                f"need 0 <= 2 trim < n"
+            )
+        return m
+
+    def budget_plan(self, n: int, d: int) -> dict[str, float]:
+        self._trim_count(n)  # a public check, before any data is read
+        return {"noise": self.rho}
+
+    def box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = check_bounds(self.bounds, d)
+        if self.truncation == "output":
+            # The data are trimmed unclamped; only the trimmed mean is clamped to [lo, hi].
+            return np.full(d, -np.inf), np.full(d, np.inf)
+        return lo, hi
+
+    def _calibrator(self, share: float) -> Callable[[float | None], Calibration]:
+        """t -> the calibration for one coordinate's share of the budget."""
+        cls = NOISES[self.noise]
+        if self.notion == "approx-DP":
+            return lambda t: cls.calibrate(share, self.delta * share / self.rho, t)
+        if self.notion == "tCDP":
+            return lambda t: cls.calibrate(share, t, self.omega)
+        epsilon = math.sqrt(2.0 * share)
+        if self.noise == "student-t":
+            return lambda t: cls.calibrate(epsilon, t, self.dof)
+        return lambda t: cls.calibrate(epsilon, t)
+
+    def settings(self, n: int, width: float, share: float) -> tuple[int, Calibration]:
+        """(m, calibration) for one coordinate of box width ``width`` and budget ``share``,
+        from public values only."""
+        calibrate = self._calibrator(share)
+        if self.smoothing is not None or self.notion == "approx-DP":
+            candidates = [calibrate(self.smoothing)]
+        else:
+            candidates = []
+            for t in _T_GRID:
+                try:
+                    candidates.append(calibrate(float(t)))
+                except InvalidParameterError:  # t beyond what this noise admits
+                    continue
+        std = self.assumed_std if self.assumed_std is not None else _DEFAULT_STD_FRACTION * width
+        return tune_trimmed_mean(n, candidates, width, std, trim=self._trim_count(n),
+                                 output_truncation=self.truncation == "output")
+
+    def release(
+        self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
+        rng: np.random.Generator,
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        n, d = engine.n, engine.d
+        lo, hi = check_bounds(self.bounds, d)
+        share = budget["noise"] / d
+        widths = (hi - lo).tolist()
+        chosen = {w: self.settings(n, w, share) for w in set(widths)}
+        per_coordinate = [chosen[w] for w in widths]
+        ledger.charge("noise", budget["noise"])
+        columns = engine.sorted_columns(IDENTITY)
+        mean = np.empty(d)
+        output = self.truncation == "output"
+        # In order of first appearance, so a seeded run draws the same noise every time.
+        for m, cal in dict.fromkeys(per_coordinate):
+            cols = np.array([j for j, s in enumerate(per_coordinate) if s == (m, cal)])
+            exact = trimmed_means(columns[:, cols], m)
+            if output:
+                exact = np.clip(exact, lo[cols], hi[cols])
+            smooth = trimmed_smooth_sensitivity(columns[:, cols], m, cal.t, lo[cols], hi[cols],
+                                                output_truncation=output)
+            mean[cols] = smooth_sensitivity_mechanism(exact, smooth, cal, rng)
+        diagnostics: dict[str, Any] = {
+            "noise": self.noise,
+            "truncation": self.truncation,
+            "trim": np.array([m for m, _ in per_coordinate]),
+            "smoothing": np.array([cal.t for _, cal in per_coordinate]),
+            "shift": np.array([cal.s for _, cal in per_coordinate]),
+        }
+        shape = getattr(per_coordinate[0][1].noise, "sigma", None)
+        if shape is not None:
+            diagnostics["sigma"] = np.array([cal.noise.sigma for _, cal in per_coordinate])
+        if self.noise == "student-t":
+            diagnostics["dof"] = self.dof
+            diagnostics["pure_dp_epsilon_per_coordinate"] = math.sqrt(2.0 * share)
+        if self.notion == "tCDP":
+            diagnostics["omega"] = self.omega
+        return mean, diagnostics
+
+    def estimate(self, x: Any) -> MeanResult:
+        return replace(super().estimate(x), notion=self.notion)

@@ -1,0 +1,1 @@
+"""Paper reproductions: NON-PRIVATE evaluations of the private estimators on synthetic data."""

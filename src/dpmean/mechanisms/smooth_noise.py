@@ -1,0 +1,409 @@
+"""Noise for smooth sensitivity: release f(x) + (S^t(x) / s) Z (Bun-Steinke 2019, Sec. 1.2, 4).
+
+Laplace log-normal, uniform log-normal, arsinh-normal (CDP, Props. 3-5), Student's T (pure DP),
+Laplace and Gaussian with Nissim-Raskhodnikova-Smith (eps, delta) parameters, Gaussian (tCDP).
+
+Privacy of the mechanism reduces to the noise: for neighbours x, y (replace-one),
+M(y) - f(x) = (S^t(y)/s) Z + f(y) - f(x), so comparing M(x) with M(y) is comparing Z with
+e^{t'} Z + s' where |s'| = s |f(y) - f(x)| / S^t(x) <= s (S^t bounds the local sensitivity) and
+|t'| = |ln(S^t(y) / S^t(x))| <= t (S^t is t-smooth). Each noise below states for which (s, t)
+that comparison meets its notion. ``calibrate`` returns, for a target privacy level and a
+smoothing t, the shape parameter and the largest s (the smallest noise), near-optimally.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special, stats
+
+from ..errors import InvalidParameterError
+from ..validation import check_positive
+
+# Gauss-Hermite nodes for E[g(Y)], Y ~ N(0, 1): the log-normal mixtures' densities are such
+# expectations, smooth in Y, and 160 nodes integrate them to near machine precision.
+_HERMITE_Y, _HERMITE_W = np.polynomial.hermite_e.hermegauss(160)
+_HERMITE_W = _HERMITE_W / math.sqrt(2.0 * math.pi)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A noise ready to use: release f(x) + (S^t(x) / s) Z with Z ~ ``noise``.
+
+    ``t`` is the smoothing of the smooth sensitivity the noise must be scaled to, ``s`` the shift
+    parameter; the noise on the release has variance S^t(x)^2 ``noise.variance`` / s^2.
+    """
+
+    noise: SmoothNoise
+    t: float
+    s: float
+
+    @property
+    def variance_factor(self) -> float:
+        """Var[Z] / s^2: the release's noise variance per unit of squared smooth sensitivity."""
+        return self.noise.variance / (self.s * self.s)
+
+
+class SmoothNoise(ABC):
+    """A noise distribution Z admissible for smooth sensitivity.
+
+    ``notion`` is the guarantee (``"zCDP"``, ``"approx-DP"`` or ``"tCDP"``); ``calibrate`` takes
+    the privacy level in that notion's parameters.
+    """
+
+    name: str
+    notion: str
+
+    @abstractmethod
+    def sample(self, size: int | tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        """Independent draws of Z."""
+
+    @abstractmethod
+    def pdf(self, z: np.ndarray) -> np.ndarray:
+        """The density of Z."""
+
+    @property
+    @abstractmethod
+    def variance(self) -> float:
+        """Var[Z] (Z has mean zero)."""
+
+
+def _check_t(t: float, limit: float, why: str) -> float:
+    t = check_positive(t, "smoothing t")
+    if not t < limit:
+        raise InvalidParameterError(
+            f"smoothing t={t:g} is too large: {why} needs t < {limit:.6g}; choose a smaller t"
+        )
+    return t
+
+
+# --------------------------------------------------------------------------------------------
+# The three CDP noises (Bun-Steinke 2019, Props. 3-5): (1/2) eps^2-CDP = rho-zCDP, rho = eps^2/2
+# --------------------------------------------------------------------------------------------
+
+
+class LaplaceLogNormal(SmoothNoise):
+    """LLN(sigma): Z = X e^{sigma Y}, X ~ Laplace(1), Y ~ N(0, 1) (Prop. 3).
+
+    Privacy: for all s, t > 0, f(x) + (S^t(x)/s) Z is (1/2) eps^2-CDP with
+    eps = t / sigma + e^{3 sigma^2 / 2} s. Var[Z] = 2 e^{2 sigma^2}.
+    """
+
+    name = "lln"
+    notion = "zCDP"
+
+    def __init__(self, sigma: float) -> None:
+        self.sigma = check_positive(sigma, "sigma")
+
+    def sample(self, size, rng):
+        return rng.laplace(size=size) * np.exp(self.sigma * rng.standard_normal(size))
+
+    def pdf(self, z):
+        # p(z) = E_Y[ (1/2) e^{-sigma Y} exp(-|z| e^{-sigma Y}) ].
+        scale = np.exp(-self.sigma * _HERMITE_Y)
+        inner = 0.5 * scale * np.exp(-np.abs(np.asarray(z, dtype=float))[..., None] * scale)
+        return inner @ _HERMITE_W
+
+    @property
+    def variance(self) -> float:
+        return 2.0 * math.exp(2.0 * self.sigma**2)
+
+    @staticmethod
+    def epsilon(sigma: float, s: float, t: float) -> float:
+        return t / sigma + math.exp(1.5 * sigma**2) * s
+
+    @classmethod
+    def calibrate(cls, epsilon: float, t: float) -> Calibration:
+        """Near-optimal sigma for (1/2) epsilon^2-CDP at smoothing t: minimising
+        Var[Z]/s^2 = 2 e^{5 sigma^2} / (eps - t/sigma)^2 gives the cubic
+        5 (eps/t) sigma^3 - 5 sigma^2 - 1 = 0 (its real root has sigma > t/eps); then
+        s = e^{-3 sigma^2 / 2} (eps - t / sigma)."""
+        epsilon = check_positive(epsilon, "epsilon")
+        t = check_positive(t, "smoothing t")
+        roots = np.roots([5.0 * epsilon / t, -5.0, 0.0, -1.0])
+        sigma = float(max(r.real for r in roots if abs(r.imag) < 1e-9 * max(1.0, abs(r))))
+        s = math.exp(-1.5 * sigma**2) * (epsilon - t / sigma)
+        return Calibration(cls(sigma), t, s)
+
+
+class UniformLogNormal(SmoothNoise):
+    """ULN(sigma), sigma >= sqrt(2): Z = U e^{sigma Y}, U ~ Uniform[-1, 1], Y ~ N(0, 1) (Prop. 4).
+
+    Privacy: for all s, t > 0, (1/2) eps^2-CDP with
+    eps = t / sigma + e^{3 sigma^2 / 2} sqrt(2 / (pi sigma^2)) s. Var[Z] = e^{2 sigma^2} / 3.
+    """
+
+    name = "uln"
+    notion = "zCDP"
+
+    def __init__(self, sigma: float) -> None:
+        sigma = check_positive(sigma, "sigma")
+        if sigma < math.sqrt(2.0):
+            raise InvalidParameterError(
+                f"uniform log-normal noise needs sigma >= sqrt(2) (Bun-Steinke Prop. 4), got "
+                f"{sigma:g}"
+            )
+        self.sigma = sigma
+
+    def sample(self, size, rng):
+        return rng.uniform(-1.0, 1.0, size=size) * np.exp(self.sigma * rng.standard_normal(size))
+
+    def pdf(self, z):
+        # p(z) = (1/2) E_Y[e^{-sigma Y} 1{|z| <= e^{sigma Y}}] = (1/2) e^{sigma^2/2}
+        # Phi_bar(ln|z| / sigma + sigma).
+        with np.errstate(divide="ignore"):
+            log_z = np.log(np.abs(np.asarray(z, dtype=float)))
+        return 0.5 * math.exp(0.5 * self.sigma**2) * special.ndtr(-(log_z / self.sigma
+                                                                     + self.sigma))
+
+    @property
+    def variance(self) -> float:
+        return math.exp(2.0 * self.sigma**2) / 3.0
+
+    @staticmethod
+    def epsilon(sigma: float, s: float, t: float) -> float:
+        return t / sigma + math.exp(1.5 * sigma**2) * math.sqrt(2.0 / (math.pi * sigma**2)) * s
+
+    @classmethod
+    def calibrate(cls, epsilon: float, t: float) -> Calibration:
+        """Var[Z]/s^2 = pi sigma^2 e^{5 sigma^2} / (6 (eps - t/sigma)^2) is stationary where
+        5 eps sigma^2 - 5 t sigma - eps = 0; Prop. 4 needs sigma >= sqrt(2), which binds for
+        every t < 9 eps / (5 sqrt(2)), so in practice sigma = sqrt(2)."""
+        epsilon = check_positive(epsilon, "epsilon")
+        t = _check_t(t, epsilon * math.sqrt(2.0), "uniform log-normal noise at sigma >= sqrt(2)")
+        free = t / (2.0 * epsilon) + math.sqrt(t * t / (4.0 * epsilon**2) + 0.2)
+        sigma = max(math.sqrt(2.0), free)
+        shift_cost = math.exp(1.5 * sigma**2) * math.sqrt(2.0 / (math.pi * sigma**2))
+        return Calibration(cls(sigma), t, (epsilon - t / sigma) / shift_cost)
+
+
+class ArsinhNormal(SmoothNoise):
+    """Z = sinh(Y), Y ~ N(0, 1): the arsinh-normal with sigma = 1 (Prop. 5).
+
+    Privacy: for s, t in (0, 1), (1/2) eps^2-CDP with eps = 2 sqrt(t) + 1.2 s. The paper proves
+    no other sigma, so this is the only shape offered. Var[Z] = (e^2 - 1) / 2.
+    """
+
+    name = "arsinh"
+    notion = "zCDP"
+
+    def sample(self, size, rng):
+        return np.sinh(rng.standard_normal(size))
+
+    def pdf(self, z):
+        z = np.asarray(z, dtype=float)
+        return stats.norm.pdf(np.arcsinh(z)) / np.sqrt(1.0 + z * z)
+
+    @property
+    def variance(self) -> float:
+        return (math.e**2 - 1.0) / 2.0
+
+    @staticmethod
+    def epsilon(s: float, t: float) -> float:
+        return 2.0 * math.sqrt(t) + 1.2 * s
+
+    @classmethod
+    def calibrate(cls, epsilon: float, t: float) -> Calibration:
+        """s = (eps - 2 sqrt(t)) / 1.2, kept inside (0, 1) as Prop. 5 requires."""
+        epsilon = check_positive(epsilon, "epsilon")
+        t = _check_t(t, min(1.0, epsilon**2 / 4.0), "arsinh-normal noise (2 sqrt(t) < eps)")
+        s = min((epsilon - 2.0 * math.sqrt(t)) / 1.2, math.nextafter(1.0, 0.0))
+        return Calibration(cls(), t, s)
+
+
+# --------------------------------------------------------------------------------------------
+# Comparison noises (Bun-Steinke 2019, Sec. 4)
+# --------------------------------------------------------------------------------------------
+
+
+class StudentT(SmoothNoise):
+    """Student's T with ``dof`` degrees of freedom: pure eps-DP, reported as eps^2/2-zCDP.
+
+    Privacy (pointwise log-density ratio, derived here): ln p(z) - ln p(z - s') lies within
+    +-(dof+1)|s'|/(2 sqrt(dof)) (the score (dof+1) z/(dof+z^2) peaks at z = sqrt(dof)), and
+    ln p(z) - ln(e^{-t'} p(z e^{-t'})) within +-dof |t'|; so f(x) + (S^t(x)/s) Z is eps-DP with
+    eps = dof t + (dof+1) s / (2 sqrt(dof)), hence (eps^2/2)-zCDP (Bun-Steinke 2016, Prop. 1.4).
+    (A third-party code uses (dof+1)(t + s/(2 sqrt(dof))), which is looser.)
+    Var[Z] = dof / (dof - 2), finite for dof > 2.
+    """
+
+    name = "student-t"
+    notion = "zCDP"
+
+    def __init__(self, dof: int = 3) -> None:
+        if isinstance(dof, bool) or not isinstance(dof, (int, np.integer)) or dof < 3:
+            raise InvalidParameterError(
+                f"Student's T needs an integer dof >= 3 (finite variance), got {dof!r}"
+            )
+        self.dof = int(dof)
+
+    def sample(self, size, rng):
+        return rng.standard_t(self.dof, size=size)
+
+    def pdf(self, z):
+        return stats.t.pdf(z, self.dof)
+
+    @property
+    def variance(self) -> float:
+        return self.dof / (self.dof - 2.0)
+
+    @staticmethod
+    def epsilon(dof: int, s: float, t: float) -> float:
+        return dof * t + (dof + 1.0) * s / (2.0 * math.sqrt(dof))
+
+    @classmethod
+    def calibrate(cls, epsilon: float, t: float, dof: int = 3) -> Calibration:
+        """s = 2 sqrt(dof) (eps - dof t) / (dof + 1), for pure epsilon-DP."""
+        epsilon = check_positive(epsilon, "epsilon")
+        noise = cls(dof)
+        t = _check_t(t, epsilon / noise.dof, "Student's T noise (dof * t < eps)")
+        return Calibration(noise, t, 2.0 * math.sqrt(noise.dof) * (epsilon - noise.dof * t)
+                           / (noise.dof + 1.0))
+
+
+class _NRSNoise(SmoothNoise):
+    """Nissim-Raskhodnikova-Smith (2007) admissible noise for (eps, delta)-DP: the smoothing is
+    fixed by (eps, delta) (any t up to it is admissible; a smaller t only adds noise)."""
+
+    notion = "approx-DP"
+
+    @staticmethod
+    @abstractmethod
+    def parameters(epsilon: float, delta: float) -> tuple[float, float]:
+        """(shift alpha = s, smoothing beta = largest t)."""
+
+    @classmethod
+    def calibrate(cls, epsilon: float, delta: float, t: float | None = None) -> Calibration:
+        epsilon = check_positive(epsilon, "epsilon")
+        delta = check_positive(delta, "delta")
+        if delta >= 1:
+            raise InvalidParameterError(f"delta must be in (0, 1), got {delta:g}")
+        s, beta = cls.parameters(epsilon, delta)
+        if t is not None:
+            t = _check_t(t, math.nextafter(beta, math.inf), f"{cls.name} noise at (eps, delta)")
+        return Calibration(cls(), beta if t is None else t, s)
+
+
+class LaplaceNRS(_NRSNoise):
+    """Laplace(1) noise, (eps, delta)-DP with shift s = eps/2 and smoothing t <= eps/(2 ln(2/delta))
+    (NRS 2007's admissible parameters, as the project's notes quote them, B.4; Bun-Steinke's
+    text only cites NRS). Var[Z] = 2."""
+
+    name = "laplace"
+
+    def sample(self, size, rng):
+        return rng.laplace(size=size)
+
+    def pdf(self, z):
+        return 0.5 * np.exp(-np.abs(np.asarray(z, dtype=float)))
+
+    @property
+    def variance(self) -> float:
+        return 2.0
+
+    @staticmethod
+    def parameters(epsilon: float, delta: float) -> tuple[float, float]:
+        return epsilon / 2.0, epsilon / (2.0 * math.log(2.0 / delta))
+
+
+class GaussianNRS(_NRSNoise):
+    """N(0, 1) noise, (eps, delta)-DP in one dimension with shift
+    s = eps / (5 sqrt(2 ln(2/delta))) and smoothing t <= eps / (4 (1 + ln(2/delta)))
+    (NRS 2007's admissible parameters in dimension 1, as the notes quote them, B.4; the notes
+    check numerically that both leave delta far below its target). Var[Z] = 1."""
+
+    name = "gaussian"
+
+    def sample(self, size, rng):
+        return rng.standard_normal(size)
+
+    def pdf(self, z):
+        return stats.norm.pdf(z)
+
+    @property
+    def variance(self) -> float:
+        return 1.0
+
+    @staticmethod
+    def parameters(epsilon: float, delta: float) -> tuple[float, float]:
+        log_term = math.log(2.0 / delta)
+        return epsilon / (5.0 * math.sqrt(2.0 * log_term)), epsilon / (4.0 * (1.0 + log_term))
+
+
+def gaussian_renyi(alpha: np.ndarray, s: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """D_alpha(N(0, 1) || N(s, e^{2t})) in closed form (inf where the integral diverges):
+    t + ln(e^{2t} / v) / (2 (alpha - 1)) + alpha s^2 / (2 v), v = alpha e^{2t} + 1 - alpha."""
+    alpha, s, t = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (alpha, s, t)))
+    v = alpha * np.exp(2.0 * t) + 1.0 - alpha
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = t + (2.0 * t - np.log(v)) / (2.0 * (alpha - 1.0)) + alpha * s * s / (2.0 * v)
+    return np.where(v > 0, out, np.inf)
+
+
+class GaussianTCDP(SmoothNoise):
+    """N(0, 1) noise under truncated CDP (Bun-Dwork-Rothblum-Steinke 2018): (rho, omega)-tCDP,
+    i.e. D_alpha <= rho alpha for 1 < alpha <= omega, when the closed-form divergence
+    ``gaussian_renyi`` of Z against e^{t'} Z + s' meets it for all |s'| <= s, |t'| <= t. It is
+    finite only while omega e^{-2t} + 1 - omega > 0, so t < ln(omega / (omega - 1)) / 2.
+    Var[Z] = 1. The paper compares at (eps^2/2, 10)-tCDP."""
+
+    name = "gaussian-tcdp"
+    notion = "tCDP"
+
+    def sample(self, size, rng):
+        return rng.standard_normal(size)
+
+    def pdf(self, z):
+        return stats.norm.pdf(z)
+
+    @property
+    def variance(self) -> float:
+        return 1.0
+
+    @classmethod
+    def calibrate(cls, rho: float, t: float, omega: float = 10.0) -> Calibration:
+        """The largest s with sup_{1<alpha<=omega, |t'|<=t} D_alpha / alpha <= rho. The bound
+        D_alpha <= rho alpha reads
+        s'^2 <= 2 v (rho alpha - t' - (2t' - ln v) / (2(alpha - 1))) / alpha,
+        minimised over a fine grid of alpha and t' (smooth in both), then shrunk by 1e-6 to
+        absorb the grid's resolution."""
+        rho = check_positive(rho, "rho")
+        omega = check_positive(omega, "omega")
+        if omega <= 1:
+            raise InvalidParameterError(f"tCDP needs omega > 1, got {omega:g}")
+        t = _check_t(t, 0.5 * math.log(omega / (omega - 1.0)), f"tCDP with omega={omega:g}")
+        alpha = 1.0 + np.geomspace(1e-6, omega - 1.0, 4000)[:, None]
+        tp = np.linspace(-t, t, 201)[None, :]
+        v = alpha * np.exp(2.0 * tp) + 1.0 - alpha
+        room = rho * alpha - tp - (2.0 * tp - np.log(v)) / (2.0 * (alpha - 1.0))
+        s2 = float(np.min(2.0 * v * room / alpha))
+        if s2 <= 0:
+            raise InvalidParameterError(
+                f"smoothing t={t:g} alone exceeds ({rho:g}, {omega:g})-tCDP; choose a smaller t"
+            )
+        return Calibration(cls(), t, math.sqrt(s2) * (1.0 - 1e-6))
+
+
+NOISES: dict[str, type[SmoothNoise]] = {
+    cls.name: cls
+    for cls in (LaplaceLogNormal, UniformLogNormal, ArsinhNormal, StudentT, LaplaceNRS,
+                GaussianNRS, GaussianTCDP)
+}
+
+
+def smooth_sensitivity_mechanism(
+    value: np.ndarray, smooth_sensitivity: np.ndarray, calibration: Calibration,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Release ``value + (smooth_sensitivity / s) Z``, one independent Z per coordinate.
+
+    Privacy: for each coordinate whose ``smooth_sensitivity`` is a t-smooth upper bound on the
+    local sensitivity (replace-one) of ``value`` at that coordinate, with t = calibration.t, the
+    release meets the guarantee ``calibration`` was made for (see its noise class).
+    """
+    value = np.asarray(value, dtype=np.float64)
+    scale = np.asarray(smooth_sensitivity, dtype=np.float64) / calibration.s
+    return value + scale * calibration.noise.sample(value.shape, rng)

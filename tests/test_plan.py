@@ -1,0 +1,202 @@
+"""PLAN and PLAN without scaling: ledgers, accuracy against IOME, variance estimators (paper's
+Appendix D settings), sparse/dense agreement, the non-degenerate no-scaling variant."""
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import dpmean
+from dpmean.accounting import PrivacyLedger
+from dpmean.engines import InMemoryEngine
+from dpmean.errors import InsufficientDataWarning, InvalidParameterError
+from dpmean.estimators.variance import binary_std, known_std, pair_std
+from dpmean.transforms import View
+
+
+def skewed_gaussian(seed, d=256, n=10_000, skew=True):
+    """Gaussian C of the paper: mean 10, variances (d/i)^2 (or 1), box 10 +- 50 d^1.5 (or
+    10 +- 25 sqrt(d) without skew), as in the reference experiments."""
+    rng = np.random.default_rng(seed)
+    std = d / np.arange(1, d + 1) if skew else np.ones(d)
+    half = 50 * d**1.5 if skew else 25 * np.sqrt(d)
+    return rng.normal(10.0, std, size=(n, d)), (10.0 - half, 10.0 + half)
+
+
+@pytest.fixture(scope="module")
+def skewed_errors():
+    """l2 errors of plan and iome against the empirical mean, over 3 seeds."""
+    errors = {"plan": [], "iome": []}
+    for seed in range(3):
+        x, bounds = skewed_gaussian(seed)
+        empirical = x.mean(axis=0)
+        for method in errors:
+            result = dpmean.mean(x, rho=1.0, method=method, bounds=bounds, random_state=seed)
+            errors[method].append(np.linalg.norm(result.mean - empirical))
+    return {k: float(np.mean(v)) for k, v in errors.items()}
+
+
+def test_plan_beats_iome_on_skewed_variances(skewed_errors):
+    # The paper's claim (sec. 4.3): PLAN's noise is proportional to ||sigma||_1 = 1567 instead of
+    # IOME's sqrt(d) ||sigma||_2 = 16 * 259 = 4150, and IOME also clips along its rotated
+    # coordinates; we measured ratios around 0.2 (noise error about the empirical mean, as in
+    # the paper's Gaussian C). Demanding 0.5 leaves room for the seeds' spread (about 20 %).
+    assert skewed_errors["plan"] < 0.5 * skewed_errors["iome"]
+
+
+def test_plan_stays_close_to_iome_without_skew():
+    errors = {"plan": [], "iome": []}
+    for seed in range(2):
+        x, bounds = skewed_gaussian(seed, d=64, n=4000, skew=False)
+        for method in errors:
+            result = dpmean.mean(x, rho=1.0, method=method, bounds=bounds, random_state=seed)
+            errors[method].append(np.linalg.norm(result.mean - 10.0))
+    # Both are dominated by the sampling error sqrt(d / n) = 0.126 (noise adds ~ 10-20 %); the
+    # variance stage costs PLAN some noise budget, the paper's Figure 3(a) shows them level.
+    assert np.mean(errors["plan"]) < 1.25 * np.mean(errors["iome"])
+
+
+@pytest.mark.parametrize("options,stages", [
+    ({}, {"centre", "variance", "threshold", "noise"}),
+    ({"std": 2.0}, {"centre", "threshold", "noise"}),
+    ({"quantile": "binary-search", "p": 1}, {"centre", "variance", "threshold", "noise"}),
+    ({"variance": "generic", "group_size": 4, "pairings": 2},
+     {"centre", "variance", "threshold", "noise"}),
+    ({"variance": "binary", "centre": "mean"}, {"centre", "variance", "threshold", "noise"}),
+])
+def test_ledger_sums_to_rho_and_follows_the_shares(options, stages):
+    x = np.random.default_rng(0).normal(0.0, 1.0, size=(3000, 8))
+    result = dpmean.mean(x, rho=0.8, method="plan", bounds=(-10, 10), random_state=1,
+                         **options)
+    assert set(result.ledger) == stages
+    assert sum(result.ledger.values()) == pytest.approx(0.8, rel=1e-12)
+    # 1/4 for preprocessing, then 1/4 of the remaining 3/4 for the threshold.
+    assert result.ledger["threshold"] == pytest.approx(0.8 * 0.75 * 0.25)
+    assert result.ledger["noise"] == pytest.approx(0.8 * 0.75 * 0.75)
+    if "variance" in stages:
+        assert result.ledger["centre"] == pytest.approx(0.8 * 0.25 * 0.25)
+
+
+def test_noscale_ledger_and_shares():
+    x = np.random.default_rng(0).normal(0.0, 1.0, size=(3000, 8))
+    result = dpmean.mean(x, rho=1.0, method="plan-noscale", bounds=(-10, 10), random_state=1,
+                         preprocess_share=0.2, threshold_share=0.3)
+    assert result.ledger == pytest.approx({"centre": 0.2, "threshold": 0.24, "noise": 0.56})
+
+
+def test_noscale_is_not_the_private_median():
+    """The reference code's variant clips every row to ~0 and returns its centre; ours clips
+    about sqrt(n) rows, so its threshold lies among the shifted norms."""
+    rng = np.random.default_rng(4)
+    d, n = 64, 4000
+    x = rng.normal(0.0, 1.0, size=(n, d))
+    result = dpmean.mean(x, rho=0.5, method="plan-noscale", bounds=(-200, 200), random_state=4)
+    centre = result.diagnostics["centre"]
+    norms = np.linalg.norm(x - centre, axis=1)  # non-private check, test only
+    assert np.median(norms) < result.diagnostics["threshold"] < 2 * norms.max()
+
+
+def test_sparse_and_dense_paths_agree_on_the_same_data():
+    """Same data, same seed: the dense and sparse engines answer the same questions, so the
+    releases coincide up to the rounding of the sparse norm expansion."""
+    rng = np.random.default_rng(2)
+    probs = np.where(np.arange(300) < 30, 0.4, 0.02)
+    dense = (rng.random((4000, 300)) < probs).astype(float)
+    sparse = scipy.sparse.csr_matrix(dense)
+    for options in ({"p": 1}, {"p": 2, "quantile": "binary-search"}):
+        args = dict(rho=1.0, method="plan", bounds=(0, 1), variance="binary", centre="mean",
+                    **options)
+        a = dpmean.mean(dense, random_state=9, **args)
+        b = dpmean.mean(sparse, random_state=9, **args)
+        np.testing.assert_allclose(a.mean, b.mean, rtol=1e-7, atol=1e-9)
+        assert a.ledger == b.ledger
+    # PLAN's scaling helps l1 error on skewed binary data (the paper's Binary experiment).
+    truth = dense.mean(axis=0)
+    plan = dpmean.mean(sparse, rho=0.5, method="plan", p=1, bounds=(0, 1), random_state=3)
+    flat = dpmean.mean(sparse, rho=0.5, method="plan-noscale", bounds=(0, 1), random_state=3)
+    assert np.abs(plan.mean - truth).sum() < np.abs(flat.mean - truth).sum()
+
+
+def test_sparse_input_with_a_dense_only_variance_raises_clearly():
+    x = scipy.sparse.random(100, 5, density=0.3, format="csr", random_state=0)
+    with pytest.raises(InvalidParameterError, match="variance='binary'"):
+        dpmean.mean(x, rho=1.0, method="plan", bounds=(0, 1), variance="gaussian")
+
+
+@pytest.mark.parametrize("group_size", [1, 4])
+def test_pair_std_relative_error_in_the_papers_appendix_d_setting(group_size):
+    """Appendix D.2 / Table 2: n = 10,000, mean 10, box mean +- 5 sigma, rho = 0.01 with
+    rho/16 for the estimate. The paper reports mean relative errors 0.006-0.020 (with its
+    add/remove sensitivity, which doubles the exponent); we measure about 0.022 with our
+    replace-one accounting. Columns are independent trials (rho/16 each). With 40 trials the
+    mean of |error| has standard error ~ 0.003; 0.035 fails if the median were off by a rank
+    error of a few hundred or the Wilson-Hilferty correction were missing (error 0.37)."""
+    rng = np.random.default_rng(42)
+    trials, sigma = 40, 3.0
+    x = rng.normal(10.0, sigma, size=(10_000, trials))
+    engine = InMemoryEngine(x, np.full(trials, 10 - 5 * sigma), np.full(trials, 10 + 5 * sigma))
+    rho = 0.01 / 16 * trials
+    ledger = PrivacyLedger(rho)
+    est = pair_std(engine, rho=rho, ledger=ledger, rng=rng, group_size=group_size)
+    assert ledger.spent == {"variance": pytest.approx(rho)}
+    assert np.mean(np.abs(est - sigma) / sigma) < 0.035
+
+
+def test_binary_std_and_known_std():
+    rng = np.random.default_rng(1)
+    p = np.where(np.arange(200) < 50, 0.5, 0.05)
+    x = (rng.random((20_000, 200)) < p).astype(float)
+    engine = InMemoryEngine(x, np.zeros(200), np.ones(200))
+    ledger = PrivacyLedger(1.0)
+    est = binary_std(engine, rho=1.0, ledger=ledger, rng=rng, floor=0.01)
+    # Frequency noise sd = sqrt(200)/20000/sqrt(2) = 5e-4 and sampling sd <= 3.5e-3: sigma
+    # within 0.02 of sqrt(p(1-p)) (0.5 and 0.218), many standard deviations.
+    np.testing.assert_allclose(est, np.sqrt(p * (1 - p)), atol=0.02)
+    assert ledger.spent == {"variance": 1.0}
+    np.testing.assert_array_equal(known_std(2.0, 3), [2.0, 2.0, 2.0])
+    with pytest.raises(InvalidParameterError):
+        known_std([1.0, 0.0, 1.0], 3)
+
+
+def test_scale_exponent_follows_p():
+    std = np.array([1.0, 4.0, 16.0])
+    for p in (1.0, 2.0, 3.5):
+        estimator = dpmean.PrivateLimitAdaptedNoise(1.0, p=p, bounds=(0, 1))
+        np.testing.assert_allclose(estimator.scale(std), (std + 7.0) ** (-2.0 / (p + 2.0)))
+    plain = dpmean.PrivateLimitAdaptedNoise(1.0, regularise=False, bounds=(0, 1))
+    np.testing.assert_allclose(plain.scale(std), std ** -0.5)
+
+
+def test_known_std_view_restores_to_original_coordinates():
+    x = np.random.default_rng(8).normal([100.0, -50.0], [1.0, 0.01], size=(20_000, 2))
+    result = dpmean.mean(x, rho=4.0, method="plan", std=[1.0, 0.01], bounds=(-1000, 1000),
+                         random_state=8)
+    # Sampling error 0.007 and 7e-5; the noise is smaller still at rho = 4 and n = 20,000.
+    assert abs(result.mean[0] - 100.0) < 0.05
+    assert abs(result.mean[1] + 50.0) < 0.005
+    view = View(shift=np.zeros(2), scale=np.ones(2))
+    assert view.restore(np.ones(2)).tolist() == [1.0, 1.0]
+
+
+def test_callers_data_is_never_modified_and_one_column_works():
+    x = np.random.default_rng(6).normal(5.0, 2.0, size=(5000, 3))
+    before = x.copy()
+    dpmean.mean(x, rho=1.0, method="plan", bounds=(-50, 50), random_state=0)
+    np.testing.assert_array_equal(x, before)  # the reference wrapper sorted columns in place
+    one = dpmean.mean(x[:, 0], rho=1.0, method="plan", bounds=(-50, 50), random_state=0)
+    # Sampling sd 2 / sqrt(5000) = 0.03; the noise at rho = 1 is of the same order.
+    assert abs(one.mean[0] - 5.0) < 0.3
+
+
+def test_too_few_rows_fall_back_with_a_warning():
+    with pytest.warns(InsufficientDataWarning):
+        result = dpmean.mean(np.ones((50, 3)), rho=0.01, method="plan", bounds=(0, 2))
+    assert result.fallback and not result.mean.any()
+
+
+@pytest.mark.parametrize("options", [
+    {"p": 0.5}, {"variance": "laplace"}, {"quantile": "median"}, {"centre": "mode"},
+    {"centre_share": 1.0}, {"group_size": 0},
+])
+def test_invalid_options_raise(options):
+    with pytest.raises(InvalidParameterError):
+        dpmean.mean(np.zeros((10, 2)), rho=1.0, method="plan", bounds=(0, 1), **options)

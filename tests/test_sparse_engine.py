@@ -1,0 +1,94 @@
+"""The sparse engine answers as the in-memory engine does on the dense copy, without densifying."""
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import dpmean
+from dpmean.engines import InMemoryEngine, SparseEngine
+from dpmean.errors import InvalidDataError, InvalidParameterError
+from dpmean.transforms import RandomRotation, View
+from dpmean.validation import check_sparse_data
+
+
+@pytest.fixture
+def setting():
+    rng = np.random.default_rng(5)
+    n, d = 2000, 40
+    x = scipy.sparse.random(n, d, density=0.1, format="csr", random_state=rng,
+                            data_rvs=lambda k: rng.normal(0.5, 1.5, size=k))
+    lo, hi = np.full(d, -1.0), rng.uniform(0.5, 2.0, size=d)
+    views = [View(), View(shift=rng.uniform(-0.5, 0.5, size=d),
+                          scale=rng.uniform(0.2, 3.0, size=d))]
+    return x, lo, hi, views, rng
+
+
+def test_answers_match_the_in_memory_engine_on_the_dense_copy(setting):
+    x, lo, hi, views, rng = setting
+    sparse, dense = SparseEngine(x, lo, hi), InMemoryEngine(x.toarray(), lo, hi)
+    for view in views:
+        # Thresholds on both sides of 0, so both the implicit zeros and stored values count.
+        thresholds = rng.normal(0.0, 1.0, size=x.shape[1])
+        np.testing.assert_array_equal(sparse.coordinate_counts(view, thresholds),
+                                      dense.coordinate_counts(view, thresholds))
+        norms = dense.sorted_norms(view)
+        # The sparse norms expand ||b(x - s)||^2; agreement to rounding of the squares' size.
+        np.testing.assert_allclose(sparse.sorted_norms(view), norms, rtol=1e-9, atol=1e-7)
+        radii = (norms[[500, 1500]] + norms[[501, 1501]]) / 2
+        np.testing.assert_array_equal(sparse.norm_counts(view, radii),
+                                      dense.norm_counts(view, radii))
+        for radius in (radii[0], np.inf):
+            np.testing.assert_allclose(sparse.clipped_sum(view, radius),
+                                       dense.clipped_sum(view, radius), rtol=1e-9, atol=1e-8)
+
+
+def test_questions_and_views_without_a_sparse_form_raise_clearly(setting):
+    x, lo, hi, _, rng = setting
+    engine = SparseEngine(x, lo, hi)
+    for ask in (lambda: engine.sorted_columns(View()),
+                lambda: engine.pair_differences(View(), np.arange(10)),
+                lambda: engine.clipped_outer_sum(View(), 1.0)):
+        with pytest.raises(InvalidParameterError, match="without densifying"):
+            ask()
+    rotated = View(rotation=RandomRotation.draw(x.shape[1], rng))
+    with pytest.raises(InvalidParameterError, match="densify"):
+        engine.clipped_sum(rotated, 1.0)
+    with pytest.raises(InvalidParameterError, match="contain 0"):
+        SparseEngine(x, np.full(x.shape[1], 0.1), hi)
+
+
+def test_huge_sparse_matrix_is_never_densified():
+    # Dense, this would be 8 TB; every answer must come from the 200,000 stored values.
+    rng = np.random.default_rng(0)
+    n = d = 1_000_000
+    rows, cols = rng.integers(0, n, 200_000), rng.integers(0, d, 200_000)
+    x = scipy.sparse.csr_matrix((np.ones(200_000), (rows, cols)), shape=(n, d))
+    x.data[:] = 1.0  # duplicates were summed; baskets are 0/1
+    engine = SparseEngine(x, np.zeros(d), np.ones(d))
+    view = View(shift=np.full(d, 1e-4), scale=np.full(d, 2.0))
+    assert engine.clipped_sum(view, 1.0).shape == (d,)
+    assert engine.coordinate_counts(view, np.zeros(d)).sum() > 0
+    result = dpmean.mean(x, rho=1.0, method="plan", p=1, bounds=(0, 1), random_state=0)
+    assert result.mean.shape == (d,)
+
+
+def test_estimators_validate_sparse_input():
+    x = scipy.sparse.csr_matrix(np.array([[1.0, 0.0], [np.nan, 1.0], [0.0, 1.0]]))
+    with pytest.raises(InvalidDataError, match="NaN"):
+        dpmean.mean(x, rho=1.0, method="plan", bounds=(0, 1))
+    with pytest.raises(InvalidDataError, match="sparse input is not supported"):
+        dpmean.mean(scipy.sparse.csr_matrix(np.eye(3)), rho=1.0, method="cm", bounds=(0, 1))
+    inf = scipy.sparse.csr_matrix(np.array([[np.inf, 0.0], [0.0, 1.0]]))
+    with pytest.raises(InvalidDataError, match="infinite"):
+        dpmean.mean(inf, rho=1.0, method="plan-noscale", bounds=(0, 1))
+
+
+def test_repeated_entries_are_summed_before_clamping():
+    # Two stored entries for cell (0, 1): the cell's value is 0.75 + 0.5 = 1.25, clamped to 1.
+    x = scipy.sparse.csr_matrix((np.array([0.75, 0.5, 1.0]), np.array([1, 1, 0]),
+                                 np.array([0, 2, 3])), shape=(2, 2))
+    assert not x.has_canonical_format
+    engine = SparseEngine(check_sparse_data(x), np.zeros(2), np.ones(2))
+    np.testing.assert_allclose(engine.clipped_sum(View(), np.inf), [1.0, 1.0])
+    np.testing.assert_allclose(engine.sorted_norms(View()), [1.0, 1.0])
+    assert not x.has_canonical_format  # the caller's matrix is untouched
