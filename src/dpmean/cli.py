@@ -246,12 +246,12 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
                    output: Path | None, out: TextIO) -> None:
     lines = [
         f"dpmean estimate: method {result.method}, n = {result.n} rows, d = {result.d} columns",
-        f"privacy: rho = {result.rho_spent:.6g} zCDP spent of {result.rho:.6g}",
+        _privacy_line(result),
     ]
     if "epsilon" in budget:
         lines.append(f"  requested as (epsilon, delta) = ({budget['epsilon']:g}, "
                      f"{budget['delta']:g})-DP")
-    lines.append("ledger (rho per stage):")
+    lines.append(f"ledger ({_UNITS.get(result.notion, 'rho')} per stage):")
     width = max((len(k) for k in result.ledger), default=0)
     lines += [f"  {stage:<{width}}  {rho:.6g}" for stage, rho in result.ledger.items()]
     if result.diagnostics:
@@ -267,6 +267,19 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     if output is not None:
         lines.append(f"wrote {output}")
     print("\n".join(lines), file=out)
+
+
+# The unit a result's ledger is kept in, by its privacy notion (see MeanResult.notion).
+_UNITS = {"zCDP": "rho", "tCDP": "rho", "pure-DP": "epsilon", "approx-DP": "epsilon"}
+
+
+def _privacy_line(result: Any) -> str:
+    unit = _UNITS.get(result.notion, "rho")
+    line = (f"privacy: {unit} = {result.rho_spent:.6g} spent of {result.rho:.6g} "
+            f"({result.notion})")
+    if result.notion == "approx-DP":
+        line += f", delta = {result.delta:g}"
+    return line
 
 
 def _describe(value: Any) -> str:
