@@ -76,3 +76,17 @@ def test_options_that_shadow_flags_or_the_data_are_refused(tmp_path, capsys):
                             "--option", option]) == 2
         main(["estimate", str(path), "--rho", "1", "--bounds", "0", "1", "--option", option])
         assert message in capsys.readouterr().err
+
+
+def test_bounds_are_needed_only_by_methods_without_other_public_inputs(tmp_path, capsys):
+    path = tmp_path / "x.npy"
+    np.save(path, np.random.default_rng(0).normal(size=(500, 3)))
+    assert run(capsys, ["estimate", str(path), "--rho", "1", "--method", "iome"]) == 2
+    main(["estimate", str(path), "--rho", "1", "--method", "iome"])
+    assert "--bounds LO HI" in capsys.readouterr().err
+    for method, option in (("coinpress", "radius=50"),
+                           ("iome-gaussian", "mean_radius=10")):
+        extra = ["--option", "sigma_min=0.5", "--option", "sigma_max=2"] if (
+            method == "iome-gaussian") else []
+        assert run(capsys, ["estimate", str(path), "--rho", "1", "--method", method,
+                            "--option", option, *extra, "--seed", "0"]) == 0

@@ -151,17 +151,14 @@ def _run_estimate(args: argparse.Namespace) -> int:
         if "p" in options:
             raise _UsageError("give p once: --p or --option p=..., not both")
         options["p"] = args.p
-    if args.bounds is None and args.bounds_file is None:
-        raise _UsageError(
-            "no bounds given: pass --bounds LO HI (or --bounds-file FILE.npy), the public range "
-            "the data is assumed to lie in, chosen without looking at the data (reading it from "
-            "the data would leak it)"
-        )
     output = Path(args.output) if args.output else None
     if output is not None:
         _check_writable(output)
     x = load_data(args.input, key=args.key)
-    bounds = _load_bounds(args.bounds_file) if args.bounds_file else tuple(args.bounds)
+    # No bounds is for the methods with other public inputs (coinpress, iome-gaussian); the
+    # others refuse it with the library's explanation.
+    bounds = (_load_bounds(args.bounds_file) if args.bounds_file
+              else tuple(args.bounds) if args.bounds else None)
     with warnings.catch_warnings():
         warnings.simplefilter("error", InsufficientDataWarning)
         try:

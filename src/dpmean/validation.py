@@ -13,8 +13,9 @@ import numpy as np
 from .errors import InvalidDataError, InvalidParameterError
 
 BOUNDS_HELP = (
-    "a differentially private mean needs a public range: pass bounds=(lo, hi), the box the data "
-    "is assumed to lie in before you look at it (values outside are clamped). Reading the range "
+    "a differentially private mean needs a public range: pass bounds=(lo, hi) (on the command "
+    "line --bounds LO HI), the box the data is assumed to lie in before you look at it (values "
+    "outside are clamped). Reading the range "
     "from the data would leak it. A generous range costs little: the error of 'cm' and 'iome' "
     "grows only logarithmically with it."
 )

@@ -73,14 +73,15 @@ def private_radius(
 
 def noisy_clipped_mean(
     engine: Engine, view: View, radius: float, *, rho: float, ledger: PrivacyLedger,
-    rng: np.random.Generator, secure: bool = False,
+    rng: np.random.Generator, secure: bool = False, stage: str = "noise",
 ) -> tuple[np.ndarray, float]:
     """The clipped mean of the view rows plus Gaussian noise (IOME eq. (2)).
 
     Sensitivity: replacing one row moves the clipped sum by at most 2 * radius in l2, so the
-    mean moves by 2 radius / n. Budget: ``rho``. Returns (noisy mean in view space, noise std).
+    mean moves by 2 radius / n. Budget: ``rho``, charged to ``stage``. Returns (noisy mean in view
+    space, noise std).
     """
-    ledger.charge("noise", rho)
+    ledger.charge(stage, rho)
     sensitivity = 2.0 * radius / engine.n
     noisy = gaussian_mechanism(engine.clipped_sum(view, radius) / engine.n, sensitivity, rho, rng,
                                secure=secure)

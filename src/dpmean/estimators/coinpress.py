@@ -11,10 +11,11 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..engines import Engine
 from ..errors import InvalidParameterError
-from ..mechanisms import gaussian_mechanism, gaussian_noise_std, symmetric_gaussian_mechanism
+from ..mechanisms import symmetric_gaussian_mechanism
 from ..transforms import View
 from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
+from .clipped import noisy_clipped_mean
 
 
 def gaussian_tail_radius(d: int, beta: float) -> float:
@@ -70,11 +71,9 @@ def mvm_rec(
     for k, rho in enumerate(budgets, start=1):
         step = view.with_shift(centre)
         kappa = min(math.sqrt(radius**2 + 6.0 * radius + gamma**2), radius + gamma)
-        sensitivity = 2.0 * kappa / n
-        ledger.charge(f"mean-step-{k}", rho)
-        noisy = gaussian_mechanism(engine.clipped_sum(step, kappa) / n, sensitivity, rho, rng)
+        noisy, std = noisy_clipped_mean(engine, step, kappa, rho=rho, ledger=ledger, rng=rng,
+                                        stage=f"mean-step-{k}")
         centre = step.restore(noisy)
-        std = float(gaussian_noise_std(sensitivity, rho))
         radius = gamma * math.sqrt(1.0 / n + std**2)
         clip_radii.append(kappa)
         noise_stds.append(std)
