@@ -30,15 +30,22 @@ class Engine(ABC):
         """For each coordinate j of the view, the number of rows with v(x)_j <= thresholds[j]."""
 
     @abstractmethod
+    def row_norms(self, view: View) -> np.ndarray:
+        """The l2 norms ||v(x_i)|| of all n view rows, in row order: (n,). As sensitive as the
+        data; estimators use them only through ``norm_counts`` and ``sorted_norms``."""
+
+    def sorted_norms(self, view: View) -> np.ndarray:
+        """The row norms sorted ascending (cached for the last view asked about): every step of a
+        radius search, and the exponential-mechanism quantile of the norms, read them."""
+        cached = getattr(self, "_sorted_norms_cache", None)
+        if cached is None or cached[0] is not view:
+            cached = (view, np.sort(self.row_norms(view)))
+            self._sorted_norms_cache = cached
+        return cached[1]
+
     def norm_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
         """For each threshold t, the number of rows with ||v(x)||_2 <= t."""
-
-    @abstractmethod
-    def sorted_norms(self, view: View) -> np.ndarray:
-        """The l2 norms ||v(x_i)|| of all n view rows, sorted ascending: (n,).
-
-        For the exponential-mechanism quantile of the norms (PLAN's clipping threshold); the
-        result is as sensitive as the data."""
+        return np.searchsorted(self.sorted_norms(view), thresholds, side="right")
 
     @abstractmethod
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:

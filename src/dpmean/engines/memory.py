@@ -36,8 +36,6 @@ class InMemoryEngine(Engine):
         self._x = x
         self._base_key: tuple | None = None
         self._base: np.ndarray | None = None
-        self._norms_key: View | None = None
-        self._sorted_norms: np.ndarray | None = None
 
     def _each_block(self, width: int, fn: Callable[[slice], np.ndarray | None]) -> list:
         """fn over row blocks; each thread takes a contiguous run of blocks. Results come back
@@ -95,7 +93,7 @@ class InMemoryEngine(Engine):
 
         return np.sum(self._each_block(width, block_counts), axis=0, dtype=np.int64)
 
-    def _norms(self, view: View) -> np.ndarray:
+    def row_norms(self, view: View) -> np.ndarray:
         width, read = self._base_reader(view)
         norms = np.empty(self.n)
 
@@ -105,15 +103,6 @@ class InMemoryEngine(Engine):
 
         self._each_block(width, fill)
         return norms
-
-    def sorted_norms(self, view: View) -> np.ndarray:
-        if self._norms_key is not view:
-            self._sorted_norms = np.sort(self._norms(view))
-            self._norms_key = view
-        return self._sorted_norms
-
-    def norm_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.sorted_norms(view), thresholds, side="right")
 
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
         width, read = self._base_reader(view)

@@ -39,8 +39,6 @@ class SparseEngine(Engine):
         self._squares = scipy.sparse.csr_matrix((data * data, x.indices, x.indptr),
                                                 shape=x.shape)
         self._column_nnz = np.bincount(x.indices, minlength=self.d)
-        self._norms_key: View | None = None
-        self._sorted_norms: np.ndarray | None = None
 
     def _affine(self, view: View) -> tuple[np.ndarray, np.ndarray]:
         """(shift, scale) of a view the engine can answer, as length-d vectors."""
@@ -55,7 +53,7 @@ class SparseEngine(Engine):
         scale = np.ones(self.d) if view.scale is None else view.scale
         return shift, scale
 
-    def _norms(self, view: View) -> np.ndarray:
+    def row_norms(self, view: View) -> np.ndarray:
         # ||b(x - s)||^2 = sum_j b_j^2 x_j^2 - 2 sum_j b_j^2 s_j x_j + ||b s||^2: two sparse
         # matrix-vector products. Cancellation can leave a tiny negative; a norm is >= 0.
         shift, scale = self._affine(view)
@@ -73,19 +71,10 @@ class SparseEngine(Engine):
         zeros_below = np.where(limit >= 0.0, self.n - self._column_nnz, 0)
         return (stored_below + zeros_below).astype(np.int64)
 
-    def sorted_norms(self, view: View) -> np.ndarray:
-        if self._norms_key is not view:
-            self._sorted_norms = np.sort(self._norms(view))
-            self._norms_key = view
-        return self._sorted_norms
-
-    def norm_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.sorted_norms(view), thresholds, side="right")
-
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
         # sum_i w_i b (x_i - s) = b (X^T w - (sum_i w_i) s), with w_i the clipping weights.
         shift, scale = self._affine(view)
-        weights = clip_weights(self._norms(view), radius)
+        weights = clip_weights(self.row_norms(view), radius)
         return scale * (self._x.T @ weights - weights.sum() * shift)
 
     def _dense_only(self, question: str) -> None:
