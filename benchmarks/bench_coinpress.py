@@ -15,9 +15,9 @@ Not a test.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from measure import best_time
 from scipy.stats import ortho_group
 
 import dpmean
@@ -50,14 +50,6 @@ def methods(radius: float, d: int, coinpress_t: list[int], t_covs: list[int]) ->
                                            bounds=iome_bounds(radius, d), random_state=s).mean
     return out
 
-
-def best_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def timing(repeat: int) -> None:

@@ -10,32 +10,16 @@ array, and the peak memory the estimator allocated (tracemalloc, a separate run)
 from __future__ import annotations
 
 import argparse
-import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
+from measure import best_time, peak_memory
 
 import dpmean
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mnist-70k.npz"
 
 
-def best_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def peak_memory(fn) -> float:
-    tracemalloc.start()
-    fn()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return peak / 2**20
 
 
 def datasets(quick: bool):

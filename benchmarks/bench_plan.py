@@ -19,12 +19,11 @@ the pair-based variance estimator next to the paper's Table 2 (Appendix D.2).
 from __future__ import annotations
 
 import argparse
-import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse
+from measure import best_time, peak_memory
 
 import dpmean
 from dpmean.accounting import PrivacyLedger
@@ -35,21 +34,6 @@ from dpmean.io import load_data
 RETAIL = Path(__file__).resolve().parents[1] / "data" / "retail.dat"
 
 
-def best_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def peak_memory(fn) -> float:
-    tracemalloc.start()
-    fn()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return peak / 2**20
 
 
 def zipf_baskets(n: int, d: int, mean_size: float, seed: int = 0) -> scipy.sparse.csr_matrix:
