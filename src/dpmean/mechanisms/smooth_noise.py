@@ -309,13 +309,8 @@ class LaplaceNRS(_NRSNoise):
         return epsilon / 2.0, epsilon / (2.0 * math.log(2.0 / delta))
 
 
-class GaussianNRS(_NRSNoise):
-    """N(0, 1) noise, (eps, delta)-DP in one dimension with shift
-    s = eps / (5 sqrt(2 ln(2/delta))) and smoothing t <= eps / (4 (1 + ln(2/delta)))
-    (NRS 2007's admissible parameters in dimension 1, as the notes quote them, B.4; the notes
-    check numerically that both leave delta far below its target). Var[Z] = 1."""
-
-    name = "gaussian"
+class _StandardNormal:
+    """Z ~ N(0, 1): the sampler, density and variance the two Gaussian noises share."""
 
     def sample(self, size, rng):
         return rng.standard_normal(size)
@@ -326,6 +321,15 @@ class GaussianNRS(_NRSNoise):
     @property
     def variance(self) -> float:
         return 1.0
+
+
+class GaussianNRS(_StandardNormal, _NRSNoise):
+    """N(0, 1) noise, (eps, delta)-DP in one dimension with shift
+    s = eps / (5 sqrt(2 ln(2/delta))) and smoothing t <= eps / (4 (1 + ln(2/delta)))
+    (NRS 2007's admissible parameters in dimension 1, as the notes quote them, B.4; the notes
+    check numerically that both leave delta far below its target). Var[Z] = 1."""
+
+    name = "gaussian"
 
     @staticmethod
     def parameters(epsilon: float, delta: float) -> tuple[float, float]:
@@ -343,7 +347,7 @@ def gaussian_renyi(alpha: np.ndarray, s: np.ndarray, t: np.ndarray) -> np.ndarra
     return np.where(v > 0, out, np.inf)
 
 
-class GaussianTCDP(SmoothNoise):
+class GaussianTCDP(_StandardNormal, SmoothNoise):
     """N(0, 1) noise under truncated CDP (Bun-Dwork-Rothblum-Steinke 2018): (rho, omega)-tCDP,
     i.e. D_alpha <= rho alpha for 1 < alpha <= omega, when the closed-form divergence
     ``gaussian_renyi`` of Z against e^{t'} Z + s' meets it for all |s'| <= s, |t'| <= t. It is
@@ -352,16 +356,6 @@ class GaussianTCDP(SmoothNoise):
 
     name = "gaussian-tcdp"
     notion = "tCDP"
-
-    def sample(self, size, rng):
-        return rng.standard_normal(size)
-
-    def pdf(self, z):
-        return stats.norm.pdf(z)
-
-    @property
-    def variance(self) -> float:
-        return 1.0
 
     @classmethod
     def calibrate(cls, rho: float, t: float, omega: float = 10.0) -> Calibration:
