@@ -13,6 +13,7 @@ from ..accounting import PrivacyLedger
 from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms import exponential_quantile, gaussian_mechanism, private_quantile_real
+from ..mechanisms.exponential import as_columns
 from ..transforms import IDENTITY
 
 QUANTILE_METHODS = ("exponential", "binary-search")
@@ -31,12 +32,7 @@ def private_quantiles(
     ``rho_each``-zCDP when replacing one person changes each column's ranks by at most
     ``sensitivity``; the caller charges k * rho_each.
     """
-    values = np.asarray(sorted_values, dtype=np.float64)
-    if values.ndim == 1:
-        values = values[:, None]
-    m, k = values.shape
-    lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (k,))
-    hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (k,))
+    values, lo, hi = as_columns(sorted_values, lo, hi)
     if method == "exponential":
         return exponential_quantile(values, q, lo, hi, rho=rho_each, rng=rng,
                                     sensitivity=sensitivity)
@@ -44,7 +40,7 @@ def private_quantiles(
     def count_le(t: np.ndarray) -> np.ndarray:
         return np.count_nonzero(values <= t, axis=0) / sensitivity
 
-    return private_quantile_real(count_le, q * m / sensitivity, lo, hi, steps=steps,
+    return private_quantile_real(count_le, q * len(values) / sensitivity, lo, hi, steps=steps,
                                  rho_per_search=rho_each, rng=rng)
 
 

@@ -18,6 +18,18 @@ def exponential_epsilon(rho: float) -> float:
     return float(np.sqrt(8.0 * rho))
 
 
+def as_columns(sorted_values: np.ndarray, lo, hi) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Values as an (m, k) float array of columns (a 1-D array is one column) and the domain
+    bounds broadcast to length k: the shape every column-wise quantile takes."""
+    values = np.asarray(sorted_values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    k = values.shape[1]
+    lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (k,))
+    hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (k,))
+    return values, lo, hi
+
+
 def exponential_quantile(
     sorted_values: np.ndarray,
     q: float,
@@ -59,12 +71,8 @@ def exponential_quantile(
         raise InvalidParameterError(f"sensitivity must be finite and > 0, got {sensitivity}")
     if not 0.0 <= q <= 1.0:
         raise InvalidParameterError(f"the quantile q must lie in [0, 1], got {q}")
-    values = np.asarray(sorted_values, dtype=np.float64)
-    if values.ndim == 1:
-        values = values[:, None]
+    values, lo, hi = as_columns(sorted_values, lo, hi)
     n, k = values.shape
-    lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (k,))
-    hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (k,))
     if not (lo < hi).all():
         raise InvalidParameterError("the exponential quantile needs lo < hi on every column")
     rank_gap = np.abs(np.arange(n + 1, dtype=np.float64) - q * n)
