@@ -156,9 +156,11 @@ def _run_estimate(args: argparse.Namespace) -> int:
         _check_writable(output)
     x = load_data(args.input, key=args.key)
     # No bounds is for the methods with other public inputs (coinpress, iome-gaussian); the
-    # others refuse it with the library's explanation.
+    # others refuse it with the library's explanation. A .dat basket file is 0/1 by its format,
+    # so its box is (0, 1) without looking at the data.
     bounds = (_load_bounds(args.bounds_file) if args.bounds_file
-              else tuple(args.bounds) if args.bounds else None)
+              else tuple(args.bounds) if args.bounds
+              else (0.0, 1.0) if Path(args.input).suffix.lower() == ".dat" else None)
     with warnings.catch_warnings():
         warnings.simplefilter("error", InsufficientDataWarning)
         try:
