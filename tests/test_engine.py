@@ -91,3 +91,23 @@ def test_paired_engine_holds_the_pair_differences_of_clamped_rows():
     np.testing.assert_array_equal(paired.hi, hi - lo)
     np.testing.assert_allclose(paired.clipped_outer_sum(View(), np.inf), diffs.T @ diffs,
                                rtol=1e-12)
+
+
+def test_user_rows_hand_over_every_view_row_in_order(setting):
+    x, lo, hi, views, _ = setting
+    engine = InMemoryEngine(x, lo, hi)
+    for view in views:
+        blocks = list(engine.user_rows(view))
+        np.testing.assert_allclose(np.concatenate(blocks), direct(x, lo, hi, view), atol=1e-12)
+
+
+def test_engines_without_rows_refuse_protocol_simulations():
+    import scipy.sparse
+
+    from dpmean.engines import SparseEngine
+    from dpmean.errors import InvalidParameterError
+
+    engine = SparseEngine(scipy.sparse.random(20, 4, density=0.3, format="csr", random_state=0),
+                          np.zeros(4), np.ones(4))
+    with pytest.raises(InvalidParameterError, match="protocol simulation"):
+        next(iter(engine.user_rows(View())))

@@ -7,7 +7,7 @@ import scipy.sparse
 import dpmean
 from dpmean.engines import InMemoryEngine, SparseEngine
 from dpmean.errors import InvalidDataError, InvalidParameterError
-from dpmean.transforms import RandomRotation, View
+from dpmean.transforms import Quantizer, RandomRotation, View
 from dpmean.validation import check_sparse_data
 
 
@@ -50,9 +50,10 @@ def test_questions_and_views_without_a_sparse_form_raise_clearly(setting):
                 lambda: engine.clipped_outer_sum(View(), 1.0)):
         with pytest.raises(InvalidParameterError, match="without densifying"):
             ask()
-    rotated = View(rotation=RandomRotation.draw(x.shape[1], rng))
+    # Rotations have a sparse form (tests/test_scale_engines.py); rounding does not.
+    rounded = View(quantizer=Quantizer(0.5), rotation=RandomRotation.draw(x.shape[1], rng))
     with pytest.raises(InvalidParameterError, match="densify"):
-        engine.clipped_sum(rotated, 1.0)
+        engine.clipped_sum(rounded, 1.0)
     with pytest.raises(InvalidParameterError, match="contain 0"):
         SparseEngine(x, np.full(x.shape[1], 0.1), hi)
 

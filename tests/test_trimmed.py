@@ -232,3 +232,15 @@ def test_the_default_tuning_is_close_to_the_best():
     # ~0.11 at n = 1001; Monte Carlo sd ~0.03 and ~0.015): it should lose at most a little.
     assert default_tuning_excess(201, trials=1000, seed=0)[0] < 0.7
     assert default_tuning_excess(1001, trials=1000, seed=0)[0] < 0.15
+
+
+def test_a_budget_too_small_for_the_noise_is_a_clear_error():
+    # Found by the hostile-input tests: at rho = 1e-6 the LLN shape's scale overflows; the
+    # release must refuse with a message, not crash with an OverflowError.
+    x = np.random.default_rng(0).normal(size=(100, 1))
+    with pytest.raises(InvalidParameterError, match="budget is too small"):
+        dpmean.mean(x, rho=1e-6, method="trimmed", bounds=(-1, 1), random_state=0,
+                    smoothing=0.1, trim=0.1)
+    # The data-free tuning avoids such shapes: it releases (with a lot of noise).
+    tuned = dpmean.mean(x, rho=1e-6, method="trimmed", bounds=(-1, 1), random_state=0)
+    assert np.all(np.isfinite(tuned.mean))

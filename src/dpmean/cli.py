@@ -6,6 +6,7 @@ Bad input gives one line on stderr, ``dpmean: error: ...``, exit code 2, and no 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io as _stdio
 import json
 import re
@@ -18,6 +19,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from . import __version__, available_methods, mean
+from .engines import ENGINES, open_source
 from .errors import (
     DPMeanError,
     InsufficientDataWarning,
@@ -27,6 +29,9 @@ from .errors import (
 from .io import load_data, write_bytes_atomic, write_text_atomic
 
 EXIT_USAGE = 2
+# Files above this size are read by the chunked engine unless --engine says otherwise: the
+# in-memory engine would hold the data plus IOME's rotated copy (about 2x the file).
+CHUNKED_ABOVE_BYTES = 1 << 30
 DEMO_METHODS = ("iome", "cm", "gaussian")
 DEMO_PNG = "mnist-private-means.png"
 DEMO_JSON = "mnist-private-means.json"
@@ -97,6 +102,7 @@ def _build_parser() -> _Parser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_estimate(sub)
     _add_demo(sub)
+    _add_reproduce(sub)
     return parser
 
 
@@ -141,6 +147,14 @@ def _add_estimate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--p", type=float, metavar="P",
                    help="the lp error to target, for estimators that take it (plan: 2 for l2, "
                    "the default; 1 for l1, e.g. on baskets)")
+    p.add_argument("--engine", choices=ENGINES,
+                   help="how the data is read: memory, chunked (bounded row chunks, one pass per "
+                   "aggregate; chosen automatically for .npy/.csv/.parquet files above "
+                   f"{CHUNKED_ABOVE_BYTES >> 30} GiB), sparse (.dat/.npz sparse input, any "
+                   "method that supports it), dask (a dask.distributed cluster, see --scheduler)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a dask.distributed scheduler, e.g. tcp://host:8786 (implies --engine "
+                   "dask; needs pip install \"dpmean[dask]\")")
     p.set_defaults(run=_run_estimate)
 
 
@@ -154,7 +168,10 @@ def _run_estimate(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else None
     if output is not None:
         _check_writable(output)
-    x = load_data(args.input, key=args.key)
+    engine = _choose_engine(args)
+    if engine is not None:
+        options["engine"] = engine
+    x = _open_input(args, engine)
     # No bounds is for the methods with other public inputs (coinpress, iome-gaussian); the
     # others refuse it with the library's explanation. A .dat basket file is 0/1 by its format,
     # so its box is (0, 1) without looking at the data.
@@ -164,8 +181,9 @@ def _run_estimate(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("error", InsufficientDataWarning)
         try:
-            result = mean(x, **budget, method=args.method, bounds=bounds,
-                          random_state=args.seed, **options)
+            with _dask_client(args.scheduler):
+                result = mean(x, **budget, method=args.method, bounds=bounds,
+                              random_state=args.seed, **options)
         except InvalidDataError as exc:
             raise InvalidDataError(f"{args.input}: {exc}") from None
     payload = result.to_dict()
@@ -180,6 +198,47 @@ def _run_estimate(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     _print_summary(result, budget, args, output, summary_to)
     return 0
+
+
+def _choose_engine(args: argparse.Namespace) -> str | None:
+    """--engine, else dask with --scheduler, else chunked for a big chunkable file."""
+    if args.scheduler is not None and args.engine not in (None, "dask"):
+        raise _UsageError(f"--scheduler runs on the dask engine, not --engine {args.engine}")
+    if args.engine is not None or args.scheduler is not None:
+        return args.engine or "dask"
+    path = Path(args.input)
+    if path.suffix.lower() in (".npy", ".csv", ".parquet") and path.is_file() and (
+            path.stat().st_size > CHUNKED_ABOVE_BYTES):
+        return "chunked"
+    return None
+
+
+def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
+    """The data as the engine reads it: a row source, a dask array, or loaded in memory."""
+    if engine in ("chunked", "dask") and Path(args.input).suffix.lower() != ".npz":
+        if engine == "chunked":
+            return open_source(args.input)
+        try:
+            from .engines.dask import dask_array_from_file
+        except ImportError:
+            raise _UsageError('--engine dask needs dask: pip install "dpmean[dask]"') from None
+        return dask_array_from_file(args.input)
+    return load_data(args.input, key=args.key)
+
+
+def _dask_client(address: str | None) -> Any:
+    """A dask.distributed client for the run (it becomes Dask's scheduler), or nothing."""
+    if address is None:
+        return contextlib.nullcontext()
+    try:
+        from distributed import Client
+    except ImportError:
+        raise _UsageError('--scheduler needs dask.distributed: pip install "dpmean[dask]"') \
+            from None
+    try:
+        return Client(address, timeout="10s")
+    except OSError as exc:
+        raise _UsageError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
 
 
 def _budget(args: argparse.Namespace) -> dict[str, float]:
@@ -474,3 +533,57 @@ def _demo_table(labels: list[int], counts: list[int], errors: dict[str, list[flo
     lines.append(f"{'mean':>5}  {'':>6}  " + "  ".join(f"{np.mean(errors[m]):>10.1f}"
                                                        for m in DEMO_METHODS))
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# dpmean reproduce
+
+
+def _add_reproduce(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "reproduce",
+        help="rerun a paper figure: CSV, PNG and markdown summary (NON-PRIVATE evaluation)",
+        description="Run one paper experiment (see --list) with its settings, append each "
+        "finished trial to NAME.csv in --out (an interrupted run resumes), then draw NAME.png "
+        "and write NAME.md. The errors are NON-PRIVATE: they compare releases to true means.",
+    )
+    p.add_argument("name", nargs="?", metavar="NAME", help="the experiment to run")
+    p.add_argument("--list", action="store_true", help="list the experiments and exit")
+    p.add_argument("--trials", type=int, metavar="N",
+                   help="trials per setting (default: the paper's count)")
+    p.add_argument("--quick", action="store_true",
+                   help="a small grid and few trials (minutes, not hours); files NAME-quick.*")
+    p.add_argument("--jobs", type=int, default=1, metavar="J",
+                   help="worker processes (default: 1)")
+    p.add_argument("--out", default="dpmean-results", metavar="DIR",
+                   help="folder for the CSV, PNG and summary (default: dpmean-results)")
+    p.set_defaults(run=_run_reproduce)
+
+
+def _run_reproduce(args: argparse.Namespace) -> int:
+    from .experiments import SPECS, reproduce
+
+    if args.list:
+        width = max(map(len, SPECS))
+        for name, spec in SPECS.items():
+            print(f"{name:<{width}}  {spec.title}")
+        return 0
+    if args.name is None:
+        raise _UsageError("give an experiment NAME or --list (see 'dpmean reproduce --help')")
+    if args.name not in SPECS:
+        raise _UsageError(f"unknown experiment {args.name!r}; see 'dpmean reproduce --list'")
+    if args.trials is not None and args.trials < 1:
+        raise _UsageError(f"--trials must be at least 1, got {args.trials}")
+    if args.jobs < 1:
+        raise _UsageError(f"--jobs must be at least 1, got {args.jobs}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise _UsageError(f"cannot write to {out}: it is not a directory")
+    try:
+        paths = reproduce(args.name, out, trials=args.trials, quick=args.quick, jobs=args.jobs)
+    except OSError as exc:
+        raise _UsageError(f"cannot write to {out}: {exc.strerror or exc}") from None
+    print(NON_PRIVATE_HEADER)
+    for path in paths:
+        print(f"wrote {path}")
+    return 0

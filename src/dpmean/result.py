@@ -48,7 +48,12 @@ class MeanResult:
         notion: the privacy guarantee the ledger is stated in: "zCDP" (ledger in rho; the
             default), or, for estimators whose noise has no zCDP guarantee, "approx-DP" (ledger
             in epsilon, with ``delta``), "pure-DP" (epsilon) or "tCDP" (rho, with the
-            truncation parameter in diagnostics).
+            truncation parameter in diagnostics). Local and shuffle protocols (dpmean.protocols)
+            state who is protected from whom, and record ``diagnostics["model"]`` ("local" or
+            "shuffle"): "local-zCDP" (every user's messages are rho-zCDP in the local model,
+            Definition 2.3 of IOME; ledger in rho), "local-approx-DP" ((epsilon, delta)-DP per
+            user in the local model; ledger in epsilon) and "shuffle-approx-DP" (the shuffled
+            transcript is (epsilon, delta)-DP, Definition 2.4; ledger in epsilon).
     """
 
     mean: np.ndarray

@@ -7,6 +7,7 @@ answers them in memory, from sparse structure, in chunks or on a cluster.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -70,6 +71,22 @@ class Engine(ABC):
 
         ``order`` is a permutation (or any index sequence without repeats) drawn by the caller;
         each row takes part in at most one pair, so a changed row changes one difference."""
+
+    def user_rows(self, view: View) -> Iterator[np.ndarray]:
+        """The finished view rows v(x_i), in row order, as consecutive blocks of rows.
+
+        Only protocol simulations (dpmean.protocols, the local and shuffle models) may ask this:
+        each block goes straight to the users' own randomisers, row i's messages depending only
+        on row i and public values, never to an aggregate. Engines that cannot hand rows over
+        (this default) raise InvalidParameterError.
+        """
+        # Imported here, as in ``paired``: keep the interface's imports minimal.
+        from ..errors import InvalidParameterError
+
+        raise InvalidParameterError(
+            f"{type(self).__name__} cannot hand rows to a local or shuffle protocol simulation; "
+            f"pass a dense in-memory array"
+        )
 
     def paired(self, order: np.ndarray) -> Engine:
         """An engine over the len(order) // 2 rows x_order[2i] - x_order[2i+1] (clamped rows).

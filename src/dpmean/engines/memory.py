@@ -8,7 +8,7 @@ the data, the expensive part of a view (O(n d log d)), is computed once and cach
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -129,6 +129,12 @@ class InMemoryEngine(Engine):
         width, read = self._base_reader(view)
         values = np.concatenate(self._each_block(width, lambda rows: view.finish(read(rows))))
         return np.sort(values, axis=0)
+
+    def user_rows(self, view: View) -> Iterator[np.ndarray]:
+        width, read = self._base_reader(view)
+        step = max(1, _BLOCK_BYTES // (8 * max(width, 1)))
+        for start in range(0, self.n, step):
+            yield view.finish(read(slice(start, min(start + step, self.n))))
 
     def pair_differences(self, view: View, order: np.ndarray) -> np.ndarray:
         order = np.asarray(order)

@@ -1,7 +1,8 @@
-"""The sparse engine: aggregate questions about a scipy.sparse CSR matrix, never densified.
+"""The sparse engine: aggregate questions about a scipy.sparse CSR matrix, never densified whole.
 
-Serves PLAN on basket data (Aumuller et al., sec. 7.2.2): every answer costs O(nnz + d) time and
-memory, using that the view's shift and scale are affine (docs/architecture.md).
+Serves PLAN on basket data (Aumuller et al., sec. 7.2.2) in O(nnz + d), using that the view's
+shift and scale are affine, and IOME (section 3.3) through the rotation's identities
+(docs/architecture.md): only rotated coordinate counts touch rotated rows, in bounded blocks.
 """
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ import numpy as np
 import scipy.sparse
 
 from ..errors import InvalidParameterError
-from ..transforms import View, clip_weights
+from ..transforms import RandomRotation, View, clip_weights
 from .base import Engine
+
+# Rows of one block of rotated rows (float64 at the padded width) in rotated coordinate counts.
+_BLOCK_BYTES = 32 << 20
 
 
 class SparseEngine(Engine):
@@ -19,9 +23,15 @@ class SparseEngine(Engine):
 
     The box must contain 0 in every coordinate: clamping keeps the implicit zeros at zero, so
     only the stored values are clamped (once, into a private copy of ``x.data``). Views may
-    shift and scale (v(x) = b * (x - s)); clipping, quantizing, rotating and linear views have
-    no sparse form and raise, as do the questions whose answer is itself dense (sorted columns,
-    pair differences, the d x d outer sum).
+    shift and scale (v(x) = b * (x - s)), or rotate (normalised, orthogonal R) and shift
+    (v(x) = R x - s, IOME): then ||R x - s||^2 = ||x||^2 - 2 <x, R^T s> + ||s||^2 and
+    sum_i w_i (R x_i - s) = R (X^T w) - (sum_i w_i) s cost O(nnz + d log d). Rotated coordinate
+    counts need the rotated rows: rows whose l1 norm bounds every rotated coordinate below all
+    thresholds are decided without rotating (|(R x)_j| <= ||x||_1 / sqrt(d_pad)); the others
+    are rotated in blocks of _BLOCK_BYTES, so memory stays O(nnz + block x d_pad) but time is
+    O(n d_pad log d_pad) per count. Clipping, quantizing and linear views have no sparse form
+    and raise, as do the questions whose answer is itself dense (sorted columns, pair
+    differences, the d x d outer sum).
     """
 
     def __init__(self, x: scipy.sparse.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> None:
@@ -39,43 +49,77 @@ class SparseEngine(Engine):
         self._squares = scipy.sparse.csr_matrix((data * data, x.indices, x.indptr),
                                                 shape=x.shape)
         self._column_nnz = np.bincount(x.indices, minlength=self.d)
+        self._row_l1 = np.asarray(abs(self._x).sum(axis=1)).ravel()
 
     def _affine(self, view: View) -> tuple[np.ndarray, np.ndarray]:
-        """(shift, scale) of a view the engine can answer, as length-d vectors."""
-        dense_steps = (view.preclip, view.quantizer, view.rotation, view.linear)
-        if any(step is not None for step in dense_steps):
+        """(shift, scale) of a view the engine can answer, as vectors of the view's width."""
+        if view.preclip is not None or view.quantizer is not None or view.linear is not None:
             raise InvalidParameterError(
-                "the sparse engine answers only shifted and scaled views; clipping rows, "
-                "quantizing, rotating or a linear map would densify the data (pass a dense "
-                "array instead)"
+                "the sparse engine answers only shifted, scaled or rotated views; clipping "
+                "rows, quantizing or a linear map would densify the data (for IOME use the "
+                "real-valued path, quantized=False; or pass a dense array)"
             )
-        shift = np.zeros(self.d) if view.shift is None else view.shift
-        scale = np.ones(self.d) if view.scale is None else view.scale
+        rotation = view.rotation
+        if rotation is not None and (not rotation.normalized or view.scale is not None):
+            raise InvalidParameterError(
+                "the sparse engine answers rotated views only for the orthogonal rotation "
+                "without scaling (IOME's real-valued path); pass a dense array")
+        width = view.output_dim(self.d)
+        shift = np.zeros(width) if view.shift is None else view.shift
+        scale = np.ones(width) if view.scale is None else view.scale
         return shift, scale
 
     def row_norms(self, view: View) -> np.ndarray:
         # ||b(x - s)||^2 = sum_j b_j^2 x_j^2 - 2 sum_j b_j^2 s_j x_j + ||b s||^2: two sparse
-        # matrix-vector products. Cancellation can leave a tiny negative; a norm is >= 0.
+        # matrix-vector products. A rotation R is orthogonal and is not scaled (checked), so
+        # ||R x - s||^2 = ||x||^2 - 2 <x, R^T s> + ||s||^2: one rotation of s. Cancellation can
+        # leave a tiny negative; a norm is >= 0.
         shift, scale = self._affine(view)
         b2 = scale * scale
-        squared = self._squares @ b2 - 2.0 * (self._x @ (b2 * shift)) + float(b2 @ (shift**2))
+        if view.rotation is not None:
+            squared = (self._squares @ np.ones(self.d) - 2.0 * (self._x @ view.rotation.invert(
+                shift)) + float(shift @ shift))
+        else:
+            squared = (self._squares @ b2 - 2.0 * (self._x @ (b2 * shift))
+                       + float(b2 @ (shift**2)))
         return np.sqrt(np.maximum(squared, 0.0))
 
     def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
         shift, scale = self._affine(view)
         # b_j (x_j - s_j) <= t_j  <=>  x_j <= t_j / b_j + s_j for the positive scales views use.
         limit = np.asarray(thresholds, dtype=np.float64) / scale + shift
+        if view.rotation is not None:
+            return self._rotated_counts(view.rotation, limit)
         x = self._x
         stored_below = np.bincount(x.indices, weights=x.data <= limit[x.indices],
                                    minlength=self.d)
         zeros_below = np.where(limit >= 0.0, self.n - self._column_nnz, 0)
         return (stored_below + zeros_below).astype(np.int64)
 
+    def _rotated_counts(self, rotation: RandomRotation, limit: np.ndarray) -> np.ndarray:
+        """Per rotated coordinate j, #{i: (R x_i)_j <= limit_j}, rotating only undecided rows."""
+        # Every rotated coordinate of row i lies in [-b_i, b_i], b_i = ||x_i||_1 / sqrt(d_pad)
+        # (R's entries are +-1/sqrt(d_pad)). A row with b_i < min_j |limit_j| is below limit_j
+        # exactly where limit_j > 0. The margin 1e-9 covers rounding in the rotated values.
+        bound = self._row_l1 * rotation.scale * (1.0 + 1e-9)
+        undecided = np.flatnonzero(bound >= np.min(np.abs(limit)))
+        counts = np.where(limit > 0.0, self.n - len(undecided), 0).astype(np.int64)
+        step = max(1, _BLOCK_BYTES // (8 * rotation.padded_dim))
+        for start in range(0, len(undecided), step):
+            rows = self._x[undecided[start: start + step]].toarray()
+            below = (rotation.apply(rows) <= limit).view(np.uint8)
+            counts += np.add.reduce(below, axis=0, dtype=np.int32)
+        return counts
+
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
-        # sum_i w_i b (x_i - s) = b (X^T w - (sum_i w_i) s), with w_i the clipping weights.
+        # sum_i w_i b (x_i - s) = b (X^T w - (sum_i w_i) s), with w_i the clipping weights; with
+        # a rotation, R (X^T w) - (sum_i w_i) s: the sum is rotated once.
         shift, scale = self._affine(view)
         weights = clip_weights(self.row_norms(view), radius)
-        return scale * (self._x.T @ weights - weights.sum() * shift)
+        summed = self._x.T @ weights
+        if view.rotation is not None:
+            summed = view.rotation.apply(summed)
+        return scale * (summed - weights.sum() * shift)
 
     def _dense_only(self, question: str) -> None:
         raise InvalidParameterError(

@@ -1,5 +1,6 @@
 """The central-model estimators, one class each, registered by their ``method=`` name."""
 
+from ..protocols import GRSKnownVar, GRSUnkVar, LocalIOME, ShuffleIOME
 from .base import MeanEstimator
 from .baselines import FixedQuantileClippedMean, GaussianMean
 from .coinpress import CoinPressCovMean, CoinPressMean
@@ -20,6 +21,10 @@ ESTIMATORS: dict[str, type[MeanEstimator]] = {
         PrivateLimitAdaptedNoise,
         PlanNoScale,
         TrimmedMean,
+        LocalIOME,
+        ShuffleIOME,
+        GRSKnownVar,
+        GRSUnkVar,
     )
 }
 
@@ -31,9 +36,13 @@ __all__ = [
     "FixedQuantileClippedMean",
     "GaussianIOME",
     "GaussianMean",
+    "GRSKnownVar",
+    "GRSUnkVar",
+    "LocalIOME",
     "MeanEstimator",
     "PlanNoScale",
     "PrivateLimitAdaptedNoise",
     "ShiftedClippedMean",
+    "ShuffleIOME",
     "TrimmedMean",
 ]

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..accounting import PrivacyLedger, resolve_budget
-from ..engines import Engine, InMemoryEngine, SparseEngine
+from ..engines import Engine, check_engine, is_deferred, make_engine
 from ..errors import InsufficientDataWarning, InvalidDataError, InvalidParameterError
 from ..result import MeanResult
 from ..rng import RandomState, make_rng
@@ -33,6 +33,12 @@ class MeanEstimator(ABC):
             counts, and real values released on a fine grid with discrete Gaussian noise, so
             the guarantee survives floating point (see docs/privacy.md). Slower; only for
             estimators that declare support.
+        engine: how the data is read (``dpmean.engines.ENGINES``): None chooses by the input's
+            type (scipy.sparse -> "sparse" for estimators that declare it, a row source from
+            ``dpmean.engines.open_source`` -> "chunked", a dask.array -> "dask", else
+            "memory"). "sparse" forces sparse input onto the sparse engine for any estimator
+            (it raises if the estimator asks a question it cannot answer). Same estimate, up
+            to floating-point summation order, on every engine.
     """
 
     method: ClassVar[str]
@@ -51,6 +57,7 @@ class MeanEstimator(ABC):
         bounds: Any = None,
         random_state: RandomState = None,
         secure_noise: bool = False,
+        engine: str | None = None,
     ) -> None:
         if secure_noise and not self.supports_secure_noise:
             raise InvalidParameterError(
@@ -58,6 +65,7 @@ class MeanEstimator(ABC):
                 f"cm, cm-fixed, gaussian, iome, iome-gaussian"
             )
         self.secure_noise = bool(secure_noise)
+        self.engine = check_engine(engine)
         self.rho = resolve_budget(rho, epsilon, delta)
         self.epsilon = epsilon
         self.delta = delta
@@ -95,11 +103,12 @@ class MeanEstimator(ABC):
         # The split is fixed from public values and checked against the budget before any data
         # value is read.
         budget = ledger.plan(self.budget_plan(n, d))
-        sparse = is_sparse(x) and self.supports_sparse
-        data = check_sparse_data(x) if sparse else check_data(x)
+        sparse = is_sparse(x) and (self.supports_sparse or self.engine == "sparse")
+        # Deferred inputs (row sources, dask arrays) are validated chunk by chunk as read.
+        data = check_sparse_data(x) if sparse else x if is_deferred(x) else check_data(x)
         if n < self.minimum_rows(n, lo, hi, budget):
             return self._fallback(n, d, lo, hi, budget, ledger)
-        engine = SparseEngine(data, lo, hi) if sparse else InMemoryEngine(data, lo, hi)
+        engine = make_engine(data, lo, hi, self.engine)
         mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
         return MeanResult(
             mean=mean, method=self.method, n=n, d=d, rho=self.rho, ledger=ledger.spent,

@@ -29,6 +29,15 @@ _HERMITE_Y, _HERMITE_W = np.polynomial.hermite_e.hermegauss(160)
 _HERMITE_W = _HERMITE_W / math.sqrt(2.0 * math.pi)
 
 
+def _exp(x: float) -> float:
+    """exp(x), inf on overflow: at tiny budgets the noise shapes' scales overflow, and the
+    calibration must say "infinite noise" rather than crash."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
 @dataclass(frozen=True)
 class Calibration:
     """A noise ready to use: release f(x) + (S^t(x) / s) Z with Z ~ ``noise``.
@@ -43,8 +52,11 @@ class Calibration:
 
     @property
     def variance_factor(self) -> float:
-        """Var[Z] / s^2: the release's noise variance per unit of squared smooth sensitivity."""
-        return self.noise.variance / (self.s * self.s)
+        """Var[Z] / s^2: the release's noise variance per unit of squared smooth sensitivity
+        (inf when the budget is too small for the shape: s underflows or Var[Z] overflows)."""
+        if self.s <= 0.0:
+            return math.inf
+        return self.noise.variance / self.s / self.s  # s * s could underflow to 0
 
 
 class SmoothNoise(ABC):
@@ -109,11 +121,11 @@ class LaplaceLogNormal(SmoothNoise):
 
     @property
     def variance(self) -> float:
-        return 2.0 * math.exp(2.0 * self.sigma**2)
+        return 2.0 * _exp(2.0 * self.sigma**2)
 
     @staticmethod
     def epsilon(sigma: float, s: float, t: float) -> float:
-        return t / sigma + math.exp(1.5 * sigma**2) * s
+        return t / sigma + _exp(1.5 * sigma**2) * s
 
     @classmethod
     def calibrate(cls, epsilon: float, t: float) -> Calibration:
@@ -125,7 +137,7 @@ class LaplaceLogNormal(SmoothNoise):
         t = check_positive(t, "smoothing t")
         roots = np.roots([5.0 * epsilon / t, -5.0, 0.0, -1.0])
         sigma = float(max(r.real for r in roots if abs(r.imag) < 1e-9 * max(1.0, abs(r))))
-        s = math.exp(-1.5 * sigma**2) * (epsilon - t / sigma)
+        s = _exp(-1.5 * sigma**2) * (epsilon - t / sigma)
         return Calibration(cls(sigma), t, s)
 
 
@@ -156,16 +168,16 @@ class UniformLogNormal(SmoothNoise):
         # Phi_bar(ln|z| / sigma + sigma).
         with np.errstate(divide="ignore"):
             log_z = np.log(np.abs(np.asarray(z, dtype=float)))
-        return 0.5 * math.exp(0.5 * self.sigma**2) * special.ndtr(-(log_z / self.sigma
+        return 0.5 * _exp(0.5 * self.sigma**2) * special.ndtr(-(log_z / self.sigma
                                                                      + self.sigma))
 
     @property
     def variance(self) -> float:
-        return math.exp(2.0 * self.sigma**2) / 3.0
+        return _exp(2.0 * self.sigma**2) / 3.0
 
     @staticmethod
     def epsilon(sigma: float, s: float, t: float) -> float:
-        return t / sigma + math.exp(1.5 * sigma**2) * math.sqrt(2.0 / (math.pi * sigma**2)) * s
+        return t / sigma + _exp(1.5 * sigma**2) * math.sqrt(2.0 / (math.pi * sigma**2)) * s
 
     @classmethod
     def calibrate(cls, epsilon: float, t: float) -> Calibration:
@@ -176,7 +188,7 @@ class UniformLogNormal(SmoothNoise):
         t = _check_t(t, epsilon * math.sqrt(2.0), "uniform log-normal noise at sigma >= sqrt(2)")
         free = t / (2.0 * epsilon) + math.sqrt(t * t / (4.0 * epsilon**2) + 0.2)
         sigma = max(math.sqrt(2.0), free)
-        shift_cost = math.exp(1.5 * sigma**2) * math.sqrt(2.0 / (math.pi * sigma**2))
+        shift_cost = _exp(1.5 * sigma**2) * math.sqrt(2.0 / (math.pi * sigma**2))
         return Calibration(cls(sigma), t, (epsilon - t / sigma) / shift_cost)
 
 
@@ -398,6 +410,12 @@ def smooth_sensitivity_mechanism(
     local sensitivity (replace-one) of ``value`` at that coordinate, with t = calibration.t, the
     release meets the guarantee ``calibration`` was made for (see its noise class).
     """
+    if not math.isfinite(calibration.variance_factor):
+        raise InvalidParameterError(
+            f"the privacy budget is too small for the {calibration.noise.name} noise at smoothing "
+            f"t={calibration.t:g}: its scale is infinite in floating point; give a larger budget "
+            f"or another noise"
+        )
     value = np.asarray(value, dtype=np.float64)
     scale = np.asarray(smooth_sensitivity, dtype=np.float64) / calibration.s
     return value + scale * calibration.noise.sample(value.shape, rng)

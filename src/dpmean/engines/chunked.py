@@ -1,0 +1,263 @@
+"""The chunked engine: aggregate questions about data read in bounded row chunks, one pass each.
+
+For files bigger than memory (IOME and PLAN at scale, issue 8): peak memory O(chunk x d) whatever
+n is, apart from answers that are themselves n-long (row norms) or dense (sorted columns).
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InvalidDataError
+from ..transforms import View
+from ..validation import check_data
+from .base import Engine
+from .memory import InMemoryEngine
+
+# Bytes of one chunk of rows (float64, at the view's width): large enough that the per-chunk
+# overhead vanishes, small enough that a chunk and its rotated copy stay far below memory.
+CHUNK_BYTES = 64 << 20
+
+
+class RowSource(ABC):
+    """Rows of a (n, d) table read front to back in chunks; ``shape`` is known up front."""
+
+    shape: tuple[int, int]
+
+    @abstractmethod
+    def chunks(self, rows: int) -> Iterator[np.ndarray]:
+        """Consecutive row blocks of at most ``rows`` rows (any numeric dtype), in row order."""
+
+    def read_all(self) -> np.ndarray:
+        """All rows in memory, validated (for the engines that need them whole)."""
+        rows = max(1, CHUNK_BYTES // (8 * self.shape[1]))
+        return check_data(np.concatenate(list(self.chunks(rows))))
+
+
+class ArraySource(RowSource):
+    """An array (typically an ``np.memmap``) sliced in row blocks."""
+
+    def __init__(self, x: np.ndarray) -> None:
+        self._x = x[:, None] if x.ndim == 1 else x
+        self.shape = self._x.shape
+
+    def chunks(self, rows: int) -> Iterator[np.ndarray]:
+        for start in range(0, self.shape[0], rows):
+            yield self._x[start: start + rows]
+
+
+class CsvSource(RowSource):
+    """Comma-separated numbers, one row per line, an optional header line (as ``io.load_data``).
+
+    Opening counts the rows (one pass over the text, O(1) memory)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        n, first = 0, None
+        with _open_text(path) as f:
+            for line in f:
+                if line.strip():
+                    n += 1
+                    first = line if first is None else first
+        if first is None:
+            raise InvalidDataError(f"{path}: the file holds no rows")
+        self._header = _parse_csv([first], path, strict=False) is None
+        n -= self._header
+        if n == 0:
+            raise InvalidDataError(f"{path}: the file holds a header but no rows")
+        width = len(first.split(","))
+        self.shape = (n, width)
+
+    def chunks(self, rows: int) -> Iterator[np.ndarray]:
+        with _open_text(self._path) as f:
+            lines = (line for line in f if line.strip())
+            if self._header:
+                next(lines)
+            batch: list[str] = []
+            for line in lines:
+                batch.append(line)
+                if len(batch) == rows:
+                    yield self._parse(batch)
+                    batch = []
+            if batch:
+                yield self._parse(batch)
+
+    def _parse(self, lines: list[str]) -> np.ndarray:
+        block = _parse_csv(lines, self._path, strict=True)
+        if block.shape[1] != self.shape[1]:
+            raise InvalidDataError(f"{self._path}: rows have {block.shape[1]} values, the first "
+                                   f"row has {self.shape[1]}")
+        return block
+
+
+class ParquetSource(RowSource):
+    """A table of numeric columns, read in record batches (needs pyarrow)."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise InvalidDataError(
+                f'{path}: reading .parquet files needs pyarrow: pip install "dpmean[parquet]"'
+            ) from None
+        self._path = path
+        try:
+            self._file = pq.ParquetFile(path)
+        except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+            raise InvalidDataError(f"{path}: not a valid .parquet file ({exc})") from None
+        self.shape = (self._file.metadata.num_rows, self._file.metadata.num_columns)
+
+    def chunks(self, rows: int) -> Iterator[np.ndarray]:
+        for batch in self._file.iter_batches(batch_size=rows):
+            # Nulls become NaN, which the engine then reports.
+            yield np.column_stack([np.asarray(c.to_numpy(zero_copy_only=False), dtype=np.float64)
+                                   for c in batch.columns])
+
+
+class DatSource(RowSource):
+    """Transaction baskets (one line each, space-separated item ids) as dense 0/1 chunks of
+    shape (rows, max id + 1). Opening reads the file once for n and the largest id."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        n, top = 0, -1
+        with _open_text(path) as f:
+            for line in f:
+                n += 1
+                ids = _basket_ids(line, path)
+                if ids.size:
+                    top = max(top, int(ids.max()))
+        if top < 0:
+            raise InvalidDataError(f"{path}: the file holds no item ids")
+        self.shape = (n, top + 1)
+
+    def chunks(self, rows: int) -> Iterator[np.ndarray]:
+        with _open_text(self._path) as f:
+            block = np.zeros((rows, self.shape[1]))
+            i = 0
+            for line in f:
+                block[i, _basket_ids(line, self._path)] = 1.0
+                i += 1
+                if i == rows:
+                    yield block
+                    block, i = np.zeros((rows, self.shape[1])), 0
+            if i:
+                yield block[:i]
+
+
+def open_source(path: str | os.PathLike) -> RowSource:
+    """A RowSource for a ``.npy`` (memory-mapped), ``.csv``, ``.parquet`` or ``.dat`` file."""
+    p = Path(path)
+    ext = p.suffix.lower()
+    if not p.is_file():
+        raise InvalidDataError(f"{p}: no such file")
+    if ext == ".npy":
+        try:
+            x = np.load(p, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise InvalidDataError(f"{p}: not a valid .npy file ({exc})") from None
+        if x.ndim not in (1, 2) or not (np.issubdtype(x.dtype, np.number)
+                                        or np.issubdtype(x.dtype, np.bool_)):
+            raise InvalidDataError(f"{p}: needs a 1-D or 2-D numeric array, got shape "
+                                   f"{x.shape} of {x.dtype}")
+        return ArraySource(x)
+    readers: dict[str, Callable[[Path], RowSource]] = {
+        ".csv": CsvSource, ".parquet": ParquetSource, ".dat": DatSource}
+    if ext not in readers:
+        raise InvalidDataError(f"{p}: the chunked engine reads .npy, .csv, .parquet and .dat "
+                               f"files, not {ext or 'files without extension'}")
+    return readers[ext](p)
+
+
+class ChunkedEngine(Engine):
+    """Answers every aggregate question in one pass over a RowSource (or an array).
+
+    Each chunk is validated (no NaN or inf) and answered by an InMemoryEngine over that chunk
+    alone, which clamps it and applies the view: the per-block computations are the in-memory
+    engine's, and nothing from one chunk outlives its pass (the rotated copy the in-memory
+    engine caches for the whole data is recomputed per pass instead, which is what bounds the
+    memory). ``chunk_rows`` defaults to CHUNK_BYTES of float64 at the widest view width.
+    """
+
+    def __init__(self, source: RowSource | np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                 chunk_rows: int | None = None) -> None:
+        self.lo = np.asarray(lo, dtype=np.float64)
+        self.hi = np.asarray(hi, dtype=np.float64)
+        self._source = source if isinstance(source, RowSource) else ArraySource(source)
+        self.n, self.d = self._source.shape
+        # A rotation pads to at most 2 d columns.
+        self._rows = chunk_rows or max(1, CHUNK_BYTES // (8 * 2 * self.d))
+
+    def _each_chunk(self, question: Callable[[InMemoryEngine], np.ndarray]) -> Iterator:
+        for chunk in self._source.chunks(self._rows):
+            yield question(InMemoryEngine(check_data(chunk), self.lo, self.hi))
+
+    def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
+        return sum(self._each_chunk(lambda e: e.coordinate_counts(view, thresholds)))
+
+    def row_norms(self, view: View) -> np.ndarray:
+        return np.concatenate(list(self._each_chunk(lambda e: e.row_norms(view))))
+
+    def clipped_sum(self, view: View, radius: float) -> np.ndarray:
+        return sum(self._each_chunk(lambda e: e.clipped_sum(view, radius)))
+
+    def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
+        return sum(self._each_chunk(lambda e: e.clipped_outer_sum(view, radius)))
+
+    def sorted_columns(self, view: View) -> np.ndarray:
+        # The answer is n x k; chunks come back sorted, and one more sort merges them.
+        return np.sort(np.concatenate(list(self._each_chunk(
+            lambda e: e.sorted_columns(view)))), axis=0)
+
+    def user_rows(self, view: View) -> Iterator[np.ndarray]:
+        for chunk in self._source.chunks(self._rows):
+            yield view.apply(np.clip(check_data(chunk), self.lo, self.hi))
+
+    def pair_differences(self, view: View, order: np.ndarray) -> np.ndarray:
+        order = np.asarray(order)
+        pairs = order[: 2 * (len(order) // 2)].reshape(-1, 2)
+        # Each row is in at most one pair, so adding +row and -row into zeros gives the
+        # differences whichever member a chunk holds first.
+        out = np.zeros((len(pairs), view.output_dim(self.d)))
+        start = 0
+        for chunk in self._source.chunks(self._rows):
+            chunk = check_data(chunk)
+            stop = start + chunk.shape[0]
+            for side, sign in ((0, 1.0), (1, -1.0)):
+                here = np.flatnonzero((pairs[:, side] >= start) & (pairs[:, side] < stop))
+                rows = np.clip(chunk[pairs[here, side] - start], self.lo, self.hi)
+                out[here] += sign * view.apply(rows)
+            start = stop
+        return out
+
+
+def _open_text(path: Path):
+    try:
+        return open(path, encoding="utf-8-sig")
+    except OSError as exc:
+        raise InvalidDataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _parse_csv(lines: list[str], path: Path, *, strict: bool) -> np.ndarray | None:
+    try:
+        return np.loadtxt(lines, delimiter=",", ndmin=2, dtype=np.float64)
+    except ValueError as exc:
+        if not strict:
+            return None
+        raise InvalidDataError(f"{path}: a row does not parse as numbers ({exc})") from None
+
+
+def _basket_ids(line: str, path: Path) -> np.ndarray:
+    try:
+        ids = np.array(line.split(), dtype=np.int64)
+    except ValueError:
+        raise InvalidDataError(f"{path}: a basket holds something other than item ids: "
+                               f"{line.strip()[:60]!r}") from None
+    if ids.size and ids.min() < 0:
+        raise InvalidDataError(f"{path}: item ids must be non-negative")
+    return ids

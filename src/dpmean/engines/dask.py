@@ -1,0 +1,136 @@
+"""The Dask engine: each aggregate question is one Dask reduction over row blocks of a dask.array.
+
+Runs the estimators of IOME, PLAN and the others on a cluster (issue 8): workers return exact
+aggregates, and the estimator adds noise once, on the client, after the reduce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ..transforms import View
+from ..validation import check_data
+from .base import Engine
+from .memory import InMemoryEngine
+
+
+def _answer(block: np.ndarray, lo: np.ndarray, hi: np.ndarray, question: str,
+            *args: Any) -> np.ndarray:
+    """One block's answer, by the in-memory engine's own per-block computation."""
+    return getattr(InMemoryEngine(check_data(block), lo, hi), question)(*args)
+
+
+def _based(block: np.ndarray, lo: np.ndarray, hi: np.ndarray, view: View) -> np.ndarray:
+    return view.apply_base(np.clip(check_data(block), lo, hi))
+
+
+class DaskEngine(Engine):
+    """Answers aggregate questions about a dask.array ``x`` (n, d) clamped to [lo, hi].
+
+    Uses whatever scheduler is active: a ``dask.distributed.Client`` when one exists (e.g.
+    ``Client("tcp://host:8786")``), else Dask's local threads. Row blocks keep all columns.
+    Like the in-memory engine it keeps the expensive part of a view (clip, quantize, rotate) for
+    reuse, here persisted on the workers; shift, map and scale are applied per block. Answers
+    that are n-long (row norms) or dense (sorted columns, pair differences) are gathered on the
+    client.
+    """
+
+    def __init__(self, x: Any, lo: np.ndarray, hi: np.ndarray) -> None:
+        self.lo = np.asarray(lo, dtype=np.float64)
+        self.hi = np.asarray(hi, dtype=np.float64)
+        if x.ndim == 1:
+            x = x[:, None]
+        self._x = x.rechunk({1: -1})
+        self.n, self.d = (int(s) for s in self._x.shape)
+        self._base_key: tuple | None = None
+        self._base: Any = None
+
+    def _for(self, view: View) -> tuple[Any, View, np.ndarray, np.ndarray]:
+        """(blocks, rest of the view, box) that the per-block engine answers about."""
+        key = (view.preclip, view.quantizer, view.rotation)
+        if key == (None, None, None):
+            return self._x, view, self.lo, self.hi
+        if self._base_key is None or key != self._base_key:
+            width = view.output_dim(self.d)
+            self._base = self._x.map_blocks(
+                _based, self.lo, self.hi, view.base(), dtype=np.float64,
+                chunks=(self._x.chunks[0], (width,))).persist()
+            self._base_key = key
+        # The base is clamped and rotated already: the per-block engine must not clamp again.
+        width = self._base.shape[1]
+        rest = View(shift=view.shift, scale=view.scale, linear=view.linear)
+        return self._base, rest, np.full(width, -np.inf), np.full(width, np.inf)
+
+    def _reduce(self, view: View, question: str, shape: tuple[int, ...], *args: Any) -> Any:
+        """sum over blocks of the per-block answer (of the given shape): one reduction."""
+        blocks, rest, lo, hi = self._for(view)
+        per_block = blocks.map_blocks(
+            lambda b: _answer(b, lo, hi, question, rest, *args)[None],
+            dtype=np.float64, chunks=((1,) * blocks.numblocks[0], *((s,) for s in shape)),
+            new_axis=list(range(2, len(shape) + 1)) if len(shape) > 1 else None)
+        return per_block.sum(axis=0).compute()
+
+    def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
+        k = view.output_dim(self.d)
+        counts = self._reduce(view, "coordinate_counts", (k,), np.asarray(thresholds))
+        return np.rint(counts).astype(np.int64)
+
+    def row_norms(self, view: View) -> np.ndarray:
+        blocks, rest, lo, hi = self._for(view)
+        return blocks.map_blocks(lambda b: _answer(b, lo, hi, "row_norms", rest),
+                                 drop_axis=1, dtype=np.float64).compute()
+
+    def clipped_sum(self, view: View, radius: float) -> np.ndarray:
+        return self._reduce(view, "clipped_sum", (view.output_dim(self.d),), radius)
+
+    def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
+        k = view.output_dim(self.d)
+        return self._reduce(view, "clipped_outer_sum", (k, k), radius)
+
+    def _finished(self, view: View) -> Any:
+        blocks, rest, lo, hi = self._for(view)
+        return blocks.map_blocks(lambda b: rest.finish(np.clip(check_data(b), lo, hi)),
+                                 dtype=np.float64,
+                                 chunks=(blocks.chunks[0], (view.output_dim(self.d),)))
+
+    def sorted_columns(self, view: View) -> np.ndarray:
+        return np.sort(self._finished(view).compute(), axis=0)
+
+    def user_rows(self, view: View) -> Iterator[np.ndarray]:
+        # Block by block: the client holds one block of rows at a time.
+        for block in self._finished(view).to_delayed().ravel():
+            yield block.compute()
+
+    def pair_differences(self, view: View, order: np.ndarray) -> np.ndarray:
+        order = np.asarray(order)
+        pairs = order[: 2 * (len(order) // 2)].reshape(-1, 2)
+        finished = self._finished(view)
+        first, second = finished[pairs[:, 0]], finished[pairs[:, 1]]
+        return (first - second).compute()
+
+
+def _npy_rows(path: str, start: int, stop: int) -> np.ndarray:
+    x = np.load(path, mmap_mode="r", allow_pickle=False)
+    return np.array((x[:, None] if x.ndim == 1 else x)[start:stop], dtype=np.float64)
+
+
+def dask_array_from_file(path: str, rows_per_block: int | None = None) -> Any:
+    """A dask.array over a data file: ``.npy`` blocks are read by the workers from the shared
+    file system (memory-mapped), other formats through ``open_source`` on the client."""
+    import dask
+    import dask.array as da
+
+    from .chunked import CHUNK_BYTES, open_source
+
+    source = open_source(path)
+    n, d = source.shape
+    rows = rows_per_block or max(1, CHUNK_BYTES // (8 * d))
+    if not str(path).lower().endswith(".npy"):
+        return da.from_array(source.read_all(), chunks=(rows, -1))
+    blocks = [da.from_delayed(dask.delayed(_npy_rows)(str(path), s, min(s + rows, n)),
+                              shape=(min(s + rows, n) - s, d), dtype=np.float64)
+              for s in range(0, n, rows)]
+    return da.concatenate(blocks, axis=0)

@@ -1,0 +1,112 @@
+"""Aggregate an experiment CSV the way its paper does (IOME: 10% trimmed mean; PLAN: mean +- sd
+and medians), draw the figure's plot and write a markdown summary."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from .spec import AGGREGATIONS, Spec
+
+
+def trimmed_mean(values: np.ndarray, fraction: float = 0.1) -> float:
+    """scipy.stats.trim_mean: drop floor(fraction * k) values from each end, average the rest."""
+    values = np.sort(values)
+    cut = int(math.floor(fraction * values.shape[0]))
+    return float(values[cut:values.shape[0] - cut].mean())
+
+
+def aggregate(spec: Spec, path: Path) -> dict[tuple[str, str, float], dict[str, float]]:
+    """{(panel value, method, x): {centre, sd, median, trials}} from the CSV at ``path``."""
+    groups: dict[tuple[str, str, float], list[float]] = defaultdict(list)
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            try:
+                value = float(row["value"])
+            except (TypeError, ValueError):
+                continue
+            panel = row.get(spec.panel, "") if spec.panel else ""
+            groups[(panel, row["method"], float(row[spec.x]))].append(value)
+    stats = {}
+    for key, values in groups.items():
+        v = np.asarray(values)
+        failed = int(np.isnan(v).sum())
+        v = v[~np.isnan(v)]
+        if v.shape[0] == 0:
+            stats[key] = {"centre": math.nan, "sd": math.nan, "median": math.nan, "trials": 0,
+                          "failed": failed}
+            continue
+        centre = trimmed_mean(v) if spec.aggregation == "trimmed10" else float(v.mean())
+        stats[key] = {"centre": centre, "sd": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+                      "median": float(np.median(v)), "trials": len(v),
+                      "failed": failed}
+    return stats
+
+
+def plot(spec: Spec, stats: dict, path: Path) -> None:
+    """One panel per ``spec.panel`` value, one line per method against ``spec.x``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    panels = sorted({k[0] for k in stats}, key=_number)
+    methods = list(dict.fromkeys(k[1] for k in stats))
+    fig = Figure(figsize=(4.2 * len(panels), 3.6), dpi=90)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, panel in zip(axes, panels, strict=True):
+        for method in methods:
+            xs = sorted(x for p, m, x in stats if p == panel and m == method)
+            if not xs:
+                continue
+            ys = np.array([stats[(panel, method, x)]["centre"] for x in xs])
+            style = "--" if method.startswith("non-private") else "-"
+            if spec.aggregation == "mean":
+                sd = np.array([stats[(panel, method, x)]["sd"] for x in xs])
+                ax.errorbar(xs, ys, yerr=sd, fmt=style, marker=".", capsize=2, label=method)
+            else:
+                ax.plot(xs, ys, style, marker=".", label=method)
+        ax.set_xscale("log" if spec.xlog else "linear")
+        ax.set_yscale("log" if spec.ylog else "linear")
+        ax.set_xlabel(spec.xlabel or spec.x)
+        ax.set_ylabel(spec.y_label)
+        if spec.panel:
+            ax.set_title(f"{spec.panel} = {panel}", fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(spec.title + (f"\n{spec.note}" if spec.note else ""), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def summary(spec: Spec, stats: dict, csv_path: Path, png: Path | None) -> str:
+    """Markdown: the claim, how the numbers were aggregated, and the table of results."""
+    trials = sorted({s["trials"] + s["failed"] for s in stats.values()})
+    lines = [f"# {spec.name}: {spec.title}", "",
+             "NON-PRIVATE evaluation: the true means are used only to measure error.", "",
+             f"Paper's claim: {spec.claim}", "",
+             f"Metric: {spec.y_label}; aggregation: {AGGREGATIONS[spec.aggregation]}; "
+             f"trials per point: {', '.join(map(str, trials))}. Data: {csv_path.name}"
+             + (f"; plot: {png.name}." if png else "."), ""]
+    if spec.note:
+        lines += [f"Note: {spec.note}", ""]
+    head = ([spec.panel] if spec.panel else []) + ["method", spec.x, "value", "sd", "median",
+                                                "failed"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (panel, method, x), s in sorted(stats.items(),
+                                        key=lambda kv: (_number(kv[0][0]), kv[0][1], kv[0][2])):
+        cells = ([panel] if spec.panel else []) + [method, f"{x:g}", f"{s['centre']:.4g}",
+                                                   f"{s['sd']:.3g}", f"{s['median']:.4g}",
+                                                   str(s["failed"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _number(text: str) -> tuple[int, float | str]:
+    try:
+        return (0, float(text))
+    except ValueError:
+        return (1, text)

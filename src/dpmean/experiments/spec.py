@@ -1,0 +1,117 @@
+"""Declarative experiment specs: one per paper figure or table (IOME section 6, PLAN section 7,
+Bun-Steinke section 4), each a data generator, methods, a sweep, trials, metric and aggregation."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..api import mean
+from ..errors import DPMeanError, InsufficientDataWarning, InvalidParameterError
+from ..metrics import l2_error, mahalanobis_error
+from .data import Dataset
+
+Setting = dict[str, Any]
+# A trial maps (setting, rng) to rows {"method": label, "value": float, **extra columns}.
+Trial = Callable[[Setting, np.random.Generator], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One curve: a ``dpmean.mean`` method name (None: the NON-PRIVATE empirical mean) and its
+    options, a dict or a function of (setting, dataset) for options that depend on them."""
+
+    label: str
+    method: str | None
+    options: dict[str, Any] | Callable[[Setting, Dataset], dict[str, Any]] = field(
+        default_factory=dict)
+
+    def run(self, setting: Setting, data: Dataset, rng: np.random.Generator) -> np.ndarray:
+        if self.method is None:
+            return np.asarray(data.x.mean(axis=0)).ravel()
+        options = self.options(setting, data) if callable(self.options) else self.options
+        with warnings.catch_warnings():
+            # a zero-vector fallback on too little data is a legitimate (bad) point of a curve
+            warnings.simplefilter("ignore", InsufficientDataWarning)
+            return mean(data.x, rho=setting["rho"], method=self.method, random_state=rng,
+                        **options).mean
+
+
+def _tvd(estimate: np.ndarray, data: Dataset) -> float:
+    """PLAN's binary error, 1/2 ||p - p_hat||_1 over unnormalised item frequencies."""
+    return 0.5 * float(np.abs(estimate - data.truth).sum())
+
+
+METRICS: dict[str, tuple[str, Callable[[np.ndarray, Dataset], float]]] = {
+    "l2": ("l2 error ||mu_hat - mu||_2", lambda e, data: l2_error(e, data.truth)),
+    "mahalanobis": ("Mahalanobis error ||Sigma^-1/2 (mu_hat - mu)||_2",
+                    lambda e, data: mahalanobis_error(e, data.truth, data.covariance)),
+    "tvd": ("TVD 1/2 ||p - p_hat||_1", _tvd),
+}
+AGGREGATIONS = {
+    "trimmed10": "10% trimmed mean over trials (IOME, as CoinPress)",
+    "mean": "mean over trials, +- one standard deviation (PLAN); medians in the summary",
+}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One figure: ``settings`` (the full grid) swept along ``x``; per setting, ``trials``
+    independent trials of ``trial`` (default: draw ``data``, run every method, apply ``metric``).
+    ``quick`` overrides settings/trials/whatever for ``--quick``; ``panel`` splits the plot."""
+
+    name: str
+    title: str
+    claim: str
+    x: str
+    settings: tuple[Setting, ...]
+    trials: int
+    metric: str
+    aggregation: str
+    data: Callable[[Setting, np.random.Generator], Dataset] | None = None
+    methods: tuple[Method, ...] = ()
+    trial: Trial | None = None
+    quick: dict[str, Any] = field(default_factory=dict)
+    panel: str | None = None
+    xlog: bool = True
+    ylog: bool = True
+    xlabel: str | None = None
+    ylabel: str | None = None
+    note: str = ""
+    extra: tuple[str, ...] = ()
+    seed: int = 20261121
+
+    def __post_init__(self) -> None:
+        if self.trial is None and self.metric not in METRICS:
+            raise InvalidParameterError(f"{self.name}: unknown metric {self.metric!r}")
+        if self.aggregation not in AGGREGATIONS:
+            raise InvalidParameterError(f"{self.name}: unknown aggregation {self.aggregation!r}")
+        if (self.trial is None) == (self.data is None):
+            raise InvalidParameterError(f"{self.name}: give exactly one of data and trial")
+
+    def run_trial(self, setting: Setting, rng: np.random.Generator) -> list[dict[str, Any]]:
+        if self.trial is not None:
+            return self.trial(setting, rng)
+        data = self.data(setting, rng)
+        metric = METRICS[self.metric][1]
+        rows = []
+        for m in self.methods:
+            try:
+                value = metric(m.run(setting, data, rng), data)
+            except DPMeanError:
+                # an estimator that refuses (or breaks on) a setting is a missing point of its
+                # curve, counted as "failed" in the summary, not a crash of the whole figure
+                value = float("nan")
+            rows.append({"method": m.label, "value": value})
+        return rows
+
+    def quick_version(self) -> Spec:
+        return replace(self, **{"trials": 3, **self.quick})
+
+    @property
+    def y_label(self) -> str:
+        return self.ylabel or METRICS.get(self.metric, (self.metric,))[0]

@@ -1,0 +1,292 @@
+"""IOME in the local model (section 5.1, Theorem 5.2) and in the shuffle model (section 5.2,
+Lemma 5.4, Theorem 5.6): rotate, private coordinate medians, private clipping threshold, noisy
+clipped mean, each step one round of messages from every user."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..accounting import PrivacyLedger
+from ..engines import Engine
+from ..errors import InvalidParameterError
+from ..transforms import RandomRotation, View, clip_rows, next_power_of_two
+from ..validation import check_fraction, check_positive, check_steps
+from .base import ApproxDPProtocol, ProtocolEstimator
+from .composition import local_epsilon_for_shuffle, split_budget
+from .randomisers import hadamard_epsilon_for_zcdp, ikos_parts, local_gaussian, summation_randomiser
+from .range_counting import (
+    HierarchicalHistogram,
+    HistogramMessages,
+    heaviest_buckets,
+    quantiles_from_fractions,
+)
+from .shuffler import shuffle, summation_analyser
+
+# Messages the shuffle simulation holds at once (shares of a chunk of coordinates).
+_SHARES_AT_ONCE = 1 << 24
+
+
+def _histogram_round(
+    engine: Engine, view: View, hh: HierarchicalHistogram, report: Callable, epsilon: float,
+    rng: np.random.Generator, shuffled: bool,
+) -> HistogramMessages:
+    """One round of range counting: every user turns its own row into (group, bucket) with
+    ``report`` and sends ``hh.randomise``'s message; in the shuffle model the analyser gets
+    them in random order."""
+    parts = []
+    for block in engine.user_rows(view):
+        group, bucket = report(block, rng)
+        parts.append(hh.randomise(bucket, group, epsilon, rng))
+    messages = HistogramMessages.concat(parts)
+    return messages.permuted(rng.permutation(engine.n)) if shuffled else messages
+
+
+def _bucket(values: np.ndarray, low: np.ndarray, high: np.ndarray, u: int) -> np.ndarray:
+    """The bucket in [u] of each value on the uniform grid of [low, high] (clamped)."""
+    position = (values - low) / (high - low) * u
+    return np.clip(np.floor(position), 0, u - 1).astype(np.int64)
+
+
+class _IOMEProtocol:
+    """The three rounds both models share; subclasses give each round's epsilon, whether
+    messages are shuffled, the threshold's target quantile and the mean round."""
+
+    shuffled: bool
+
+    def _setup(self, *, centre_share: float, threshold_share: float, branching: int,
+               centre_height: int, threshold_height: int, norm_span: float, beta: float,
+               min_quantile: float, centre_rule: str) -> None:
+        if centre_rule not in ("heaviest", "median"):
+            raise InvalidParameterError(
+                f"centre_rule must be 'heaviest' or 'median', got {centre_rule!r}")
+        self.centre_rule = centre_rule
+        self.centre_share = check_fraction(centre_share, "centre_share")
+        self.threshold_share = check_fraction(threshold_share, "threshold_share")
+        self.centre_tree = HierarchicalHistogram(int(branching),
+                                                 check_steps(centre_height, "centre_height"))
+        self.threshold_tree = HierarchicalHistogram(
+            int(branching), check_steps(threshold_height, "threshold_height"))
+        self.norm_span = check_positive(norm_span, "norm_span")
+        self.beta = check_fraction(beta, "beta")
+        self.min_quantile = check_fraction(min_quantile, "min_quantile")
+
+    def _split(self, total: float) -> dict[str, float]:
+        rest = total * (1.0 - self.centre_share)
+        return {"centre": total * self.centre_share, "threshold": rest * self.threshold_share,
+                "noise": rest * (1.0 - self.threshold_share)}
+
+    def _centre(self, engine: Engine, view: View, epsilon: float, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Round 1: each user reports one uniformly chosen rotated coordinate on its public
+        domain (Lemma 3.7); the analyser takes every coordinate's median bucket midpoint.
+        Returns (centre, the rotated box centre)."""
+        rotation = view.rotation
+        k = rotation.padded_dim
+        mid, half = (engine.lo + engine.hi) / 2.0, (engine.hi - engine.lo) / 2.0
+        rotated_mid = rotation.apply(mid)
+        width = min(float(np.abs(half).sum()) / math.sqrt(k), float(np.linalg.norm(half))
+                    * math.sqrt(2.0 * math.log(4.0 * k * engine.n / self.beta) / k))
+        width = max(width, 1e-12)
+        low, high = rotated_mid - width, rotated_mid + width
+        u = self.centre_tree.buckets
+
+        def report(block: np.ndarray, rng: np.random.Generator) -> tuple:
+            group = rng.integers(0, k, size=block.shape[0])
+            value = block[np.arange(block.shape[0]), group]
+            return group, _bucket(value, low[group], high[group], u)
+
+        messages = _histogram_round(engine, view, self.centre_tree, report, epsilon, rng,
+                                    self.shuffled)
+        fractions = self.centre_tree.leaf_fractions(messages, k, epsilon)
+        if self.centre_rule == "heaviest":
+            buckets = heaviest_buckets(fractions, self.centre_tree.branching)
+        else:
+            buckets = quantiles_from_fractions(fractions, 0.5)
+        return low + (buckets + 0.5) * (high - low) / u, rotated_mid
+
+    def _radius(self, engine: Engine, view: View, top: float, clipped_rows: float,
+                epsilon: float, rng: np.random.Generator) -> tuple[float, float]:
+        """Round 2: each user reports its shifted norm on a log2 grid over
+        [top 2^-norm_span, top]; the analyser takes the quantile that leaves ``clipped_rows``
+        rows above it, lowered by the range count's rank error, and at least ``min_quantile``.
+        Returns (radius, target quantile)."""
+        u = self.threshold_tree.buckets
+        floor = math.log2(top) - self.norm_span
+
+        def report(block: np.ndarray, rng: np.random.Generator) -> tuple:
+            logs = np.log2(np.maximum(np.linalg.norm(block, axis=1), 2.0**floor))
+            return np.zeros(block.shape[0], dtype=np.int64), _bucket(logs, floor,
+                                                                   math.log2(top), u)
+
+        messages = _histogram_round(engine, view, self.threshold_tree, report, epsilon, rng,
+                                    self.shuffled)
+        fractions = self.threshold_tree.leaf_fractions(messages, 1, epsilon)
+        error = self.threshold_tree.rank_error(engine.n, epsilon, self.beta)
+        target = max(1.0 - clipped_rows / engine.n - error, self.min_quantile)
+        bucket = quantiles_from_fractions(fractions, target)[0]
+        return 2.0 ** (floor + (bucket + 1) * self.norm_span / u), target
+
+    def release(self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
+                rng: np.random.Generator) -> tuple[np.ndarray, dict[str, Any]]:
+        # Public coins: drawn before any message, independent of the data.
+        rotation = RandomRotation.draw(engine.d, rng)
+        view = View(rotation=rotation)
+        ledger.charge("centre", budget["centre"])
+        centre, rotated_mid = self._centre(engine, view, self._round_epsilon("centre", engine),
+                                           rng)
+        shifted = view.with_shift(centre)
+        top = float(np.linalg.norm((engine.hi - engine.lo) / 2.0)
+                    + np.linalg.norm(rotated_mid - centre))
+        ledger.charge("threshold", budget["threshold"])
+        radius, target = self._radius(engine, shifted, top, self._clipped_rows(engine),
+                                      self._round_epsilon("threshold", engine), rng)
+        ledger.charge("noise", budget["noise"])
+        mean, noise = self._noisy_mean(engine, shifted, radius, rng)
+        diagnostics = {"centre": rotation.invert(centre), "threshold": radius,
+                       "target_quantile": target, "rounds": 3, **noise}
+        return shifted.restore(mean), diagnostics
+
+
+class LocalIOME(_IOMEProtocol, ProtocolEstimator):
+    """IOME in the local model (section 5.1): three rounds, rho-zCDP per user.
+
+    1. Rotation (1/sqrt(d_pad)) H D with public signs. Each user picks one rotated coordinate
+       uniformly (public coin) and reports it by hierarchical-histogram range counting
+       (``branching`` B, ``centre_height`` levels; Hadamard response at the largest eps that is
+       rho_centre-zCDP, ``hadamard_epsilon_for_zcdp``, about sqrt(4 rho): Hadamard response
+       leaks half of what a generic eps-LDP report may). The analyser descends the consistent
+       tree into the heaviest child (``centre_rule="heaviest"``, our default: at small budgets
+       a noisy cumulative count's crossing of 1/2 is often far from the data) or takes the
+       median bucket (``"median"``, the paper's choice).
+    2. Each user reports its shifted norm, on a log2 grid (``threshold_height`` levels,
+       ``norm_span`` octaves below a public norm bound), rho_threshold-zCDP; the
+       threshold C is the (n - sqrt(2 d n / rho_noise))-th quantile, lowered by the range
+       count's rank error (beta) and never below ``min_quantile`` (our floor: at small budgets
+       the rank error exceeds n and the paper's target would be meaningless).
+    3. Each user clips its shifted vector to C and adds N(0, (2C)^2 / (2 rho_noise)) (local
+       Gaussian, sensitivity 2C); the analyser averages and rotates back.
+
+    Budget (rho-zCDP per user, composed over the rounds): ``centre_share`` for round 1 (1/2 by
+    default, not the paper's 1/4: one round of range counting per coordinate is the weakest
+    step at IOME's local settings, measured in benchmarks/bench_protocols.py),
+    ``threshold_share`` (1/4) of the rest for round 2, the remainder for round 3.
+    ``epsilon``/``delta`` convert to rho as for the central estimators.
+    """
+
+    method = "iome-local"
+    model = "local"
+    notion = "local-zCDP"
+    shuffled = False
+
+    def __init__(self, rho: float | None = None, *, centre_share: float = 0.5,
+                 threshold_share: float = 0.25, branching: int = 4, centre_height: int = 4,
+                 threshold_height: int = 3, norm_span: float = 16.0, beta: float = 0.05,
+                 min_quantile: float = 0.5, centre_rule: str = "heaviest", **common: Any
+                 ) -> None:
+        super().__init__(rho, **common)
+        self._setup(centre_share=centre_share, threshold_share=threshold_share,
+                    branching=branching, centre_height=centre_height,
+                    threshold_height=threshold_height, norm_span=norm_span, beta=beta,
+                    min_quantile=min_quantile, centre_rule=centre_rule)
+        self._budget: dict[str, float] = {}
+
+    def budget_plan(self, n: int, d: int) -> dict[str, float]:
+        self._budget = self._split(self.rho)
+        return self._budget
+
+    def _round_epsilon(self, stage: str, engine: Engine) -> float:
+        return hadamard_epsilon_for_zcdp(self._budget[stage])
+
+    def _clipped_rows(self, engine: Engine) -> float:
+        return math.sqrt(2.0 * engine.d * engine.n / self._budget["noise"])
+
+    def _noisy_mean(self, engine: Engine, view: View, radius: float, rng: np.random.Generator
+                    ) -> tuple[np.ndarray, dict[str, Any]]:
+        rho = self._budget["noise"]
+        total = np.zeros(view.rotation.padded_dim)
+        for block in engine.user_rows(view):
+            total += local_gaussian(clip_rows(block, radius), 2.0 * radius, rho, rng).sum(axis=0)
+        return total / engine.n, {"user_noise_std": 2.0 * radius / math.sqrt(2.0 * rho)}
+
+
+class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
+    """IOME in the shuffle model (section 5.2, Theorem 5.6): three rounds, (epsilon, delta)-DP.
+
+    Rounds 1 and 2 are the local protocol's range counts, each user's report eps0-LDP with eps0
+    the largest value whose n shuffled reports are (eps_round, delta_round)-DP by
+    amplification by shuffling (Feldman-McMillan-Talwar 2021; we use it in place of the
+    GGKPV21 protocol of Lemma 5.5, which has no practical implementation). Round 3 is Lemma
+    5.4: each user clips its shifted vector to C, applies a second public rotation, clips each
+    coordinate to C' = C sqrt(2 ln(2 n d_pad / beta) / d_pad) (Lemma 3.7), and runs BBGN20's
+    IKOS summation per coordinate at (eps', delta'), with d_pad-fold advanced composition giving
+    the round's budget (``split_budget``). The threshold target leaves K = 4 sqrt(d/d_pad
+    ln(2 n d_pad / beta)) / eps' rows above it: the summation's l2 noise in units of C / n.
+
+    Budget: ``epsilon`` (the ledger's unit) and ``delta`` split by the same shares as
+    ``iome-local``, composed by basic composition over the rounds.
+    """
+
+    method = "iome-shuffle"
+    model = "shuffle"
+    notion = "shuffle-approx-DP"
+    shuffled = True
+
+    def __init__(self, rho: float | None = None, *, centre_share: float = 0.25,
+                 threshold_share: float = 0.25, branching: int = 4, centre_height: int = 6,
+                 threshold_height: int = 3, norm_span: float = 16.0, beta: float = 0.05,
+                 min_quantile: float = 0.5, centre_rule: str = "heaviest", **common: Any
+                 ) -> None:
+        super().__init__(rho, **common)
+        self._setup(centre_share=centre_share, threshold_share=threshold_share,
+                    branching=branching, centre_height=centre_height,
+                    threshold_height=threshold_height, norm_span=norm_span, beta=beta,
+                    min_quantile=min_quantile, centre_rule=centre_rule)
+        self._deltas: dict[str, float] = {}
+
+    def budget_plan(self, n: int, d: int) -> dict[str, float]:
+        self._deltas = self._split(self.delta)
+        return self._split(self.epsilon)
+
+    def _round_epsilon(self, stage: str, engine: Engine) -> float:
+        share = self._split(self.epsilon)[stage]
+        return local_epsilon_for_shuffle(share, self._deltas[stage], engine.n)
+
+    def _coordinate_budget(self, engine: Engine) -> tuple[float, float, int]:
+        k = next_power_of_two(engine.d)
+        eps, delta = split_budget(self._split(self.epsilon)["noise"], self._deltas["noise"], k)
+        return eps, delta, k
+
+    def _coordinate_clip(self, engine: Engine, k: int) -> float:
+        return math.sqrt(2.0 * math.log(2.0 * engine.n * k / self.beta) / k)
+
+    def _clipped_rows(self, engine: Engine) -> float:
+        eps, _, k = self._coordinate_budget(engine)
+        return 4.0 * math.sqrt(engine.d / k * math.log(2.0 * engine.n * k / self.beta)) / eps
+
+    def _noisy_mean(self, engine: Engine, view: View, radius: float, rng: np.random.Generator
+                    ) -> tuple[np.ndarray, dict[str, Any]]:
+        eps, delta, k = self._coordinate_budget(engine)
+        second = RandomRotation.draw(k, rng)  # public coins
+        bound = radius * self._coordinate_clip(engine, k)
+        precision = math.ceil(math.sqrt(engine.n))
+        parts = ikos_parts(engine.n, math.log2(1.0 / delta))
+        chunk = max(1, _SHARES_AT_ONCE // (engine.n * parts))
+        sums = np.empty(k)
+        for start in range(0, k, chunk):
+            coords = slice(start, min(start + chunk, k))
+            shares = []
+            for block in engine.user_rows(view):
+                # Each user: clip to C, rotate again, clip coordinates to C', map to [0, 1].
+                rotated = second.apply(clip_rows(block, radius))[:, coords]
+                unit = (np.clip(rotated, -bound, bound) + bound) / (2.0 * bound)
+                shares.append(summation_randomiser(unit, precision, eps, engine.n, parts, rng))
+            # One shuffler per coordinate: its row holds every share of every user.
+            batch = np.concatenate(shares).transpose(1, 0, 2).reshape(coords.stop - start, -1)
+            sums[coords] = summation_analyser(shuffle(batch, rng), precision)
+        mean = second.invert(2.0 * bound * sums / engine.n - bound)
+        return mean, {"coordinate_clip": bound, "coordinate_epsilon": eps,
+                      "coordinate_delta": delta, "messages_per_user": k * parts + 2}

@@ -1,0 +1,290 @@
+"""Local and shuffle protocols (IOME section 5): each randomiser's output distribution against its
+claimed guarantee, the privacy arithmetic, range counting, summation, and the estimators."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import dpmean
+from dpmean.accounting import approx_dp_to_zcdp, zcdp_to_approx_dp
+from dpmean.audit import epsilon_lower_bound
+from dpmean.errors import InvalidDataError, InvalidParameterError
+from dpmean.protocols.composition import (
+    advanced_composition,
+    local_epsilon_for_shuffle,
+    shuffle_amplified_epsilon,
+    split_budget,
+)
+from dpmean.protocols.randomisers import (
+    additive_shares,
+    hadamard_epsilon_for_zcdp,
+    hadamard_response_zcdp,
+    keep_probability,
+    local_gaussian,
+    polya_noise,
+    summation_randomiser,
+    unary_encoding,
+)
+from dpmean.protocols.range_counting import (
+    HierarchicalHistogram,
+    heaviest_buckets,
+    quantiles_from_fractions,
+)
+from dpmean.protocols.shuffler import shuffle, summation_analyser
+
+ALPHAS = 1.0 + np.logspace(-6, 3, 3000)
+
+
+def renyi_over_alpha(p, q):
+    """sup_a D_a(p || q) / a over a fine grid, for two exact pmfs on the same outcomes."""
+    p, q = np.asarray(p), np.asarray(q)
+    log = np.log(p)[None, :] * ALPHAS[:, None] + np.log(q)[None, :] * (1 - ALPHAS[:, None])
+    m = log.max(axis=1, keepdims=True)
+    divergence = (np.log(np.exp(log - m).sum(axis=1)) + m[:, 0]) / (ALPHAS - 1)
+    return float(np.max(divergence / ALPHAS))
+
+
+def tree_pmf(tree, bucket, epsilon):
+    """The exact pmf of ``HierarchicalHistogram.randomise`` over (level, index, bit)."""
+    keep = keep_probability(epsilon)
+    out = {}
+    for level in range(1, tree.height + 1):
+        size = tree.branching**level
+        node = bucket // tree.branching ** (tree.height - level)
+        for j in range(size):
+            truth = -1 if bin(node & j).count("1") % 2 else 1
+            for bit in (-1, 1):
+                out[level, j, bit] = (keep if bit == truth else 1 - keep) / (tree.height * size)
+    return out
+
+
+def test_tree_randomiser_has_its_exact_pmf_and_guarantee():
+    tree, epsilon, draws = HierarchicalHistogram(branching=2, height=2), 0.7, 200_000
+    rng = np.random.default_rng(0)
+    pmfs = {v: tree_pmf(tree, v, epsilon) for v in range(tree.buckets)}
+    outcomes = sorted(pmfs[0])
+    for v in (0, 3):
+        messages = tree.randomise(np.full(draws, v), np.zeros(draws, int), epsilon, rng)
+        seen = {o: 0 for o in outcomes}
+        for o in zip(messages.level, messages.index, messages.bit, strict=True):
+            seen[tuple(int(t) for t in o)] += 1
+        for o in outcomes:
+            p = pmfs[v][o]
+            # A binomial count deviates from draws p by more than 5 standard deviations with
+            # probability below 1e-6 per outcome.
+            assert abs(seen[o] - draws * p) <= 5 * math.sqrt(draws * p * (1 - p)) + 1
+    for v, w in itertools.permutations(range(tree.buckets), 2):
+        p = np.array([pmfs[v][o] for o in outcomes])
+        q = np.array([pmfs[w][o] for o in outcomes])
+        # eps-LDP exactly (the bound is attained), and no more zCDP than Hadamard response.
+        assert np.max(p / q) <= math.exp(epsilon) * (1 + 1e-12)
+        assert renyi_over_alpha(p, q) <= hadamard_response_zcdp(epsilon) * (1 + 1e-9)
+    assert np.isclose(np.max([pmfs[0][o] / pmfs[3][o] for o in outcomes]), math.exp(epsilon))
+
+
+def test_hadamard_zcdp_is_the_exact_renyi_curve_and_inverts():
+    for epsilon in (0.05, 0.3, 2.0):
+        keep = keep_probability(epsilon)
+        # Two Hadamard rows of size 4 agree on two indices and disagree on two.
+        p = np.array([keep, 1 - keep] * 4) / 4
+        q = np.array([keep, 1 - keep, keep, 1 - keep, 1 - keep, keep, 1 - keep, keep]) / 4
+        exact = renyi_over_alpha(p, q)
+        # The function's bound is rigorous (>=) and tight to the grid's resolution.
+        assert exact <= hadamard_response_zcdp(epsilon) <= exact * 1.01
+        # Half the generic eps^2/2 for small eps.
+        assert hadamard_response_zcdp(epsilon) < epsilon**2 / 2
+    for rho in (1e-3, 0.05, 1.0):
+        assert math.isclose(hadamard_response_zcdp(hadamard_epsilon_for_zcdp(rho)), rho,
+                            rel_tol=1e-6)
+
+
+def test_unary_encoding_pmf_is_eps_ldp_exactly():
+    size, epsilon, draws = 3, 1.2, 100_000
+    flip = 1 - keep_probability(epsilon / 2)
+    patterns = list(itertools.product([False, True], repeat=size))
+
+    def pmf(v):
+        return np.array([math.prod((1 - flip) if b == (i == v) else flip
+                                   for i, b in enumerate(pattern)) for pattern in patterns])
+
+    rng = np.random.default_rng(1)
+    bits = unary_encoding(np.full(draws, 1), size, epsilon, rng)
+    codes = bits @ (1 << np.arange(size)[::-1])
+    counts = np.bincount(codes, minlength=2**size)
+    expected = pmf(1) * draws
+    # 5 standard deviations per outcome (see above).
+    assert np.all(np.abs(counts - expected) <= 5 * np.sqrt(expected) + 1)
+    ratios = [np.max(pmf(v) / pmf(w)) for v, w in itertools.permutations(range(size), 2)]
+    assert np.isclose(max(ratios), math.exp(epsilon))
+
+
+def test_local_gaussian_passes_the_audit_and_a_broken_copy_fails():
+    rho, radius, draws, delta = 0.5, 1.0, 200_000, 1e-6
+    rng = np.random.default_rng(2)
+    epsilon = zcdp_to_approx_dp(rho, delta)
+    here = local_gaussian(np.full((draws, 1), -radius), 2 * radius, rho, rng)[:, 0]
+    there = local_gaussian(np.full((draws, 1), radius), 2 * radius, rho, rng)[:, 0]
+    assert epsilon_lower_bound(here, there, delta) <= epsilon
+    # A copy that forgets the factor 2 of the replace-one sensitivity (2C, not C).
+    broken_here = local_gaussian(np.full((draws, 1), -radius), radius, rho, rng)[:, 0]
+    broken_there = local_gaussian(np.full((draws, 1), radius), radius, rho, rng)[:, 0]
+    assert epsilon_lower_bound(broken_here, broken_there, delta) > epsilon
+
+
+def test_polya_shares_sum_to_discrete_laplace():
+    n, epsilon, sensitivity, trials = 50, 1.0, 10, 40_000
+    rng = np.random.default_rng(3)
+    total = polya_noise((trials, n), n, epsilon, sensitivity, rng).sum(axis=1)
+    a = math.exp(-epsilon / sensitivity)
+    variance = 2 * a / (1 - a) ** 2
+    # The sample variance of a discrete Laplace has relative standard error about
+    # sqrt((kurtosis - 1) / trials) = sqrt(5 / trials) ~ 1.1%: allow 6%.
+    assert abs(total.var() / variance - 1) < 0.06
+    assert abs(total.mean()) < 5 * math.sqrt(variance / trials)
+    # The exact pmf P(z) = (1 - a)/(1 + a) a^|z| at 0.
+    assert abs(np.mean(total == 0) - (1 - a) / (1 + a)) < 5 * math.sqrt(0.05 / trials)
+
+
+def test_summation_protocol_audit_catches_the_reference_codes_parameter():
+    n, epsilon, trials, delta = 20, 1.0, 100_000, 1e-6
+    rng = np.random.default_rng(4)
+    precision = 4
+
+    def run(first_value, randomiser):
+        values = np.zeros((n, trials))
+        values[0] = first_value
+        shares = randomiser(values, precision, epsilon, n, 3, rng)
+        batch = shares.transpose(1, 0, 2).reshape(trials, -1)
+        return summation_analyser(shuffle(batch, rng), precision)
+
+    here, there = run(0.0, summation_randomiser), run(1.0, summation_randomiser)
+    assert epsilon_lower_bound(here, there, delta) <= epsilon
+
+    def reference_code_copy(values, precision, epsilon, n, parts, rng):
+        # BBGN20's experiment code: success probability a = e^(-eps/p) instead of 1 - a.
+        a = math.exp(-epsilon / precision)
+        noise = (rng.negative_binomial(1 / n, a, values.shape)
+                 - rng.negative_binomial(1 / n, a, values.shape))
+        return additive_shares(np.rint(values * precision).astype(np.int64) + noise, parts, rng)
+
+    here, there = run(0.0, reference_code_copy), run(1.0, reference_code_copy)
+    assert epsilon_lower_bound(here, there, delta) > epsilon
+
+
+def test_shares_hide_values_and_add_up():
+    rng = np.random.default_rng(5)
+    values = np.array([-3, 0, 7, 2**40])
+    shares = additive_shares(values, 4, rng)
+    assert np.array_equal(shares.sum(axis=-1, dtype=np.uint64).view(np.int64), values)
+    # The first parts - 1 shares are uniform: their top bit is a fair coin.
+    many = additive_shares(np.zeros(20_000, dtype=np.int64), 3, rng)[:, :2] >> np.uint64(63)
+    assert abs(many.mean() - 0.5) < 5 * math.sqrt(0.25 / many.size)
+
+
+def test_shuffler_permutes_and_the_sum_is_unchanged():
+    rng = np.random.default_rng(6)
+    shares = additive_shares(np.arange(10), 3, rng).reshape(1, -1)
+    shuffled = shuffle(shares, rng)
+    assert not np.array_equal(shuffled, shares)
+    assert np.array_equal(np.sort(shuffled), np.sort(shares))
+    assert summation_analyser(shuffled, 1)[0] == 45
+
+
+def test_composition_round_trips():
+    for epsilon, delta, k in ((1.0, 1e-9, 8), (1.0, 1e-9, 1024), (0.3, 1e-6, 3)):
+        step, step_delta = split_budget(epsilon, delta, k)
+        assert advanced_composition(step, k, delta / 2) <= epsilon
+        assert advanced_composition(step * 1.001, k, delta / 2) > epsilon
+        assert k * step_delta + delta / 2 <= delta * (1 + 1e-12)
+    local = local_epsilon_for_shuffle(0.5, 1e-9, 100_000)
+    assert local > 0.5
+    assert shuffle_amplified_epsilon(local, 100_000, 1e-9) <= 0.5
+    assert shuffle_amplified_epsilon(local * 1.01, 100_000, 1e-9) > 0.5
+
+
+def test_range_counting_answers_quantiles_and_finds_the_bulk():
+    tree = HierarchicalHistogram(branching=4, height=5)
+    rng = np.random.default_rng(7)
+    n, epsilon = 200_000, 1.0
+    values = np.clip(rng.normal(500, 50, size=n), 0, tree.buckets - 1).astype(int)
+    fractions = tree.leaf_fractions(tree.randomise(values, np.zeros(n, int), epsilon, rng), 1,
+                                    epsilon)
+    assert np.isclose(fractions.sum(), 1.0)
+    error = tree.rank_error(n, epsilon, 1e-3)
+    for q in (0.1, 0.5, 0.9):
+        found = quantiles_from_fractions(fractions, q)[0]
+        # Within the public rank-error bound (z_0.0005 times the prefix standard deviation).
+        assert np.mean(values <= found) >= q - error
+        assert np.mean(values < found) <= q + error
+    assert abs(heaviest_buckets(fractions, 4)[0] - 500) < 100
+
+
+@pytest.fixture(scope="module")
+def figure10():
+    """IOME Figure 10's setting: N(mu, I_8), n = 100,000, eps = 1, delta = 1e-9, R = 20 sqrt(d)."""
+    d, n = 8, 100_000
+    rng = np.random.default_rng(10)
+    radius = 20 * math.sqrt(d)
+    mu = rng.normal(size=d)
+    mu *= 0.9 * radius / np.linalg.norm(mu)
+    x = rng.normal(size=(n, d)) + mu
+    return x, (-radius - 10, radius + 10)
+
+
+def _error(x, bounds, method, seed, **options):
+    result = dpmean.mean(x, epsilon=1.0, delta=1e-9, method=method, bounds=bounds,
+                         random_state=seed, **options)
+    return float(np.linalg.norm(result.mean - x.mean(axis=0))), result
+
+
+def test_local_iome_beats_grs_knownvar(figure10):
+    x, bounds = figure10
+    for seed in range(3):
+        iome, result = _error(x, bounds, "iome-local", seed)
+        grs, baseline = _error(x, bounds, "grs-knownvar", seed)
+        # IOME's local noise has l2 norm about 2 C sqrt(d) / sqrt(2 rho_noise n) ~ 0.17 C with
+        # rho = 0.015 (eps = 1 at delta = 1e-9), rho_noise = 3 rho / 8; C is a few units.
+        assert iome < 3.0
+        assert iome < grs
+        assert result.notion == "local-zCDP" and result.diagnostics["model"] == "local"
+        assert math.isclose(result.rho_spent, approx_dp_to_zcdp(1.0, 1e-9), rel_tol=1e-9)
+        assert baseline.notion == "local-approx-DP" and baseline.rho_spent == 1.0
+
+
+def test_shuffle_error_is_within_a_log_factor_of_the_central_model(figure10):
+    x, bounds = figure10
+    n, d, delta = x.shape[0], x.shape[1], 1e-9
+    for seed in range(2):
+        shuffled, result = _error(x, bounds, "iome-shuffle", seed)
+        central, _ = _error(x, bounds, "iome", seed)
+        # Lemma 5.4 against the central clipped mean: the shuffle noise is larger by the
+        # coordinate clip's sqrt(log(nd)) and advanced composition's sqrt(log(d/delta)).
+        assert shuffled <= math.sqrt(math.log(n * d) * math.log(d / delta)) * central
+        assert result.notion == "shuffle-approx-DP" and result.diagnostics["model"] == "shuffle"
+        assert result.rho_spent <= 1.0 * (1 + 1e-12) and result.delta == delta
+
+
+def test_grs_unkvar_runs_and_rho_converts_at_default_delta(figure10):
+    x, bounds = figure10
+    result = dpmean.mean(x[:20_000], rho=0.5, method="grs-unkvar", bounds=bounds,
+                         random_state=0)
+    assert result.delta == 1e-9
+    assert math.isclose(result.epsilon, zcdp_to_approx_dp(0.5, 1e-9))
+    assert result.mean.shape == (8,) and np.all(np.isfinite(result.mean))
+
+
+def test_protocols_reject_bad_options_and_sparse_input():
+    x = np.zeros((100, 2))
+    with pytest.raises(InvalidParameterError):
+        dpmean.mean(x, rho=1.0, method="iome-local", bounds=(0, 1), centre_rule="mode")
+    with pytest.raises(InvalidParameterError):
+        dpmean.mean(x, rho=1.0, epsilon=1.0, method="iome-shuffle", bounds=(0, 1))
+    with pytest.raises(InvalidParameterError):
+        dpmean.mean(x, epsilon=1.0, method="grs-knownvar", bounds=(0, 1))
+    with pytest.raises(InvalidDataError, match="at least 4 users"):
+        dpmean.mean(x[:3], epsilon=1.0, delta=1e-6, method="iome-shuffle", bounds=(0, 1))
+    with pytest.raises(InvalidDataError, match="sparse"):
+        dpmean.mean(scipy.sparse.csr_matrix(x), rho=1.0, method="iome-local", bounds=(0, 1))

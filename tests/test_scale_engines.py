@@ -1,0 +1,237 @@
+"""The chunked, Dask and rotated-sparse engines question by question, their file readers, memory
+bound and errors, and the CLI's engine selection."""
+
+import json
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+from dpmean.cli import main
+from dpmean.engines import (
+    ChunkedEngine,
+    InMemoryEngine,
+    SparseEngine,
+    make_engine,
+    open_source,
+)
+from dpmean.engines import chunked as chunked_module
+from dpmean.engines import sparse as sparse_module
+from dpmean.errors import InvalidDataError, InvalidParameterError
+from dpmean.io import load_data
+from dpmean.transforms import Quantizer, RandomRotation, View
+
+# Engines differ only in the order of float sums (see test_engines_equal.py): n * u * B with
+# n = 1000 rows, B <= 1e3 (outer sums of rows of norm <= 30) gives ~1e-10; counts are exact.
+RTOL = 1e-9
+
+
+def _views(rng, d):
+    rotation = RandomRotation.draw(d, rng)
+    return [
+        View(),
+        View(rotation=rotation, shift=rng.normal(size=rotation.padded_dim)),
+        View(shift=rng.normal(size=d), scale=rng.uniform(0.5, 2.0, size=d)),
+        View(preclip=5.0, quantizer=Quantizer(0.25), rotation=rotation),
+        View(shift=rng.normal(size=d), linear=rng.normal(size=(d, d)) + 3.0 * np.eye(d)),
+    ]
+
+
+def _same_answers(engine, reference, rng):
+    for view in _views(rng, reference.d):
+        k = view.output_dim(reference.d)
+        t = rng.normal(size=k)
+        np.testing.assert_array_equal(engine.coordinate_counts(view, t),
+                                      reference.coordinate_counts(view, t))
+        np.testing.assert_allclose(engine.row_norms(view), reference.row_norms(view), rtol=RTOL)
+        for radius in (2.0, np.inf):
+            np.testing.assert_allclose(engine.clipped_sum(view, radius),
+                                       reference.clipped_sum(view, radius), rtol=RTOL, atol=1e-9)
+        np.testing.assert_allclose(engine.clipped_outer_sum(view, 3.0),
+                                   reference.clipped_outer_sum(view, 3.0), rtol=RTOL, atol=1e-9)
+        np.testing.assert_allclose(engine.sorted_columns(view), reference.sorted_columns(view),
+                                   rtol=RTOL, atol=1e-12)
+        order = rng.permutation(reference.n)[:-3]
+        np.testing.assert_allclose(engine.pair_differences(view, order),
+                                   reference.pair_differences(view, order), rtol=RTOL,
+                                   atol=1e-12)
+        np.testing.assert_allclose(np.concatenate(list(engine.user_rows(view))),
+                                   np.concatenate(list(reference.user_rows(view))), rtol=RTOL,
+                                   atol=1e-12)
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(5)
+    return rng.normal(1.0, 3.0, size=(1000, 6)), np.full(6, -4.0), np.full(6, 7.0), rng
+
+
+def test_chunked_answers_equal_memory(data):
+    x, lo, hi, rng = data
+    _same_answers(ChunkedEngine(x, lo, hi, chunk_rows=77), InMemoryEngine(x, lo, hi), rng)
+
+
+def test_dask_answers_equal_memory(data, dask_client):
+    da = pytest.importorskip("dask.array")
+    x, lo, hi, rng = data
+    engine = make_engine(da.from_array(x, chunks=(130, 6)), lo, hi)
+    assert type(engine).__name__ == "DaskEngine"
+    _same_answers(engine, InMemoryEngine(x, lo, hi), rng)
+
+
+def test_dask_reports_bad_values(data, dask_client):
+    da = pytest.importorskip("dask.array")
+    x, lo, hi, _ = data
+    x = x.copy()
+    x[917, 2] = np.nan
+    engine = make_engine(da.from_array(x, chunks=(100, 6)), lo, hi)
+    with pytest.raises(InvalidDataError, match="NaN"):
+        engine.clipped_sum(View(), np.inf)
+
+
+def test_chunked_reads_every_format_like_load_data(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rng = np.random.default_rng(2)
+    x = np.round(rng.normal(size=(53, 3)), 3)
+    (tmp_path / "h.csv").write_text("a,b,c\n" + "\n".join(",".join(map(str, r)) for r in x))
+    (tmp_path / "n.csv").write_text("\n".join(",".join(map(str, r)) for r in x) + "\n")
+    pq.write_table(pa.table({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2]}), tmp_path / "t.parquet",
+                   row_group_size=10)
+    (tmp_path / "b.dat").write_text("1 3\n\n0 4 4\n2\n")
+    np.save(tmp_path / "v.npy", x[:, 0])
+    for name in ("h.csv", "n.csv", "t.parquet", "b.dat", "v.npy"):
+        source = open_source(tmp_path / name)
+        expected = load_data(tmp_path / name)
+        expected = expected.toarray() if scipy.sparse.issparse(expected) else expected
+        expected = expected.reshape(len(expected), -1)
+        assert source.shape == expected.shape, name
+        # Chunks of 4 rows: many chunks, a short last one.
+        np.testing.assert_array_equal(np.concatenate(list(source.chunks(4))), expected)
+
+
+def test_chunked_memory_is_bounded_by_the_chunk(tmp_path, monkeypatch):
+    # 40,000 x 32 float64 = 10 MiB on disk, memory-mapped; chunks of 64 KiB (128 rows at the
+    # padded width 64). A question's working set is a few chunks (the chunk, its clamped copy,
+    # the rotated copy and temporaries) plus n-long answers (row norms: 0.3 MiB): well under
+    # 2 MiB, while reading the file whole would take 10 MiB.
+    monkeypatch.setattr(chunked_module, "CHUNK_BYTES", 1 << 16)
+    x = np.random.default_rng(0).normal(size=(40_000, 32))
+    np.save(tmp_path / "big.npy", x)
+    engine = ChunkedEngine(open_source(tmp_path / "big.npy"), np.full(32, -3.0), np.full(32, 3.0))
+    view = View(rotation=RandomRotation.draw(32, np.random.default_rng(1)))
+    tracemalloc.start()
+    engine.clipped_sum(view, 4.0)
+    engine.coordinate_counts(view, np.zeros(32))
+    engine.row_norms(view)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2 * 2**20
+
+
+def test_chunked_reports_bad_rows(tmp_path):
+    (tmp_path / "bad.csv").write_text("1,2\n3,nan\n")
+    engine = ChunkedEngine(open_source(tmp_path / "bad.csv"), np.zeros(2), np.ones(2))
+    with pytest.raises(InvalidDataError, match="NaN"):
+        engine.clipped_sum(View(), np.inf)
+    (tmp_path / "ragged.csv").write_text("1,2\n3\n")
+    with pytest.raises(InvalidDataError, match="ragged|parse|values"):
+        ChunkedEngine(open_source(tmp_path / "ragged.csv"), np.zeros(2), np.ones(2)).row_norms(
+            View())
+    (tmp_path / "x.npz").write_bytes(b"x")
+    with pytest.raises(InvalidDataError, match="chunked engine reads"):
+        open_source(tmp_path / "x.npz")
+
+
+def _baskets(n, d, rng):
+    x = scipy.sparse.random(n - 5, d, density=0.05, random_state=rng, format="csr")
+    x.data[:] = 1.0
+    # A few long baskets, whose l1 bound does not decide their rotated coordinates.
+    return scipy.sparse.vstack([scipy.sparse.csr_matrix(np.ones((5, d))), x], format="csr")
+
+
+@pytest.mark.parametrize("block_rows", [1, 7, 10_000])
+def test_sparse_rotated_answers_equal_memory(block_rows, monkeypatch):
+    rng = np.random.default_rng(9)
+    x = _baskets(600, 45, rng)
+    monkeypatch.setattr(sparse_module, "_BLOCK_BYTES", 8 * 64 * block_rows)
+    lo, hi = np.zeros(45), np.ones(45)
+    engine, reference = SparseEngine(x, lo, hi), InMemoryEngine(x.toarray(), lo, hi)
+    rotation = RandomRotation.draw(45, rng)
+    for shift in (None, rng.normal(scale=0.1, size=64)):
+        view = View(rotation=rotation).with_shift(shift)
+        # Thresholds at all scales: far out (every row decided by its l1 bound), near 0 (most
+        # rows rotated), and exactly at a rotated value of a one-item basket (1/8).
+        for t in (np.full(64, 3.0), rng.normal(scale=0.05, size=64), np.full(64, 0.125),
+                  np.linspace(-2.0, 2.0, 64)):
+            np.testing.assert_array_equal(engine.coordinate_counts(view, t),
+                                          reference.coordinate_counts(view, t))
+        np.testing.assert_allclose(engine.row_norms(view), reference.row_norms(view), rtol=RTOL)
+        np.testing.assert_allclose(engine.clipped_sum(view, 1.5),
+                                   reference.clipped_sum(view, 1.5), rtol=RTOL, atol=1e-9)
+
+
+def test_sparse_rotation_never_rotates_decided_rows(monkeypatch):
+    # With thresholds beyond every row's l1 bound, no row is rotated at all.
+    x = _baskets(300, 45, np.random.default_rng(1))
+    engine = SparseEngine(x, np.zeros(45), np.ones(45))
+    rotation = RandomRotation.draw(45, np.random.default_rng(2))
+    monkeypatch.setattr(RandomRotation, "apply", lambda *_: pytest.fail("rotated a row"))
+    counts = engine.coordinate_counts(View(rotation=rotation), np.full(64, 45.0 / 8 + 0.1))
+    np.testing.assert_array_equal(counts, np.full(64, 300))
+
+
+def test_sparse_refuses_views_without_sparse_form():
+    x = _baskets(50, 10, np.random.default_rng(1))
+    engine = SparseEngine(x, np.zeros(10), np.ones(10))
+    rng = np.random.default_rng(0)
+    for view in (View(rotation=RandomRotation.draw(10, rng, normalized=False)),
+                 View(rotation=RandomRotation.draw(10, rng), scale=np.ones(16)),
+                 View(quantizer=Quantizer(0.5))):
+        with pytest.raises(InvalidParameterError, match="sparse engine"):
+            engine.row_norms(view)
+
+
+def test_make_engine_by_type_and_by_name(data):
+    x, lo, hi, _ = data
+    assert isinstance(make_engine(x, lo, hi), InMemoryEngine)
+    assert isinstance(make_engine(x, lo, hi, "chunked"), ChunkedEngine)
+    sparse = scipy.sparse.csr_matrix(np.abs(x))
+    assert isinstance(make_engine(sparse, np.zeros(6), hi), SparseEngine)
+    with pytest.raises(InvalidParameterError, match="engine must be one of"):
+        make_engine(x, lo, hi, "gpu")
+    with pytest.raises(InvalidParameterError, match="needs scipy.sparse"):
+        make_engine(x, lo, hi, "sparse")
+    with pytest.raises(InvalidParameterError, match="needs dense input"):
+        make_engine(sparse, np.zeros(6), hi, "chunked")
+
+
+def _cli(tmp_path, *flags):
+    out = tmp_path / f"r{len(list(tmp_path.iterdir()))}.json"
+    code = main(["estimate", str(tmp_path / "x.npy"), "--rho", "1", "--bounds", "-10", "10",
+                 "--seed", "3", "--method", "cm", "--output", str(out), *flags])
+    return code, (json.loads(out.read_text())["mean"] if code == 0 else None)
+
+
+def test_cli_engines_agree(tmp_path, monkeypatch, capsys, dask_client):
+    pytest.importorskip("dask.array")
+    np.save(tmp_path / "x.npy", np.random.default_rng(4).normal(2.0, 1.0, size=(2000, 5)))
+    _, expected = _cli(tmp_path)
+    for flags in (["--engine", "chunked"], ["--engine", "memory"], ["--engine", "dask"],
+                  ["--scheduler", dask_client.scheduler.address]):
+        code, got = _cli(tmp_path, *flags)
+        assert code == 0, flags
+        np.testing.assert_allclose(got, expected, atol=1e-9)
+    # Above the size threshold the chunked engine is chosen without asking.
+    import dpmean.cli as cli
+
+    chosen = []
+    monkeypatch.setattr(cli, "CHUNKED_ABOVE_BYTES", 1000)
+    monkeypatch.setattr(cli, "open_source", lambda p: chosen.append(p) or open_source(p))
+    code, got = _cli(tmp_path)
+    assert code == 0 and chosen
+    np.testing.assert_allclose(got, expected, atol=1e-9)
+    capsys.readouterr()
+    assert _cli(tmp_path, "--engine", "chunked", "--scheduler", "tcp://x:1")[0] == 2
+    assert "--scheduler runs on the dask engine" in capsys.readouterr().err
