@@ -286,3 +286,11 @@ def test_secure_noise_is_refused_where_not_supported():
 
     with pytest.raises(InvalidParameterError, match="no secure-noise mode"):
         Plain(1.0, bounds=(0, 1), secure_noise=True)
+
+
+def test_a_quantization_grid_too_fine_for_int64_is_a_clear_error():
+    # Found by the experiments: with a tiny sigma_min the integer squared norms exceed int64.
+    x = gaussian_data(0.0, 0, n=4000, d=256)
+    with pytest.raises(InvalidParameterError, match="too fine"):
+        dpmean.mean(x, rho=0.5, method="iome-gaussian", mean_radius=50 * 16.0,
+                    sigma_min=1e-4, sigma_max=2.0, random_state=0)

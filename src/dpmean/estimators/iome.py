@@ -153,7 +153,13 @@ class ShiftedClippedMean(ClippedMean):
         geometry = self._geometry(n, lo, hi)
         if geometry.quantizer is None:
             return self.threshold_steps
-        # Algorithm 1 over the integer squared norms [0, norm_bound_public^2].
+        # Algorithm 1 over the integer squared norms [0, norm_bound_public^2], in int64.
+        if geometry.squared_norm_top >= 2.0**62:
+            raise InvalidParameterError(
+                f"{self.method}: the quantization grid is too fine for an exact integer search "
+                f"(squared norms up to {geometry.squared_norm_top:.3g} exceed int64); use a "
+                f"larger bucket (or sigma_min), or the real-valued path"
+            )
         return integer_search_steps(np.zeros(1), np.array([geometry.squared_norm_top]))
 
     def release(
