@@ -56,10 +56,21 @@ class _IOMEProtocol:
     messages are shuffled, the threshold's target quantile and the mean round."""
 
     shuffled: bool
+    # Per model: the local protocol gives its weakest round, the centre, more budget and a
+    # shallower tree (measured in benchmarks/bench_protocols.py).
+    default_centre_share: float
+    default_centre_height: int
 
-    def _setup(self, *, centre_share: float, threshold_share: float, branching: int,
-               centre_height: int, threshold_height: int, norm_span: float, beta: float,
-               min_quantile: float, centre_rule: str) -> None:
+    def __init__(self, rho: float | None = None, *, centre_share: float | None = None,
+                 threshold_share: float = 0.25, branching: int = 4,
+                 centre_height: int | None = None, threshold_height: int = 3,
+                 norm_span: float = 16.0, beta: float = 0.05, min_quantile: float = 0.5,
+                 centre_rule: str = "heaviest", **common: Any) -> None:
+        super().__init__(rho, **common)
+        if centre_share is None:
+            centre_share = self.default_centre_share
+        if centre_height is None:
+            centre_height = self.default_centre_height
         if centre_rule not in ("heaviest", "median"):
             raise InvalidParameterError(
                 f"centre_rule must be 'heaviest' or 'median', got {centre_rule!r}")
@@ -182,31 +193,21 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
     notion = "local-zCDP"
     shuffled = False
 
-    def __init__(self, rho: float | None = None, *, centre_share: float = 0.5,
-                 threshold_share: float = 0.25, branching: int = 4, centre_height: int = 4,
-                 threshold_height: int = 3, norm_span: float = 16.0, beta: float = 0.05,
-                 min_quantile: float = 0.5, centre_rule: str = "heaviest", **common: Any
-                 ) -> None:
-        super().__init__(rho, **common)
-        self._setup(centre_share=centre_share, threshold_share=threshold_share,
-                    branching=branching, centre_height=centre_height,
-                    threshold_height=threshold_height, norm_span=norm_span, beta=beta,
-                    min_quantile=min_quantile, centre_rule=centre_rule)
-        self._budget: dict[str, float] = {}
+    default_centre_share = 0.5
+    default_centre_height = 4
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        self._budget = self._split(self.rho)
-        return self._budget
+        return self._split(self.rho)
 
     def _round_epsilon(self, stage: str, engine: Engine) -> float:
-        return hadamard_epsilon_for_zcdp(self._budget[stage])
+        return hadamard_epsilon_for_zcdp(self._split(self.rho)[stage])
 
     def _clipped_rows(self, engine: Engine) -> float:
-        return math.sqrt(2.0 * engine.d * engine.n / self._budget["noise"])
+        return math.sqrt(2.0 * engine.d * engine.n / self._split(self.rho)["noise"])
 
     def _noisy_mean(self, engine: Engine, view: View, radius: float, rng: np.random.Generator
                     ) -> tuple[np.ndarray, dict[str, Any]]:
-        rho = self._budget["noise"]
+        rho = self._split(self.rho)["noise"]
         total = np.zeros(view.rotation.padded_dim)
         for block in engine.user_rows(view):
             total += local_gaussian(clip_rows(block, radius), 2.0 * radius, rho, rng).sum(axis=0)
@@ -235,29 +236,20 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
     notion = "shuffle-approx-DP"
     shuffled = True
 
-    def __init__(self, rho: float | None = None, *, centre_share: float = 0.25,
-                 threshold_share: float = 0.25, branching: int = 4, centre_height: int = 6,
-                 threshold_height: int = 3, norm_span: float = 16.0, beta: float = 0.05,
-                 min_quantile: float = 0.5, centre_rule: str = "heaviest", **common: Any
-                 ) -> None:
-        super().__init__(rho, **common)
-        self._setup(centre_share=centre_share, threshold_share=threshold_share,
-                    branching=branching, centre_height=centre_height,
-                    threshold_height=threshold_height, norm_span=norm_span, beta=beta,
-                    min_quantile=min_quantile, centre_rule=centre_rule)
-        self._deltas: dict[str, float] = {}
+    default_centre_share = 0.25
+    default_centre_height = 6
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        self._deltas = self._split(self.delta)
         return self._split(self.epsilon)
 
     def _round_epsilon(self, stage: str, engine: Engine) -> float:
         share = self._split(self.epsilon)[stage]
-        return local_epsilon_for_shuffle(share, self._deltas[stage], engine.n)
+        return local_epsilon_for_shuffle(share, self._split(self.delta)[stage], engine.n)
 
     def _coordinate_budget(self, engine: Engine) -> tuple[float, float, int]:
         k = next_power_of_two(engine.d)
-        eps, delta = split_budget(self._split(self.epsilon)["noise"], self._deltas["noise"], k)
+        eps, delta = split_budget(self._split(self.epsilon)["noise"],
+                                  self._split(self.delta)["noise"], k)
         return eps, delta, k
 
     def _coordinate_clip(self, engine: Engine, k: int) -> float:
