@@ -218,6 +218,7 @@ def _binary(s: Setting, rng: np.random.Generator) -> Dataset:
 
 
 BINARY_METHODS = (Method("PLAN", "plan", {"p": 1.0, "bounds": (0.0, 1.0)}),
+                  Method("PLAN-noscale", "plan-noscale", {"bounds": (0.0, 1.0)}),
                   Method("IOME", "iome", {"bounds": (0.0, 1.0)}), NON_PRIVATE)
 BINARY_SPEC = Spec(
     name="plan-binary", title="PLAN Fig. 5a: skewed binary, n = 4096, rho = 1/2, TVD vs d",
@@ -241,7 +242,8 @@ def _basket_spec(key: str) -> Spec:
         claim="on real baskets PLAN's TVD is several times below IOME's (POS, Kosarak)",
         x="rho", settings=tuple({"rho": r} for r in (0.0625, *RHOS)), trials=50,
         metric="tvd", aggregation="mean", data=data,
-        methods=(Method("PLAN", "plan", {"p": 1.0, "bounds": (0.0, 1.0)}), NON_PRIVATE),
+        methods=(Method("PLAN", "plan", {"p": 1.0, "bounds": (0.0, 1.0)}),
+                 Method("PLAN-noscale", "plan-noscale", {"bounds": (0.0, 1.0)}), NON_PRIVATE),
         note=f"bundled {BASKETS[key]} stands in for the paper's "
              f"{'POS' if key == 'retail' else 'full Kosarak'}; IOME needs dense input (omitted)",
         quick={"settings": tuple({"rho": r, "rows": 5000} for r in (0.125, 1.0))})
