@@ -26,9 +26,7 @@ import scipy.sparse
 from measure import best_time, peak_memory
 
 import dpmean
-from dpmean.accounting import PrivacyLedger
-from dpmean.engines import InMemoryEngine
-from dpmean.estimators.variance import pair_std
+from dpmean.experiments import plan_variance
 from dpmean.io import load_data
 
 RETAIL = Path(__file__).resolve().parents[1] / "data" / "retail.dat"
@@ -79,29 +77,15 @@ def gaussian_accuracy(seeds: int) -> None:
             print(f"  {label:16} {method:15} {true_err:9.4f} {emp_err:9.4f}")
 
 
-# Table 2 of the paper (mean relative error), keyed by (rho, sigma): (k = 1, k = 4).
-TABLE2 = {(0.001, 0.001): (0.027, 0.017), (0.001, 1.0): (0.025, 0.012),
-          (0.01, 0.001): (0.011, 0.007), (0.01, 1.0): (0.020, 0.006)}
-
-
 def variance_accuracy(trials: int = 100) -> None:
-    """Appendix D.2: n = 10,000, mean 10, box mean +- 5 sigma, rho/16 for the estimate (half of
-    rho/8, as the authors' notebook); one column per trial."""
+    """Appendix D.2 (settings in dpmean.experiments.plan_variance, shared with the plan-table2
+    spec): one column per trial."""
     print(f"pair_std mean relative error over {trials} trials (paper's Table 2 in brackets; "
           f"pairings = 2k is the notebook's 'fill', charged at its true sensitivity 2k)")
-    for (rho, sigma), paper in TABLE2.items():
-        rng = np.random.default_rng(42)
-        x = rng.normal(10.0, sigma, size=(10_000, trials))
-        engine = InMemoryEngine(x, np.full(trials, 10 - 5 * sigma),
-                                np.full(trials, 10 + 5 * sigma))
-        cells = []
-        for k, pairings, reported in ((1, 1, paper[0]), (4, 1, paper[1]), (1, 2, paper[0]),
-                                      (4, 8, paper[1])):
-            budget = rho / 16 * trials
-            est = pair_std(engine, rho=budget, ledger=PrivacyLedger(budget), rng=rng,
-                           group_size=k, pairings=pairings)
-            error = np.mean(np.abs(est - sigma) / sigma)
-            cells.append(f"k={k} pairings={pairings}: {error:.3f} [{reported}]")
+    for (rho, sigma), paper in plan_variance.TABLE2.items():
+        errors = plan_variance.relative_errors(rho, sigma, trials, np.random.default_rng(42))
+        cells = [f"{plan_variance.cell_label(k, pairings)}: {np.mean(errors[k, pairings]):.3f} "
+                 f"[{paper[0] if k == 1 else paper[1]}]" for k, pairings in errors]
         print(f"  rho={rho:<6} sigma={sigma:<6} " + "  ".join(cells))
 
 

@@ -294,3 +294,40 @@ def test_a_quantization_grid_too_fine_for_int64_is_a_clear_error():
     with pytest.raises(InvalidParameterError, match="too fine"):
         dpmean.mean(x, rho=0.5, method="iome-gaussian", mean_radius=50 * 16.0,
                     sigma_min=1e-4, sigma_max=2.0, random_state=0)
+
+
+def test_gaussian_wrapper_runs_at_iome_experiment_scale_d512():
+    # IOME Fig. 1's largest setting: d = 512, n = 4000, R = 50 sqrt(d), sigma in [0.1, R/sqrt d].
+    # The integer search fits int64 because the centre is projected onto the preclip ball.
+    d, n, rho = 512, 4000, 0.5
+    radius = 50 * np.sqrt(d)
+    rng = np.random.default_rng(7)
+    mu = rng.normal(size=d)
+    mu *= 0.5 * radius / np.linalg.norm(mu)
+    x = mu + rng.normal(size=(n, d))
+    estimator = dpmean.GaussianIOME(rho, mean_radius=radius, sigma_min=0.1,
+                                    sigma_max=radius / np.sqrt(d), random_state=3)
+    result = estimator.estimate(x)
+    assert result.diagnostics["quantized"] is True
+    assert sum(result.ledger.values()) == pytest.approx(rho)
+    # No row reaches the preclip radius R' (||x|| <= ||mu|| + ||z|| ~ R/2 + 26 << R'), so the
+    # error against the empirical mean is exactly three terms, each bounded:
+    assert np.linalg.norm(x, axis=1).max() < estimator.preclip(n, d)
+    # (1) rounding: bucket alpha / sqrt(d), alpha = sigma_min sqrt(d / n), moves each row (and
+    #     so the mean) by at most alpha / 2;
+    alpha = 0.1 * np.sqrt(d / n)
+    # (2) clipping bias: a row at shifted norm r > C moves by r - C; its shifted norm is within
+    #     alpha / 2 of ||x_i - centre||. The radius C is released in grid units of the integer
+    #     rotation, which scales norms by sqrt(d_pad) / bucket.
+    grid_units = np.sqrt(d) / (alpha / np.sqrt(d))
+    clip = result.diagnostics["threshold"] / grid_units
+    shifted = np.linalg.norm(x - result.diagnostics["centre"], axis=1) + alpha / 2
+    bias = np.maximum(shifted - clip, 0.0).sum() / n
+    # (3) isotropic Gaussian noise: ||N(0, s^2 I_d)|| <= s (sqrt(d) + 4) except with
+    #     probability e^{-8} (Gaussian concentration of the norm, a 1-Lipschitz function).
+    noise = result.diagnostics["noise_std"] * (np.sqrt(d) + 4)
+    error = np.linalg.norm(result.mean - x.mean(axis=0))
+    assert error <= alpha / 2 + bias + noise
+    # ... and the private error stays of the order of the sampling error sqrt(d/n) = 0.36
+    # (noise std = 2 C / (n sqrt(2 rho_noise)) with C ~ sqrt(d) + 1.3: about 0.016 sqrt(d)).
+    assert error < 1.5 * np.sqrt(d / n)

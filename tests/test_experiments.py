@@ -12,8 +12,15 @@ import pytest
 from scipy import stats
 
 from dpmean.cli import main
-from dpmean.experiments import SPECS
-from dpmean.experiments.data import index_rows, sigma_kappa, skewed_binary, zipf_variances
+from dpmean.experiments import SPECS, local
+from dpmean.experiments.data import (
+    constant_correlation,
+    index_rows,
+    random_correlations,
+    sigma_kappa,
+    skewed_binary,
+    zipf_variances,
+)
 from dpmean.experiments.report import trimmed_mean
 from dpmean.experiments.runner import reproduce, run
 
@@ -119,3 +126,28 @@ def test_cli_quick_run(capsys, tmp_path):
     assert out.startswith("NON-PRIVATE") and "bs-fig1-quick.png" in out
     assert math.isfinite(float(next(csv.DictReader((tmp_path / "bs-fig1-quick.csv").open()))
                                ["value"]))
+
+
+def test_correlated_generators():
+    # PLAN Appendix E. Standard errors for n = 20000: a sample variance of a unit-variance
+    # Gaussian has sd sqrt(2/n) = 0.01, a sample correlation about (1 - c^2)/sqrt(n) < 0.007;
+    # we allow 5 of them.
+    rng = np.random.default_rng(5)
+    n = 20_000
+    a = random_correlations(n, 6, np.zeros(6), rng)
+    np.testing.assert_allclose(a.x.var(axis=0), 1.0, atol=0.05)
+    assert np.abs(np.corrcoef(a.x.T)[np.triu_indices(6, 1)]).max() > 0.05  # correlated
+    variances = zipf_variances(4, 2.0)
+    c = constant_correlation(n, np.full(4, 10.0), variances, 0.5, rng)
+    np.testing.assert_allclose(c.x.var(axis=0) / variances, 1.0, atol=0.05)
+    np.testing.assert_allclose(np.corrcoef(c.x.T)[np.triu_indices(4, 1)], 0.5, atol=0.035)
+    assert c.truth == pytest.approx(np.full(4, 10.0))
+
+
+def test_local_figures_share_the_benchmark_settings():
+    # Figs. 10-12 and benchmarks/bench_protocols.py read the same module
+    assert [s["d"] for s in local.settings(10)] == [s["d"] for s in SPECS["iome-fig10"].settings]
+    setting = local.settings(12, n=50)[0]
+    data = local.data(setting, np.random.default_rng(0))
+    assert np.linalg.norm(data.truth) == pytest.approx(0.9 * local.radius(setting))
+    assert local.box(setting)[1] == pytest.approx(local.radius(setting) + 10)

@@ -174,23 +174,14 @@ class ShiftedClippedMean(ClippedMean):
         base = View(preclip=self.preclip(n, geometry.d), quantizer=quantizer, rotation=rotation)
 
         mid_rotated = rotation.apply(geometry.mid)
-        half_width = geometry.half_width
-        if quantizer is None:
-            half_width = min(half_width, geometry.box_radius * np.sqrt(
-                2.0 * np.log(4.0 * geometry.d_pad * n / self.beta) / geometry.d_pad))
-            centre_lo, centre_hi = mid_rotated - half_width, mid_rotated + half_width
-        else:
-            centre_lo = np.floor(mid_rotated - half_width)
-            centre_hi = np.ceil(mid_rotated + half_width)
+        centre_lo, centre_hi = geometry.centre_domain(mid_rotated, n, self.beta)
         centre = private_centre(
             engine, base, centre_lo, centre_hi, steps=None if quantizer else self.median_steps,
             rho=budget["centre"], ledger=ledger, rng=rng, secure=self.secure_noise)
+        centre = geometry.settle_centre(centre)
 
         view = base.with_shift(centre)
-        # Shifted rows lie within box_radius of R(mid), which is a known distance from the
-        # private centre; the integer path searches the public worst case so its rank is public.
-        norm_bound = (geometry.norm_bound_public if quantizer else
-                      geometry.box_radius + float(np.linalg.norm(mid_rotated - centre)))
+        norm_bound = geometry.shifted_norm_bound(mid_rotated, centre)
         radius = private_radius(
             engine, view, rank, norm_bound, steps=None if quantizer else self.threshold_steps,
             rho=budget["threshold"], ledger=ledger, rng=rng, secure=self.secure_noise)
@@ -232,7 +223,75 @@ class _Geometry:
         self.half_width = scale * float(np.sum(hi - lo)) / 2.0
         # Any centre inside the median domains is within half_width * sqrt(d_pad) of R(mid).
         self.norm_bound_public = self.box_radius + self.half_width * np.sqrt(self.d_pad) + 1.0
-        self.squared_norm_top = float(np.ceil(self.norm_bound_public**2))
+
+    @property
+    def squared_norm_top(self) -> float:
+        """The top of the integer radius search: the public bound on squared shifted norms."""
+        return float(np.ceil(self.norm_bound_public**2))
+
+    def centre_domain(self, mid_rotated: np.ndarray, n: int,
+                      beta: float) -> tuple[np.ndarray, np.ndarray]:
+        """Public search domains of the coordinate medians (integer on the quantized path)."""
+        if self.quantizer is not None:
+            return (np.floor(mid_rotated - self.half_width),
+                    np.ceil(mid_rotated + self.half_width))
+        half_width = min(self.half_width, self.box_radius * np.sqrt(
+            2.0 * np.log(4.0 * self.d_pad * n / beta) / self.d_pad))
+        return mid_rotated - half_width, mid_rotated + half_width
+
+    def settle_centre(self, centre: np.ndarray) -> np.ndarray:
+        """Post-processing of the private centre before the data is shifted to it."""
+        return centre
+
+    def shifted_norm_bound(self, mid_rotated: np.ndarray, centre: np.ndarray) -> float:
+        """A bound on the shifted row norms. Shifted rows lie within box_radius of R(mid), a
+        known distance from the private centre; the integer path searches the public worst
+        case so its rank (which depends on the number of steps) is public."""
+        if self.quantizer is not None:
+            return self.norm_bound_public
+        return self.box_radius + float(np.linalg.norm(mid_rotated - centre))
+
+
+class _BallGeometry(_Geometry):
+    """The box geometry for rows first clipped to the l2 ball of radius ``ball`` about the
+    origin (the Gaussian wrapper's preclip): after rounding and rotation every row lies within
+    ``ball_radius`` of the origin, so the coordinate medians are searched on
+    [-ball_radius, ball_radius] and the private centre is projected onto that ball. Projection
+    onto a convex set that holds every row moves the centre closer to each of them (pure
+    post-processing, no privacy cost), and bounds the shifted norms by 2 ball_radius instead of
+    the box corners' about sqrt(d) box_radius: at IOME's settings (R = 50 sqrt(d), d = 512) the
+    integer squared norms then fit int64 with room to spare.
+    """
+
+    def __init__(self, quantizer: Quantizer | None, lo: np.ndarray, hi: np.ndarray,
+                 ball: float) -> None:
+        super().__init__(quantizer, lo, hi)
+        # Rounding to the grid moves a row by at most sqrt(d) / 2 buckets.
+        rounded = ball if quantizer is None else ball / quantizer.bucket + np.sqrt(self.d) / 2.0
+        self.ball_radius = self.gain * rounded
+        # The settled centre is within ball_radius (+ sqrt(d_pad) / 2 of integer rounding) of
+        # the origin, each row within ball_radius.
+        self.norm_bound_public = 2.0 * self.ball_radius + np.sqrt(self.d_pad) / 2.0 + 1.0
+
+    def centre_domain(self, mid_rotated: np.ndarray, n: int,
+                      beta: float) -> tuple[np.ndarray, np.ndarray]:
+        half_width = np.full(self.d_pad, self.ball_radius)
+        if self.quantizer is not None:
+            return np.floor(-half_width), np.ceil(half_width)
+        half_width *= min(1.0, np.sqrt(2.0 * np.log(4.0 * self.d_pad * n / beta) / self.d_pad))
+        return -half_width, half_width
+
+    def settle_centre(self, centre: np.ndarray) -> np.ndarray:
+        norm = float(np.linalg.norm(centre))
+        if norm > self.ball_radius:
+            centre = centre * (self.ball_radius / norm)
+        # the integer path shifts integer rows by an integer centre, keeping squared norms integer
+        return np.rint(centre) if self.quantizer is not None else centre
+
+    def shifted_norm_bound(self, mid_rotated: np.ndarray, centre: np.ndarray) -> float:
+        if self.quantizer is not None:
+            return self.norm_bound_public
+        return self.ball_radius + float(np.linalg.norm(centre))
 
 
 class GaussianIOME(ShiftedClippedMean):
@@ -242,9 +301,12 @@ class GaussianIOME(ShiftedClippedMean):
     Rows are clipped to l2 radius R' = R + sigma_max (2 sqrt(d) + sqrt(2 ln(4 n / beta))), which
     no Gaussian row exceeds with probability 1 - beta/4 (Lemma 3.5 and a union bound; the paper
     prints the last term without its sigma_max factor, which its own proof needs), then the
-    quantized IOME runs with bucket alpha / sqrt(d), alpha = sigma_min sqrt(d / n). Privacy holds
-    for any data; only the utility analysis assumes Gaussians. ``bounds``, if given, further
-    restrict the box [-R', R']^d.
+    quantized IOME runs with bucket alpha / sqrt(d), alpha = sigma_min sqrt(d / n). The integer
+    searches are bounded by that ball (``_BallGeometry``), not by the corners of the box
+    [-R', R']^d, so IOME's experiment settings (d = 512, R = 50 sqrt(d)) fit int64; this changes
+    only public search domains and a post-processing of the private centre, not the budget.
+    Privacy holds for any data; only the utility analysis assumes Gaussians. ``bounds``, if
+    given, further restrict the box [-R', R']^d.
     """
 
     method = "iome-gaussian"
@@ -275,6 +337,9 @@ class GaussianIOME(ShiftedClippedMean):
 
     def quantizer(self, n: int, lo: np.ndarray, hi: np.ndarray) -> Quantizer:
         return Quantizer.for_error(self.sigma_min * np.sqrt(lo.shape[0] / n), lo.shape[0])
+
+    def _geometry(self, n: int, lo: np.ndarray, hi: np.ndarray) -> _Geometry:
+        return _BallGeometry(self.quantizer(n, lo, hi), lo, hi, self.preclip(n, lo.shape[0]))
 
 
 __all__ = ["ClippedMean", "GaussianIOME", "ShiftedClippedMean"]

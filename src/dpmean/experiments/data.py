@@ -103,3 +103,26 @@ def basket_data(name: str, rows: int | None = None) -> Dataset:
     """The first ``rows`` baskets (all if None) judged against their own item frequencies."""
     x = baskets(name)[:rows]
     return Dataset(x, np.asarray(x.mean(axis=0)).ravel())
+
+
+def random_correlations(n: int, d: int, mean: np.ndarray, rng: np.random.Generator) -> Dataset:
+    """Our reading of PLAN's Gaussian A' (Appendix E; the formula is lost in our copy of the
+    text): unit variances with random correlations, Sigma = D^-1/2 (B B^T + I) D^-1/2 with
+    B_ij ~ U[-1, 1] and D its diagonal. Drawn as D^-1/2 (B g + z), g, z ~ N(0, I): O(n d^2)
+    without forming Sigma or its Cholesky factor."""
+    b = rng.uniform(-1.0, 1.0, (d, d))
+    scale = 1.0 / np.sqrt(1.0 + np.einsum("ij,ij->i", b, b))
+    x = (rng.standard_normal((n, d)) @ b.T + rng.standard_normal((n, d))) * scale
+    return Dataset(mean + x, mean)
+
+
+def constant_correlation(n: int, mean: np.ndarray, variances: np.ndarray, correlation: float,
+                         rng: np.random.Generator) -> Dataset:
+    """PLAN's Gaussian C' (Appendix E, the authors' code): Sigma_ij = c sigma_i sigma_j off the
+    diagonal, sigma_i^2 on it, drawn as sigma * (sqrt(1 - c) z + sqrt(c) g) with one shared
+    g ~ N(0, 1) per row."""
+    d = mean.shape[0]
+    shared = rng.standard_normal((n, 1))
+    z = rng.standard_normal((n, d))
+    x = np.sqrt(variances) * (math.sqrt(1.0 - correlation) * z + math.sqrt(correlation) * shared)
+    return Dataset(mean + x, mean)

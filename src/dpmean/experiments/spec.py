@@ -37,8 +37,16 @@ class Method:
         with warnings.catch_warnings():
             # a zero-vector fallback on too little data is a legitimate (bad) point of a curve
             warnings.simplefilter("ignore", InsufficientDataWarning)
-            return mean(data.x, rho=setting["rho"], method=self.method, random_state=rng,
+            return mean(data.x, **budget(setting), method=self.method, random_state=rng,
                         **options).mean
+
+
+def budget(setting: Setting) -> dict[str, float]:
+    """The privacy budget a setting states: rho (zCDP), or epsilon and delta (the local-model
+    figures, IOME section 6.2, which compare (epsilon, delta)-DP protocols)."""
+    if "rho" in setting:
+        return {"rho": setting["rho"]}
+    return {"epsilon": setting["epsilon"], "delta": setting["delta"]}
 
 
 def _tvd(estimate: np.ndarray, data: Dataset) -> float:
