@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from ..errors import InvalidParameterError
@@ -104,13 +105,20 @@ def run(name: str, out: Path, *, trials: int | None = None, quick: bool = False,
     return path
 
 
+def _one_blas_thread() -> None:
+    """Worker initialiser: one BLAS thread per worker process, since the workers already use
+    every core (two-thread BLAS in two workers on two cores made CoinPress's eigendecompositions
+    several times slower)."""
+    threadpool_limits(1)
+
+
 def _results(name: str, quick: bool, todo: list[tuple[int, int]],
              jobs: int) -> Iterator[list[dict[str, Any]]]:
     if jobs <= 1:
         for i, t in todo:
             yield run_task(name, quick, i, t)
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_one_blas_thread) as pool:
         futures = [pool.submit(run_task, name, quick, i, t) for i, t in todo]
         for future in as_completed(futures):
             yield future.result()
