@@ -6,12 +6,20 @@ answers them in memory, from sparse structure, in chunks or on a cluster.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..transforms import View
+
+# Bytes of the column answers an engine holds in memory at a time: one block of n x width
+# values in the column questions, and the largest answer kept in memory rather than spilled to
+# a temporary file (``scratch_array``).
+COLUMN_BLOCK_BYTES = 64 << 20
 
 
 class Engine(ABC):
@@ -59,18 +67,57 @@ class Engine(ABC):
         aggregate behind private covariance estimates."""
 
     @abstractmethod
+    def column_blocks(self, view: View, width: int) -> Iterator[tuple[slice, np.ndarray]]:
+        """Every coordinate of the view over all rows, ``width`` coordinates at a time: pairs
+        (cols, values) with ``values`` the (n, len(cols)) block v(x)[:, cols] in row order, the
+        slices consecutive from coordinate 0.
+
+        The primitive behind the column questions (order statistics, pair differences): an
+        engine holds O(n x width) of it at a time, not the whole n x k answer. As sensitive as
+        the data; estimators ask ``sorted_column_blocks`` or ``pair_difference_blocks``.
+        Each block is a fresh array (never a view of the engine's state): the caller may
+        overwrite it."""
+
+    def column_width(self, rows: int | None = None, unit: int = 1) -> int:
+        """Coordinates per block for column questions over ``rows`` values per column (default
+        n): the largest multiple of ``unit`` whose float64 block fits in COLUMN_BLOCK_BYTES, and
+        at least ``unit``. Public (a function of n only), so every engine blocks alike."""
+        rows = self.n if rows is None else rows
+        return unit * max(1, COLUMN_BLOCK_BYTES // (8 * max(rows, 1) * unit))
+
+    def sorted_column_blocks(self, view: View,
+                             width: int) -> Iterator[tuple[slice, np.ndarray]]:
+        """``column_blocks`` with each column sorted ascending: the order statistics that
+        exponential-mechanism quantiles and trimmed means read."""
+        for cols, values in self.column_blocks(view, width):
+            values.sort(axis=0)  # in place: the block is ours
+            yield cols, values
+
     def sorted_columns(self, view: View) -> np.ndarray:
-        """Every coordinate of the view over all rows, each column sorted ascending: (n, k).
+        """Every coordinate of the view over all rows, each column sorted ascending: (n, k),
+        the whole answer in memory (estimators ask ``sorted_column_blocks`` instead)."""
+        return join_columns(self.sorted_column_blocks(view, self.column_width()),
+                            np.empty((self.n, view.output_dim(self.d))))
 
-        For mechanisms that need the order statistics themselves (exponential-mechanism
-        quantiles, trimmed means); the result is as sensitive as the data."""
+    def pair_difference_blocks(
+        self, view: View, orders: Sequence[np.ndarray], width: int,
+    ) -> Iterator[tuple[slice, list[np.ndarray]]]:
+        """For each ``order`` in ``orders``, the pair differences of ``pair_differences``,
+        ``width`` coordinates at a time: pairs (cols, [differences for each order])."""
+        pairs = [_pairs(order) for order in orders]
+        for cols, values in self.column_blocks(view, width):
+            yield cols, [values[p[:, 0]] - values[p[:, 1]] for p in pairs]
 
-    @abstractmethod
     def pair_differences(self, view: View, order: np.ndarray) -> np.ndarray:
         """v(x_order[2i]) - v(x_order[2i+1]) for i < len(order) // 2: (len(order) // 2, k).
 
         ``order`` is a permutation (or any index sequence without repeats) drawn by the caller;
         each row takes part in at most one pair, so a changed row changes one difference."""
+        blocks = ((cols, diffs[0]) for cols, diffs in
+                  self.pair_difference_blocks(view, [order], self.column_width()))
+        # Column-major, so each block lands contiguously; on a temporary file when large.
+        out = scratch_array((len(order) // 2, view.output_dim(self.d)), order="F")
+        return join_columns(blocks, out)
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
         """The finished view rows v(x_i), in row order, as consecutive blocks of rows.
@@ -102,3 +149,81 @@ class Engine(ABC):
 
         width = self.hi - self.lo
         return InMemoryEngine(self.pair_differences(View(), order), -width, width)
+
+
+def _pairs(order: np.ndarray) -> np.ndarray:
+    """The pairs (order[2i], order[2i+1]) as a (len(order) // 2, 2) array."""
+    order = np.asarray(order)
+    return order[: 2 * (len(order) // 2)].reshape(-1, 2)
+
+
+def column_slices(k: int, width: int) -> list[slice]:
+    """Consecutive slices of ``width`` coordinates (the last one shorter) covering range(k)."""
+    return [slice(start, min(start + width, k)) for start in range(0, k, width)]
+
+
+def join_columns(blocks: Iterable[tuple[slice, np.ndarray]], out: np.ndarray) -> np.ndarray:
+    """``out`` filled with the columns that ``blocks`` gives."""
+    for cols, values in blocks:
+        out[:, cols] = values
+    return out
+
+
+def scratch_array(shape: tuple[int, int], *, order: str = "C") -> np.ndarray:
+    """A zero-filled float64 array for an answer too big to hold in memory: in memory up to
+    COLUMN_BLOCK_BYTES, above that backed by a temporary file (memory-mapped).
+
+    The file is anonymous (``tempfile.TemporaryFile``: on POSIX it is unlinked before any data
+    is written), so it never outlives the array, on error or crash included; the disk space
+    comes back when the array is garbage collected. It lives in the temporary directory
+    (``TMPDIR``). The pages touched count in the resident set while mapped, but they are file
+    cache, which the OS writes out and drops under memory pressure."""
+    nbytes = 8 * shape[0] * shape[1]
+    if nbytes <= COLUMN_BLOCK_BYTES:
+        return np.zeros(shape, order=order)
+    with tempfile.TemporaryFile(prefix="dpmean-") as f:
+        f.truncate(nbytes)  # a sparse file of zeros
+        # The map keeps its own reference to the file, which closing ``f`` does not end.
+        return np.memmap(f, dtype=np.float64, mode="r+", shape=shape, order=order)
+
+
+def spilled_column_blocks(
+    row_blocks: Iterable[np.ndarray], n: int, k: int, width: int,
+) -> Iterator[tuple[slice, np.ndarray]]:
+    """``column_blocks`` for engines that read rows in blocks (chunked, Dask): the finished
+    row blocks (consecutive, in row order) are written once, column by column, into a
+    column-major temporary file, so each column is contiguous, then read back ``width``
+    columns at a time. Memory: one row block plus one column block (n x width), not n x k;
+    answers of at most COLUMN_BLOCK_BYTES stay in memory.
+
+    The file is anonymous (``tempfile.TemporaryFile``, in ``TMPDIR``; on POSIX unlinked before
+    any data is written) and closed when the blocks end, fail or are abandoned, so it never
+    outlives the answer. It is read and written, not memory-mapped: its pages are the OS's
+    file cache and never count as the process's resident memory."""
+    if 8 * n * k <= COLUMN_BLOCK_BYTES:
+        values = np.concatenate(list(row_blocks))
+        for cols in column_slices(k, width):
+            yield cols, np.array(values[:, cols])
+        return
+    with tempfile.TemporaryFile(prefix="dpmean-") as file:
+        start = 0
+        for rows in row_blocks:
+            columns = np.asfortranarray(rows, dtype=np.float64)
+            for j in range(k):  # column j of the block goes to rows start.. of column j
+                os.pwrite(file.fileno(), columns[:, j], 8 * (j * n + start))
+            start += rows.shape[0]
+        for cols in column_slices(k, width):
+            block = np.empty((cols.stop - cols.start, n))  # the block's transpose, C order
+            _read_exactly(file, block, 8 * n * cols.start)
+            yield cols, block.T
+
+
+def _read_exactly(file: Any, out: np.ndarray, offset: int) -> None:
+    """Fill the C-contiguous ``out`` with the file's bytes from ``offset``."""
+    view = memoryview(out).cast("B")
+    done = 0
+    while done < len(view):
+        got = os.preadv(file.fileno(), [view[done:]], offset + done)
+        if got == 0:
+            raise OSError("a temporary file of the engine ended early")
+        done += got

@@ -1,7 +1,9 @@
 """The chunked engine: aggregate questions about data read in bounded row chunks, one pass each.
 
 For files bigger than memory (IOME and PLAN at scale, issue 8): peak memory O(chunk x d) whatever
-n is, apart from answers that are themselves n-long (row norms) or dense (sorted columns).
+n is, apart from answers that are themselves n-long (row norms) and a block of n x width values
+in the column questions (order statistics, pair differences), which go through a temporary
+column-major file (``engines.base.spilled_column_blocks``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 from ..errors import InvalidDataError
 from ..transforms import View
 from ..validation import check_data
-from .base import Engine
+from .base import Engine, spilled_column_blocks
 from .memory import InMemoryEngine
 
 # Bytes of one chunk of rows (float64, at the view's width): large enough that the per-chunk
@@ -209,31 +211,23 @@ class ChunkedEngine(Engine):
     def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
         return sum(self._each_chunk(lambda e: e.clipped_outer_sum(view, radius)))
 
-    def sorted_columns(self, view: View) -> np.ndarray:
-        # The answer is n x k; chunks come back sorted, and one more sort merges them.
-        return np.sort(np.concatenate(list(self._each_chunk(
-            lambda e: e.sorted_columns(view)))), axis=0)
+    def column_blocks(self, view: View, width: int) -> Iterator[tuple[slice, np.ndarray]]:
+        # One pass writes the finished chunks to a column-major temporary file; the column
+        # blocks are read back from it, so memory is O(chunk x k + n x width), never n x k.
+        k = view.output_dim(self.d)
+        finished = self._each_chunk(lambda e: next(e.column_blocks(view, k))[1])
+        return spilled_column_blocks(finished, self.n, k, width)
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
         for chunk in self._source.chunks(self._rows):
             yield view.apply(np.clip(check_data(chunk), self.lo, self.hi))
 
-    def pair_differences(self, view: View, order: np.ndarray) -> np.ndarray:
-        order = np.asarray(order)
-        pairs = order[: 2 * (len(order) // 2)].reshape(-1, 2)
-        # Each row is in at most one pair, so adding +row and -row into zeros gives the
-        # differences whichever member a chunk holds first.
-        out = np.zeros((len(pairs), view.output_dim(self.d)))
-        start = 0
-        for chunk in self._source.chunks(self._rows):
-            chunk = check_data(chunk)
-            stop = start + chunk.shape[0]
-            for side, sign in ((0, 1.0), (1, -1.0)):
-                here = np.flatnonzero((pairs[:, side] >= start) & (pairs[:, side] < stop))
-                rows = np.clip(chunk[pairs[here, side] - start], self.lo, self.hi)
-                out[here] += sign * view.apply(rows)
-            start = stop
-        return out
+    def paired(self, order: np.ndarray) -> Engine:
+        # The differences go to a temporary file when large (``pair_differences``), and a
+        # chunked engine reads them in chunks: memory stays O(chunk x d).
+        width = self.hi - self.lo
+        return ChunkedEngine(self.pair_differences(View(), order), -width, width,
+                             chunk_rows=self._rows)
 
 
 def _open_text(path: Path):

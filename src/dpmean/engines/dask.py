@@ -13,7 +13,7 @@ import numpy as np
 
 from ..transforms import View
 from ..validation import check_data
-from .base import Engine
+from .base import Engine, spilled_column_blocks
 from .memory import InMemoryEngine
 
 
@@ -33,9 +33,9 @@ class DaskEngine(Engine):
     Uses whatever scheduler is active: a ``dask.distributed.Client`` when one exists (e.g.
     ``Client("tcp://host:8786")``), else Dask's local threads. Row blocks keep all columns.
     Like the in-memory engine it keeps the expensive part of a view (clip, quantize, rotate) for
-    reuse, here persisted on the workers; shift, map and scale are applied per block. Answers
-    that are n-long (row norms) or dense (sorted columns, pair differences) are gathered on the
-    client.
+    reuse, here persisted on the workers; shift, map and scale are applied per block. Row norms
+    (n-long) are gathered on the client; the column questions (order statistics, pair
+    differences) stream the finished blocks to a temporary file on the client, block by block.
     """
 
     def __init__(self, x: Any, lo: np.ndarray, hi: np.ndarray) -> None:
@@ -96,20 +96,20 @@ class DaskEngine(Engine):
                                  dtype=np.float64,
                                  chunks=(blocks.chunks[0], (view.output_dim(self.d),)))
 
-    def sorted_columns(self, view: View) -> np.ndarray:
-        return np.sort(self._finished(view).compute(), axis=0)
+    def column_blocks(self, view: View, width: int) -> Iterator[tuple[slice, np.ndarray]]:
+        # Row blocks come to the client one at a time and go to a column-major temporary file
+        # (as on the chunked engine): the client holds O(block x k + n x width), never n x k.
+        return spilled_column_blocks(self._finished_blocks(view), self.n,
+                                     view.output_dim(self.d), width)
 
-    def user_rows(self, view: View) -> Iterator[np.ndarray]:
-        # Block by block: the client holds one block of rows at a time.
+    def _finished_blocks(self, view: View) -> Iterator[np.ndarray]:
+        """The finished view rows, one Dask block at a time, in row order."""
         for block in self._finished(view).to_delayed().ravel():
             yield block.compute()
 
-    def pair_differences(self, view: View, order: np.ndarray) -> np.ndarray:
-        order = np.asarray(order)
-        pairs = order[: 2 * (len(order) // 2)].reshape(-1, 2)
-        finished = self._finished(view)
-        first, second = finished[pairs[:, 0]], finished[pairs[:, 1]]
-        return (first - second).compute()
+    def user_rows(self, view: View) -> Iterator[np.ndarray]:
+        # Block by block: the client holds one block of rows at a time.
+        return self._finished_blocks(view)
 
 
 def _npy_rows(path: str, start: int, stop: int) -> np.ndarray:

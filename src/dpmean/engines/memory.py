@@ -15,7 +15,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..transforms import View, clamp, clip_weights
-from .base import Engine
+from .base import Engine, column_slices
 
 # Rows per block: a block and its temporaries stay in the per-core cache (measured fastest for
 # both the transform's small matrix products and the counting loop's comparisons).
@@ -125,10 +125,31 @@ class InMemoryEngine(Engine):
 
         return np.sum(self._each_block(width, block_outer), axis=0)
 
-    def sorted_columns(self, view: View) -> np.ndarray:
-        width, read = self._base_reader(view)
-        values = np.concatenate(self._each_block(width, lambda rows: view.finish(read(rows))))
-        return np.sort(values, axis=0)
+    def column_blocks(self, view: View, width: int) -> Iterator[tuple[slice, np.ndarray]]:
+        k = view.output_dim(self.d)
+        if view.linear is not None:
+            # A dense map mixes coordinates: finish whole rows once, then hand columns out.
+            row_width, read = self._base_reader(view)
+            finished = np.concatenate(self._each_block(row_width,
+                                                       lambda rows: view.finish(read(rows))))
+            for cols in column_slices(k, width):
+                yield cols, np.array(finished[:, cols])
+            return
+        for cols in column_slices(k, width):
+            # Shift and scale act coordinate by coordinate: finish the base's columns alone.
+            values = self._base_columns(view, cols)
+            if view.shift is not None:
+                values -= view.shift[cols]
+            if view.scale is not None:
+                values *= view.scale[cols]
+            yield cols, values
+
+    def _base_columns(self, view: View, cols: slice) -> np.ndarray:
+        """Columns ``cols`` of the view's base (clip, quantize, rotate) over all rows: a copy."""
+        if (view.preclip, view.quantizer, view.rotation) == (None, None, None):
+            return clamp(self._x[:, cols], self.lo[cols], self.hi[cols])
+        self._base_reader(view)  # fills the cache
+        return np.array(self._base[:, cols])
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
         width, read = self._base_reader(view)

@@ -7,6 +7,8 @@ shift and scale are affine, and IOME (section 3.3) through the rotation's identi
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import scipy.sparse
 
@@ -130,6 +132,16 @@ class SparseEngine(Engine):
 
     def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
         self._dense_only("clipped_outer_sum (a d x d matrix)")
+
+    def column_blocks(self, view: View, width: int) -> Iterator[tuple[slice, np.ndarray]]:
+        # Order statistics and pair differences of sparse columns are dense n-long columns;
+        # on basket data they are also useless (a trimmed mean or median of a rare item is 0).
+        raise InvalidParameterError(
+            "the sparse engine cannot answer column questions (order statistics, pair "
+            "differences: n x d values) without densifying the data: the trimmed mean and "
+            "coordinate medians need a dense array or file (engine 'memory' or 'chunked'); "
+            "PLAN runs on sparse input with centre='mean' and variance='binary' (its defaults "
+            "there)")
 
     def sorted_columns(self, view: View) -> np.ndarray:
         self._dense_only("sorted_columns (an n x d array)")

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..accounting import PrivacyLedger
-from ..engines import Engine
+from ..engines import Engine, InMemoryEngine
+from ..engines.base import join_columns, scratch_array
 from ..errors import InvalidParameterError
 from ..mechanisms import symmetric_gaussian_mechanism
 from ..transforms import View
@@ -80,12 +81,6 @@ def mvm_rec(
     return centre, {"clip_radii": clip_radii, "noise_std": noise_stds, "final_radius": radius}
 
 
-def _symmetric_function(matrix: np.ndarray, fn: Any) -> np.ndarray:
-    """fn applied to the eigenvalues of a symmetric matrix."""
-    values, vectors = np.linalg.eigh(matrix)
-    return (vectors * fn(values)) @ vectors.T
-
-
 def _whitening_view(a: np.ndarray) -> View:
     # Pair differences have covariance 2 Sigma: w = A (x - x') / sqrt(2) has covariance A Sigma
     # A^T. The column convention (w = A y, un-whitened by A^-1 Z A^-T) stays consistent when A is
@@ -97,6 +92,30 @@ def _unwhiten(a: np.ndarray, z: np.ndarray) -> np.ndarray:
     """A^-1 Z A^-T: the covariance estimate behind a whitened second moment Z."""
     left = np.linalg.solve(a, z)
     return np.linalg.solve(a, left.T).T
+
+
+def _mvc_steps(
+    paired: Engine, sigma_max: float, budgets: list[float], *, beta: float,
+    ledger: PrivacyLedger, rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The steps of ``mvc_rec``: (A before the last update, the last Z, the final A)."""
+    m, d = paired.n, paired.d
+    gamma = gaussian_tail_radius(d, beta)
+    eta = math.sqrt(d / m) + d / (2.0 * m)
+    a = np.eye(d) / sigma_max
+    previous, z = a, np.zeros((d, d))
+    for k, rho in enumerate(budgets, start=1):
+        ledger.charge(f"cov-step-{k}", rho)
+        second = paired.clipped_outer_sum(_whitening_view(a), gamma) / m
+        noisy = symmetric_gaussian_mechanism(second, math.sqrt(2.0) * gamma**2 / m, rho, rng)
+        # Z (the PSD part) and Z + eta I share the eigenvectors of the noisy moment: one
+        # eigendecomposition gives both (it is the O(d^3) cost of a step).
+        values, vectors = np.linalg.eigh(noisy)
+        kept = np.maximum(values, 0.0)
+        z = (vectors * kept) @ vectors.T
+        previous = a
+        a = (vectors * (kept + eta) ** -0.5) @ (vectors.T @ a)
+    return previous, z, a
 
 
 def mvc_rec(
@@ -117,19 +136,31 @@ def mvc_rec(
     update), and the whitening M = (Z_t + eta I)^(-1/2) A, under which the rows have covariance
     about (Z_t + eta I)^(-1/2) Z_t (Z_t + eta I)^(-1/2) <= I, the assumption MVMRec needs; unlike
     Sigma_hat^(-1/2) it exists even where Z_t has zero eigenvalues.
+
+    A step helps only when its noise is small next to the whitened covariance. Where it is not
+    (the noise's semicircle radius nu_k = 2 sqrt(d) gamma^2 / (m sqrt(rho_k)) far above the
+    eigenvalues of A Sigma A^T), Z + eta I is noise plus eta with a random eigenbasis and mean
+    eigenvalue eta + 2 nu_k / (3 pi), so each step multiplies E ||M^-1||_F^2 by that factor:
+    more steps make M^-1, and every error un-whitened through it, larger once it exceeds 1.
     """
-    m, d = paired.n, paired.d
-    gamma = gaussian_tail_radius(d, beta)
-    eta = math.sqrt(d / m) + d / (2.0 * m)
-    a = np.eye(d) / sigma_max
-    for k, rho in enumerate(budgets, start=1):
-        ledger.charge(f"cov-step-{k}", rho)
-        second = paired.clipped_outer_sum(_whitening_view(a), gamma) / m
-        noisy = symmetric_gaussian_mechanism(second, math.sqrt(2.0) * gamma**2 / m, rho, rng)
-        z = _symmetric_function(noisy, lambda values: np.maximum(values, 0.0))
-        previous = a
-        a = _symmetric_function(z + eta * np.eye(d), lambda values: values**-0.5) @ a
+    previous, z, a = _mvc_steps(paired, sigma_max, budgets, beta=beta, ledger=ledger, rng=rng)
     return _unwhiten(previous, z), a
+
+
+def _whitened(engine: Engine, whitening: np.ndarray) -> Engine:
+    """An engine over the rows M x (x clamped to the box), computed once.
+
+    MVMRec then reads O(n d) per step instead of applying the d x d map to every row at every
+    step. Replacing one row of ``engine`` replaces one row of this one, and the aggregates
+    asked of it are those of the view x -> M x, so privacy is unchanged. Held like
+    ``Engine.paired``'s differences, in memory or in a temporary file when large, but row-major:
+    MVMRec reads it by rows.
+    """
+    view = View().with_linear(whitening)
+    rows = join_columns(engine.column_blocks(view, engine.column_width()),
+                        scratch_array((engine.n, view.output_dim(engine.d))))
+    unbounded = np.full(rows.shape[1], np.inf)
+    return InMemoryEngine(rows, -unbounded, unbounded)
 
 
 class _CoinPress(MeanEstimator):
@@ -219,14 +250,17 @@ class CoinPressCovMean(_CoinPress):
     MVMRec takes ``t`` steps (IOME: 10) with the rest, on the rows whitened by M (see
     ``mvc_rec``), inside the ball of radius ||M||_op R around M c, which contains M mu. We use
     the consistent convention w = A x, Sigma_hat = A^-1 Z A^-T; the public reference code
-    whitens with A^T and degrades for t_cov >= 3 on non-spherical Sigma. Costs O(n d^2 + t_cov
-    d^3) time, against O(n d) for ``coinpress``.
+    whitens with A^T and degrades for t_cov >= 3 on non-spherical Sigma. Costs O((t_cov + 1)
+    n d^2 + t_cov d^3) time (MVMRec reads the rows whitened once) and n x d more memory,
+    against O(t n d) for ``coinpress``.
 
     It pays off only where Sigma can be estimated: each step needs its noise (spectral norm
     about 2 sqrt(d) gamma^2 / (m sqrt(rho_k)), gamma^2 ~ d) below the whitened covariance. At
     d = 16, n = 4000 it reaches the non-private Mahalanobis error; at d = 128, n = 4000,
     rho = 0.5 the noise dominates and it is far worse than ``coinpress`` (IOME Figures 4-5 make
-    the same point; benchmarks/bench_coinpress.py).
+    the same point; benchmarks/bench_coinpress.py), and worse with every extra covariance step:
+    each multiplies the un-whitening M^-1, through which MVMRec's noise comes back, by about
+    sqrt(eta + 2 nu_k / (3 pi)) > 1 (see ``mvc_rec``; l2 error 13 at t_cov = 1, 170 at 5).
 
     Ledger: ``cov-step-1`` ... ``cov-step-{t_cov}``, then ``mean-step-1`` ... ``mean-step-{t}``.
     ``cov_beta`` (default 0.1, the reference code's) sets the covariance steps' clipping radius.
@@ -262,14 +296,17 @@ class CoinPressCovMean(_CoinPress):
         d = engine.d
         sigma_max = self.sigma_max or self.radius / math.sqrt(d)
         paired = engine.paired(rng.permutation(engine.n))
-        _, whitening = mvc_rec(
+        *_, whitening = _mvc_steps(
             paired, sigma_max, _planned(budget, "cov", self.t_cov), beta=self.cov_beta,
             ledger=ledger, rng=rng)
-        whitening_norm = float(np.linalg.norm(whitening, 2))
-        mean, diagnostics = mvm_rec(
-            engine, View().with_linear(whitening), self.prior_centre(d),
+        # ||M||_op from the Gram matrix: a symmetric eigenvalue problem, cheaper than an SVD.
+        whitening_norm = float(np.sqrt(np.linalg.eigvalsh(whitening @ whitening.T)[-1]))
+        # MVMRec in whitened coordinates: the ball B(M c, ||M||_op R) contains M mu.
+        whitened_mean, diagnostics = mvm_rec(
+            _whitened(engine, whitening), View(), whitening @ self.prior_centre(d),
             whitening_norm * self.radius, _planned(budget, "mean", self.t), beta=self.beta,
             ledger=ledger, rng=rng)
+        mean = np.linalg.solve(whitening, whitened_mean)
         return mean, {**diagnostics, "whitening_norm": whitening_norm, "sigma_max": sigma_max}
 
 

@@ -19,10 +19,12 @@ from .variance import (
     bernoulli_floor,
     bernoulli_std,
     check_quantile_method,
+    column_quantiles,
     known_std,
     noisy_mean,
     pair_std,
     private_quantiles,
+    quantile_width,
 )
 
 CENTRES = ("auto", "median", "mean")
@@ -110,8 +112,9 @@ class _PlanBase(MeanEstimator):
             return private_centre(engine, IDENTITY, engine.lo, engine.hi, steps=self.steps,
                                   rho=rho, ledger=ledger, rng=rng)
         ledger.charge("centre", rho)
-        return private_quantiles(engine.sorted_columns(IDENTITY), 0.5, engine.lo, engine.hi,
-                                 rho_each=rho / engine.d, rng=rng)
+        columns = engine.sorted_column_blocks(IDENTITY, quantile_width(engine, engine.n))
+        return column_quantiles(columns, engine.d, 0.5, engine.lo, engine.hi,
+                                rho_each=rho / engine.d, rng=rng)
 
     def centre_and_std(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,

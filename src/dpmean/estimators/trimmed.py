@@ -179,7 +179,7 @@ class TrimmedMean(MeanEstimator):
     box afterwards (``truncation="output"``, for heavier tails), S^t its exact t-smooth
     sensitivity (Prop. 11; see ``trimmed_smooth_sensitivity``) and Z the chosen noise.
 
-    Parameters (besides rho / epsilon, delta, bounds, random_state):
+    Parameters (besides rho / epsilon, delta, bounds, random_state, engine):
         noise: ``"lln"`` (default), ``"uln"``, ``"arsinh"`` ((1/2) eps^2-CDP, eps = sqrt(2 rho)),
             ``"student-t"`` (pure eps-DP with eps = sqrt(2 rho), which implies rho-zCDP: the
             ledger is in rho), ``"laplace"`` or ``"gaussian"`` (NRS 2007, (eps, delta)-DP: give
@@ -211,6 +211,7 @@ class TrimmedMean(MeanEstimator):
         bounds: Any = None,
         random_state: RandomState = None,
         secure_noise: bool = False,
+        engine: str | None = None,
         noise: str = "lln",
         smoothing: float | None = None,
         trim: float | None = None,
@@ -232,11 +233,12 @@ class TrimmedMean(MeanEstimator):
                 )
             resolve_budget(None, epsilon, delta)  # validates the pair
             super().__init__(epsilon, bounds=bounds, random_state=random_state,
-                             secure_noise=secure_noise)
+                             secure_noise=secure_noise, engine=engine)
             self.epsilon, self.delta = epsilon, delta
         else:
             super().__init__(rho, epsilon=epsilon, delta=delta, bounds=bounds,
-                             random_state=random_state, secure_noise=secure_noise)
+                             random_state=random_state, secure_noise=secure_noise,
+                             engine=engine)
         self.noise = noise
         self.smoothing = None if smoothing is None else check_positive(smoothing, "smoothing")
         self.trim = trim
@@ -320,18 +322,12 @@ class TrimmedMean(MeanEstimator):
         chosen = {w: self.settings(n, w, share) for w in set(widths)}
         per_coordinate = [chosen[w] for w in widths]
         ledger.charge("noise", budget["noise"])
-        columns = engine.sorted_columns(IDENTITY)
+        exact, smooth = self._exact_and_smooth(engine, per_coordinate, lo, hi)
         mean = np.empty(d)
-        output = self.truncation == "output"
         # In order of first appearance, so a seeded run draws the same noise every time.
         for m, cal in dict.fromkeys(per_coordinate):
             cols = np.array([j for j, s in enumerate(per_coordinate) if s == (m, cal)])
-            exact = trimmed_means(columns[:, cols], m)
-            if output:
-                exact = np.clip(exact, lo[cols], hi[cols])
-            smooth = trimmed_smooth_sensitivity(columns[:, cols], m, cal.t, lo[cols], hi[cols],
-                                                output_truncation=output)
-            mean[cols] = smooth_sensitivity_mechanism(exact, smooth, cal, rng)
+            mean[cols] = smooth_sensitivity_mechanism(exact[cols], smooth[cols], cal, rng)
         diagnostics: dict[str, Any] = {
             "noise": self.noise,
             "truncation": self.truncation,
@@ -348,6 +344,30 @@ class TrimmedMean(MeanEstimator):
         if self.notion == "tCDP":
             diagnostics["omega"] = self.omega
         return mean, diagnostics
+
+    def _exact_and_smooth(
+        self, engine: Engine, per_coordinate: list[tuple[int, Calibration]], lo: np.ndarray,
+        hi: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each coordinate's trimmed mean and exact smooth sensitivity (both as sensitive as the
+        data), from the engine's sorted columns block by block: memory O(n x block)."""
+        d = engine.d
+        trims = np.array([m for m, _ in per_coordinate])
+        smoothing = np.array([cal.t for _, cal in per_coordinate])
+        output = self.truncation == "output"
+        exact, smooth = np.empty(d), np.empty(d)
+        for cols, values in engine.sorted_column_blocks(IDENTITY, engine.column_width()):
+            for m in np.unique(trims[cols]):
+                here = np.flatnonzero(trims[cols] == m)
+                into = here + cols.start
+                # Usually one m for the whole block: then no copy of its columns.
+                same = values if len(here) == values.shape[1] else values[:, here]
+                exact[into] = trimmed_means(same, int(m))
+                smooth[into] = trimmed_smooth_sensitivity(
+                    same, int(m), smoothing[into], lo[into], hi[into], output_truncation=output)
+        if output:
+            exact = np.clip(exact, lo, hi)
+        return exact, smooth
 
     def estimate(self, x: Any) -> MeanResult:
         return replace(super().estimate(x), notion=self.notion)

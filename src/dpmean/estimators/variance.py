@@ -5,6 +5,7 @@ PLAN (Aumuller, Lebeda, Nelson, Pagh) sec. 7.1 "Estimating sigma" and Appendix D
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from ..accounting import PrivacyLedger
 from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms import exponential_quantile, gaussian_mechanism, private_quantile_real
-from ..mechanisms.exponential import as_columns
+from ..mechanisms.exponential import as_columns, columns_per_draw
 from ..transforms import IDENTITY
 
 QUANTILE_METHODS = ("exponential", "binary-search")
@@ -42,6 +43,29 @@ def private_quantiles(
 
     return private_quantile_real(count_le, q * len(values) / sensitivity, lo, hi, steps=steps,
                                  rho_per_search=rho_each, rng=rng)
+
+
+def column_quantiles(
+    blocks: Iterable[tuple[slice, np.ndarray]], k: int, q: float, lo: np.ndarray | float,
+    hi: np.ndarray | float, **options: Any,
+) -> np.ndarray:
+    """``private_quantiles`` of k columns that arrive in blocks (cols, sorted values), as an
+    engine's column questions give them: the same privacy per column (the caller charges
+    k * rho_each), and, for the exponential mechanism with blocks of ``quantile_width``, the
+    very draws of one call on all columns. ``options`` are ``private_quantiles``'s."""
+    lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (k,))
+    hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (k,))
+    out = np.empty(k)
+    for cols, values in blocks:
+        out[cols] = private_quantiles(values, q, lo[cols], hi[cols], **options)
+    return out
+
+
+def quantile_width(engine: Engine, values: int, held: int | None = None) -> int:
+    """Columns per block for quantiles of ``values`` values per column, while the engine holds
+    ``held`` values per column (default ``values``): a multiple of the exponential mechanism's
+    draw block (``columns_per_draw``), so blocking never changes its draws."""
+    return engine.column_width(held or values, unit=columns_per_draw(values))
 
 
 def check_quantile_method(method: Any) -> str:
@@ -94,15 +118,22 @@ def pair_std(
         raise InvalidParameterError(
             f"pair_std needs at least {2 * group_size} rows for group_size={group_size}"
         )
-    pooled = []
-    for _ in range(pairings):
-        diffs = engine.pair_differences(IDENTITY, rng.permutation(engine.n))
-        values = 0.5 * diffs[: groups * group_size] ** 2
-        pooled.append(values.reshape(groups, group_size, engine.d).mean(axis=1))
-    pooled = np.sort(np.concatenate(pooled), axis=0)
+    # The permutations are drawn first, as before any noise; then each block of coordinates
+    # is paired, grouped and privately summarised on its own (all per-coordinate operations).
+    orders = [rng.permutation(engine.n) for _ in range(pairings)]
+    per_column = groups * pairings
+
+    def pooled_blocks():
+        for cols, diffs in engine.pair_difference_blocks(
+                IDENTITY, orders, quantile_width(engine, per_column, engine.n * (1 + pairings))):
+            pooled = [(0.5 * diff[: groups * group_size] ** 2).reshape(
+                groups, group_size, diff.shape[1]).mean(axis=1) for diff in diffs]
+            yield cols, np.sort(np.concatenate(pooled), axis=0)
+
     width = engine.hi - engine.lo
-    median = private_quantiles(pooled, 0.5, 0.0, 0.5 * width**2, rho_each=rho / engine.d,
-                               rng=rng, method=quantile, steps=steps, sensitivity=pairings)
+    median = column_quantiles(pooled_blocks(), engine.d, 0.5, 0.0, 0.5 * width**2,
+                              rho_each=rho / engine.d, rng=rng, method=quantile, steps=steps,
+                              sensitivity=pairings)
     if wilson_hilferty:
         median = median / wilson_hilferty_factor(group_size)
     return np.sqrt(median)

@@ -80,7 +80,7 @@ def exponential_quantile(
     out = np.empty(k)
     # Blocks of columns, transposed so each column's gaps are contiguous: temporaries stay
     # about _BLOCK_VALUES doubles whatever n and k.
-    step = max(1, _BLOCK_VALUES // (n + 2))
+    step = columns_per_draw(n)
     for start in range(0, k, step):
         cols = slice(start, min(start + step, k))
         out[cols] = _choose(values[:, cols].T, lo[cols], hi[cols], penalty, rng)
@@ -88,6 +88,13 @@ def exponential_quantile(
 
 
 _BLOCK_VALUES = 1 << 21
+
+
+def columns_per_draw(n: int) -> int:
+    """How many columns of n values ``exponential_quantile`` draws for at once. Calling it on
+    consecutive column blocks whose widths are multiples of this (the last one excepted) draws
+    exactly what one call on all the columns draws, from the same generator."""
+    return max(1, _BLOCK_VALUES // (n + 2))
 
 
 def _choose(

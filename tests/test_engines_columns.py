@@ -1,0 +1,139 @@
+"""The column questions (order statistics, pair differences) in column blocks: equal to the direct
+computation on every engine, memory bounded on the chunked engine, temporary files removed."""
+
+import tempfile
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from dpmean.engines import ChunkedEngine, InMemoryEngine, open_source
+from dpmean.engines import base as base_module
+from dpmean.engines import chunked as chunked_module
+from dpmean.errors import InvalidDataError
+from dpmean.transforms import Quantizer, RandomRotation, View
+
+
+def _views(rng, d):
+    rotation = RandomRotation.draw(d, rng)
+    return [
+        View(),
+        View(shift=rng.normal(size=d), scale=rng.uniform(0.5, 2.0, size=d)),
+        View(rotation=rotation, shift=rng.normal(size=rotation.padded_dim)),
+        View(preclip=5.0, quantizer=Quantizer(0.25), rotation=rotation),
+        View(shift=rng.normal(size=d), linear=rng.normal(size=(d, d)) + 3.0 * np.eye(d)),
+    ]
+
+
+def _joined(blocks, k):
+    blocks = list(blocks)
+    assert [c.start for c, _ in blocks] == list(range(0, k, 3)), "consecutive slices from 0"
+    return np.concatenate([values for _, values in blocks], axis=1)
+
+
+@pytest.mark.parametrize("engine_kind", ["memory", "chunked"])
+def test_column_blocks_equal_direct_computation(engine_kind, monkeypatch):
+    # Answers above 4 KiB go to temporary files: the spilled path on the chunked engine.
+    monkeypatch.setattr(base_module, "COLUMN_BLOCK_BYTES", 4096)
+    rng = np.random.default_rng(3)
+    x = rng.normal(1.0, 3.0, size=(701, 7))
+    lo, hi = np.full(7, -4.0), np.full(7, 6.0)
+    engine = (InMemoryEngine(x, lo, hi) if engine_kind == "memory"
+              else ChunkedEngine(x, lo, hi, chunk_rows=50))
+    orders = [rng.permutation(701), rng.permutation(701)[:-4]]
+    for view in _views(rng, 7):
+        rows = view.apply(np.clip(x, lo, hi))
+        k = rows.shape[1]
+        np.testing.assert_allclose(_joined(engine.column_blocks(view, 3), k), rows,
+                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(_joined(engine.sorted_column_blocks(view, 3), k),
+                                   np.sort(rows, axis=0), rtol=1e-12, atol=1e-12)
+        blocks = list(engine.pair_difference_blocks(view, orders, 3))
+        for i, order in enumerate(orders):
+            pairs = order[: 2 * (len(order) // 2)].reshape(-1, 2)
+            got = np.concatenate([diffs[i] for _, diffs in blocks], axis=1)
+            np.testing.assert_allclose(got, rows[pairs[:, 0]] - rows[pairs[:, 1]], rtol=1e-12,
+                                       atol=1e-12)
+
+
+def _spilling_engine(tmp_path, monkeypatch, x):
+    """A chunked engine over ``x`` saved as .npy, whose temporary files go to tmp_path/tmp (and
+    are counted)."""
+    monkeypatch.setattr(chunked_module, "CHUNK_BYTES", 1 << 16)
+    monkeypatch.setattr(base_module, "COLUMN_BLOCK_BYTES", 1 << 18)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    opened = []
+    real = tempfile.TemporaryFile
+    monkeypatch.setattr(tempfile, "TemporaryFile",
+                        lambda *a, **k: opened.append(1) or real(*a, **k))
+    np.save(tmp_path / "big.npy", x)
+    d = x.shape[1]
+    engine = ChunkedEngine(open_source(tmp_path / "big.npy"), np.full(d, -3.0), np.full(d, 3.0))
+    return engine, scratch, opened
+
+
+def test_chunked_column_questions_hold_a_column_block_not_the_data(tmp_path, monkeypatch):
+    # 40,000 x 32 float64 = 10 MiB; chunks of 64 KiB, column blocks of 256 KiB (0.8 columns:
+    # one column at a time, 0.3 MiB). Sorting every column and pairing rows allocate a chunk,
+    # one column block and its sorted or paired copies: well under 2 MiB, where the whole
+    # answer would take 10 MiB (sorted columns) or 5 MiB (pair differences).
+    x = np.random.default_rng(0).normal(size=(40_000, 32))
+    engine, _, opened = _spilling_engine(tmp_path, monkeypatch, x)
+    width = engine.column_width()
+    assert width == 1
+    order = np.random.default_rng(1).permutation(40_000)
+    tracemalloc.start()
+    for _, values in engine.sorted_column_blocks(View(), width):
+        assert values.shape == (40_000, 1)
+    for _, (diffs,) in engine.pair_difference_blocks(View(), [order], width):
+        assert diffs.shape == (20_000, 1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert opened == [1, 1]  # each question spilled its n x k answer to a temporary file
+    assert peak < 2 * 2**20
+    # The last column is the data's, sorted: the file round trip changes nothing.
+    np.testing.assert_array_equal(values[:, 0], np.sort(np.clip(x[:, -1], -3.0, 3.0)))
+
+
+def test_temporary_files_are_removed_on_error(tmp_path, monkeypatch):
+    x = np.random.default_rng(0).normal(size=(40_000, 32))
+    x[39_000, 5] = np.nan  # in the last chunks: found while the answer is being spilled
+    engine, scratch, opened = _spilling_engine(tmp_path, monkeypatch, x)
+    with pytest.raises(InvalidDataError, match="NaN"):
+        list(engine.sorted_column_blocks(View(), 4))
+    assert opened == [1]
+    assert list(scratch.iterdir()) == []
+
+
+def test_temporary_files_are_removed_after_use(tmp_path, monkeypatch):
+    # A consumer that stops early leaves nothing, and a paired engine's file goes with it.
+    x = np.random.default_rng(0).normal(size=(40_000, 32))
+    engine, scratch, opened = _spilling_engine(tmp_path, monkeypatch, x)
+    blocks = engine.sorted_column_blocks(View(), 4)
+    next(blocks)
+    blocks.close()
+    paired = engine.paired(np.random.default_rng(2).permutation(40_000))
+    assert isinstance(paired, ChunkedEngine) and (paired.n, paired.d) == (20_000, 32)
+    assert paired.clipped_sum(View(), np.inf).shape == (32,)
+    del paired
+    # One for the sorted columns; the paired engine spilled the data's columns and then wrote
+    # its differences to a file of their own.
+    assert opened == [1, 1, 1]
+    assert list(scratch.iterdir()) == []
+
+
+def test_chunked_paired_engine_equals_memory(monkeypatch):
+    monkeypatch.setattr(base_module, "COLUMN_BLOCK_BYTES", 4096)
+    rng = np.random.default_rng(8)
+    x = rng.normal(2.0, 3.0, size=(1001, 5))
+    lo, hi = np.full(5, -4.0), np.full(5, 9.0)
+    order = rng.permutation(1001)
+    paired = ChunkedEngine(x, lo, hi, chunk_rows=64).paired(order)
+    reference = InMemoryEngine(x, lo, hi).paired(order)
+    assert isinstance(paired, ChunkedEngine)
+    np.testing.assert_array_equal(paired.lo, reference.lo)
+    for radius in (3.0, np.inf):
+        np.testing.assert_allclose(paired.clipped_outer_sum(View(), radius),
+                                   reference.clipped_outer_sum(View(), radius), rtol=1e-12)
