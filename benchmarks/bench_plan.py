@@ -14,6 +14,7 @@ the pair-based variance estimator next to the paper's Table 2 (Appendix D.2).
     python benchmarks/bench_plan.py              # retail and the Kosarak-scale matrix
     python benchmarks/bench_plan.py --quick      # retail and a 10x smaller synthetic matrix
     python benchmarks/bench_plan.py --accuracy   # Gaussian C / no skew, and Table 2
+    python benchmarks/bench_plan.py --dense      # dense Gaussian 1,000,000 x 256 in memory
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from measure import best_time, peak_memory
 import dpmean
 from dpmean.experiments import plan_variance
 from dpmean.io import load_data
+from dpmean.mechanisms import exponential_quantile
 
 RETAIL = Path(__file__).resolve().parents[1] / "data" / "retail.dat"
 
@@ -77,6 +79,32 @@ def gaussian_accuracy(seeds: int) -> None:
             print(f"  {label:16} {method:15} {true_err:9.4f} {emp_err:9.4f}")
 
 
+def median_time(rng: np.random.Generator, rows: int, repeat: int) -> float:
+    """Seconds (best of ``repeat``) for the private medians of a (rows x 64) Gaussian block."""
+    block = rng.normal(size=(rows, 64))
+    return best_time(lambda: exponential_quantile(block, 0.5, -50.0, 50.0, rho=1.0 / 256,
+                                                  rng=np.random.default_rng(1)), repeat)
+
+
+def dense_speed(rows: int, repeat: int, seeds: int) -> None:
+    """Dense PLAN in memory: the exponential-mechanism medians of one (rows x 64) column block
+    (PLAN's per-coordinate budget at d = 256, rho = 1), then PLAN on Gaussian rows x 256 data,
+    bounds -50..50, against ``x.mean(axis=0)`` (best of ``repeat``), and its l2 error against
+    the true mean 0 over ``seeds`` seeds (NON-PRIVATE evaluation)."""
+    rng = np.random.default_rng(0)
+    print(f"exponential_quantile, ({rows} x 64) block: {median_time(rng, rows, repeat):.3f} s")
+    x = rng.normal(size=(rows, 256))
+    floor = best_time(lambda: x.mean(axis=0), repeat)
+    seconds = best_time(lambda: dpmean.mean(x, method="plan", rho=1.0, bounds=(-50, 50),
+                                            random_state=0), repeat)
+    print(f"x.mean(axis=0) {floor:.3f} s, plan {seconds:.3f} s ({seconds / floor:.1f}x)")
+    errors = [np.linalg.norm(dpmean.mean(x, method="plan", rho=1.0, bounds=(-50, 50),
+                                         random_state=seed).mean) for seed in range(seeds)]
+    print(f"plan l2 error vs the true mean, seeds 0..{seeds - 1}: "
+          + " ".join(f"{e:.5f}" for e in errors) + f" (mean {np.mean(errors):.5f}; "
+          f"empirical mean {np.linalg.norm(x.mean(axis=0)):.5f})")
+
+
 def variance_accuracy(trials: int = 100) -> None:
     """Appendix D.2 (settings in dpmean.experiments.plan_variance, shared with the plan-table2
     spec): one column per trial."""
@@ -95,8 +123,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per timing (best is kept)")
     parser.add_argument("--accuracy", action="store_true",
                         help="print the accuracy settings instead of timings")
-    parser.add_argument("--seeds", type=int, default=5, help="seeds for --accuracy")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds for --accuracy, --dense")
+    parser.add_argument("--dense", action="store_true",
+                        help="dense Gaussian data in memory instead of baskets")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows for --dense")
     args = parser.parse_args()
+    if args.dense:
+        dense_speed(args.rows, args.repeat, args.seeds)
+        return
     if args.accuracy:
         gaussian_accuracy(args.seeds)
         variance_accuracy()

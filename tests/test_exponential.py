@@ -107,3 +107,101 @@ def test_epsilon_and_parameter_checks():
         exponential_quantile(np.zeros(3), 0.5, 1.0, 1.0, rho=1.0, rng=np.random.default_rng())
     with pytest.raises(InvalidParameterError):
         exponential_quantile(np.zeros(3), 0.5, 0.0, 1.0, rho=0.0, rng=np.random.default_rng())
+
+
+# The sampler weighs only the gaps near the target exactly and the rest by rejection
+# (mechanisms.exponential._draw). These tests check the gap probabilities it produces against
+# the exact pmf, with the window forced small so that the rejection branch runs often.
+TIES_AND_OUTLIERS = np.array([-3.0, -0.5, 0.0, 0.0, 0.0, 0.2, 0.4, 0.4, 0.7, 1.0, 1.1, 1.3, 1.3,
+                              1.6, 2.0, 2.2, 2.5, 2.5, 2.5, 2.9, 3.0, 3.3, 3.6, 3.9, 4.2, 4.4,
+                              4.8, 5.5, 7.0, 12.0])  # n = 30; lo, hi below clamp 3 of them
+
+
+def gap_counts(out, values, lo, hi):
+    """How many outputs fell in each of the n + 1 gaps (a tie's zero-width gaps get none: an
+    output on a tied value is counted in the positive-width gap to its right)."""
+    edges = np.concatenate([[lo], np.clip(np.sort(values), lo, hi), [hi]])
+    gap = np.searchsorted(edges, out, side="right") - 1
+    return np.bincount(np.minimum(gap, len(values)), minlength=len(values) + 1)
+
+
+def chi_square_pvalue(counts, probs):
+    """Chi-square of gap counts against a pmf; gaps expected fewer than 20 times are pooled
+    into one bin (zero-probability gaps must be empty: checked by the caller)."""
+    expected = probs * counts.sum()
+    small = expected < 20
+    observed, expected = counts[~small], expected[~small]
+    if probs[small].sum() > 0:
+        observed = np.append(observed, counts[small].sum())
+        expected = np.append(expected, probs[small].sum() * counts.sum())
+    return chisquare(observed, expected).pvalue
+
+
+@pytest.mark.parametrize("q,half_width", [(0.5, None), (0.5, 2), (0.2, 3), (0.9, 1)])
+def test_gap_probabilities_with_ties_outliers_and_small_windows(q, half_width, monkeypatch):
+    from dpmean.mechanisms import exponential as module
+
+    if half_width is not None:  # forces the rejection branch on both sides of the window
+        monkeypatch.setattr(module, "window_half_width", lambda n, decay: half_width)
+    lo, hi, rho, draws = -1.0, 6.0, 0.125, 200_000  # eps = 1
+    shuffled = np.random.default_rng(5).permutation(TIES_AND_OUTLIERS)
+    out = exponential_quantile(np.tile(shuffled[:, None], (1, draws)), q, lo, hi, rho=rho,
+                               rng=np.random.default_rng(17))
+    assert np.all((out >= lo) & (out <= hi))
+    counts = gap_counts(out, shuffled, lo, hi)
+    _, probs = gap_probabilities(shuffled, q, lo, hi, 1.0)
+    assert counts[probs == 0].sum() == 0  # ties: zero-width gaps are never chosen
+    # Level 1e-4 against the exact pmf; with 200,000 draws the pmf of eps = 2 (the exponent
+    # doubled) differs by several percent in the central gaps, i.e. dozens of standard
+    # deviations, so the test rejects it at any reasonable level.
+    assert chi_square_pvalue(counts, probs) > 1e-4
+    _, wrong = gap_probabilities(shuffled, q, lo, hi, 2.0)
+    assert chi_square_pvalue(counts, wrong) < 1e-12
+
+
+def test_rejection_branch_is_taken_and_outside_gaps_are_drawn(monkeypatch):
+    from dpmean.mechanisms import exponential as module
+
+    calls = []
+    original = module._outside_region
+
+    def counting(*args):
+        calls.append(args[-1])
+        return original(*args)
+
+    monkeypatch.setattr(module, "window_half_width", lambda n, decay: 2)
+    monkeypatch.setattr(module, "_outside_region", counting)
+    lo, hi = -1.0, 6.0
+    out = exponential_quantile(np.tile(TIES_AND_OUTLIERS[:, None], (1, 2000)), 0.5, lo, hi,
+                               rho=0.125, rng=np.random.default_rng(2))
+    assert {0, 1} <= set(calls)  # both sides were sorted on demand
+    edges = np.clip(np.sort(TIES_AND_OUTLIERS), lo, hi)
+    assert np.any(out < edges[13]) and np.any(out > edges[17])  # outputs outside the window
+
+
+def test_output_does_not_depend_on_row_order_and_input_is_not_written():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(20_000, 5))
+    x_sorted = np.sort(x, axis=0)
+    fortran = np.asfortranarray(x)
+    before = fortran.copy()
+    for rho in (1e-4, 1.0, 1e3):  # windows from all ranks to a few
+        expected = exponential_quantile(x_sorted, 0.3, -4.0, 4.0, rho=rho,
+                                        rng=np.random.default_rng(9))
+        got = exponential_quantile(fortran, 0.3, -4.0, 4.0, rho=rho,
+                                   rng=np.random.default_rng(9))
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(fortran, before)
+
+
+def test_blocks_of_whole_draw_units_draw_what_one_call_draws(monkeypatch):
+    from dpmean.mechanisms import exponential as module
+
+    monkeypatch.setattr(module, "_BLOCK_VALUES", 3 * 1002)  # 3 columns per draw for n = 1000
+    monkeypatch.setattr(module, "window_half_width", lambda n, decay: 4)  # rejections too
+    x = np.random.default_rng(6).standard_cauchy(size=(1000, 10))
+    whole = exponential_quantile(x, 0.5, -5.0, 5.0, rho=0.01, rng=np.random.default_rng(1))
+    rng = np.random.default_rng(1)
+    parts = [exponential_quantile(x[:, cols], 0.5, -5.0, 5.0, rho=0.01, rng=rng)
+             for cols in (slice(0, 6), slice(6, 9), slice(9, 10))]
+    np.testing.assert_array_equal(np.concatenate(parts), whole)

@@ -109,11 +109,16 @@ def test_sparse_and_dense_paths_agree_on_the_same_data():
         b = dpmean.mean(sparse, random_state=9, **args)
         np.testing.assert_allclose(a.mean, b.mean, rtol=1e-7, atol=1e-9)
         assert a.ledger == b.ledger
-    # PLAN's scaling helps l1 error on skewed binary data (the paper's Binary experiment).
+    # PLAN's scaling helps l1 error on skewed binary data (the paper's Binary experiment), on
+    # average: the gain (~0.02 here) is below one seed's spread (~0.03), so 10 seeds.
     truth = dense.mean(axis=0)
-    plan = dpmean.mean(sparse, rho=0.5, method="plan", p=1, bounds=(0, 1), random_state=3)
-    flat = dpmean.mean(sparse, rho=0.5, method="plan-noscale", bounds=(0, 1), random_state=3)
-    assert np.abs(plan.mean - truth).sum() < np.abs(flat.mean - truth).sum()
+
+    def l1_error(method, **options):
+        return np.mean([np.abs(dpmean.mean(sparse, rho=0.5, method=method, bounds=(0, 1),
+                                           random_state=seed, **options).mean - truth).sum()
+                        for seed in range(10)])
+
+    assert l1_error("plan", p=1) < l1_error("plan-noscale")
 
 
 def test_sparse_input_with_a_dense_only_variance_raises_clearly():

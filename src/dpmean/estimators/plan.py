@@ -112,7 +112,7 @@ class _PlanBase(MeanEstimator):
             return private_centre(engine, IDENTITY, engine.lo, engine.hi, steps=self.steps,
                                   rho=rho, ledger=ledger, rng=rng)
         ledger.charge("centre", rho)
-        columns = engine.sorted_column_blocks(IDENTITY, quantile_width(engine, engine.n))
+        columns = engine.column_blocks(IDENTITY, quantile_width(engine, engine.n))
         return column_quantiles(columns, engine.d, 0.5, engine.lo, engine.hi,
                                 rho_each=rho / engine.d, rng=rng)
 

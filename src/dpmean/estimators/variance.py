@@ -21,11 +21,12 @@ QUANTILE_METHODS = ("exponential", "binary-search")
 
 
 def private_quantiles(
-    sorted_values: np.ndarray, q: float, lo: np.ndarray | float, hi: np.ndarray | float, *,
+    values: np.ndarray, q: float, lo: np.ndarray | float, hi: np.ndarray | float, *,
     rho_each: float, rng: np.random.Generator, method: str = "exponential", steps: int = 20,
     sensitivity: float = 1.0,
 ) -> np.ndarray:
-    """A private q-quantile of each column of ``sorted_values`` (m, k) on [lo_j, hi_j].
+    """A private q-quantile of each column of ``values`` (m, k; rows in any order) on
+    [lo_j, hi_j].
 
     ``method="exponential"``: mechanisms.exponential_quantile. ``"binary-search"``: PrivQuant
     (IOME Algorithm 1) on the real interval with ``steps`` halvings; counts are divided by
@@ -33,7 +34,7 @@ def private_quantiles(
     ``rho_each``-zCDP when replacing one person changes each column's ranks by at most
     ``sensitivity``; the caller charges k * rho_each.
     """
-    values, lo, hi = as_columns(sorted_values, lo, hi)
+    values, lo, hi = as_columns(values, lo, hi)
     if method == "exponential":
         return exponential_quantile(values, q, lo, hi, rho=rho_each, rng=rng,
                                     sensitivity=sensitivity)
@@ -49,7 +50,7 @@ def column_quantiles(
     blocks: Iterable[tuple[slice, np.ndarray]], k: int, q: float, lo: np.ndarray | float,
     hi: np.ndarray | float, **options: Any,
 ) -> np.ndarray:
-    """``private_quantiles`` of k columns that arrive in blocks (cols, sorted values), as an
+    """``private_quantiles`` of k columns that arrive in blocks (cols, values), as an
     engine's column questions give them: the same privacy per column (the caller charges
     k * rho_each), and, for the exponential mechanism with blocks of ``quantile_width``, the
     very draws of one call on all columns. ``options`` are ``private_quantiles``'s."""
@@ -128,7 +129,7 @@ def pair_std(
                 IDENTITY, orders, quantile_width(engine, per_column, engine.n * (1 + pairings))):
             pooled = [(0.5 * diff[: groups * group_size] ** 2).reshape(
                 groups, group_size, diff.shape[1]).mean(axis=1) for diff in diffs]
-            yield cols, np.sort(np.concatenate(pooled), axis=0)
+            yield cols, np.concatenate(pooled)
 
     width = engine.hi - engine.lo
     median = column_quantiles(pooled_blocks(), engine.d, 0.5, 0.0, 0.5 * width**2,

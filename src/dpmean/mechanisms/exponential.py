@@ -1,4 +1,4 @@
-"""Private quantiles by the exponential mechanism over the gaps between sorted values.
+"""Private quantiles by the exponential mechanism over the gaps between order statistics.
 
 Smith (2011), in the form of Kaplan, Schnapp and Stemmer (2022); PLAN (Aumuller et al.) sec. 7.1.
 """
@@ -18,10 +18,10 @@ def exponential_epsilon(rho: float) -> float:
     return float(np.sqrt(8.0 * rho))
 
 
-def as_columns(sorted_values: np.ndarray, lo, hi) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def as_columns(values: np.ndarray, lo, hi) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Values as an (m, k) float array of columns (a 1-D array is one column) and the domain
     bounds broadcast to length k: the shape every column-wise quantile takes."""
-    values = np.asarray(sorted_values, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
     k = values.shape[1]
@@ -31,7 +31,7 @@ def as_columns(sorted_values: np.ndarray, lo, hi) -> tuple[np.ndarray, np.ndarra
 
 
 def exponential_quantile(
-    sorted_values: np.ndarray,
+    values: np.ndarray,
     q: float,
     lo: np.ndarray | float,
     hi: np.ndarray | float,
@@ -40,8 +40,8 @@ def exponential_quantile(
     rng: np.random.Generator,
     sensitivity: float = 1.0,
 ) -> np.ndarray:
-    """A private q-quantile of each column of ``sorted_values`` (shape (n, k), or (n,) for k = 1),
-    column j on the public interval [lo_j, hi_j]; returns shape (k,).
+    """A private q-quantile of each column of ``values`` (shape (n, k), or (n,) for k = 1; the
+    rows in any order), column j on the public interval [lo_j, hi_j]; returns shape (k,).
 
     The values are clamped to [lo, hi] and, with lo and hi at the ends, cut the interval into
     n + 1 gaps; gap i (between the i-th and (i+1)-th smallest value) is chosen with probability
@@ -59,31 +59,33 @@ def exponential_quantile(
     Privacy: each column's quantile is eps-DP with eps = sqrt(8 rho), hence ``rho``-zCDP; the k
     columns together cost k * rho, which the caller charges.
 
-    Numerics: the choice is a Gumbel-max over log(width_i) + eps u(i) / (2 s), exact in
-    distribution and free of overflow; a zero-width gap (tied values) has log width -inf and so
-    probability exactly 0, as in the mechanism's definition. O(n) per column once the columns are
-    sorted (O(n log n)); the reference code floors widths at 1e-30 instead, which gives such gaps
-    positive probability. ``sorted_values`` is read, never written (the reference wrapper
-    sorted its input in place, reordering the caller's columns).
+    Sampling: exact in distribution, in O(n) per column without sorting it (``_draw``): only
+    the gaps within ``window_half_width`` ranks of q n are weighed exactly, the rest by
+    rejection. A zero-width gap (tied values) has probability exactly 0, as in the mechanism's
+    definition (the reference code floors widths at 1e-30 instead, which gives such gaps
+    positive probability). ``values`` is read, never written (the reference wrapper sorted its
+    input in place, reordering the caller's columns).
     """
     eps = exponential_epsilon(rho)
     if not (np.isfinite(sensitivity) and sensitivity > 0):
         raise InvalidParameterError(f"sensitivity must be finite and > 0, got {sensitivity}")
     if not 0.0 <= q <= 1.0:
         raise InvalidParameterError(f"the quantile q must lie in [0, 1], got {q}")
-    values, lo, hi = as_columns(sorted_values, lo, hi)
+    values, lo, hi = as_columns(values, lo, hi)
     n, k = values.shape
     if not (lo < hi).all():
         raise InvalidParameterError("the exponential quantile needs lo < hi on every column")
-    rank_gap = np.abs(np.arange(n + 1, dtype=np.float64) - q * n)
-    penalty = (eps / (2.0 * sensitivity)) * rank_gap
+    decay = eps / (2.0 * sensitivity)
+    target = q * n
+    window = gap_window(n, target, window_half_width(n, decay))
     out = np.empty(k)
-    # Blocks of columns, transposed so each column's gaps are contiguous: temporaries stay
-    # about _BLOCK_VALUES doubles whatever n and k.
+    # Blocks of columns, copied one column per row (contiguous, reordered in place below, so
+    # the caller's array is never written): temporaries stay about _BLOCK_VALUES doubles.
     step = columns_per_draw(n)
     for start in range(0, k, step):
         cols = slice(start, min(start + step, k))
-        out[cols] = _choose(values[:, cols].T, lo[cols], hi[cols], penalty, rng)
+        rows = np.array(values[:, cols].T, order="C")
+        out[cols] = _draw(rows, lo[cols], hi[cols], target, decay, window, rng)
     return out
 
 
@@ -97,22 +99,137 @@ def columns_per_draw(n: int) -> int:
     return max(1, _BLOCK_VALUES // (n + 2))
 
 
-def _choose(
-    rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, penalty: np.ndarray,
-    rng: np.random.Generator,
+# ln of the margin by which the gaps outside the window are outweighed (see window_half_width).
+_WINDOW_LOG_ODDS = 30.0
+
+
+def window_half_width(n: int, decay: float) -> int:
+    """How many ranks on each side of the target the sampler weighs exactly, for the exponent
+    ``decay`` = eps / (2 sensitivity): W = (ln(n + 1) + 30) / decay, at most n + 1.
+
+    Public (n, eps and the sensitivity only), and it only sets the speed, never the output's
+    distribution. A gap more than W ranks away has weight at most e^-30 / (n + 1) times its
+    width, so the outside is drawn (and a region sorted) with probability below 1e-9 unless
+    the gaps next to the target are more than 10^4 times narrower than the average gap
+    (hi - lo) / (n + 1)."""
+    return int(min(n + 1.0, np.ceil((np.log(n + 1.0) + _WINDOW_LOG_ODDS) / decay)))
+
+
+def gap_window(n: int, target: float, half_width: int) -> tuple[int, int]:
+    """First and last gap (of gaps 0..n) within ``half_width`` ranks of ``target``."""
+    return (max(0, int(np.floor(target)) - half_width),
+            min(n, int(np.ceil(target)) + half_width))
+
+
+def _draw(
+    rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, target: float, decay: float,
+    window: tuple[int, int], rng: np.random.Generator,
 ) -> np.ndarray:
-    """One draw per row of ``rows`` (b, n), each row sorted: a gap by Gumbel-max over
-    log(width) - penalty, then a uniform point inside it."""
+    """One draw per row of ``rows`` (b, n; reordered in place), exact by rejection sampling.
+
+    The gaps first..last of ``window`` get their exact weights p_i = width_i e^(-decay |i -
+    target|); the gaps left of it, together, the bound U_L = (x_(first) - lo) e^(-decay (target -
+    first + 1)) >= S_L, their exact total (their widths add up to x_(first) - lo and each is
+    at least that far from the target); likewise U_R >= S_R on the right. A Gumbel-max over
+    {window gaps, LEFT, RIGHT} picks one; LEFT (RIGHT) then sorts that region, picks gap i with
+    probability p_i / S_L and keeps it with probability S_L / U_L; else the draw restarts with
+    U_L replaced by S_L (the region is sorted now), so a row restarts at most twice.
+    Proof of exactness: whatever the bounds in force, an attempt returns each gap i with
+    probability p_i / Z' (window gaps directly, outside ones as (U / Z')(p_i / S)(S / U)) and
+    otherwise restarts; so the gap it finally returns has probability p_i / sum_j p_j. The
+    output is then uniform inside it. Gumbel-max in logs is exact and free of overflow; a
+    zero-width gap has log weight -inf, probability 0.
+
+    Randomness: per block, one Gumbel per window gap and side per pending row, then for each
+    row drawn outside (in row order) one Gumbel per gap of its region and one uniform, then
+    one uniform per row: a function of the block's columns alone, as ``columns_per_draw``
+    needs."""
     b, n = rows.shape
-    edges = np.empty((b, n + 2))
-    edges[:, 0], edges[:, -1] = lo, hi
-    # Clamping is monotone, so clamped sorted rows stay sorted.
-    np.clip(rows, lo[:, None], hi[:, None], out=edges[:, 1:-1])
+    first, last = window
+    _select_window(rows, first, last)
+    edges = _window_edges(rows, lo, hi, first, last)
     widths = np.diff(edges, axis=1)
+    inside = last - first + 1
+    scores = np.full((b, inside + 2), -np.inf)
     with np.errstate(divide="ignore"):
-        scores = np.log(widths)
-    scores -= penalty
-    scores += rng.gumbel(size=scores.shape)
-    chosen = np.argmax(scores, axis=1)
-    which = np.arange(b)
-    return edges[which, chosen] + rng.uniform(size=b) * widths[which, chosen]
+        scores[:, :inside] = np.log(widths) - decay * np.abs(np.arange(first, last + 1) - target)
+        if first > 0:
+            scores[:, inside] = np.log(edges[:, 0] - lo) - decay * (target - first + 1)
+        if last < n:
+            scores[:, inside + 1] = np.log(hi - edges[:, -1]) - decay * (last + 1 - target)
+    start, width = np.empty(b), np.empty(b)
+    regions: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # sorted on first use
+    pending = np.arange(b)
+    while pending.size:
+        choice = np.argmax(scores[pending] + rng.gumbel(size=(pending.size, inside + 2)), axis=1)
+        kept = choice < inside
+        start[pending[kept]] = edges[pending[kept], choice[kept]]
+        width[pending[kept]] = widths[pending[kept], choice[kept]]
+        rejected = []
+        outside = zip(pending[~kept].tolist(), (choice[~kept] - inside).tolist(), strict=True)
+        for row, side in outside:
+            if (row, side) not in regions:
+                regions[row, side] = _outside_region(rows[row], lo[row], hi[row], target,
+                                                     decay, window, side)
+            region_edges, log_weights = regions[row, side]
+            gap = int(np.argmax(log_weights + rng.gumbel(size=log_weights.size)))
+            log_total = np.logaddexp.reduce(log_weights)
+            if rng.uniform() < np.exp(log_total - scores[row, inside + side]):
+                start[row] = region_edges[gap]
+                width[row] = region_edges[gap + 1] - region_edges[gap]
+            else:
+                scores[row, inside + side] = log_total  # the bound, refined to the exact total
+                rejected.append(row)
+        pending = np.array(rejected, dtype=np.intp)
+    return start + rng.uniform(size=b) * width
+
+
+def _select_window(rows: np.ndarray, first: int, last: int) -> None:
+    """Reorder each row in place so that positions first - 1 .. last (the order statistics
+    x_(first) .. x_(last + 1) that bound the window's gaps) hold those values, sorted, with the
+    smaller values before and the larger after: a selection, O(n), plus a sort of the window."""
+    n = rows.shape[1]
+    low, high = max(first - 1, 0), min(last, n - 1)
+    if low == 0 and high == n - 1:
+        rows.sort(axis=1)
+        return
+    # Two selections of one position each: numpy's partition with two kth at once was 5x
+    # slower than this (numpy 2.4).
+    if low > 0:
+        rows.partition(low, axis=1)
+    if high < n - 1:
+        rows[:, low:].partition(high - low, axis=1)
+    rows[:, low:high + 1].sort(axis=1)
+
+
+def _window_edges(
+    rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, first: int, last: int,
+) -> np.ndarray:
+    """The edges of gaps first..last of each row (after ``_select_window``), clamped to
+    [lo, hi] (clamping is monotone: the clamped order statistics are the order statistics of
+    the clamped values), lo and hi where the window reaches an end: (b, last - first + 2)."""
+    n = rows.shape[1]
+    inner = np.clip(rows[:, max(first - 1, 0):min(last, n - 1) + 1], lo[:, None], hi[:, None])
+    parts = [lo[:, None]] if first == 0 else []
+    parts.append(inner)
+    if last == n:
+        parts.append(hi[:, None])
+    return np.concatenate(parts, axis=1)
+
+
+def _outside_region(
+    row: np.ndarray, lo: float, hi: float, target: float, decay: float,
+    window: tuple[int, int], side: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The gaps left (``side`` 0) or right (1) of the window in one row (after
+    ``_select_window``), sorted: their edges and exact log weights."""
+    first, last = window
+    if side == 0:  # gaps 0..first-1: lo, x_(1), ..., x_(first)
+        edges = np.concatenate([[lo], np.clip(np.sort(row[:first]), lo, hi)])
+        ranks = np.arange(first)
+    else:  # gaps last+1..n: x_(last+1), ..., x_(n), hi
+        edges = np.concatenate([np.clip(np.sort(row[last:]), lo, hi), [hi]])
+        ranks = np.arange(last + 1, row.size + 1)
+    with np.errstate(divide="ignore"):
+        log_weights = np.log(np.diff(edges)) - decay * np.abs(ranks - target)
+    return edges, log_weights
