@@ -3,6 +3,8 @@ and medians), draw the figure's plot and write a markdown summary."""
 
 from __future__ import annotations
 
+import textwrap
+
 import csv
 import math
 from collections import defaultdict
@@ -51,6 +53,7 @@ def plot(spec: Spec, stats: dict, path: Path) -> None:
     """One panel per ``spec.panel`` value, one line per method against ``spec.x``."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import NullLocator
 
     panels = sorted({k[0] for k in stats}, key=_number)
     methods = list(dict.fromkeys(k[1] for k in stats))
@@ -71,13 +74,21 @@ def plot(spec: Spec, stats: dict, path: Path) -> None:
                 ax.plot(xs, ys, style, marker=".", label=method)
         ax.set_xscale("log" if spec.xlog else "linear")
         ax.set_yscale("log" if spec.ylog else "linear")
+        if spec.xlog:
+            # ticks at the swept values, written plainly (log axes otherwise label minor
+            # ticks as 2x10^1, 3x10^1, ... on top of each other)
+            swept = sorted({x for p, _, x in stats if p == panel})
+            ax.set_xticks(swept, [f"{x:g}" for x in swept], fontsize=7)
+            ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel(spec.xlabel or spec.x)
         ax.set_ylabel(spec.y_label)
         if spec.panel:
             ax.set_title(f"{spec.panel} = {panel}", fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    fig.suptitle(spec.title + (f"\n{spec.note}" if spec.note else ""), fontsize=9)
+    width = int(26 * 4.2 * len(panels))  # characters per line at fontsize 8
+    heading = "\n".join(textwrap.wrap(spec.title, width) + textwrap.wrap(spec.note, width))
+    fig.suptitle(heading, fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
 
