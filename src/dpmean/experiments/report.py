@@ -3,10 +3,9 @@ and medians), draw the figure's plot and write a markdown summary."""
 
 from __future__ import annotations
 
-import textwrap
-
 import csv
 import math
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 
