@@ -21,6 +21,16 @@ BOUNDS_HELP = (
 )
 
 
+def length_d_array(value, d: int, requirement: str) -> np.ndarray:
+    """``value`` (a number or a length-d array) as a fresh float64 array of length d; else an
+    InvalidParameterError: "<requirement> or an array of length d, got <value>"."""
+    try:
+        return np.broadcast_to(np.asarray(value, dtype=np.float64), (d,)).copy()
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"{requirement} or an array of length {d}, got {value!r}") from None
+
+
 def check_data(x) -> np.ndarray:
     """Return ``x`` as a real numeric array of shape (n, d), without NaN or inf; a 1-D array is
     n values of one variable. The dtype is kept (engines convert once, while copying)."""
@@ -108,12 +118,7 @@ def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
         ) from None
     out = []
     for name, value in (("lo", lo), ("hi", hi)):
-        try:
-            arr = np.broadcast_to(np.asarray(value, dtype=np.float64), (d,)).copy()
-        except (TypeError, ValueError):
-            raise InvalidParameterError(
-                f"bounds {name} must be a number or an array of length {d}, got {value!r}"
-            ) from None
+        arr = length_d_array(value, d, f"bounds {name} must be a number")
         if not np.isfinite(arr).all():
             raise InvalidParameterError(f"bounds {name} must be finite")
         out.append(arr)

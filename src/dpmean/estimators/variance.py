@@ -16,6 +16,7 @@ from ..errors import InvalidParameterError
 from ..mechanisms import exponential_quantile, gaussian_mechanism, private_quantile_real
 from ..mechanisms.exponential import as_columns, columns_per_draw
 from ..transforms import IDENTITY
+from ..validation import length_d_array
 
 QUANTILE_METHODS = ("exponential", "binary-search")
 
@@ -184,12 +185,7 @@ def binary_std(
 def known_std(std: Any, d: int) -> np.ndarray:
     """Caller-supplied standard deviations (public knowledge, no budget spent): a positive
     number or a length-d array of positive finite numbers."""
-    try:
-        arr = np.broadcast_to(np.asarray(std, dtype=np.float64), (d,)).copy()
-    except (TypeError, ValueError):
-        raise InvalidParameterError(
-            f"std must be a positive number or an array of length {d}, got {std!r}"
-        ) from None
+    arr = length_d_array(std, d, "std must be a positive number")
     if not (np.isfinite(arr).all() and (arr > 0).all()):
         raise InvalidParameterError("std must be finite and > 0 in every coordinate")
     return arr
