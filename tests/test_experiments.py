@@ -151,3 +151,18 @@ def test_local_figures_share_the_benchmark_settings():
     data = local.data(setting, np.random.default_rng(0))
     assert np.linalg.norm(data.truth) == pytest.approx(0.9 * local.radius(setting))
     assert local.box(setting)[1] == pytest.approx(local.radius(setting) + 10)
+
+
+def test_bun_steinke_epsilons_share_their_datasets():
+    # one chunk serves both epsilons: the same non-private trimming line, and a smaller epsilon
+    # never gives a smaller excess (every noise's variance factor grows as epsilon falls)
+    spec = SPECS["bs-fig2-4"]
+    setting = {"n": 201, "datasets": 40, "ms": (20, 50)}
+    rows = spec.run_trial(setting, np.random.default_rng(0))
+    line = {(r["case"], r["method"], r["m"]): r["value"] for r in rows}
+    assert {r["case"] for r in rows} == {"n=201, eps=1", "n=201, eps=0.2"}
+    for m in (20, 50):
+        assert line[("n=201, eps=1", "trim non-priv", m)] == \
+            line[("n=201, eps=0.2", "trim non-priv", m)]
+        for noise in ("lln", "student-t", "global sens"):
+            assert line[("n=201, eps=0.2", noise, m)] > line[("n=201, eps=1", noise, m)]

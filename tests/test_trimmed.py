@@ -66,6 +66,31 @@ def test_columns_are_independent_problems():
     assert got == pytest.approx([formula(x[:, c], 3, ts[c]) for c in range(6)], rel=1e-12)
 
 
+@pytest.mark.parametrize("output", [False, True])
+def test_search_restricted_to_short_distances_is_exact(output):
+    # n = 81 with large t: the search starts on a small corner (K << m); every (m, t) pair
+    # against the literal formula, with concentrated data (small L) and spread data (large L)
+    rng = np.random.default_rng(3)
+    for scale in (0.01, 1.0):
+        x = np.clip(rng.normal(size=81) * scale, A, B)
+        for m in (0, 1, 10, 30, 40):
+            for t in (0.05, 0.3, 1.0, 5.0):
+                got = trimmed_smooth_sensitivity(np.sort(x)[:, None], m, t, A, B,
+                                                 output_truncation=output)
+                assert got[0] == pytest.approx(formula(x, m, t, output), rel=1e-12)
+
+
+@pytest.mark.parametrize("output", [False, True])
+def test_search_reaches_a_maximum_near_its_distance_bound(output):
+    # n = 81, m = 30, t = 1: x_(1..50) = 0, x_(51..70) = eps = e^-19.5, x_(71..81) = 1. The
+    # k = 0 entry is eps, so K = ceil(ln(1 / eps) / t) = 20 < m; the maximum is the step
+    # x_(71) - x_(31) = 1 at distance k = 19, just inside the searched corner
+    x = np.concatenate([np.zeros(50), np.full(20, math.exp(-19.5)), np.ones(11)])
+    got = trimmed_smooth_sensitivity(x[:, None], 30, 1.0, A, B, output_truncation=output)
+    assert got[0] == pytest.approx(math.exp(-19) / 21, rel=1e-12)
+    assert got[0] == pytest.approx(formula(x, 30, 1.0, output), rel=1e-12)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(-1.0, 3.0), min_size=3, max_size=9), st.data())
 def test_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth(x, data):

@@ -10,6 +10,7 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,9 @@ def trimmed_smooth_sensitivity(
     The difference of row values between columns j < j', (x_j' - c) e^{-tj'} - (x_j - c) e^{-tj},
     is non-decreasing in c = x_(i), so the largest maximiser j*(i) is non-decreasing in i; divide
     and conquer over rows (middle row scanned within its parent's bracket) finds every row's
-    maximum in O(m log m), for all P problems at once, level by level.
+    maximum in O(m log m), for all P problems at once, level by level. Entries at distance
+    k > K = ln(U/L) / t cannot win (U bounds every difference, L is the k = 0 entry), so only a
+    (K + 2) x (K + 2) corner is searched: O(min(m, K) log) per problem, whatever n is.
 
     ``output_truncation``: the trimmed mean of unbounded inputs, clamped to [a, b]. Padding is
     then -inf/+inf and each distance-k bound is capped at b - a (clamping is 1-Lipschitz into an
@@ -72,36 +75,57 @@ def trimmed_smooth_sensitivity(
     t = np.broadcast_to(np.asarray(t, dtype=np.float64), (problems,))
     lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (problems,))
     hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (problems,))
-    # Only x_(0..m+1) (rows) and x_(n-m..n+1) (columns) enter, with the padding at their ends.
-    low = np.empty((problems, m + 2))
-    high = np.empty((problems, m + 2))
-    low[:, 1:], high[:, :-1] = values[: m + 1].T, values[n - m - 1:].T
     if output_truncation:
-        low[:, 0], high[:, -1] = -np.inf, np.inf
+        pad_lo, pad_hi = np.full(problems, -np.inf), np.full(problems, np.inf)
         cap = width * (hi - lo)
     else:
-        low[:, 0], high[:, -1] = lo, hi
-        cap = np.full(problems, np.inf)
+        pad_lo, pad_hi, cap = lo, hi, np.full(problems, np.inf)
 
-    # Nodes of the divide and conquer: problem, row range [r0, r1] (row r is i = r) and column
-    # bracket [q0, q1] (column q is j = n - m + q).
+    # Only distances k <= K can hold the maximum: an entry at distance k is at most U e^{-tk}
+    # (U the widest difference), and the k = 0 entry x_(n-m+1) - x_(m+1) is at least L, so
+    # k > ln(U/L) / t loses. Rows i < m - K and columns q > K + 1 have k > K: the search runs on
+    # the (K + 2) x (K + 2) corner, which keeps the monotone maximisers (a submatrix does).
+    # When K < m the padding (all at k >= m) is out, and the data's own range bounds the rest.
+    lower = np.minimum((pad_hi if m == 0 else values[n - m]) - values[m], cap)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        widest = np.maximum(pad_hi, values[-1]) - np.minimum(pad_lo, values[0])
+        reach = _distance_reach(np.minimum(widest, cap), lower, t)
+        unpadded = _distance_reach(np.minimum(values[-1] - values[0], cap), lower, t)
+    reach = np.where(reach < m, np.minimum(reach, unpadded), m).astype(int)
+
+    # The corner every problem needs: rows i = m-K..m+1 (x_(i), x_(0) the padding) and columns
+    # q = 0..K+1 (j = n-m+q: x_(j), x_(n+1) the padding); local row r is i = m - K + r.
+    corner = int(reach.max(initial=0))
+    low, high = np.empty((problems, corner + 2)), np.empty((problems, corner + 2))
+    if corner == m:
+        low[:, 0], low[:, 1:] = pad_lo, values[:m + 1].T
+        high[:, -1], high[:, :-1] = pad_hi, values[n - m - 1:].T
+    else:
+        low[:] = values[m - corner - 1:m + 1].T
+        high[:] = values[n - m - 1:n - m + corner + 1].T
+
+    # Nodes of the divide and conquer: problem, row range [r0, r1] and column bracket [q0, q1]
+    # (entry (r, q) is at distance k = q - r + K).
     prob = np.arange(problems)
-    r0, r1 = np.zeros(problems, int), np.full(problems, m + 1)
-    q0, q1 = np.zeros(problems, int), np.full(problems, m + 1)
+    r0, r1 = corner - reach, np.full(problems, corner + 1)
+    q0, q1 = np.zeros(problems, int), reach + 1
     best = np.full(problems, -np.inf)  # log of the largest entry so far, times (n - 2m)
+    flat_high = high.ravel()
     while prob.size:
         mid = (r0 + r1) // 2
         lengths = q1 - q0 + 1
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        node = np.repeat(np.arange(prob.size), lengths)
-        q = q0[node] + np.arange(node.size) - starts[node]
-        p, i = prob[node], mid[node]
-        diff = np.minimum(high[p, q] - low[p, i], cap[p])
+        spread = partial(np.repeat, repeats=lengths)  # a value per node, over its bracket
+        q = np.arange(starts[-1] + lengths[-1]) - spread(starts - q0)
+        diff = flat_high[q + spread(prob * (corner + 2))] - spread(low[prob, mid])
+        if output_truncation:
+            diff = np.minimum(diff, spread(cap[prob]))
         with np.errstate(divide="ignore"):
-            log_value = np.log(diff) - t[p] * (q - i + m)
-        log_value[(i == m + 1) & (q == 0)] = -np.inf  # k = -1 is not a distance
+            log_value = np.log(diff) - spread(t[prob]) * (q + spread(corner - mid))
+        # k = -1 (i = m+1, q = 0) is not a distance
+        log_value[starts[(mid == corner + 1) & (q0 == 0)]] = -np.inf
         row_max = np.maximum.reduceat(log_value, starts)
-        arg = np.maximum.reduceat(np.where(log_value == row_max[node], q, -1), starts)
+        arg = np.maximum.reduceat(np.where(log_value == spread(row_max), q, -1), starts)
         np.maximum.at(best, prob, row_max)
         left, right = r0 <= mid - 1, mid + 1 <= r1
         prob = np.concatenate((prob[left], prob[right]))
@@ -109,6 +133,12 @@ def trimmed_smooth_sensitivity(
                                                                             r1[right]))
         q0, q1 = np.concatenate((q0[left], arg[right])), np.concatenate((arg[left], q1[right]))
     return np.exp(best) / width
+
+
+def _distance_reach(upper: np.ndarray, lower: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The distance k beyond which upper e^{-tk} <= lower (inf where nothing is known)."""
+    reach = np.ceil((np.log(upper) - np.log(lower)) / t)
+    return np.where(np.isnan(reach), np.inf, reach)
 
 
 def trimmed_means(sorted_values: np.ndarray, m: int) -> np.ndarray:
