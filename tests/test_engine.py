@@ -101,6 +101,31 @@ def test_user_rows_hand_over_every_view_row_in_order(setting):
         np.testing.assert_allclose(np.concatenate(blocks), direct(x, lo, hi, view), atol=1e-12)
 
 
+def test_materialised_engine_holds_the_finished_rows_once(setting):
+    x, lo, hi, views, _ = setting
+    engine = InMemoryEngine(x, lo, hi)
+    for view in views:
+        rows = engine.materialised(view)
+        expected = direct(x, lo, hi, view)
+        assert (rows.n, rows.d) == expected.shape
+        np.testing.assert_allclose(rows.clipped_sum(View(), np.inf), expected.sum(axis=0),
+                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(rows.row_norms(View()), np.linalg.norm(expected, axis=1),
+                                   rtol=1e-12)
+
+
+def test_sparse_engine_refuses_to_materialise_dense_rows():
+    import scipy.sparse
+
+    from dpmean.engines import SparseEngine
+    from dpmean.errors import InvalidParameterError
+
+    engine = SparseEngine(scipy.sparse.random(20, 4, density=0.3, format="csr", random_state=0),
+                          np.zeros(4), np.ones(4))
+    with pytest.raises(InvalidParameterError, match="densifying"):
+        engine.materialised(View())
+
+
 def test_engines_without_rows_refuse_protocol_simulations():
     import scipy.sparse
 

@@ -59,6 +59,10 @@ def _same_answers(engine, reference, rng):
         np.testing.assert_allclose(np.concatenate(list(engine.user_rows(view))),
                                    np.concatenate(list(reference.user_rows(view))), rtol=RTOL,
                                    atol=1e-12)
+        rows = engine.materialised(view)
+        np.testing.assert_allclose(rows.clipped_sum(View(), np.inf),
+                                   reference.clipped_sum(view, np.inf), rtol=RTOL, atol=1e-9)
+        np.testing.assert_allclose(rows.row_norms(View()), reference.row_norms(view), rtol=RTOL)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ shift and scale are affine, and IOME (section 3.3) through the rotation's identi
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NoReturn
 
 import numpy as np
 import scipy.sparse
@@ -123,7 +124,7 @@ class SparseEngine(Engine):
             summed = view.rotation.apply(summed)
         return scale * (summed - weights.sum() * shift)
 
-    def _dense_only(self, question: str) -> None:
+    def _dense_only(self, question: str) -> NoReturn:
         raise InvalidParameterError(
             f"the sparse engine cannot answer {question} without densifying the data; for "
             f"sparse input use an estimator option that avoids it (PLAN: variance='binary'), "
@@ -132,6 +133,9 @@ class SparseEngine(Engine):
 
     def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
         self._dense_only("clipped_outer_sum (a d x d matrix)")
+
+    def materialised(self, view: View) -> Engine:
+        self._dense_only("a materialised view (n x k dense rows)")
 
     def column_blocks(self, view: View, width: int) -> Iterator[tuple[slice, np.ndarray]]:
         # Order statistics and pair differences of sparse columns are dense n-long columns;

@@ -9,8 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..accounting import PrivacyLedger
-from ..engines import Engine, InMemoryEngine
-from ..engines.base import join_columns, scratch_array
+from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms import symmetric_gaussian_mechanism
 from ..transforms import View
@@ -145,22 +144,6 @@ def mvc_rec(
     """
     previous, z, a = _mvc_steps(paired, sigma_max, budgets, beta=beta, ledger=ledger, rng=rng)
     return _unwhiten(previous, z), a
-
-
-def _whitened(engine: Engine, whitening: np.ndarray) -> Engine:
-    """An engine over the rows M x (x clamped to the box), computed once.
-
-    MVMRec then reads O(n d) per step instead of applying the d x d map to every row at every
-    step. Replacing one row of ``engine`` replaces one row of this one, and the aggregates
-    asked of it are those of the view x -> M x, so privacy is unchanged. Held like
-    ``Engine.paired``'s differences, in memory or in a temporary file when large, but row-major:
-    MVMRec reads it by rows.
-    """
-    view = View().with_linear(whitening)
-    rows = join_columns(engine.column_blocks(view, engine.column_width()),
-                        scratch_array((engine.n, view.output_dim(engine.d))))
-    unbounded = np.full(rows.shape[1], np.inf)
-    return InMemoryEngine(rows, -unbounded, unbounded)
 
 
 class _CoinPress(MeanEstimator):
@@ -303,7 +286,8 @@ class CoinPressCovMean(_CoinPress):
         whitening_norm = float(np.sqrt(np.linalg.eigvalsh(whitening @ whitening.T)[-1]))
         # MVMRec in whitened coordinates: the ball B(M c, ||M||_op R) contains M mu.
         whitened_mean, diagnostics = mvm_rec(
-            _whitened(engine, whitening), View(), whitening @ self.prior_centre(d),
+            engine.materialised(View().with_linear(whitening)), View(),
+            whitening @ self.prior_centre(d),
             whitening_norm * self.radius, _planned(budget, "mean", self.t), beta=self.beta,
             ledger=ledger, rng=rng)
         mean = np.linalg.solve(whitening, whitened_mean)

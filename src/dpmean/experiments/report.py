@@ -42,7 +42,9 @@ def aggregate(spec: Spec, path: Path) -> dict[tuple[str, str, float], dict[str, 
                           "failed": failed}
             continue
         centre = trimmed_mean(v) if spec.aggregation == "trimmed10" else float(v.mean())
-        stats[key] = {"centre": centre, "sd": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+        with np.errstate(invalid="ignore"):  # an infinite line (no admissible noise) has no sd
+            sd = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+        stats[key] = {"centre": centre, "sd": sd,
                       "median": float(np.median(v)), "trials": len(v),
                       "failed": failed}
     return stats
