@@ -12,6 +12,8 @@ from dpmean.mechanisms import (
     integer_search_steps,
     private_quantile_integer,
     private_quantile_real,
+    rank_error_bound,
+    reliable_search_steps,
 )
 
 TRIALS = 400
@@ -100,6 +102,44 @@ def test_real_privquant_rank_error_within_theorem():
     # The final interval has width 16 / 2**16; at this density it holds at most a few values.
     resolution = np.count_nonzero(np.abs(values) < 16 / 2**16) + 2
     assert np.count_nonzero(errors > tau + resolution) <= _allowed_failures(beta)
+
+
+def test_reliable_steps_keep_every_count_within_the_margin():
+    # the largest T <= most with tau(T) < margin: all of it with a large budget, fewer as the
+    # budget shrinks, never below 1
+    margin, beta, most = 2000.0, 0.05 / 128, 22
+    steps = [reliable_search_steps(margin, rho, beta, most) for rho in (1e-3, 2e-5, 4e-6, 1e-7)]
+    assert steps == sorted(steps, reverse=True) and steps[0] == most and steps[-1] == 1
+    for rho, t in zip((1e-3, 2e-5, 4e-6, 1e-7), steps, strict=True):
+        assert t == 1 or rank_error_bound(t, rho, beta) < margin
+        assert t == most or rank_error_bound(t + 1, rho, beta) >= margin
+
+
+@pytest.mark.parametrize("steps", [None, 40])
+def test_medians_stay_inside_the_data_on_a_small_budget(steps):
+    # Theorem 3.3 with a union over k searches: once no count is off by n/2, no median search
+    # turns away from every row, so each final interval holds a point of its column's range
+    # and its midpoint is within half the interval's width of it. d = 128 searches at
+    # rho = 0.001 over a domain 2000 wide: with all 40 real (or 11 integer) halvings, counts
+    # have sd ~ 1600 (~ 840 integer) against n/2 = 2000, and searches end far outside the
+    # data (as before the cap); reliable_search_steps stops them in time.
+    from dpmean.accounting import PrivacyLedger
+    from dpmean.engines import InMemoryEngine
+    from dpmean.estimators.clipped import private_centre
+    from dpmean.transforms import View
+
+    rng = np.random.default_rng(4)
+    x = np.round(rng.normal(size=(4000, 128)) * 3.0)  # integers, for the exact integer search
+    lo, hi = np.full(128, -1000.0), np.full(128, 1000.0)
+    most = integer_search_steps(lo, hi) if steps is None else steps
+    halvings = reliable_search_steps(2000, 0.001 / 128, 0.05 / 128, most)
+    half_width = 2001 / 2 ** (halvings + 1)
+    engine = InMemoryEngine(x, lo, hi)
+    for seed in range(5):
+        centre = private_centre(engine, View(), lo, hi, steps=steps, rho=0.001,
+                                ledger=PrivacyLedger(1.0), rng=np.random.default_rng(seed))
+        outside = np.maximum(x.min(axis=0) - centre, centre - x.max(axis=0))
+        assert np.all(outside <= half_width + 1)
 
 
 def test_privquant_vectorised_matches_independent_searches():

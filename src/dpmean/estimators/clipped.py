@@ -10,8 +10,10 @@ from ..engines import Engine
 from ..mechanisms import (
     gaussian_mechanism,
     gaussian_noise_std,
+    integer_search_steps,
     private_quantile_integer,
     private_quantile_real,
+    reliable_search_steps,
 )
 from ..transforms import View
 
@@ -32,19 +34,25 @@ def optimal_clip_rank(n: int, d: int, rho_noise: float, rank_error: float) -> fl
 def private_centre(
     engine: Engine, view: View, lo: np.ndarray, hi: np.ndarray, *, steps: int | None,
     rho: float, ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
+    beta: float = 0.05,
 ) -> np.ndarray:
     """Coordinate-wise private medians of the view on the public domains [lo_j, hi_j].
 
     Budget: ``rho`` in total, rho / k per coordinate for k coordinates (k searches, each of
-    sensitivity-1 counts). ``steps=None`` runs the exact integer search of Algorithm 1.
+    sensitivity-1 counts). ``steps=None`` runs the exact integer search of Algorithm 1. Either
+    search stops after ``reliable_search_steps`` halvings: with probability 1 - beta no count
+    of the k searches is off by n/2, so no median lands outside the data (with a small budget
+    for its n and k, the last interval is wider instead).
     """
     ledger.charge("centre", rho)
     rho_each = rho / lo.shape[0]
+    most = integer_search_steps(lo, hi) if steps is None else steps
+    reliable = reliable_search_steps(engine.n / 2.0, rho_each, beta / lo.shape[0], most)
     count = lambda t: engine.coordinate_counts(view, t)  # noqa: E731
     if steps is None:
         return private_quantile_integer(count, engine.n / 2.0, lo, hi, rho_per_search=rho_each,
-                                        rng=rng, secure=secure)
-    return private_quantile_real(count, engine.n / 2.0, lo, hi, steps=steps,
+                                        rng=rng, secure=secure, max_steps=reliable)
+    return private_quantile_real(count, engine.n / 2.0, lo, hi, steps=reliable,
                                  rho_per_search=rho_each, rng=rng, secure=secure)
 
 

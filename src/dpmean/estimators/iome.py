@@ -177,7 +177,8 @@ class ShiftedClippedMean(ClippedMean):
         centre_lo, centre_hi = geometry.centre_domain(mid_rotated, n, self.beta)
         centre = private_centre(
             engine, base, centre_lo, centre_hi, steps=None if quantizer else self.median_steps,
-            rho=budget["centre"], ledger=ledger, rng=rng, secure=self.secure_noise)
+            rho=budget["centre"], ledger=ledger, rng=rng, secure=self.secure_noise,
+            beta=self.beta)
         centre = geometry.settle_centre(centre)
 
         view = base.with_shift(centre)

@@ -10,6 +10,7 @@ from .quantiles import (
     private_quantile_integer,
     private_quantile_real,
     rank_error_bound,
+    reliable_search_steps,
 )
 from .smooth_noise import (
     NOISES,
@@ -45,6 +46,7 @@ __all__ = [
     "private_quantile_integer",
     "private_quantile_real",
     "rank_error_bound",
+    "reliable_search_steps",
     "smooth_sensitivity_mechanism",
     "symmetric_gaussian_mechanism",
 ]

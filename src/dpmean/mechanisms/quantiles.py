@@ -35,6 +35,20 @@ def rank_error_bound(steps: int, rho_per_search: float, beta: float) -> float:
     return count_noise_std(steps, rho_per_search) * float(norm.isf(beta / (2.0 * steps)))
 
 
+def reliable_search_steps(margin: float, rho_per_search: float, beta: float, most: int) -> int:
+    """The most halvings, up to ``most``, whose noisy counts all stay within ``margin`` of the
+    truth with probability 1 - beta (Theorem 3.3's tau < margin); at least 1.
+
+    Every extra halving splits the search's budget thinner. A median search (margin n/2) whose
+    counts can be off by n/2 may turn away from every row at a midpoint far from the data (a
+    count of 0 read as more than n/2) and end outside it; stopping earlier keeps the answer
+    among the rows, at the cost of a wider last interval. Public: margin, budget, beta."""
+    for steps in range(int(most), 1, -1):
+        if rank_error_bound(steps, rho_per_search, beta) < margin:
+            return steps
+    return 1
+
+
 def _noisy_counts(count_le, thresholds, steps, rho_per_search, rng, secure):
     # Each count |{x <= t}| changes by at most 1 when one row is replaced: sensitivity 1 per
     # search, rho_per_search / steps per count, so a search of `steps` counts costs rho_per_search.
@@ -89,13 +103,15 @@ def private_quantile_integer(
     rho_per_search: float,
     rng: np.random.Generator,
     secure: bool = False,
+    max_steps: int | None = None,
 ) -> np.ndarray:
     """PrivQuant exactly as IOME Algorithm 1 on integer domains [lo_j, hi_j].
 
     ``while left < right: mid = floor((left + right) / 2); if NoisyRC([lo, mid]) <= m then
     left = mid + 1 else right = mid``; returns floor((left + right) / 2). The loop runs at most
-    T = ceil(log2(hi - lo + 1)) times, and every count is noised for T steps, so a search that
-    ends early spends less than it was charged, never more.
+    T = ceil(log2(hi - lo + 1)) times (at most ``max_steps`` if given, leaving a wider last
+    interval), and every count is noised for T steps, so a search that ends early spends less
+    than it was charged, never more.
 
     Privacy: ``rho_per_search``-zCDP per search (T counts of sensitivity 1, rho/T each);
     ``secure=True`` as for ``private_quantile_real``.
@@ -103,6 +119,8 @@ def private_quantile_integer(
     lo = np.array(lo, dtype=np.int64, ndmin=1)
     hi = np.array(hi, dtype=np.int64, ndmin=1)
     steps = integer_search_steps(lo, hi)
+    if max_steps is not None:
+        steps = min(steps, max_steps)
     _check_search(steps, rho_per_search)
     left, right = lo.copy(), hi.copy()
     for _ in range(steps):
