@@ -110,7 +110,7 @@ class _PlanBase(MeanEstimator):
         """Coordinate-wise private medians on the box, ``rho`` in total (stage "centre")."""
         if self.quantile == "binary-search":
             return private_centre(engine, IDENTITY, engine.lo, engine.hi, steps=self.steps,
-                                  rho=rho, ledger=ledger, rng=rng)
+                                  rho=rho, ledger=ledger, rng=rng, beta=self.beta)
         ledger.charge("centre", rho)
         columns = engine.column_blocks(IDENTITY, quantile_width(engine, engine.n))
         return column_quantiles(columns, engine.d, 0.5, engine.lo, engine.hi,
