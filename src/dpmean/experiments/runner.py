@@ -89,7 +89,9 @@ def run(name: str, out: Path, *, trials: int | None = None, quick: bool = False,
     path = out / f"{name}{'-quick' if quick else ''}.csv"
     _drop_torn_line(path)
     done = _done(path, params)
-    todo = [(i, t) for i, setting in enumerate(spec.settings) for t in range(trials)
+    # Trial-major: an interrupted run leaves every setting with about as many trials, so its
+    # partial CSV already draws every point of the figure.
+    todo = [(i, t) for t in range(trials) for i, setting in enumerate(spec.settings)
             if (_key(setting, params), t) not in done]
     fresh = not path.exists() or path.stat().st_size == 0
     with path.open("a", newline="") as f:
