@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import textwrap
 from collections import defaultdict
 from pathlib import Path
@@ -56,7 +57,7 @@ def plot(spec: Spec, stats: dict, path: Path) -> None:
     from matplotlib.figure import Figure
     from matplotlib.ticker import NullLocator
 
-    panels = sorted({k[0] for k in stats}, key=_number)
+    panels = sorted({k[0] for k in stats}, key=_natural)
     methods = list(dict.fromkeys(k[1] for k in stats))
     fig = Figure(figsize=(4.2 * len(panels), 3.6), dpi=90)
     FigureCanvasAgg(fig)
@@ -87,7 +88,7 @@ def plot(spec: Spec, stats: dict, path: Path) -> None:
             ax.set_title(f"{spec.panel} = {panel}", fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    width = int(26 * 4.2 * len(panels))  # characters per line at fontsize 8
+    width = int(18 * 4.2 * len(panels))  # characters per line at fontsize 8 (4-5 px each)
     heading = "\n".join(textwrap.wrap(spec.title, width) + textwrap.wrap(spec.note, width))
     fig.suptitle(heading, fontsize=8)
     fig.tight_layout()
@@ -109,7 +110,7 @@ def summary(spec: Spec, stats: dict, csv_path: Path, png: Path | None) -> str:
                                                 "failed"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (panel, method, x), s in sorted(stats.items(),
-                                        key=lambda kv: (_number(kv[0][0]), kv[0][1], kv[0][2])):
+                                        key=lambda kv: (_natural(kv[0][0]), kv[0][1], kv[0][2])):
         cells = ([panel] if spec.panel else []) + [method, f"{x:g}", f"{s['centre']:.4g}",
                                                    f"{s['sd']:.3g}", f"{s['median']:.4g}",
                                                    str(s["failed"])]
@@ -117,8 +118,8 @@ def summary(spec: Spec, stats: dict, csv_path: Path, png: Path | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _number(text: str) -> tuple[int, float | str]:
-    try:
-        return (0, float(text))
-    except ValueError:
-        return (1, text)
+def _natural(text: str) -> tuple[tuple[int, float | str], ...]:
+    """Sort key reading the numbers inside a label as numbers: "n=201, eps=1" before
+    "n=1001, eps=0.2", "0.0625" before "0.125"."""
+    parts = re.split(r"(\d+(?:\.\d*)?(?:e[+-]?\d+)?)", text)
+    return tuple((0, float(p)) if i % 2 else (1, p) for i, p in enumerate(parts))
