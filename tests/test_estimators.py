@@ -75,6 +75,36 @@ def test_iome_below_its_theorems_regime_still_beats_cm(method):
         assert errors[method] < errors["cm"] / 2
 
 
+def test_iome_narrows_a_loose_box_when_the_medians_get_few_halvings():
+    # Gaussian A of the PLAN paper at d = 1024, rho = 1/8, box +-25 sqrt(d): each of the 1024
+    # medians gets rho / 4096, and only a few halvings keep its counts within n / 2. On the box's
+    # median domains (+-5018 after Lemma 3.7) the centre was then ~40 off per coordinate and
+    # IOME's error 3.7 (8x the non-private 0.5). Narrowed to +-r rotated_spread, the centre
+    # obeys its guarantee for that domain: each rotated coordinate within the data's range
+    # (within max_i ||x_i - mean|| spread of the mean, Lemma 3.7) plus half a last interval.
+    from dpmean.estimators.iome import DOMAIN_SHARE, ShiftedClippedMean, rotated_spread
+    from dpmean.mechanisms import reliable_search_steps
+
+    n, d, rho, beta = 4000, 1024, 0.125, 0.05
+    assert ShiftedClippedMean(rho, bounds=(-1, 1)).narrows(n, d)
+    x = gaussian_data(0.0, 8, n=n, d=d)
+    empirical = x.mean(axis=0)
+    half = 25 * np.sqrt(d)
+    result = dpmean.mean(x, rho=rho, method="iome", bounds=(-half, half), random_state=8)
+    assert result.ledger == pytest.approx({"centre domain": rho / 4 * DOMAIN_SHARE,
+                                           "centre": rho / 4 * (1 - DOMAIN_SHARE),
+                                           "threshold": rho * 3 / 16, "noise": rho * 9 / 16})
+    reach, spread = result.diagnostics["centre_reach"], rotated_spread(d, n, beta)
+    assert np.count_nonzero(np.linalg.norm(x, axis=1) <= reach) > n / 2
+    steps = reliable_search_steps(n / 2, rho / 4 * (1 - DOMAIN_SHARE) / d, beta / d, 20)
+    last_half_interval = reach * spread / 2**steps
+    widest = np.linalg.norm(x - empirical, axis=1).max() * spread
+    offset = np.linalg.norm(result.diagnostics["centre"] - empirical)
+    assert offset <= np.sqrt(d) * (widest + last_half_interval)
+    # and the release is near the data: within 4x the non-private error (3.7 / 0.5 before)
+    assert np.linalg.norm(result.mean - empirical) < 4 * np.linalg.norm(empirical)
+
+
 def test_quantized_iome_and_gaussian_wrapper_match_the_real_path():
     x = gaussian_data(100.0, 5)
     empirical = x.mean(axis=0)
@@ -190,7 +220,9 @@ def test_result_is_frozen_and_carries_only_private_values():
     with pytest.raises(TypeError):
         result.ledger["noise"] = 0.0
     assert set(result.diagnostics) == {
-        "threshold", "target_rank", "noise_std", "centre", "padded_dim", "quantized"}
+        "threshold", "target_rank", "noise_std", "centre", "padded_dim", "quantized",
+        "centre_reach"}
+    assert result.diagnostics["centre_reach"] is None  # the budget suffices: no narrowing
     true_mean = x.mean(axis=0)
     for value in result.to_dict()["diagnostics"].values():
         assert not np.allclose(np.asarray(value, dtype=float), true_mean)

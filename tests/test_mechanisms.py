@@ -142,6 +142,36 @@ def test_medians_stay_inside_the_data_on_a_small_budget(steps):
         assert np.all(outside <= half_width + 1)
 
 
+def test_private_reach_holds_more_than_half_the_rows():
+    # private_reach's contract, with probability 1 - beta per search: more than n/2 rows lie
+    # within r, and the bottom of its last interval is below the (3n/4 + tau)-th norm (it went
+    # right there). A small budget leaves few halvings, a large one many; both must hold.
+    from dpmean.accounting import PrivacyLedger
+    from dpmean.engines import InMemoryEngine
+    from dpmean.estimators.clipped import private_reach
+    from dpmean.transforms import View
+
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(2000, 16)) * rng.uniform(0.5, 3.0, size=(2000, 1))
+    norms = np.sort(np.linalg.norm(x, axis=1))
+    engine = InMemoryEngine(x, np.full(16, -30.0), np.full(16, 30.0))
+    top, beta = 30.0 * np.sqrt(16), 1e-3
+    for rho, seeds in ((3e-4, range(40)), (1.0, range(40, 60))):
+        steps = reliable_search_steps(500.0, rho, beta, 20)
+        tau = rank_error_bound(steps, rho, beta)
+        assert 1 < steps and (steps < 20) == (rho < 1)
+        for seed in seeds:
+            ledger = PrivacyLedger(1.0)
+            r = private_reach(engine, View(), top, steps=20, rho=rho, ledger=ledger,
+                              rng=np.random.default_rng(seed), beta=beta)
+            assert np.count_nonzero(norms <= r) > 1000
+            assert np.count_nonzero(norms <= r - top / 2**steps) < 1500 + tau
+            assert ledger.spent == {"centre domain": rho}
+    # With the large budget the answer is close to the 3n/4-th norm, not just somewhere above
+    # the median: within tau = 3.3 ranks, at a resolution of top / 2**20.
+    assert norms[1500 - 10] < r < norms[1500 + 10]
+
+
 def test_privquant_vectorised_matches_independent_searches():
     rng = np.random.default_rng(3)
     data = rng.normal(loc=[0.0, 5.0, -3.0], size=(3000, 3))

@@ -56,6 +56,28 @@ def private_centre(
                                  rho_per_search=rho_each, rng=rng, secure=secure)
 
 
+def private_reach(
+    engine: Engine, view: View, top: float, *, steps: int, rho: float, ledger: PrivacyLedger,
+    rng: np.random.Generator, secure: bool = False, beta: float = 0.05,
+) -> float:
+    """A private distance r from the view's origin that more than half the rows lie within,
+    with probability 1 - beta.
+
+    Searches [0, top] (``top`` bounds every row norm) for the 3n/4-th row norm, with at most
+    the halvings whose counts all stay within n/4 (``reliable_search_steps``), and returns the
+    top of the last interval: that end is either ``top`` or a point whose noisy count exceeded
+    3n/4, so its true count exceeds n/2. Budget: ``rho`` (one search of sensitivity-1 counts),
+    charged to the stage "centre domain".
+    """
+    ledger.charge("centre domain", rho)
+    n = engine.n
+    steps = reliable_search_steps(n / 4.0, rho, beta, steps)
+    count = lambda t: engine.norm_counts(view, t)  # noqa: E731
+    found = private_quantile_real(count, 0.75 * n, np.zeros(1), np.array([top]), steps=steps,
+                                  rho_per_search=rho, rng=rng, secure=secure)
+    return float(found[0]) + top / 2.0 ** (steps + 1)
+
+
 def private_radius(
     engine: Engine, view: View, rank: float, norm_bound: float, *, steps: int | None,
     rho: float, ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,

@@ -11,11 +11,17 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..engines import Engine
 from ..errors import InvalidParameterError
-from ..mechanisms import integer_search_steps, rank_error_bound
+from ..mechanisms import integer_search_steps, rank_error_bound, reliable_search_steps
 from ..transforms import IDENTITY, Quantizer, RandomRotation, View, next_power_of_two
 from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
-from .clipped import noisy_clipped_mean, optimal_clip_rank, private_centre, private_radius
+from .clipped import (
+    noisy_clipped_mean,
+    optimal_clip_rank,
+    private_centre,
+    private_radius,
+    private_reach,
+)
 
 
 class ClippedMean(MeanEstimator):
@@ -84,6 +90,17 @@ class ClippedMean(MeanEstimator):
                                              ledger=ledger, rng=rng, secure=self.secure_noise)
         return mean, {"threshold": radius, "target_rank": rank, "noise_std": noise_std}
 
+# The share of the centring budget spent on narrowing the median domains when a loose box leaves
+# the medians too few reliable halvings: one scalar search, so a small share buys it (n / 4
+# margin), while the d_pad medians lose only this fraction of theirs.
+DOMAIN_SHARE = 1.0 / 16.0
+
+
+def rotated_spread(d_pad: int, n: int, beta: float) -> float:
+    """IOME Lemma 3.7 with a union bound: with probability 1 - beta over the random signs, every
+    rotated coordinate of each of n vectors v is within ||v|| times this of zero."""
+    return float(np.sqrt(2.0 * np.log(4.0 * d_pad * n / beta) / d_pad))
+
 
 class ShiftedClippedMean(ClippedMean):
     """IOME: rotate, shift to private coordinate medians, clipped mean, rotate back (IOME 3.3).
@@ -98,6 +115,15 @@ class ShiftedClippedMean(ClippedMean):
     Budget (rho-zCDP): ``centre_share * rho`` for the d_pad medians (rho / (4 d_pad) each by
     default), then CM's split of the rest (``threshold_share``). The paper's split is 1/4 for
     centring and 3/4 for the clipped mean.
+
+    Narrowed median domains (real-valued path, ours): when the centring budget allows the medians
+    fewer than ``median_steps`` reliable halvings (``reliable_search_steps``: counts within n/2
+    with probability 1 - beta), a loose box would leave the centre as coarse as the box is wide.
+    Then ``DOMAIN_SHARE`` of the centring budget goes to one private distance r from the box's
+    centre that more than half the rows lie within (``private_reach``), and each median domain
+    is intersected with R(mid)_j +- r ``rotated_spread``: it then still holds the median with
+    probability 1 - beta, and its width follows the data instead of the box. The decision uses
+    only n, d, rho, beta and ``median_steps``; where the budget suffices nothing changes.
 
     Paths:
         - real-valued (default): medians by binary search over ``median_steps`` halvings of the
@@ -131,12 +157,22 @@ class ShiftedClippedMean(ClippedMean):
         self.bucket = None if bucket is None else check_positive(bucket, "bucket")
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
+        centre = self.rho * self.centre_share
         rest = self.rho * (1.0 - self.centre_share)
-        return {
-            "centre": self.rho * self.centre_share,
-            "threshold": rest * self.threshold_share,
-            "noise": rest * (1.0 - self.threshold_share),
-        }
+        spend = {"threshold": rest * self.threshold_share,
+                 "noise": rest * (1.0 - self.threshold_share)}
+        if self.narrows(n, d):
+            return {"centre domain": centre * DOMAIN_SHARE,
+                    "centre": centre * (1.0 - DOMAIN_SHARE), **spend}
+        return {"centre": centre, **spend}
+
+    def narrows(self, n: int, d: int) -> bool:
+        """Whether the release narrows the median domains first (see the class notes): public."""
+        if self.quantized:
+            return False
+        d_pad = next_power_of_two(d)
+        return reliable_search_steps(n / 2.0, self.rho * self.centre_share / d_pad,
+                                     self.beta / d_pad, self.median_steps) < self.median_steps
 
     def quantizer(self, n: int, lo: np.ndarray, hi: np.ndarray) -> Quantizer | None:
         """The rounding grid of the quantized path (None on the real-valued path)."""
@@ -175,6 +211,15 @@ class ShiftedClippedMean(ClippedMean):
 
         mid_rotated = rotation.apply(geometry.mid)
         centre_lo, centre_hi = geometry.centre_domain(mid_rotated, n, self.beta)
+        reach = None
+        if "centre domain" in budget:
+            reach = private_reach(
+                engine, base.with_shift(mid_rotated), geometry.box_radius,
+                steps=self.median_steps, rho=budget["centre domain"], ledger=ledger, rng=rng,
+                secure=self.secure_noise, beta=self.beta)
+            half = reach * rotated_spread(geometry.d_pad, n, self.beta)
+            centre_lo = np.maximum(centre_lo, mid_rotated - half)
+            centre_hi = np.minimum(centre_hi, mid_rotated + half)
         centre = private_centre(
             engine, base, centre_lo, centre_hi, steps=None if quantizer else self.median_steps,
             rho=budget["centre"], ledger=ledger, rng=rng, secure=self.secure_noise,
@@ -197,6 +242,7 @@ class ShiftedClippedMean(ClippedMean):
             "centre": view.restore(np.zeros(geometry.d_pad)),
             "padded_dim": geometry.d_pad,
             "quantized": quantizer is not None,
+            "centre_reach": reach,
         }
 
     def preclip(self, n: int, d: int) -> float | None:
@@ -236,8 +282,8 @@ class _Geometry:
         if self.quantizer is not None:
             return (np.floor(mid_rotated - self.half_width),
                     np.ceil(mid_rotated + self.half_width))
-        half_width = min(self.half_width, self.box_radius * np.sqrt(
-            2.0 * np.log(4.0 * self.d_pad * n / beta) / self.d_pad))
+        half_width = min(self.half_width,
+                         self.box_radius * rotated_spread(self.d_pad, n, beta))
         return mid_rotated - half_width, mid_rotated + half_width
 
     def settle_centre(self, centre: np.ndarray) -> np.ndarray:
@@ -279,7 +325,7 @@ class _BallGeometry(_Geometry):
         half_width = np.full(self.d_pad, self.ball_radius)
         if self.quantizer is not None:
             return np.floor(-half_width), np.ceil(half_width)
-        half_width *= min(1.0, np.sqrt(2.0 * np.log(4.0 * self.d_pad * n / beta) / self.d_pad))
+        half_width *= min(1.0, rotated_spread(self.d_pad, n, beta))
         return -half_width, half_width
 
     def settle_centre(self, centre: np.ndarray) -> np.ndarray:
