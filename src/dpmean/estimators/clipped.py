@@ -31,6 +31,13 @@ def optimal_clip_rank(n: int, d: int, rho_noise: float, rank_error: float) -> fl
     return n - np.sqrt(2.0 * d / rho_noise) - rank_error
 
 
+def reliable_median_steps(n: int, k: int, rho: float, beta: float, most: int) -> int:
+    """The halvings each of k median searches sharing ``rho`` (rho / k each) makes: the most, up
+    to ``most``, whose counts all stay within n/2 with probability 1 - beta (``beta / k`` per
+    search). Public: n, k, rho, beta."""
+    return reliable_search_steps(n / 2.0, rho / k, beta / k, most)
+
+
 def private_centre(
     engine: Engine, view: View, lo: np.ndarray, hi: np.ndarray, *, steps: int | None,
     rho: float, ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
@@ -47,7 +54,7 @@ def private_centre(
     ledger.charge("centre", rho)
     rho_each = rho / lo.shape[0]
     most = integer_search_steps(lo, hi) if steps is None else steps
-    reliable = reliable_search_steps(engine.n / 2.0, rho_each, beta / lo.shape[0], most)
+    reliable = reliable_median_steps(engine.n, lo.shape[0], rho, beta, most)
     count = lambda t: engine.coordinate_counts(view, t)  # noqa: E731
     if steps is None:
         return private_quantile_integer(count, engine.n / 2.0, lo, hi, rho_per_search=rho_each,

@@ -11,7 +11,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..engines import Engine
 from ..errors import InvalidParameterError
-from ..mechanisms import integer_search_steps, rank_error_bound, reliable_search_steps
+from ..mechanisms import integer_search_steps, rank_error_bound
 from ..transforms import IDENTITY, Quantizer, RandomRotation, View, next_power_of_two
 from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
@@ -21,6 +21,7 @@ from .clipped import (
     private_centre,
     private_radius,
     private_reach,
+    reliable_median_steps,
 )
 
 
@@ -89,6 +90,7 @@ class ClippedMean(MeanEstimator):
         mean, noise_std = noisy_clipped_mean(engine, IDENTITY, radius, rho=budget["noise"],
                                              ledger=ledger, rng=rng, secure=self.secure_noise)
         return mean, {"threshold": radius, "target_rank": rank, "noise_std": noise_std}
+
 
 # The share of the centring budget spent on narrowing the median domains when a loose box leaves
 # the medians too few reliable halvings: one scalar search, so a small share buys it (n / 4
@@ -170,9 +172,8 @@ class ShiftedClippedMean(ClippedMean):
         """Whether the release narrows the median domains first (see the class notes): public."""
         if self.quantized:
             return False
-        d_pad = next_power_of_two(d)
-        return reliable_search_steps(n / 2.0, self.rho * self.centre_share / d_pad,
-                                     self.beta / d_pad, self.median_steps) < self.median_steps
+        return reliable_median_steps(n, next_power_of_two(d), self.rho * self.centre_share,
+                                     self.beta, self.median_steps) < self.median_steps
 
     def quantizer(self, n: int, lo: np.ndarray, hi: np.ndarray) -> Quantizer | None:
         """The rounding grid of the quantized path (None on the real-valued path)."""
