@@ -42,6 +42,9 @@ DENSE = [
     ("plan", {}),
     ("plan-noscale", {}),
     ("iome-gaussian", {"mean_radius": 10.0, "sigma_min": 0.5, "sigma_max": 2.0}),
+    # the integer path's narrowing
+    ("iome-gaussian", {"mean_radius": 10.0, "sigma_min": 0.5, "sigma_max": 2.0,
+                       "centre_share": 1e-4}),
     ("coinpress", {"radius": 50.0}),
     ("coinpress-cov", {"radius": 50.0}),
     ("trimmed", {}),
@@ -52,7 +55,7 @@ DENSE = [
 ]
 NEEDS_BOUNDS = {"cm", "iome", "gaussian", "cm-fixed", "plan", "plan-noscale", "trimmed"}
 IDS = [m + "".join(f"-{v}" for v in o.values() if isinstance(v, str | int) and v != 50.0)
-       + ("-narrowing" if (m, o) == NARROWING_IOME else "") for m, o in DENSE]
+       + ("-narrowing" if "centre_share" in o else "") for m, o in DENSE]
 
 
 

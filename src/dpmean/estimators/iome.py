@@ -118,14 +118,16 @@ class ShiftedClippedMean(ClippedMean):
     default), then CM's split of the rest (``threshold_share``). The paper's split is 1/4 for
     centring and 3/4 for the clipped mean.
 
-    Narrowed median domains (real-valued path, ours): when the centring budget allows the medians
-    fewer than ``median_steps`` reliable halvings (``reliable_search_steps``: counts within n/2
-    with probability 1 - beta), a loose box would leave the centre as coarse as the box is wide.
+    Narrowed median domains (ours): when the centring budget allows the medians fewer reliable
+    halvings (``reliable_search_steps``: counts within n/2 with probability 1 - beta) than a
+    full search makes (``median_steps``, or Algorithm 1's on the integer path), a loose box
+    would leave the centre as coarse as the box is wide.
     Then ``DOMAIN_SHARE`` of the centring budget goes to one private distance r from the box's
     centre that more than half the rows lie within (``private_reach``), and each median domain
     is intersected with R(mid)_j +- r ``rotated_spread``: it then still holds the median with
     probability 1 - beta, and its width follows the data instead of the box. The decision uses
-    only n, d, rho, beta and ``median_steps``; where the budget suffices nothing changes.
+    only n, d, rho, beta, the box and ``median_steps``; where the budget suffices nothing
+    changes.
 
     Paths:
         - real-valued (default): medians by binary search over ``median_steps`` halvings of the
@@ -170,10 +172,10 @@ class ShiftedClippedMean(ClippedMean):
 
     def narrows(self, n: int, d: int) -> bool:
         """Whether the release narrows the median domains first (see the class notes): public."""
-        if self.quantized:
-            return False
-        return reliable_median_steps(n, next_power_of_two(d), self.rho * self.centre_share,
-                                     self.beta, self.median_steps) < self.median_steps
+        geometry = self._geometry(n, *self.box(n, d))
+        most = geometry.full_median_steps(n, self.beta, self.median_steps)
+        return reliable_median_steps(n, geometry.d_pad, self.rho * self.centre_share,
+                                     self.beta, most) < most
 
     def quantizer(self, n: int, lo: np.ndarray, hi: np.ndarray) -> Quantizer | None:
         """The rounding grid of the quantized path (None on the real-valued path)."""
@@ -219,8 +221,11 @@ class ShiftedClippedMean(ClippedMean):
                 steps=self.median_steps, rho=budget["centre domain"], ledger=ledger, rng=rng,
                 secure=self.secure_noise, beta=self.beta)
             half = reach * rotated_spread(geometry.d_pad, n, self.beta)
-            centre_lo = np.maximum(centre_lo, mid_rotated - half)
-            centre_hi = np.minimum(centre_hi, mid_rotated + half)
+            narrow_lo, narrow_hi = mid_rotated - half, mid_rotated + half
+            if quantizer is not None:  # Algorithm 1 searches integers: round outward
+                narrow_lo, narrow_hi = np.floor(narrow_lo), np.ceil(narrow_hi)
+            centre_lo = np.maximum(centre_lo, narrow_lo)
+            centre_hi = np.minimum(centre_hi, narrow_hi)
         centre = private_centre(
             engine, base, centre_lo, centre_hi, steps=None if quantizer else self.median_steps,
             rho=budget["centre"], ledger=ledger, rng=rng, secure=self.secure_noise,
@@ -286,6 +291,15 @@ class _Geometry:
         half_width = min(self.half_width,
                          self.box_radius * rotated_spread(self.d_pad, n, beta))
         return mid_rotated - half_width, mid_rotated + half_width
+
+    def full_median_steps(self, n: int, beta: float, real_steps: int) -> int:
+        """The halvings a median search makes when nothing cuts it short: ``real_steps`` on the
+        real path; Algorithm 1's on the integer domains, taken about a zero centre (the
+        rotation is not drawn yet when the budget is planned; the rotated box centre moves a
+        domain's rounded ends, not its width by more than one)."""
+        if self.quantizer is None:
+            return real_steps
+        return integer_search_steps(*self.centre_domain(np.zeros(self.d_pad), n, beta))
 
     def settle_centre(self, centre: np.ndarray) -> np.ndarray:
         """Post-processing of the private centre before the data is shifted to it."""
