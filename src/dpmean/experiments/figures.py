@@ -544,7 +544,6 @@ OURS_SPEC = Spec(
                              for k in ("isotropic", "zipf-2", "binary-0.25")), "trials": 2})
 
 
-
 def _ours_baskets(s: Setting, rng: np.random.Generator) -> Dataset:
     return basket_data(BASKETS[s["data"]], s.get("rows"))
 
@@ -562,6 +561,7 @@ OURS_BASKETS_SPEC = Spec(
     note="TVD against the data's own item frequencies; IOME on the sparse engine, about 3 "
     "minutes a release",
     quick={"settings": ({"data": "kosarak-prefix", "rho": 0.5, "rows": 5000},), "trials": 2})
+
 
 SPECS: dict[str, Spec] = {spec.name: spec for spec in (
     *IOME_SPECS, *MNIST_SPECS, FIG9_SPEC, *LOCAL_SPECS, *PLAN_SPECS, BINARY_SPEC,
