@@ -6,10 +6,12 @@ import warnings
 
 import numpy as np
 import pytest
+from ledgers import stage
 
 import dpmean
 from dpmean.accounting import zcdp_to_approx_dp
 from dpmean.audit import epsilon_lower_bound
+from dpmean.errors import PrivacyAccountingError
 from dpmean.mechanisms import (
     exponential_quantile,
     gaussian_mechanism,
@@ -36,8 +38,10 @@ def gaussian_sample(sensitivity_used, secure=False):
     def sample(which, rng, trials):
         if secure:
             return np.array([gaussian_mechanism(np.array([float(which)]), sensitivity_used, RHO,
-                                                rng, secure=True)[0] for _ in range(trials)])
-        return gaussian_mechanism(np.full(trials, float(which)), sensitivity_used, RHO, rng)
+                                                rng, secure=True,
+        **stage())[0] for _ in range(trials)])
+        return gaussian_mechanism(np.full(trials, float(which)), sensitivity_used, RHO, rng,
+                                  **stage())
     return sample
 
 
@@ -54,9 +58,9 @@ def quantile_sample(search, rho_used, secure=False):
         lo, hi = np.full(trials, -1.0), np.full(trials, 11.0)
         if search == "real":
             return private_quantile_real(count, 49.5, lo, hi, steps=8, rho_per_search=rho_used,
-                                         rng=rng, secure=secure)
+                                         rng=rng, secure=secure, **stage())
         return private_quantile_integer(count, 49.5, lo, hi, rho_per_search=rho_used, rng=rng,
-                                        secure=secure)
+                                        secure=secure, **stage())
     return sample
 
 
@@ -70,7 +74,7 @@ def exponential_sample(rho_used):
     def sample(which, rng, trials):
         values = (EM_VALUES, EM_PRIME_VALUES)[which]
         return exponential_quantile(np.repeat(values[:, None], trials, axis=1), 0.5, -1.0,
-                                    101.0, rho=rho_used, rng=rng)
+                                    101.0, rho=rho_used, rng=rng, **stage())
     return sample
 
 
@@ -78,7 +82,8 @@ def matrix_sample(sensitivity_used):
     # Second moments differing by Delta = 1 in Frobenius norm, in the (0, 0) entry.
     def sample(which, rng, trials):
         value = np.diag([float(which), 0.0])
-        return np.array([symmetric_gaussian_mechanism(value, sensitivity_used, RHO, rng)[0, 0]
+        return np.array([symmetric_gaussian_mechanism(value, sensitivity_used, RHO, rng,
+                                                      **stage())[0, 0]
                          for _ in range(trials)])
     return sample
 
@@ -161,6 +166,15 @@ def test_estimator_without_its_final_noise_is_caught(method, mechanism, monkeypa
     # The test of the tester at estimator level: 2000 runs per dataset prove a leak when the
     # release is (nearly) deterministic. (It cannot see subtler under-noising of an estimator;
     # that is what the mechanism-level audits above are for.)
+    def charged_but_noiseless(value, *args, ledger, stage, **options):
+        ledger.charge(stage, ledger.planned[stage])
+        return value
+
+    monkeypatch.setattr(f"dpmean.estimators.{mechanism}", charged_but_noiseless)
+    assert audit(estimator_sample(method), 2000) > CLAIM
+    # And a mechanism that skips its charge too never gets a release out (the ledger is
+    # verified against the plan before the result leaves the estimator).
     monkeypatch.setattr(f"dpmean.estimators.{mechanism}",
                         lambda value, *args, **options: value)
-    assert audit(estimator_sample(method), 2000) > CLAIM
+    with pytest.raises(PrivacyAccountingError, match="does not add up to its plan"):
+        estimator_sample(method)(0, np.random.default_rng(0), 1)

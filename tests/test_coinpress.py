@@ -129,8 +129,9 @@ def mvcrec_errors(t, n=8000, d=10, rho=0.5):
         rng = np.random.default_rng(100 + seed)
         paired = InMemoryEngine(x, np.full(d, -np.inf), np.full(d, np.inf)).paired(
             rng.permutation(n))
-        ledger = PrivacyLedger(rho)
-        estimate, _ = coinpress.mvc_rec(paired, np.sqrt(big), coinpress.step_budgets(rho, t),
+        budgets = coinpress.step_budgets(rho, t)
+        ledger = PrivacyLedger.for_stages({f"cov-step-{k}": b for k, b in enumerate(budgets, 1)})
+        estimate, _ = coinpress.mvc_rec(paired, np.sqrt(big), budgets,
                                         beta=0.1, ledger=ledger, rng=rng)
         assert math.isclose(ledger.total_spent, rho, rel_tol=1e-12)
         errors.append(covariance_error(sigma, estimate))
@@ -245,7 +246,10 @@ def test_coinpress_cov_error_grows_with_t_cov_where_the_noise_dominates():
             paired = InMemoryEngine(x, np.full(d, -np.inf), np.full(d, np.inf)).paired(
                 step_rng.permutation(n))
             _, whitening = coinpress.mvc_rec(paired, sigma_max, budgets, beta=0.1,
-                                             ledger=PrivacyLedger(rho), rng=step_rng)
+                                             ledger=PrivacyLedger.for_stages(
+                                                 {f"cov-step-{k}": b
+                                                  for k, b in enumerate(budgets, 1)}),
+                                             rng=step_rng)
             norms.append(np.linalg.norm(np.linalg.inv(whitening)))
         assert abs(np.mean(norms) / predicted - 1) < 0.1
         # The whole pipeline: error^2 / (s ||M^-1||_F)^2 has mean ~1 (xbar adds tr(Sigma)/n,

@@ -153,9 +153,9 @@ def test_ledger_sums_to_the_budget(method):
     result = dpmean.mean(x, rho=0.3, method=method, random_state=0, **options)
     # (epsilon, delta) protocols convert rho to the epsilon it implies and keep their ledger in it.
     budget = 0.3 if result.notion.endswith("zCDP") else zcdp_to_approx_dp(0.3, result.delta)
-    assert result.rho_spent == pytest.approx(budget, rel=1e-12)
-    assert result.rho_spent <= budget * (1 + 1e-12)
-    assert sum(result.ledger.values()) == pytest.approx(result.rho_spent)
+    assert result.spent == pytest.approx(budget, rel=1e-12)
+    assert result.spent <= budget * (1 + 1e-12)
+    assert sum(result.ledger.values()) == pytest.approx(result.spent)
     assert result.mean.shape == (8,)
     json.dumps(result.to_dict())
 

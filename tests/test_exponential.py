@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from ledgers import stage
 from scipy.stats import chisquare
 
 from dpmean.errors import InvalidParameterError
@@ -21,7 +22,7 @@ def sample(values, q, lo, hi, rho, draws, seed, sensitivity=1.0):
     # One call with `draws` identical columns: the mechanism is vectorised over columns.
     tiled = np.tile(np.sort(values)[:, None], (1, draws))
     return exponential_quantile(tiled, q, lo, hi, rho=rho, rng=np.random.default_rng(seed),
-                                sensitivity=sensitivity)
+                                sensitivity=sensitivity, **stage())
 
 
 @pytest.mark.parametrize("q,sensitivity", [(0.5, 1.0), (0.25, 1.0), (0.5, 2.0)])
@@ -77,7 +78,7 @@ def test_vectorised_columns_use_their_own_bounds_and_concentrate_at_high_budget(
     rng = np.random.default_rng(0)
     x = np.sort(rng.normal([0.0, 100.0, -5.0], [1.0, 10.0, 0.1], size=(50_001, 3)), axis=0)
     lo, hi = np.array([-10.0, 0.0, -6.0]), np.array([10.0, 200.0, -4.0])
-    out = exponential_quantile(x, 0.5, lo, hi, rho=50.0, rng=rng)
+    out = exponential_quantile(x, 0.5, lo, hi, rho=50.0, rng=rng, **stage())
     # eps = 20: ranks more than ~ (2/eps) ln(n) = 1.1 away from the median are exponentially
     # unlikely; the order statistics within 10 ranks of the median differ from it by < 0.01 sd.
     median = x[25_000]
@@ -86,7 +87,8 @@ def test_vectorised_columns_use_their_own_bounds_and_concentrate_at_high_budget(
 
 def test_all_values_tied_never_produces_nan_and_avoids_zero_width_gaps():
     values = np.zeros((1000, 2000))
-    out = exponential_quantile(values, 0.5, -1.0, 1.0, rho=1e4, rng=np.random.default_rng(1))
+    out = exponential_quantile(values, 0.5, -1.0, 1.0, rho=1e4, rng=np.random.default_rng(1),
+                               **stage())
     assert np.isfinite(out).all()
     # Only the outer gaps have width; each is equally likely for the median.
     assert not np.any(out == 0.0)
@@ -95,18 +97,22 @@ def test_all_values_tied_never_produces_nan_and_avoids_zero_width_gaps():
 
 def test_values_outside_the_interval_are_clamped():
     values = np.array([[-50.0], [0.5], [70.0]])
-    out = exponential_quantile(values, 0.5, 0.0, 1.0, rho=1.0, rng=np.random.default_rng(2))
+    out = exponential_quantile(values, 0.5, 0.0, 1.0, rho=1.0, rng=np.random.default_rng(2),
+                               **stage())
     assert 0.0 <= out[0] <= 1.0
 
 
 def test_epsilon_and_parameter_checks():
     assert exponential_epsilon(0.125) == pytest.approx(1.0)
     with pytest.raises(InvalidParameterError):
-        exponential_quantile(np.zeros(3), 1.5, 0.0, 1.0, rho=1.0, rng=np.random.default_rng())
+        exponential_quantile(np.zeros(3), 1.5, 0.0, 1.0, rho=1.0, rng=np.random.default_rng(),
+                             **stage())
     with pytest.raises(InvalidParameterError):
-        exponential_quantile(np.zeros(3), 0.5, 1.0, 1.0, rho=1.0, rng=np.random.default_rng())
+        exponential_quantile(np.zeros(3), 0.5, 1.0, 1.0, rho=1.0, rng=np.random.default_rng(),
+                             **stage())
     with pytest.raises(InvalidParameterError):
-        exponential_quantile(np.zeros(3), 0.5, 0.0, 1.0, rho=0.0, rng=np.random.default_rng())
+        exponential_quantile(np.zeros(3), 0.5, 0.0, 1.0, rho=0.0, rng=np.random.default_rng(),
+                             **stage())
 
 
 # The sampler weighs only the gaps near the target exactly and the rest by rejection
@@ -146,7 +152,7 @@ def test_gap_probabilities_with_ties_outliers_and_small_windows(q, half_width, m
     lo, hi, rho, draws = -1.0, 6.0, 0.125, 200_000  # eps = 1
     shuffled = np.random.default_rng(5).permutation(TIES_AND_OUTLIERS)
     out = exponential_quantile(np.tile(shuffled[:, None], (1, draws)), q, lo, hi, rho=rho,
-                               rng=np.random.default_rng(17))
+                               rng=np.random.default_rng(17), **stage())
     assert np.all((out >= lo) & (out <= hi))
     counts = gap_counts(out, shuffled, lo, hi)
     _, probs = gap_probabilities(shuffled, q, lo, hi, 1.0)
@@ -173,7 +179,7 @@ def test_rejection_branch_is_taken_and_outside_gaps_are_drawn(monkeypatch):
     monkeypatch.setattr(module, "_outside_region", counting)
     lo, hi = -1.0, 6.0
     out = exponential_quantile(np.tile(TIES_AND_OUTLIERS[:, None], (1, 2000)), 0.5, lo, hi,
-                               rho=0.125, rng=np.random.default_rng(2))
+                               rho=0.125, rng=np.random.default_rng(2), **stage())
     assert {0, 1} <= set(calls)  # both sides were sorted on demand
     edges = np.clip(np.sort(TIES_AND_OUTLIERS), lo, hi)
     assert np.any(out < edges[13]) and np.any(out > edges[17])  # outputs outside the window
@@ -187,9 +193,9 @@ def test_output_does_not_depend_on_row_order_and_input_is_not_written():
     before = fortran.copy()
     for rho in (1e-4, 1.0, 1e3):  # windows from all ranks to a few
         expected = exponential_quantile(x_sorted, 0.3, -4.0, 4.0, rho=rho,
-                                        rng=np.random.default_rng(9))
+                                        rng=np.random.default_rng(9), **stage())
         got = exponential_quantile(fortran, 0.3, -4.0, 4.0, rho=rho,
-                                   rng=np.random.default_rng(9))
+                                   rng=np.random.default_rng(9), **stage())
         np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(fortran, before)
 
@@ -200,8 +206,9 @@ def test_blocks_of_whole_draw_units_draw_what_one_call_draws(monkeypatch):
     monkeypatch.setattr(module, "_BLOCK_VALUES", 3 * 1002)  # 3 columns per draw for n = 1000
     monkeypatch.setattr(module, "window_half_width", lambda n, decay: 4)  # rejections too
     x = np.random.default_rng(6).standard_cauchy(size=(1000, 10))
-    whole = exponential_quantile(x, 0.5, -5.0, 5.0, rho=0.01, rng=np.random.default_rng(1))
+    whole = exponential_quantile(x, 0.5, -5.0, 5.0, rho=0.01, rng=np.random.default_rng(1),
+                                 **stage())
     rng = np.random.default_rng(1)
-    parts = [exponential_quantile(x[:, cols], 0.5, -5.0, 5.0, rho=0.01, rng=rng)
+    parts = [exponential_quantile(x[:, cols], 0.5, -5.0, 5.0, rho=0.01, rng=rng, **stage())
              for cols in (slice(0, 6), slice(6, 9), slice(9, 10))]
     np.testing.assert_array_equal(np.concatenate(parts), whole)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from ledgers import stage
 from scipy import stats
 
 from dpmean.errors import InvalidParameterError
@@ -27,7 +28,7 @@ def test_gaussian_noise_std_formula():
 def test_gaussian_mechanism_distribution():
     rng = np.random.default_rng(0)
     value = np.full(20000, 3.0)
-    out = gaussian_mechanism(value, 1.5, 0.2, rng)
+    out = gaussian_mechanism(value, 1.5, 0.2, rng, **stage())
     sigma = 1.5 / np.sqrt(0.4)
     # Kolmogorov-Smirnov against N(3, sigma^2) at the 0.1% level.
     assert stats.kstest((out - 3.0) / sigma, "norm").pvalue > 1e-3
@@ -36,7 +37,7 @@ def test_gaussian_mechanism_distribution():
 @pytest.mark.parametrize("rho", [0.0, -1.0, np.inf, np.nan])
 def test_gaussian_mechanism_rejects_bad_rho(rho):
     with pytest.raises(InvalidParameterError):
-        gaussian_mechanism(np.zeros(2), 1.0, rho, np.random.default_rng(0))
+        gaussian_mechanism(np.zeros(2), 1.0, rho, np.random.default_rng(0), **stage())
 
 
 def _rank_error(values: np.ndarray, x: float, m: float) -> float:
@@ -68,7 +69,7 @@ def test_integer_privquant_rank_error_within_theorem(m):
     errors = []
     for _ in range(TRIALS):
         x = private_quantile_integer(count, m, np.array([0]), np.array([(1 << 12) - 1]),
-                                     rho_per_search=rho, rng=rng)[0]
+                                     rho_per_search=rho, rng=rng, **stage())[0]
         assert x == int(x) and 0 <= x < 1 << 12
         errors.append(_rank_error(values, x, m))
     errors = np.array(errors)
@@ -84,7 +85,7 @@ def test_integer_privquant_is_exact_without_noise():
     count = lambda t: np.array([np.count_nonzero(values <= t[0])])  # noqa: E731
     for m, expected in [(0.5, 3), (1.5, 3), (2.5, 7), (5.5, 10), (6.5, 42), (7.5, 63)]:
         got = private_quantile_integer(count, m, np.array([0]), np.array([63]),
-                                       rho_per_search=1e12, rng=np.random.default_rng(0))
+                                       rho_per_search=1e12, rng=np.random.default_rng(0), **stage())
         assert got[0] == expected
 
 
@@ -96,7 +97,8 @@ def test_real_privquant_rank_error_within_theorem():
     count = lambda t: np.array([np.count_nonzero(values <= t[0])])  # noqa: E731
     errors = np.array([
         _rank_error(values, private_quantile_real(count, m, np.array([-8.0]), np.array([8.0]),
-                                                  steps=steps, rho_per_search=rho, rng=rng)[0], m)
+                                                  steps=steps, rho_per_search=rho, rng=rng,
+        **stage())[0], m)
         for _ in range(TRIALS)
     ])
     # The final interval has width 16 / 2**16; at this density it holds at most a few values.
@@ -137,7 +139,8 @@ def test_medians_stay_inside_the_data_on_a_small_budget(steps):
     engine = InMemoryEngine(x, lo, hi)
     for seed in range(5):
         centre = private_centre(engine, View(), lo, hi, steps=steps, rho=0.001,
-                                ledger=PrivacyLedger(1.0), rng=np.random.default_rng(seed))
+                                ledger=PrivacyLedger.for_stages({"centre": 0.001}),
+                                rng=np.random.default_rng(seed))
         outside = np.maximum(x.min(axis=0) - centre, centre - x.max(axis=0))
         assert np.all(outside <= half_width + 1)
 
@@ -161,7 +164,7 @@ def test_private_reach_holds_more_than_half_the_rows():
         tau = rank_error_bound(steps, rho, beta)
         assert 1 < steps and (steps < 20) == (rho < 1)
         for seed in seeds:
-            ledger = PrivacyLedger(1.0)
+            ledger = PrivacyLedger.for_stages({"centre domain": rho})
             r = private_reach(engine, View(), top, steps=20, rho=rho, ledger=ledger,
                               rng=np.random.default_rng(seed), beta=beta)
             assert np.count_nonzero(norms <= r) > 1000
@@ -177,7 +180,7 @@ def test_privquant_vectorised_matches_independent_searches():
     data = rng.normal(loc=[0.0, 5.0, -3.0], size=(3000, 3))
     count = lambda t: np.count_nonzero(data <= t, axis=0)  # noqa: E731
     medians = private_quantile_real(count, 1500, np.full(3, -20.0), np.full(3, 20.0), steps=20,
-                                    rho_per_search=10.0, rng=rng)
+                                    rho_per_search=10.0, rng=rng, **stage())
     np.testing.assert_allclose(medians, np.median(data, axis=0), atol=0.05)
 
 
@@ -185,16 +188,16 @@ def test_privquant_rejects_bad_parameters():
     count = lambda t: np.zeros(1)  # noqa: E731
     with pytest.raises(InvalidParameterError):
         private_quantile_real(count, 1, np.zeros(1), np.ones(1), steps=0, rho_per_search=1.0,
-                              rng=np.random.default_rng(0))
+                              rng=np.random.default_rng(0), **stage())
     with pytest.raises(InvalidParameterError):
         private_quantile_integer(count, 1, np.zeros(1), np.ones(1), rho_per_search=-1.0,
-                                 rng=np.random.default_rng(0))
+                                 rng=np.random.default_rng(0), **stage())
 
 
 def test_secure_gaussian_mechanism_releases_on_a_grid_with_the_right_spread():
     rng = np.random.default_rng(4)
     value = np.linspace(-3.0, 3.0, 4000)
-    out = gaussian_mechanism(value, 2.0, 0.5, rng, secure=True)
+    out = gaussian_mechanism(value, 2.0, 0.5, rng, secure=True, **stage())
     # gamma = 2^floor(log2(1e-3 * 2 / sqrt(4000))): every output is an exact multiple of it.
     gamma = 2.0 ** np.floor(np.log2(1e-3 * 2.0 / np.sqrt(4000)))
     np.testing.assert_array_equal(out / gamma, np.rint(out / gamma))
@@ -210,7 +213,7 @@ def test_secure_privquant_finds_the_median():
     data = rng.normal(size=(2000, 2))
     count = lambda t: np.count_nonzero(data <= t, axis=0)  # noqa: E731
     found = private_quantile_real(count, 1000, np.full(2, -8.0), np.full(2, 8.0), steps=12,
-                                  rho_per_search=5.0, rng=rng, secure=True)
+                                  rho_per_search=5.0, rng=rng, secure=True, **stage())
     # Counts noised with std sqrt(12 / 10) ~ 1.1 ranks: the result is within a few ranks of the
     # median, i.e. within 0.05 here (density ~0.4 * 2000 = 800 rows per unit).
     np.testing.assert_allclose(found, np.median(data, axis=0), atol=0.05)
@@ -220,7 +223,7 @@ def test_symmetric_gaussian_mechanism_noise():
     from dpmean.mechanisms import symmetric_gaussian_mechanism
 
     value = np.diag(np.arange(40.0))
-    out = symmetric_gaussian_mechanism(value, 2.0, 0.5, np.random.default_rng(3))
+    out = symmetric_gaussian_mechanism(value, 2.0, 0.5, np.random.default_rng(3), **stage())
     np.testing.assert_array_equal(out, out.T)
     # The 820 entries on and above the diagonal are i.i.d. N(0, Delta^2 / (2 rho)) = N(0, 4).
     # Their sample variance has relative sd sqrt(2 / 820) = 0.049; 4 sd = 0.2 still catches a
@@ -229,4 +232,4 @@ def test_symmetric_gaussian_mechanism_noise():
     assert abs(np.mean(noise**2) / 4.0 - 1.0) < 0.2
     assert stats.kstest(noise, stats.norm(scale=2.0).cdf).pvalue > 1e-3
     with pytest.raises(InvalidParameterError, match="square"):
-        symmetric_gaussian_mechanism(np.ones((2, 3)), 1.0, 1.0, np.random.default_rng(0))
+        symmetric_gaussian_mechanism(np.ones((2, 3)), 1.0, 1.0, np.random.default_rng(0), **stage())

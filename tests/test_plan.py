@@ -140,7 +140,7 @@ def test_pair_std_relative_error_in_the_papers_appendix_d_setting(group_size):
     x = rng.normal(10.0, sigma, size=(10_000, trials))
     engine = InMemoryEngine(x, np.full(trials, 10 - 5 * sigma), np.full(trials, 10 + 5 * sigma))
     rho = 0.01 / 16 * trials
-    ledger = PrivacyLedger(rho)
+    ledger = PrivacyLedger.for_stages({"variance": rho})
     est = pair_std(engine, rho=rho, ledger=ledger, rng=rng, group_size=group_size)
     assert ledger.spent == {"variance": pytest.approx(rho)}
     assert np.mean(np.abs(est - sigma) / sigma) < 0.035
@@ -151,7 +151,7 @@ def test_binary_std_and_known_std():
     p = np.where(np.arange(200) < 50, 0.5, 0.05)
     x = (rng.random((20_000, 200)) < p).astype(float)
     engine = InMemoryEngine(x, np.zeros(200), np.ones(200))
-    ledger = PrivacyLedger(1.0)
+    ledger = PrivacyLedger.for_stages({"variance": 1.0})
     est = binary_std(engine, rho=1.0, ledger=ledger, rng=rng, floor=0.01)
     # Frequency noise sd = sqrt(200)/20000/sqrt(2) = 5e-4 and sampling sd <= 3.5e-3: sigma
     # within 0.02 of sqrt(p(1-p)) (0.5 and 0.218), many standard deviations.

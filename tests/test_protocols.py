@@ -251,7 +251,8 @@ def test_local_iome_beats_grs_knownvar(figure10):
         assert iome < grs
         assert result.notion == "local-zCDP" and result.diagnostics["model"] == "local"
         assert math.isclose(result.rho_spent, approx_dp_to_zcdp(1.0, 1e-9), rel_tol=1e-9)
-        assert baseline.notion == "local-approx-DP" and baseline.rho_spent == 1.0
+        assert baseline.notion == "local-approx-DP" and baseline.epsilon_spent == 1.0
+        assert baseline.rho is None and baseline.rho_spent is None
 
 
 def test_shuffle_error_is_within_a_log_factor_of_the_central_model(figure10):
@@ -264,7 +265,8 @@ def test_shuffle_error_is_within_a_log_factor_of_the_central_model(figure10):
         # coordinate clip's sqrt(log(nd)) and advanced composition's sqrt(log(d/delta)).
         assert shuffled <= math.sqrt(math.log(n * d) * math.log(d / delta)) * central
         assert result.notion == "shuffle-approx-DP" and result.diagnostics["model"] == "shuffle"
-        assert result.rho_spent <= 1.0 * (1 + 1e-12) and result.delta == delta
+        assert result.epsilon_spent <= 1.0 * (1 + 1e-12) and result.delta == delta
+        assert result.rho is None and result.rho_spent is None
 
 
 def test_grs_unkvar_runs_and_rho_converts_at_default_delta(figure10):

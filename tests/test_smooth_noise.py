@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from ledgers import stage
 from scipy import integrate, stats
 
 from dpmean.errors import InvalidParameterError
@@ -197,9 +198,10 @@ def test_bad_parameters_are_refused(call, message):
 def test_mechanism_scales_noise_by_sensitivity_over_shift():
     cal = LaplaceNRS.calibrate(1.0, 1e-6)
     rng = np.random.default_rng(3)
-    out = smooth_sensitivity_mechanism(np.zeros(200000), np.full(200000, 2.0), cal, rng)
+    out = smooth_sensitivity_mechanism(np.zeros(200000), np.full(200000, 2.0), cal, rng, **stage())
     # Var = (2 / 0.5)^2 * 2 = 32; the sample variance of 2e5 Laplace draws has relative sd
     # sqrt((6 - 1) / 2e5) = 0.5%, so 3% is six standard deviations.
     assert np.var(out) == pytest.approx(32.0, rel=0.03)
-    assert np.array_equal(smooth_sensitivity_mechanism(np.ones(3), np.zeros(3), cal, rng),
+    assert np.array_equal(smooth_sensitivity_mechanism(np.ones(3), np.zeros(3), cal, rng,
+                                                       **stage()),
                           np.ones(3))

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 
 from scipy.optimize import brentq, minimize_scalar
 
-from .errors import BudgetExceededError, InvalidParameterError
+from .errors import BudgetExceededError, InvalidParameterError, PrivacyAccountingError
 
 __all__ = [
     "PrivacyLedger",
@@ -295,106 +295,156 @@ def _format_stages(stages: Mapping[str, float]) -> str:
 
 
 class PrivacyLedger:
-    """What each stage of one release spends, in rho-zCDP, against a fixed budget.
+    """What each stage of one release spends against a fixed total, in one unit (rho or
+    epsilon).
 
-    An estimator first ``plan``s its split (from public values only, before reading data), then
-    ``charge``s each stage as its mechanism runs. Charges to one stage accumulate.
+    An estimator first ``plan``s its split (from public values only, before reading data); then
+    each mechanism ``charge``s its own stage, once, with the cost it computes from its own
+    parameters, before it draws any noise. A stage that was never planned, a second charge to
+    the same stage, or a charge above the plan is refused, and ``verify`` (run before a release
+    leaves the estimator) refuses a ledger whose charges do not add up to its plan.
+
+    Parameters
+    ----------
+    budget : float
+        The total this ledger may spend, in ``unit``.
+    unit : str
+        "rho" (zCDP, tCDP and local zCDP budgets) or "epsilon" (approximate and pure DP).
     """
 
-    def __init__(self, budget: float) -> None:
+    def __init__(self, budget: float, unit: str = "rho") -> None:
+        if unit not in ("rho", "epsilon"):
+            raise InvalidParameterError(f"a ledger's unit is 'rho' or 'epsilon', got {unit!r}")
+        self._unit = unit
         self._budget = _positive("budget", budget)
         self._planned: dict[str, float] = {}
         self._spent: dict[str, float] = {}
 
-    def plan(self, stages: Mapping[str, float]) -> dict[str, float]:
-        """Declare stage -> rho the estimator intends to spend; return a copy as floats.
+    @classmethod
+    def for_stages(cls, stages: Mapping[str, float], unit: str = "rho") -> PrivacyLedger:
+        """A ledger whose budget is exactly ``stages``'s total, with ``stages`` planned: for a
+        mechanism run outside an estimator (an experiment, a test)."""
+        ledger = cls(math.fsum(stages.values()), unit)
+        ledger.plan(stages)
+        return ledger
 
-        Raises BudgetExceededError if the planned stages (together with any earlier plan and any
-        unplanned spending) sum to more than the budget.
+    def plan(self, stages: Mapping[str, float]) -> dict[str, float]:
+        """Declare stage -> amount the estimator intends to spend; return a copy as floats.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the planned stages (together with any earlier plan) sum to more than the budget.
+        InvalidParameterError
+            On a malformed plan, or a stage re-planned at another amount.
         """
         if not isinstance(stages, Mapping):
             raise InvalidParameterError(
-                f"a budget plan must be a mapping of stage -> rho, got {type(stages).__name__}"
+                f"a budget plan must be a mapping of stage -> {self._unit}, "
+                f"got {type(stages).__name__}"
             )
         new: dict[str, float] = {}
-        for stage, rho in stages.items():
+        for stage, amount in stages.items():
             name = _stage_name(stage)
-            new[name] = _non_negative(f"planned rho for stage {name!r}", rho)
-        for name, rho in new.items():
+            new[name] = _non_negative(f"planned {self._unit} for stage {name!r}", amount)
+        for name, amount in new.items():
             # Changing an earlier plan would let a stage that was sized for one amount be charged
             # another; re-stating the same amount is harmless.
-            if name in self._planned and self._planned[name] != rho:
+            if name in self._planned and self._planned[name] != amount:
                 raise InvalidParameterError(
-                    f"stage {name!r} was already planned at rho={self._planned[name]:.6g}; "
-                    f"it cannot be re-planned at rho={rho:.6g}"
+                    f"stage {name!r} was already planned at {self._unit}="
+                    f"{self._planned[name]:.6g}; it cannot be re-planned at "
+                    f"{self._unit}={amount:.6g}"
                 )
         union = {**self._planned, **new}
-        # A stage charged before it was planned commits whichever is larger.
-        committed = {
-            name: max(union.get(name, 0.0), self._spent.get(name, 0.0))
-            for name in {**union, **self._spent}
-        }
-        total = math.fsum(committed.values())
+        total = math.fsum(union.values())
         if _exceeds(total, self._budget):
             raise BudgetExceededError(
-                f"the budget plan ({_format_stages(committed)}) sums to rho={total:.6g}, more "
-                f"than the budget rho={self._budget:.6g}"
+                f"the budget plan ({_format_stages(union)}) sums to {self._unit}={total:.6g}, "
+                f"more than the budget {self._unit}={self._budget:.6g}"
             )
-        for name, rho in new.items():
-            if name in self._spent and _exceeds(self._spent[name], rho):
-                raise BudgetExceededError(
-                    f"stage {name!r} has already spent rho={self._spent[name]:.6g}, more than "
-                    f"the rho={rho:.6g} now planned for it"
-                )
         self._planned = union
         return dict(new)
 
-    def charge(self, stage: str, rho: float) -> float:
-        """Record that ``stage`` spent ``rho``; return ``rho``.
+    def charge(self, stage: str, amount: float) -> float:
+        """Record that ``stage`` spent ``amount``; return ``amount``.
 
-        Raises BudgetExceededError (and records nothing) if a planned stage would exceed its plan
-        or the total would exceed the budget.
+        Raises
+        ------
+        PrivacyAccountingError
+            (recording nothing) if the stage was never planned or was charged already.
+        BudgetExceededError
+            (recording nothing) if the amount exceeds the stage's plan.
         """
         name = _stage_name(stage)
-        rho = _non_negative(f"rho charged to stage {name!r}", rho)
-        stage_total = math.fsum((self._spent.get(name, 0.0), rho))
-        if name in self._planned and _exceeds(stage_total, self._planned[name]):
-            raise BudgetExceededError(
-                f"stage {name!r} would spend rho={stage_total:.6g} in all, more than the "
-                f"rho={self._planned[name]:.6g} planned for it"
+        amount = _non_negative(f"{self._unit} charged to stage {name!r}", amount)
+        if name not in self._planned:
+            raise PrivacyAccountingError(
+                f"stage {name!r} was never planned (planned: {_format_stages(self._planned)}); "
+                f"every stage must be planned before any data is read"
             )
-        total = math.fsum((*self._spent.values(), rho))
-        if _exceeds(total, self._budget):
-            raise BudgetExceededError(
-                f"charging rho={rho:.6g} to stage {name!r} would bring the total to "
-                f"rho={total:.6g}, more than the budget rho={self._budget:.6g} "
-                f"(already spent: {_format_stages(self._spent)})"
+        if name in self._spent:
+            raise PrivacyAccountingError(
+                f"stage {name!r} was charged already; a mechanism charges its stage once"
             )
-        self._spent[name] = stage_total
-        return rho
+        if _exceeds(amount, self._planned[name]):
+            raise BudgetExceededError(
+                f"stage {name!r} would spend {self._unit}={amount:.6g}, more than the "
+                f"{self._unit}={self._planned[name]:.6g} planned for it"
+            )
+        self._spent[name] = amount
+        return amount
+
+    def verify(self) -> None:
+        """Check that every planned stage was charged its plan (up to rounding).
+
+        Raises
+        ------
+        PrivacyAccountingError
+            If a stage with a positive plan was charged less than planned, or not at all: the
+            estimator's accounting and its plan disagree, and the release must not leave.
+        """
+        for name, planned in self._planned.items():
+            spent = self._spent.get(name, 0.0)
+            if _exceeds(planned, spent):
+                raise PrivacyAccountingError(
+                    f"stage {name!r} was planned at {self._unit}={planned:.6g} but charged "
+                    f"{self._unit}={spent:.6g}; the release's ledger does not add up to its plan"
+                )
+
+    @property
+    def unit(self) -> str:
+        """The unit of every amount in this ledger: "rho" or "epsilon"."""
+        return self._unit
 
     @property
     def budget(self) -> float:
-        """The total rho this ledger may spend."""
+        """The total this ledger may spend."""
         return self._budget
 
     @property
+    def planned(self) -> dict[str, float]:
+        """Stage -> amount planned (a copy)."""
+        return dict(self._planned)
+
+    @property
     def spent(self) -> dict[str, float]:
-        """Stage -> rho spent so far, in the order stages were first charged (a copy)."""
+        """Stage -> amount spent so far, in the order stages were charged (a copy)."""
         return dict(self._spent)
 
     @property
     def total_spent(self) -> float:
-        """The rho spent by all stages together (zCDP composes by addition)."""
+        """The amount spent by all stages together (both units compose by addition here)."""
         return math.fsum(self._spent.values())
 
     @property
     def remaining(self) -> float:
-        """The rho not yet spent (never negative, even within the rounding slack)."""
+        """The amount not yet spent (never negative, even within the rounding slack)."""
         return max(0.0, self._budget - self.total_spent)
 
     def __repr__(self) -> str:
         return (
-            f"PrivacyLedger(budget={self._budget:.6g}, spent={self.total_spent:.6g} "
-            f"[{_format_stages(self._spent)}], remaining={self.remaining:.6g})"
+            f"PrivacyLedger({self._unit}: budget={self._budget:.6g}, "
+            f"spent={self.total_spent:.6g} [{_format_stages(self._spent)}], "
+            f"remaining={self.remaining:.6g})"
         )

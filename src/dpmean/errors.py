@@ -21,6 +21,11 @@ class BudgetExceededError(DPMeanError):
     """A budget split asks for more privacy than was granted; raised before any data is read."""
 
 
+class PrivacyAccountingError(DPMeanError, RuntimeError):
+    """An estimator's charges disagree with its plan (an unplanned or doubled stage, or a ledger
+    that does not add up): a defect in dpmean, caught before the release leaves."""
+
+
 class InsufficientDataWarning(UserWarning):
     """n is too small for the budget (a public check); the estimator released the zero vector."""
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .budget import Budget
+
 
 def _frozen(value: Any) -> Any:
     if isinstance(value, np.ndarray):
@@ -34,65 +36,101 @@ def _jsonable(value: Any) -> Any:
 class MeanResult:
     """A differentially private mean and everything about it that may be released.
 
-    Attributes:
-        mean: the private estimate, shape (d,).
-        method: the estimator's ``method=`` name.
-        n, d: the public size and dimension of the data.
-        rho: the zCDP budget the caller granted.
-        ledger: stage -> rho actually spent; sums to ``rho_spent`` <= ``rho``.
-        diagnostics: private by-products only (noisy thresholds, private centres, noise scales,
-            public settings); never the true mean or any other exact statistic of the data.
-        epsilon, delta: the (eps, delta) the caller asked for, when the budget was given that way.
-        fallback: True when n was too small for the budget and the zero vector was released
-            without touching the data (a public check; see InsufficientDataWarning).
-        notion: the privacy guarantee the ledger is stated in: "zCDP" (ledger in rho; the
-            default), or, for estimators whose noise has no zCDP guarantee, "approx-DP" (ledger
-            in epsilon, with ``delta``), "pure-DP" (epsilon) or "tCDP" (rho, with the
-            truncation parameter in diagnostics). Local and shuffle protocols (dpmean.protocols)
-            state who is protected from whom, and record ``diagnostics["model"]`` ("local" or
-            "shuffle"): "local-zCDP" (every user's messages are rho-zCDP in the local model,
-            Definition 2.3 of IOME; ledger in rho), "local-approx-DP" ((epsilon, delta)-DP per
-            user in the local model; ledger in epsilon) and "shuffle-approx-DP" (the shuffled
-            transcript is (epsilon, delta)-DP, Definition 2.4; ledger in epsilon).
+    Attributes
+    ----------
+    mean : numpy.ndarray
+        The private estimate, shape (d,).
+    method : str
+        The estimator's ``method=`` name.
+    n, d : int
+        The public size and dimension of the data.
+    budget : Budget
+        The guarantee the release was granted, typed by notion: "zCDP" (``rho``; with the
+        ``epsilon``, ``delta`` the caller asked for when the budget was given that way),
+        "approx-DP" (``epsilon``, ``delta``), "pure-DP", "tCDP" (``rho``, ``omega``), or a
+        local or shuffle notion (``diagnostics["model"]`` says which trust model):
+        "local-zCDP" (every user's messages are rho-zCDP, IOME Definition 2.3),
+        "local-approx-DP" and "shuffle-approx-DP" (the shuffled transcript is
+        (epsilon, delta)-DP, Definition 2.4).
+    ledger : Mapping[str, float]
+        Stage -> amount spent, in ``unit``; sums to ``spent`` <= the budget's total.
+    diagnostics : Mapping[str, Any]
+        Private by-products only (noisy thresholds, private centres, noise scales, public
+        settings); never the true mean or any other exact statistic of the data.
+    fallback : bool
+        True when n was too small for the budget and the zero vector was released without
+        touching the data (a public check; see InsufficientDataWarning).
     """
 
     mean: np.ndarray
     method: str
     n: int
     d: int
-    rho: float
+    budget: Budget
     ledger: Mapping[str, float]
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
-    epsilon: float | None = None
-    delta: float | None = None
     fallback: bool = False
-    notion: str = "zCDP"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.budget, Budget):
+            raise TypeError(f"budget must be a Budget, got {type(self.budget).__name__}")
         object.__setattr__(self, "mean", _frozen(np.asarray(self.mean, dtype=np.float64)))
         object.__setattr__(self, "ledger", MappingProxyType(dict(self.ledger)))
         diagnostics = {k: _frozen(v) for k, v in self.diagnostics.items()}
         object.__setattr__(self, "diagnostics", MappingProxyType(diagnostics))
 
     @property
-    def rho_spent(self) -> float:
+    def notion(self) -> str:
+        """The privacy notion of the release (``budget.notion``)."""
+        return self.budget.notion
+
+    @property
+    def unit(self) -> str:
+        """The unit of the ledger: "rho" or "epsilon"."""
+        return self.budget.unit
+
+    @property
+    def rho(self) -> float | None:
+        """The granted rho (zCDP and tCDP notions only; None where the notion has no rho)."""
+        return self.budget.rho
+
+    @property
+    def epsilon(self) -> float | None:
+        """The granted (or requested and implied) epsilon; None for a plain rho budget."""
+        return self.budget.epsilon
+
+    @property
+    def delta(self) -> float | None:
+        """The delta that goes with ``epsilon``; None where there is none."""
+        return self.budget.delta
+
+    @property
+    def spent(self) -> float:
+        """The ledger's total, in ``unit``."""
         return math.fsum(self.ledger.values())
 
+    @property
+    def rho_spent(self) -> float | None:
+        """The rho spent (the ledger's total) where the ledger is in rho; None otherwise."""
+        return self.spent if self.unit == "rho" else None
+
+    @property
+    def epsilon_spent(self) -> float | None:
+        """The epsilon spent (the ledger's total) where the ledger is in epsilon; else None."""
+        return self.spent if self.unit == "epsilon" else None
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary (arrays become lists)."""
+        """A JSON-ready dictionary (arrays become lists); budget fields named by unit."""
         out: dict[str, Any] = {
             "method": self.method,
             "n": self.n,
             "d": self.d,
             "mean": self.mean.tolist(),
-            "rho": self.rho,
-            "rho_spent": self.rho_spent,
+            **self.budget.to_dict(),
+            "unit": self.unit,
+            f"{self.unit}_spent": self.spent,
             "ledger": dict(self.ledger),
             "diagnostics": _jsonable(dict(self.diagnostics)),
             "fallback": self.fallback,
-            "notion": self.notion,
         }
-        if self.epsilon is not None:
-            out["epsilon"] = self.epsilon
-            out["delta"] = self.delta
         return out

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..accounting import PrivacyLedger, resolve_budget
+from ..budget import Budget
 from ..engines import Engine, check_engine, is_deferred, make_engine
 from ..errors import InsufficientDataWarning, InvalidDataError, InvalidParameterError
 from ..result import MeanResult
@@ -42,6 +43,9 @@ class MeanEstimator(ABC):
     """
 
     method: ClassVar[str]
+    # The privacy notion of the release; the budget is granted in it (``grant``) and the result
+    # states it. Subclasses whose guarantee is not zCDP declare theirs here and in ``grant``.
+    notion: ClassVar[str] = "zCDP"
     # Estimators whose release asks only questions the SparseEngine answers set this, and then
     # receive scipy.sparse input on a SparseEngine (never densified); others refuse it.
     supports_sparse: ClassVar[bool] = False
@@ -66,16 +70,38 @@ class MeanEstimator(ABC):
             )
         self.secure_noise = bool(secure_noise)
         self.engine = check_engine(engine)
-        self.rho = resolve_budget(rho, epsilon, delta)
-        self.epsilon = epsilon
-        self.delta = delta
+        self.budget = self.grant(rho, epsilon, delta)
         self.bounds = bounds
         make_rng(random_state)  # validates it now; each estimate() makes its own generator
         self.random_state = random_state
 
+    def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
+        """The typed budget of the request, in this estimator's notion (validated).
+
+        Default: a rho-zCDP budget; (epsilon, delta) is converted to the largest rho that implies
+        it, and kept on the budget as the guarantee the caller asked for.
+        """
+        budget_rho = resolve_budget(rho, epsilon, delta)
+        return Budget("zCDP", rho=budget_rho, epsilon=epsilon, delta=delta)
+
+    @property
+    def rho(self) -> float:
+        """The granted rho; only for estimators whose ledger is kept in rho."""
+        if self.budget.rho is None or self.budget.unit != "rho":
+            raise AttributeError(
+                f"a {self.budget.notion} budget has no rho; its ledger is in {self.budget.unit}"
+            )
+        return self.budget.rho
+
+    @property
+    def total(self) -> float:
+        """The granted total in the ledger's unit (rho or epsilon)."""
+        return self.budget.total
+
     @abstractmethod
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        """Stage -> rho, decided from public values only; must sum to at most ``self.rho``."""
+        """Stage -> amount in the budget's unit, decided from public values only; must sum to at
+        most ``self.total``."""
 
     @abstractmethod
     def release(
@@ -99,7 +125,7 @@ class MeanEstimator(ABC):
         """Release the private mean of ``x`` (shape (n, d), or (n,) for one variable)."""
         n, d = _public_shape(x)
         lo, hi = self.box(n, d)
-        ledger = PrivacyLedger(self.rho)
+        ledger = PrivacyLedger(self.total, self.budget.unit)
         # The split is fixed from public values and checked against the budget before any data
         # value is read.
         budget = ledger.plan(self.budget_plan(n, d))
@@ -110,26 +136,28 @@ class MeanEstimator(ABC):
             return self._fallback(n, d, lo, hi, budget, ledger)
         engine = make_engine(data, lo, hi, self.engine)
         mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
-        return MeanResult(
-            mean=mean, method=self.method, n=n, d=d, rho=self.rho, ledger=ledger.spent,
-            diagnostics=diagnostics, epsilon=self.epsilon, delta=self.delta,
-        )
+        # Every stage must have been charged its plan by the mechanism that spent it.
+        ledger.verify()
+        return MeanResult(mean=mean, method=self.method, n=n, d=d, budget=self.budget,
+                          ledger=ledger.spent, diagnostics=self.describe(diagnostics))
+
+    def describe(self, diagnostics: dict[str, Any]) -> dict[str, Any]:
+        """The diagnostics a result carries (subclasses add public settings)."""
+        return diagnostics
 
     def _fallback(
         self, n: int, d: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float],
         ledger: PrivacyLedger,
     ) -> MeanResult:
         warnings.warn(
-            f"{self.method}: n={n} rows is too few for rho={self.rho:g} in d={d} dimensions "
+            f"{self.method}: n={n} rows is too few for {self.budget} in d={d} dimensions "
             f"(needs at least {self.minimum_rows(n, lo, hi, budget):.0f}); releasing the zero "
             f"vector, as the paper does. Give a larger budget or more rows.",
             InsufficientDataWarning,
             stacklevel=3,
         )
-        return MeanResult(
-            mean=np.zeros(d), method=self.method, n=n, d=d, rho=self.rho, ledger=ledger.spent,
-            diagnostics={}, epsilon=self.epsilon, delta=self.delta, fallback=True,
-        )
+        return MeanResult(mean=np.zeros(d), method=self.method, n=n, d=d, budget=self.budget,
+                          ledger=ledger.spent, diagnostics=self.describe({}), fallback=True)
 
 
 def _public_shape(x: Any) -> tuple[int, int]:

@@ -35,10 +35,9 @@ class GaussianMean(MeanEstimator):
         rng: np.random.Generator,
     ) -> tuple[np.ndarray, dict[str, Any]]:
         sensitivity = float(np.linalg.norm(engine.hi - engine.lo)) / engine.n
-        ledger.charge("noise", budget["noise"])
         exact_mean = engine.clipped_sum(IDENTITY, np.inf) / engine.n
-        mean = gaussian_mechanism(exact_mean, sensitivity, budget["noise"], rng,
-                                  secure=self.secure_noise)
+        mean = gaussian_mechanism(exact_mean, sensitivity, budget["noise"], rng, ledger=ledger,
+                                  stage="noise", secure=self.secure_noise)
         return mean, {"noise_std": gaussian_noise_std(sensitivity, budget["noise"])}
 
 

@@ -1,5 +1,6 @@
 """Steps shared by the clipped-mean family (IOME sections 3.1-3.3): private centre, private
-clipping radius, noisy clipped mean. Each step charges the ledger for exactly what it spends."""
+clipping radius, noisy clipped mean. Each step's mechanism charges the ledger for exactly what
+it spends, before it draws."""
 
 from __future__ import annotations
 
@@ -51,16 +52,17 @@ def private_centre(
     of the k searches is off by n/2, so no median lands outside the data (with a small budget
     for its n and k, the last interval is wider instead).
     """
-    ledger.charge("centre", rho)
     rho_each = rho / lo.shape[0]
     most = integer_search_steps(lo, hi) if steps is None else steps
     reliable = reliable_median_steps(engine.n, lo.shape[0], rho, beta, most)
     count = lambda t: engine.coordinate_counts(view, t)  # noqa: E731
     if steps is None:
         return private_quantile_integer(count, engine.n / 2.0, lo, hi, rho_per_search=rho_each,
-                                        rng=rng, secure=secure, max_steps=reliable)
+                                        rng=rng, ledger=ledger, stage="centre", secure=secure,
+                                        max_steps=reliable)
     return private_quantile_real(count, engine.n / 2.0, lo, hi, steps=reliable,
-                                 rho_per_search=rho_each, rng=rng, secure=secure)
+                                 rho_per_search=rho_each, rng=rng, ledger=ledger,
+                                 stage="centre", secure=secure)
 
 
 def private_reach(
@@ -76,12 +78,12 @@ def private_reach(
     3n/4, so its true count exceeds n/2. Budget: ``rho`` (one search of sensitivity-1 counts),
     charged to the stage "centre domain".
     """
-    ledger.charge("centre domain", rho)
     n = engine.n
     steps = reliable_search_steps(n / 4.0, rho, beta, steps)
     count = lambda t: engine.norm_counts(view, t)  # noqa: E731
     found = private_quantile_real(count, 0.75 * n, np.zeros(1), np.array([top]), steps=steps,
-                                  rho_per_search=rho, rng=rng, secure=secure)
+                                  rho_per_search=rho, rng=rng, ledger=ledger,
+                                  stage="centre domain", secure=secure)
     return float(found[0]) + top / 2.0 ** (steps + 1)
 
 
@@ -95,16 +97,17 @@ def private_radius(
     views) and returns the square root; otherwise a real search on the norms with ``steps``
     halvings. Budget: ``rho`` (one search of sensitivity-1 counts).
     """
-    ledger.charge("threshold", rho)
     if steps is None:
         top = np.array([np.ceil(norm_bound**2)])
         count = lambda t: engine.norm_counts(view, np.sqrt(t))  # noqa: E731
         squared = private_quantile_integer(count, rank, np.zeros(1), top, rho_per_search=rho,
-                                           rng=rng, secure=secure)
+                                           rng=rng, ledger=ledger, stage="threshold",
+                                           secure=secure)
         return float(np.sqrt(squared[0]))
     count = lambda t: engine.norm_counts(view, t)  # noqa: E731
     found = private_quantile_real(count, rank, np.zeros(1), np.array([norm_bound]), steps=steps,
-                                  rho_per_search=rho, rng=rng, secure=secure)
+                                  rho_per_search=rho, rng=rng, ledger=ledger, stage="threshold",
+                                  secure=secure)
     return float(found[0])
 
 
@@ -118,8 +121,7 @@ def noisy_clipped_mean(
     mean moves by 2 radius / n. Budget: ``rho``, charged to ``stage``. Returns (noisy mean in view
     space, noise std).
     """
-    ledger.charge(stage, rho)
     sensitivity = 2.0 * radius / engine.n
     noisy = gaussian_mechanism(engine.clipped_sum(view, radius) / engine.n, sensitivity, rho, rng,
-                               secure=secure)
+                               ledger=ledger, stage=stage, secure=secure)
     return noisy, gaussian_noise_std(sensitivity, rho)

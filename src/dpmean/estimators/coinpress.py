@@ -104,9 +104,9 @@ def _mvc_steps(
     a = np.eye(d) / sigma_max
     previous, z = a, np.zeros((d, d))
     for k, rho in enumerate(budgets, start=1):
-        ledger.charge(f"cov-step-{k}", rho)
         second = paired.clipped_outer_sum(_whitening_view(a), gamma) / m
-        noisy = symmetric_gaussian_mechanism(second, math.sqrt(2.0) * gamma**2 / m, rho, rng)
+        noisy = symmetric_gaussian_mechanism(second, math.sqrt(2.0) * gamma**2 / m, rho, rng,
+                                             ledger=ledger, stage=f"cov-step-{k}")
         # Z (the PSD part) and Z + eta I share the eigenvectors of the noisy moment: one
         # eigendecomposition gives both (it is the O(d^3) cost of a step).
         values, vectors = np.linalg.eigh(noisy)

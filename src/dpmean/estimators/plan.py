@@ -10,7 +10,8 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..engines import Engine, SparseEngine
 from ..errors import InvalidParameterError
-from ..mechanisms import rank_error_bound
+from ..mechanisms import exponential_quantile, rank_error_bound
+from ..mechanisms.column_quantiles import check_quantile_method, column_quantiles
 from ..transforms import IDENTITY, View
 from ..validation import check_fraction, check_number, check_steps
 from .base import MeanEstimator
@@ -18,12 +19,9 @@ from .clipped import noisy_clipped_mean, private_centre, private_radius
 from .variance import (
     bernoulli_floor,
     bernoulli_std,
-    check_quantile_method,
-    column_quantiles,
     known_std,
     noisy_mean,
     pair_std,
-    private_quantiles,
     quantile_width,
 )
 
@@ -111,10 +109,9 @@ class _PlanBase(MeanEstimator):
         if self.quantile == "binary-search":
             return private_centre(engine, IDENTITY, engine.lo, engine.hi, steps=self.steps,
                                   rho=rho, ledger=ledger, rng=rng, beta=self.beta)
-        ledger.charge("centre", rho)
         columns = engine.column_blocks(IDENTITY, quantile_width(engine, engine.n))
         return column_quantiles(columns, engine.d, 0.5, engine.lo, engine.hi,
-                                rho_each=rho / engine.d, rng=rng)
+                                rho_each=rho / engine.d, rng=rng, ledger=ledger, stage="centre")
 
     def centre_and_std(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
@@ -150,9 +147,9 @@ class _PlanBase(MeanEstimator):
         bound = self.norm_bound(engine, centre, std, scale)
         q = 1.0 - self.clip_count(n, budget["threshold"]) / n
         if self.quantile == "exponential":
-            ledger.charge("threshold", budget["threshold"])
-            radius = float(private_quantiles(engine.sorted_norms(view), q, 0.0, bound,
-                                             rho_each=budget["threshold"], rng=rng)[0])
+            radius = float(exponential_quantile(engine.sorted_norms(view), q, 0.0, bound,
+                                                rho=budget["threshold"], rng=rng,
+                                                ledger=ledger, stage="threshold")[0])
         else:
             radius = private_radius(engine, view, q * n, bound, steps=self.steps,
                                     rho=budget["threshold"], ledger=ledger, rng=rng)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -17,6 +16,7 @@ import numpy as np
 from scipy import special
 
 from ..accounting import PrivacyLedger, resolve_budget
+from ..budget import Budget
 from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms.smooth_noise import (
@@ -25,7 +25,6 @@ from ..mechanisms.smooth_noise import (
     StudentT,
     smooth_sensitivity_mechanism,
 )
-from ..result import MeanResult
 from ..rng import RandomState
 from ..transforms import IDENTITY
 from ..validation import check_bounds, check_fraction, check_positive
@@ -255,20 +254,12 @@ class TrimmedMean(MeanEstimator):
                 f"unknown noise {noise!r}; choose one of {', '.join(NOISES)}"
             )
         self.notion = "zCDP" if noise == "student-t" else _NOTIONS[noise]
-        if self.notion == "approx-DP":
-            # NRS noise is (eps, delta)-DP: the ledger is kept in epsilon, delta split alongside.
-            if rho is not None or epsilon is None or delta is None:
-                raise InvalidParameterError(
-                    f"noise={noise!r} gives (epsilon, delta)-DP: pass epsilon and delta, not rho"
-                )
-            resolve_budget(None, epsilon, delta)  # validates the pair
-            super().__init__(epsilon, bounds=bounds, random_state=random_state,
-                             secure_noise=secure_noise, engine=engine)
-            self.epsilon, self.delta = epsilon, delta
-        else:
-            super().__init__(rho, epsilon=epsilon, delta=delta, bounds=bounds,
-                             random_state=random_state, secure_noise=secure_noise,
-                             engine=engine)
+        self.noise = noise
+        self.omega = omega
+        if noise == "gaussian-tcdp" and not (check_positive(omega, "omega") > 1):
+            raise InvalidParameterError(f"omega must exceed 1, got {omega}")
+        super().__init__(rho, epsilon=epsilon, delta=delta, bounds=bounds,
+                         random_state=random_state, secure_noise=secure_noise, engine=engine)
         self.noise = noise
         self.smoothing = None if smoothing is None else check_positive(smoothing, "smoothing")
         self.trim = trim
@@ -286,9 +277,21 @@ class TrimmedMean(MeanEstimator):
         self.assumed_std = None if assumed_std is None else check_positive(assumed_std,
                                                                            "assumed_std")
         self.dof = StudentT(dof).dof if noise == "student-t" else dof
-        self.omega = omega
-        if noise == "gaussian-tcdp" and not (check_positive(omega, "omega") > 1):
-            raise InvalidParameterError(f"omega must exceed 1, got {omega}")
+
+    def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
+        if self.notion == "approx-DP":
+            # NRS noise is (eps, delta)-DP: the ledger is kept in epsilon, delta split alongside.
+            if rho is not None or epsilon is None or delta is None:
+                raise InvalidParameterError(
+                    f"noise={self.noise!r} gives (epsilon, delta)-DP: pass epsilon and delta, "
+                    f"not rho"
+                )
+            resolve_budget(None, epsilon, delta)  # validates the pair
+            return Budget.approx_dp(epsilon, delta)
+        budget = super().grant(rho, epsilon, delta)
+        if self.notion == "tCDP":
+            return Budget("tCDP", rho=budget.rho, omega=self.omega, epsilon=epsilon, delta=delta)
+        return budget
 
     def _trim_count(self, n: int) -> int | None:
         if self.trim is None:
@@ -303,7 +306,7 @@ class TrimmedMean(MeanEstimator):
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         self._trim_count(n)  # a public check, before any data is read
-        return {"noise": self.rho}
+        return {"noise": self.total}
 
     def box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = check_bounds(self.bounds, d)
@@ -316,7 +319,8 @@ class TrimmedMean(MeanEstimator):
         """t -> the calibration for one coordinate's share of the budget."""
         cls = NOISES[self.noise]
         if self.notion == "approx-DP":
-            return lambda t: cls.calibrate(share, self.delta * share / self.rho, t)
+            assert self.budget.delta is not None
+            return lambda t: cls.calibrate(share, self.budget.delta * share / self.total, t)
         if self.notion == "tCDP":
             return lambda t: cls.calibrate(share, t, self.omega)
         epsilon = math.sqrt(2.0 * share)
@@ -351,13 +355,9 @@ class TrimmedMean(MeanEstimator):
         widths = (hi - lo).tolist()
         chosen = {w: self.settings(n, w, share) for w in set(widths)}
         per_coordinate = [chosen[w] for w in widths]
-        ledger.charge("noise", budget["noise"])
         exact, smooth = self._exact_and_smooth(engine, per_coordinate, lo, hi)
-        mean = np.empty(d)
-        # In order of first appearance, so a seeded run draws the same noise every time.
-        for m, cal in dict.fromkeys(per_coordinate):
-            cols = np.array([j for j, s in enumerate(per_coordinate) if s == (m, cal)])
-            mean[cols] = smooth_sensitivity_mechanism(exact[cols], smooth[cols], cal, rng)
+        mean = smooth_sensitivity_mechanism(exact, smooth, [cal for _, cal in per_coordinate],
+                                            rng, ledger=ledger, stage="noise")
         diagnostics: dict[str, Any] = {
             "noise": self.noise,
             "truncation": self.truncation,
@@ -398,6 +398,3 @@ class TrimmedMean(MeanEstimator):
         if output:
             exact = np.clip(exact, lo, hi)
         return exact, smooth
-
-    def estimate(self, x: Any) -> MeanResult:
-        return replace(super().estimate(x), notion=self.notion)

@@ -1,11 +1,11 @@
-"""Private coordinate-wise standard deviations for PLAN's scaling, each charging its own stage.
+"""Private coordinate-wise standard deviations for PLAN's scaling, each mechanism charging its
+stage.
 
 PLAN (Aumuller, Lebeda, Nelson, Pagh) sec. 7.1 "Estimating sigma" and Appendix D (Algorithm 2).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -13,54 +13,11 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..engines import Engine
 from ..errors import InvalidParameterError
-from ..mechanisms import exponential_quantile, gaussian_mechanism, private_quantile_real
-from ..mechanisms.exponential import as_columns, columns_per_draw
+from ..mechanisms import gaussian_mechanism
+from ..mechanisms.column_quantiles import column_quantiles
+from ..mechanisms.exponential import columns_per_draw
 from ..transforms import IDENTITY
 from ..validation import length_d_array
-
-QUANTILE_METHODS = ("exponential", "binary-search")
-
-
-def private_quantiles(
-    values: np.ndarray, q: float, lo: np.ndarray | float, hi: np.ndarray | float, *,
-    rho_each: float, rng: np.random.Generator, method: str = "exponential", steps: int = 20,
-    sensitivity: float = 1.0,
-) -> np.ndarray:
-    """A private q-quantile of each column of ``values`` (m, k; rows in any order) on
-    [lo_j, hi_j].
-
-    ``method="exponential"``: mechanisms.exponential_quantile. ``"binary-search"``: PrivQuant
-    (IOME Algorithm 1) on the real interval with ``steps`` halvings; counts are divided by
-    ``sensitivity`` so that each has sensitivity 1 under replace-one. Either way each column is
-    ``rho_each``-zCDP when replacing one person changes each column's ranks by at most
-    ``sensitivity``; the caller charges k * rho_each.
-    """
-    values, lo, hi = as_columns(values, lo, hi)
-    if method == "exponential":
-        return exponential_quantile(values, q, lo, hi, rho=rho_each, rng=rng,
-                                    sensitivity=sensitivity)
-
-    def count_le(t: np.ndarray) -> np.ndarray:
-        return np.count_nonzero(values <= t, axis=0) / sensitivity
-
-    return private_quantile_real(count_le, q * len(values) / sensitivity, lo, hi, steps=steps,
-                                 rho_per_search=rho_each, rng=rng)
-
-
-def column_quantiles(
-    blocks: Iterable[tuple[slice, np.ndarray]], k: int, q: float, lo: np.ndarray | float,
-    hi: np.ndarray | float, **options: Any,
-) -> np.ndarray:
-    """``private_quantiles`` of k columns that arrive in blocks (cols, values), as an
-    engine's column questions give them: the same privacy per column (the caller charges
-    k * rho_each), and, for the exponential mechanism with blocks of ``quantile_width``, the
-    very draws of one call on all columns. ``options`` are ``private_quantiles``'s."""
-    lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (k,))
-    hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (k,))
-    out = np.empty(k)
-    for cols, values in blocks:
-        out[cols] = private_quantiles(values, q, lo[cols], hi[cols], **options)
-    return out
 
 
 def quantile_width(engine: Engine, values: int, held: int | None = None) -> int:
@@ -68,14 +25,6 @@ def quantile_width(engine: Engine, values: int, held: int | None = None) -> int:
     ``held`` values per column (default ``values``): a multiple of the exponential mechanism's
     draw block (``columns_per_draw``), so blocking never changes its draws."""
     return engine.column_width(held or values, unit=columns_per_draw(values))
-
-
-def check_quantile_method(method: Any) -> str:
-    if method not in QUANTILE_METHODS:
-        raise InvalidParameterError(
-            f"quantile must be one of {', '.join(QUANTILE_METHODS)}, got {method!r}"
-        )
-    return method
 
 
 def wilson_hilferty_factor(k: int) -> float:
@@ -114,7 +63,6 @@ def pair_std(
     """
     if group_size < 1 or pairings < 1:
         raise InvalidParameterError("group_size and pairings must be >= 1")
-    ledger.charge(stage, rho)
     groups = (engine.n // 2) // group_size
     if groups < 1:
         raise InvalidParameterError(
@@ -134,8 +82,8 @@ def pair_std(
 
     width = engine.hi - engine.lo
     median = column_quantiles(pooled_blocks(), engine.d, 0.5, 0.0, 0.5 * width**2,
-                              rho_each=rho / engine.d, rng=rng, method=quantile, steps=steps,
-                              sensitivity=pairings)
+                              rho_each=rho / engine.d, rng=rng, ledger=ledger, stage=stage,
+                              method=quantile, steps=steps, sensitivity=pairings)
     if wilson_hilferty:
         median = median / wilson_hilferty_factor(group_size)
     return np.sqrt(median)
@@ -147,10 +95,9 @@ def noisy_mean(
     """The Gaussian mechanism on the plain mean of the clamped rows (for binary data: the item
     frequencies). Sensitivity under replace-one: ||hi - lo||_2 / n (sqrt(d) / n for baskets in
     {0, 1}^d), the most one row can move the mean. Budget: ``rho`` charged to ``stage``."""
-    ledger.charge(stage, rho)
     sensitivity = float(np.linalg.norm(engine.hi - engine.lo)) / engine.n
     return gaussian_mechanism(engine.clipped_sum(IDENTITY, np.inf) / engine.n, sensitivity, rho,
-                              rng)
+                              rng, ledger=ledger, stage=stage)
 
 
 def bernoulli_floor(d: int) -> float:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
 from ..estimators.trimmed import trimmed_means, trimmed_smooth_sensitivity
 from ..mechanisms.smooth_noise import NOISES, Calibration, smooth_sensitivity_mechanism
@@ -86,8 +87,11 @@ def sampled_excess(
     data = gaussian_datasets(n, trials, seed)
     calibration = paper_calibration(noise, epsilon, t)
     smooth = trimmed_smooth_sensitivity(data, m, calibration.t, *BOUNDS)
+    # Each column is one simulated release on its own dataset: one ledger entry for them all.
+    ledger = PrivacyLedger.for_stages({"simulated releases": calibration.cost * trials})
     released = smooth_sensitivity_mechanism(trimmed_means(data, m), smooth, calibration,
-                                            np.random.default_rng(seed + 1))
+                                            np.random.default_rng(seed + 1), ledger=ledger,
+                                            stage="simulated releases")
     return float(n * np.mean(released**2) - 1.0)
 
 

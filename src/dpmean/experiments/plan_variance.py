@@ -40,7 +40,8 @@ def relative_errors(rho: float, sigma: float, columns: int,
     total = rho / 16 * columns
     errors = {}
     for k, pairings in CELLS:
-        estimate = pair_std(engine, rho=total, ledger=PrivacyLedger(total), rng=rng,
-                            group_size=k, pairings=pairings)
+        ledger = PrivacyLedger.for_stages({"variance": total})
+        estimate = pair_std(engine, rho=total, ledger=ledger, rng=rng, group_size=k,
+                            pairings=pairings)
         errors[k, pairings] = np.abs(estimate - sigma) / sigma
     return errors

@@ -2,7 +2,7 @@
 smooth-sensitivity noises."""
 
 from .exponential import exponential_epsilon, exponential_quantile
-from .gaussian import gaussian_mechanism, gaussian_noise_std
+from .gaussian import gaussian_mechanism, gaussian_noise, gaussian_noise_std
 from .matrix import symmetric_gaussian_mechanism
 from .quantiles import (
     count_noise_std,
@@ -41,6 +41,7 @@ __all__ = [
     "exponential_epsilon",
     "exponential_quantile",
     "gaussian_mechanism",
+    "gaussian_noise",
     "gaussian_noise_std",
     "integer_search_steps",
     "private_quantile_integer",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
 
 
@@ -38,6 +39,8 @@ def exponential_quantile(
     *,
     rho: float,
     rng: np.random.Generator,
+    ledger: PrivacyLedger,
+    stage: str,
     sensitivity: float = 1.0,
 ) -> np.ndarray:
     """A private q-quantile of each column of ``values`` (shape (n, k), or (n,) for k = 1; the
@@ -57,7 +60,7 @@ def exponential_quantile(
     the exponent divided by s, i.e. an s^2 times larger cost at equal noise.
 
     Privacy: each column's quantile is eps-DP with eps = sqrt(8 rho), hence ``rho``-zCDP; the k
-    columns together cost k * rho, which the caller charges.
+    columns together cost k * rho, charged to ``stage`` before the first draw.
 
     Sampling: exact in distribution, in O(n) per column without sorting it (``_draw``): only
     the gaps within ``window_half_width`` ranks of q n are weighed exactly, the rest by
@@ -66,12 +69,31 @@ def exponential_quantile(
     positive probability). ``values`` is read, never written (the reference wrapper sorted its
     input in place, reordering the caller's columns).
     """
-    eps = exponential_epsilon(rho)
+    checked = as_columns(values, lo, hi)
+    _check_exponential(rho, q, sensitivity)
+    # Each column: an eps-DP exponential mechanism with eps = sqrt(8 rho), whose zCDP cost
+    # eps^2 / 8 (bounded range) is rho: k columns cost k rho.
+    ledger.charge(stage, checked[0].shape[1] * rho)
+    return exponential_draws(*checked, q, rho=rho, rng=rng, sensitivity=sensitivity)
+
+
+def _check_exponential(rho: float, q: float, sensitivity: float) -> None:
+    exponential_epsilon(rho)  # validates rho
     if not (np.isfinite(sensitivity) and sensitivity > 0):
         raise InvalidParameterError(f"sensitivity must be finite and > 0, got {sensitivity}")
     if not 0.0 <= q <= 1.0:
         raise InvalidParameterError(f"the quantile q must lie in [0, 1], got {q}")
-    values, lo, hi = as_columns(values, lo, hi)
+
+
+def exponential_draws(
+    values: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: float, *, rho: float,
+    rng: np.random.Generator, sensitivity: float = 1.0,
+) -> np.ndarray:
+    """``exponential_quantile``'s draws without its charge, on columns already shaped by
+    ``as_columns``: for a mechanism that charges all its columns once and then draws them block
+    by block; the caller charges."""
+    _check_exponential(rho, q, sensitivity)
+    eps = exponential_epsilon(rho)
     n, k = values.shape
     if not (lo < hi).all():
         raise InvalidParameterError("the exponential quantile needs lo < hi on every column")

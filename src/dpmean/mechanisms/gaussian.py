@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
 from .discrete_gaussian import discrete_gaussian
 
@@ -27,25 +28,42 @@ def gaussian_noise_std(sensitivity: float, rho: float) -> float:
 
 def gaussian_mechanism(
     value: np.ndarray, sensitivity: float, rho: float, rng: np.random.Generator, *,
-    secure: bool = False,
+    ledger: PrivacyLedger, stage: str, secure: bool = False,
 ) -> np.ndarray:
-    """Release ``value + N(0, Delta^2 / (2 rho) I)``.
+    """Release ``value + N(0, Delta^2 / (2 rho) I)``, charging ``rho`` to ``stage`` first.
 
     Privacy: rho-zCDP for any query whose l2 sensitivity under replace-one neighbours is at
-    most ``sensitivity`` (the caller states it). Works for scalars and arrays alike.
+    most ``sensitivity`` (the caller states it): noise std sigma = Delta / sqrt(2 rho) costs
+    Delta^2 / (2 sigma^2) = rho (Bun-Steinke 2016, Prop. 1.6), which is what the ledger is
+    charged, before anything is drawn. Works for scalars and arrays alike.
 
     ``secure=False`` draws floating-point Gaussians: the guarantee is for the ideal real-valued
     mechanism; the low bits of a float sample can leak (Mironov 2012). ``secure=True`` releases
-    on a grid instead (``discretised_gaussian_mechanism``), with exact integer sampling.
+    on a grid instead, with exact integer sampling.
     """
+    gaussian_noise_std(sensitivity, rho)  # validates both before anything is charged
+    # sigma = Delta / sqrt(2 rho) costs Delta^2 / (2 sigma^2) = rho exactly (charged as rho, not
+    # recomputed through sigma, which would only add rounding).
+    ledger.charge(stage, rho)
+    return gaussian_noise(value, sensitivity, rho, rng, secure=secure)
+
+
+def gaussian_noise(
+    value: np.ndarray, sensitivity: float, rho: float, rng: np.random.Generator, *,
+    secure: bool = False,
+) -> np.ndarray:
+    """The Gaussian mechanism's draw without its charge: for mechanisms that charge their whole
+    stage once and then draw in parts (a search's counts, a local protocol's users).
+
+    Same distribution and guarantee as ``gaussian_mechanism``; the caller charges."""
     if secure:
-        return discretised_gaussian_mechanism(value, sensitivity, rho, rng)
+        return _discretised_gaussian(value, sensitivity, rho, rng)
     std = gaussian_noise_std(sensitivity, rho)
     value = np.asarray(value, dtype=np.float64)
     return value + rng.normal(0.0, std, size=value.shape)
 
 
-def discretised_gaussian_mechanism(
+def _discretised_gaussian(
     value: np.ndarray, sensitivity: float, rho: float, rng: np.random.Generator
 ) -> np.ndarray:
     """Release ``gamma (round(value / gamma) + Z)`` with Z exact discrete Gaussian on Z^k.

@@ -7,20 +7,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
 from .gaussian import gaussian_noise_std
 
 
 def symmetric_gaussian_mechanism(
-    value: np.ndarray, sensitivity: float, rho: float, rng: np.random.Generator
+    value: np.ndarray, sensitivity: float, rho: float, rng: np.random.Generator, *,
+    ledger: PrivacyLedger, stage: str,
 ) -> np.ndarray:
     """Release the symmetric (k, k) ``value`` + Y, Y symmetric with its entries on and above the
     diagonal i.i.d. N(0, Delta^2 / (2 rho)).
 
-    Privacy: rho-zCDP when the Frobenius sensitivity of ``value`` under replace-one neighbours
-    is at most ``sensitivity`` = Delta (the caller states it). The release is a function of the
-    upper triangle, whose l2 norm is at most the Frobenius norm of a symmetric matrix (each
-    off-diagonal pair counted once instead of twice), so it is the Gaussian mechanism on a
+    Privacy: rho-zCDP (charged to ``stage`` before drawing) when the Frobenius sensitivity of
+    ``value`` under replace-one neighbours is at most ``sensitivity`` = Delta (the caller states
+    it). The release is a function of the upper triangle, whose l2 norm is at most the
+    Frobenius norm of a symmetric matrix (each off-diagonal pair counted once instead of
+    twice), so it is the Gaussian mechanism on a
     vector of l2 sensitivity at most Delta. For a second moment (1/n) sum c_i c_i^T of rows
     clipped to norm gamma, Delta = sqrt(2) gamma^2 / n (||c c^T - e e^T||_F^2 <= 2 gamma^4).
     """
@@ -28,5 +31,6 @@ def symmetric_gaussian_mechanism(
     if value.ndim != 2 or value.shape[0] != value.shape[1]:
         raise InvalidParameterError(f"expected a square matrix, got shape {value.shape}")
     std = gaussian_noise_std(sensitivity, rho)
+    ledger.charge(stage, rho)  # Delta^2 / (2 std^2): the Gaussian mechanism's cost
     noise = np.triu(rng.normal(0.0, std, size=value.shape))
     return value + noise + np.triu(noise, 1).T

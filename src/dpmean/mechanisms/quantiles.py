@@ -10,9 +10,10 @@ from collections.abc import Callable
 import numpy as np
 from scipy.stats import norm
 
+from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
 from .discrete_gaussian import discrete_gaussian
-from .gaussian import gaussian_mechanism
+from .gaussian import gaussian_noise
 
 # count_le(thresholds) -> for each search j, the number of data values <= thresholds[j].
 CountFunction = Callable[[np.ndarray], np.ndarray]
@@ -58,7 +59,7 @@ def _noisy_counts(count_le, thresholds, steps, rho_per_search, rng, secure):
     counts = count_le(thresholds)
     if secure:
         return counts + discrete_gaussian(1.0 / (2.0 * rho), rng, size=np.size(counts))
-    return gaussian_mechanism(counts, 1.0, rho, rng)
+    return gaussian_noise(counts, 1.0, rho, rng)
 
 
 def private_quantile_real(
@@ -70,6 +71,8 @@ def private_quantile_real(
     steps: int,
     rho_per_search: float,
     rng: np.random.Generator,
+    ledger: PrivacyLedger,
+    stage: str,
     secure: bool = False,
 ) -> np.ndarray:
     """PrivQuant on real intervals [lo_j, hi_j] with a fixed number of halvings.
@@ -80,9 +83,26 @@ def private_quantile_real(
 
     Privacy: each of the k searches is ``rho_per_search``-zCDP (``steps`` Gaussian counts of
     sensitivity 1 under replace-one, each rho_per_search / steps); the k searches together
-    cost k * rho_per_search, which the caller charges. ``secure=True`` noises the counts with
-    the exact discrete Gaussian (same cost).
+    cost k * rho_per_search, charged to ``stage`` before the first count. ``secure=True``
+    noises the counts with the exact discrete Gaussian (same cost).
     """
+    _check_search(steps, rho_per_search)
+    ledger.charge(stage, search_cost(lo, rho_per_search))
+    return real_search(count_le, rank, lo, hi, steps=steps, rho_per_search=rho_per_search,
+                       rng=rng, secure=secure)
+
+
+def search_cost(lo: np.ndarray | float, rho_per_search: float) -> float:
+    """What k searches (one per entry of ``lo``) of ``rho_per_search`` each cost together."""
+    return float(np.size(lo)) * rho_per_search
+
+
+def real_search(
+    count_le: CountFunction, rank: float | np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
+    steps: int, rho_per_search: float, rng: np.random.Generator, secure: bool = False,
+) -> np.ndarray:
+    """``private_quantile_real``'s searches without its charge, for a mechanism that charges
+    all its columns once and then searches them block by block; the caller charges."""
     _check_search(steps, rho_per_search)
     left = np.array(lo, dtype=np.float64, ndmin=1)
     right = np.array(hi, dtype=np.float64, ndmin=1)
@@ -102,6 +122,8 @@ def private_quantile_integer(
     *,
     rho_per_search: float,
     rng: np.random.Generator,
+    ledger: PrivacyLedger,
+    stage: str,
     secure: bool = False,
     max_steps: int | None = None,
 ) -> np.ndarray:
@@ -113,7 +135,8 @@ def private_quantile_integer(
     interval), and every count is noised for T steps, so a search that ends early spends less
     than it was charged, never more.
 
-    Privacy: ``rho_per_search``-zCDP per search (T counts of sensitivity 1, rho/T each);
+    Privacy: ``rho_per_search``-zCDP per search (T counts of sensitivity 1, rho/T each); the
+    k searches cost k * rho_per_search, charged to ``stage`` before the first count.
     ``secure=True`` as for ``private_quantile_real``.
     """
     lo = np.array(lo, dtype=np.int64, ndmin=1)
@@ -122,6 +145,7 @@ def private_quantile_integer(
     if max_steps is not None:
         steps = min(steps, max_steps)
     _check_search(steps, rho_per_search)
+    ledger.charge(stage, search_cost(lo, rho_per_search))
     left, right = lo.copy(), hi.copy()
     for _ in range(steps):
         active = left < right

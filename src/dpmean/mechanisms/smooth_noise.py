@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special, stats
 
+from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
 from ..validation import check_positive
 
@@ -44,11 +46,15 @@ class Calibration:
 
     ``t`` is the smoothing of the smooth sensitivity the noise must be scaled to, ``s`` the shift
     parameter; the noise on the release has variance S^t(x)^2 ``noise.variance`` / s^2.
+    ``cost`` is what one release with it spends, in the ledger's unit of its notion: rho for
+    the CDP noises ((1/2) eps^2-CDP is rho = eps^2 / 2), for Student's T (pure eps-DP implies
+    eps^2 / 2-zCDP) and for tCDP; epsilon for the (eps, delta) noises.
     """
 
     noise: SmoothNoise
     t: float
     s: float
+    cost: float
 
     @property
     def variance_factor(self) -> float:
@@ -138,7 +144,7 @@ class LaplaceLogNormal(SmoothNoise):
         roots = np.roots([5.0 * epsilon / t, -5.0, 0.0, -1.0])
         sigma = float(max(r.real for r in roots if abs(r.imag) < 1e-9 * max(1.0, abs(r))))
         s = _exp(-1.5 * sigma**2) * (epsilon - t / sigma)
-        return Calibration(cls(sigma), t, s)
+        return Calibration(cls(sigma), t, s, 0.5 * epsilon * epsilon)
 
 
 class UniformLogNormal(SmoothNoise):
@@ -189,7 +195,8 @@ class UniformLogNormal(SmoothNoise):
         free = t / (2.0 * epsilon) + math.sqrt(t * t / (4.0 * epsilon**2) + 0.2)
         sigma = max(math.sqrt(2.0), free)
         shift_cost = _exp(1.5 * sigma**2) * math.sqrt(2.0 / (math.pi * sigma**2))
-        return Calibration(cls(sigma), t, (epsilon - t / sigma) / shift_cost)
+        return Calibration(cls(sigma), t, (epsilon - t / sigma) / shift_cost,
+                           0.5 * epsilon * epsilon)
 
 
 class ArsinhNormal(SmoothNoise):
@@ -223,7 +230,7 @@ class ArsinhNormal(SmoothNoise):
         epsilon = check_positive(epsilon, "epsilon")
         t = _check_t(t, min(1.0, epsilon**2 / 4.0), "arsinh-normal noise (2 sqrt(t) < eps)")
         s = min((epsilon - 2.0 * math.sqrt(t)) / 1.2, math.nextafter(1.0, 0.0))
-        return Calibration(cls(), t, s)
+        return Calibration(cls(), t, s, 0.5 * epsilon * epsilon)
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,7 +280,7 @@ class StudentT(SmoothNoise):
         noise = cls(dof)
         t = _check_t(t, epsilon / noise.dof, "Student's T noise (dof * t < eps)")
         return Calibration(noise, t, 2.0 * math.sqrt(noise.dof) * (epsilon - noise.dof * t)
-                           / (noise.dof + 1.0))
+                           / (noise.dof + 1.0), 0.5 * epsilon * epsilon)
 
 
 class _NRSNoise(SmoothNoise):
@@ -296,7 +303,7 @@ class _NRSNoise(SmoothNoise):
         s, beta = cls.parameters(epsilon, delta)
         if t is not None:
             t = _check_t(t, math.nextafter(beta, math.inf), f"{cls.name} noise at (eps, delta)")
-        return Calibration(cls(), beta if t is None else t, s)
+        return Calibration(cls(), beta if t is None else t, s, epsilon)
 
 
 class LaplaceNRS(_NRSNoise):
@@ -390,7 +397,7 @@ class GaussianTCDP(_StandardNormal, SmoothNoise):
             raise InvalidParameterError(
                 f"smoothing t={t:g} alone exceeds ({rho:g}, {omega:g})-tCDP; choose a smaller t"
             )
-        return Calibration(cls(), t, math.sqrt(s2) * (1.0 - 1e-6))
+        return Calibration(cls(), t, math.sqrt(s2) * (1.0 - 1e-6), rho)
 
 
 NOISES: dict[str, type[SmoothNoise]] = {
@@ -401,21 +408,40 @@ NOISES: dict[str, type[SmoothNoise]] = {
 
 
 def smooth_sensitivity_mechanism(
-    value: np.ndarray, smooth_sensitivity: np.ndarray, calibration: Calibration,
-    rng: np.random.Generator,
+    value: np.ndarray, smooth_sensitivity: np.ndarray,
+    calibration: Calibration | Sequence[Calibration], rng: np.random.Generator, *,
+    ledger: PrivacyLedger, stage: str,
 ) -> np.ndarray:
     """Release ``value + (smooth_sensitivity / s) Z``, one independent Z per coordinate.
 
+    ``calibration`` is one for every coordinate, or a sequence of one per coordinate.
+
     Privacy: for each coordinate whose ``smooth_sensitivity`` is a t-smooth upper bound on the
     local sensitivity (replace-one) of ``value`` at that coordinate, with t = calibration.t, the
-    release meets the guarantee ``calibration`` was made for (see its noise class).
+    release meets the guarantee its calibration was made for (see its noise class); the
+    coordinates compose, so the release costs the sum of their ``cost``, charged to ``stage``
+    before anything is drawn.
     """
-    if not math.isfinite(calibration.variance_factor):
-        raise InvalidParameterError(
-            f"the privacy budget is too small for the {calibration.noise.name} noise at smoothing "
-            f"t={calibration.t:g}: its scale is infinite in floating point; give a larger budget "
-            f"or another noise"
-        )
     value = np.asarray(value, dtype=np.float64)
-    scale = np.asarray(smooth_sensitivity, dtype=np.float64) / calibration.s
-    return value + scale * calibration.noise.sample(value.shape, rng)
+    per_coordinate = ([calibration] * value.size if isinstance(calibration, Calibration)
+                      else list(calibration))
+    if len(per_coordinate) != value.size:
+        raise InvalidParameterError(
+            f"got {len(per_coordinate)} calibrations for {value.size} coordinates"
+        )
+    for cal in dict.fromkeys(per_coordinate):
+        if not math.isfinite(cal.variance_factor):
+            raise InvalidParameterError(
+                f"the privacy budget is too small for the {cal.noise.name} noise at smoothing "
+                f"t={cal.t:g}: its scale is infinite in floating point; give a larger budget "
+                f"or another noise"
+            )
+    ledger.charge(stage, math.fsum(cal.cost for cal in per_coordinate))
+    flat = value.reshape(-1)
+    scale = np.asarray(smooth_sensitivity, dtype=np.float64).reshape(-1)
+    out = np.empty_like(flat)
+    # In order of first appearance, so a seeded run draws the same noise every time.
+    for cal in dict.fromkeys(per_coordinate):
+        cols = np.array([j for j, c in enumerate(per_coordinate) if c == cal])
+        out[cols] = flat[cols] + scale[cols] / cal.s * cal.noise.sample(cols.shape, rng)
+    return out.reshape(value.shape)

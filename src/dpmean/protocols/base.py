@@ -3,12 +3,11 @@ and budgets in (epsilon, delta) for protocols without a zCDP guarantee (IOME sec
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, ClassVar
 
 from ..accounting import resolve_budget, zcdp_to_approx_dp
+from ..budget import Budget
 from ..estimators.base import MeanEstimator
-from ..result import MeanResult
 from ..validation import check_fraction
 
 DEFAULT_DELTA = 1e-9
@@ -18,18 +17,20 @@ DEFAULT_DELTA = 1e-9
 class ProtocolEstimator(MeanEstimator):
     """A mean estimated by simulating a local or shuffle protocol on every user's row.
 
-    ``model`` ("local" or "shuffle") and ``notion`` are recorded in the result (its ``notion``
-    and ``diagnostics["model"]``). Subclasses read rows only through ``Engine.user_rows``, hand
-    each block to the users' randomisers and give the analyser only the messages.
+    ``model`` ("local" or "shuffle") is recorded in ``diagnostics["model"]`` and ``notion`` in
+    the result's budget. Subclasses read rows only through ``Engine.user_rows``, hand each block
+    to the users' randomisers and give the analyser only the messages.
     """
 
     model: ClassVar[str]
-    notion: ClassVar[str]
 
-    def estimate(self, x: Any) -> MeanResult:
-        result = super().estimate(x)
-        diagnostics = {"model": self.model, **result.diagnostics}
-        return replace(result, notion=self.notion, diagnostics=diagnostics)
+    def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
+        # A local zCDP protocol takes its budget exactly as the central estimators do.
+        budget = super().grant(rho, epsilon, delta)
+        return Budget(self.notion, rho=budget.rho, epsilon=epsilon, delta=delta)
+
+    def describe(self, diagnostics: dict[str, Any]) -> dict[str, Any]:
+        return {"model": self.model, **diagnostics}
 
 
 class ApproxDPProtocol(ProtocolEstimator):
@@ -37,11 +38,11 @@ class ApproxDPProtocol(ProtocolEstimator):
     delta is split alongside it in the same proportions.
 
     Budget: ``epsilon`` and ``delta``; or ``rho``, converted to the (epsilon, delta) it implies
-    (Canonne-Kamath-Steinke) at ``delta`` (default 1e-9, as IOME's local experiments).
+    (Canonne-Kamath-Steinke) at ``delta`` (default 1e-9, as IOME's local experiments). The
+    result's budget then holds that epsilon and delta, and no rho.
     """
 
-    def __init__(self, rho: float | None = None, *, epsilon: float | None = None,
-                 delta: float | None = None, **common: Any) -> None:
+    def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
         if rho is not None:
             rho = resolve_budget(rho)
             delta = DEFAULT_DELTA if delta is None else check_fraction(delta, "delta")
@@ -50,5 +51,17 @@ class ApproxDPProtocol(ProtocolEstimator):
             epsilon = zcdp_to_approx_dp(rho, delta)
         else:
             resolve_budget(None, epsilon, delta)  # validates the pair, with its messages
-        super().__init__(epsilon, **common)
-        self.epsilon, self.delta = float(epsilon), float(delta)
+        assert epsilon is not None and delta is not None
+        return Budget(self.notion, epsilon=float(epsilon), delta=float(delta))
+
+    @property
+    def epsilon(self) -> float:
+        """The granted epsilon (the ledger's unit)."""
+        assert self.budget.epsilon is not None
+        return self.budget.epsilon
+
+    @property
+    def delta(self) -> float:
+        """The granted delta."""
+        assert self.budget.delta is not None
+        return self.budget.delta

@@ -65,7 +65,7 @@ class _GRS(ApproxDPProtocol):
     notion = "local-approx-DP"
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        return {"coordinates": self.rho}
+        return {"coordinates": self.epsilon}
 
     def _per_coordinate(self, d: int) -> tuple[float, float]:
         return split_budget(self.epsilon, self.delta, d)

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidDataError
-from ..mechanisms import gaussian_mechanism
+from ..mechanisms.gaussian import gaussian_noise
 
 _UINT64_MAX = np.iinfo(np.uint64).max
 
@@ -72,7 +72,8 @@ def local_gaussian(rows: np.ndarray, sensitivity: float, rho: float, rng: np.ran
     Sensitivity: the caller's bound on the l2 distance between any two users' inputs (2C for
     vectors clipped to norm C). Guarantee: rho-zCDP in the local model (Definition 2.3).
     """
-    return gaussian_mechanism(rows, sensitivity, rho, rng)
+    # Each user's randomiser is its own local mechanism; the protocol charges the round.
+    return gaussian_noise(rows, sensitivity, rho, rng)
 
 
 def polya_noise(shape: tuple[int, ...], n: int, epsilon: float, sensitivity: int,
