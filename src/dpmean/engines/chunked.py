@@ -9,13 +9,15 @@ column-major file (``engines.base.spilled_column_blocks``).
 from __future__ import annotations
 
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import InvalidDataError
+from ..errors import InvalidDataError, InvalidParameterError
+from ..io import check_basket, check_n_items
 from ..transforms import View
 from ..validation import check_data
 from .base import Engine, spilled_column_blocks
@@ -24,6 +26,7 @@ from .memory import InMemoryEngine
 # Bytes of one chunk of rows (float64, at the view's width): large enough that the per-chunk
 # overhead vanishes, small enough that a chunk and its rotated copy stay far below memory.
 CHUNK_BYTES = 64 << 20
+_PLAIN_BASKET = re.compile(r"[0-9 \t\r\n]*")
 
 
 class RowSource(ABC):
@@ -123,27 +126,26 @@ class ParquetSource(RowSource):
 
 class DatSource(RowSource):
     """Transaction baskets (one line each, space-separated item ids) as dense 0/1 chunks of
-    shape (rows, max id + 1). Opening reads the file once for n and the largest id."""
+    shape (rows, n_items). ``n_items`` is public (see ``io.N_ITEMS_HELP``): the width is never
+    read from the ids. Opening reads the file once for n and checks every id is below it."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, n_items: int) -> None:
         self._path = path
-        n, top = 0, -1
+        self._n_items = check_n_items(n_items)
+        n, any_item = 0, False
         with _open_text(path) as f:
-            for line in f:
-                n += 1
-                ids = _basket_ids(line, path)
-                if ids.size:
-                    top = max(top, int(ids.max()))
-        if top < 0:
+            for n, line in enumerate(f, start=1):
+                any_item |= _basket_ids(line, path, n, self._n_items).size > 0
+        if not any_item:
             raise InvalidDataError(f"{path}: the file holds no item ids")
-        self.shape = (n, top + 1)
+        self.shape = (n, self._n_items)
 
     def chunks(self, rows: int) -> Iterator[np.ndarray]:
         with _open_text(self._path) as f:
             block = np.zeros((rows, self.shape[1]))
             i = 0
-            for line in f:
-                block[i, _basket_ids(line, self._path)] = 1.0
+            for lineno, line in enumerate(f, start=1):
+                block[i, _basket_ids(line, self._path, lineno, self._n_items)] = 1.0
                 i += 1
                 if i == rows:
                     yield block
@@ -152,10 +154,30 @@ class DatSource(RowSource):
                 yield block[:i]
 
 
-def open_source(path: str | os.PathLike) -> RowSource:
-    """A RowSource for a ``.npy`` (memory-mapped), ``.csv``, ``.parquet`` or ``.dat`` file."""
+def open_source(path: str | os.PathLike, *, n_items: int | None = None) -> RowSource:
+    """A RowSource for a ``.npy`` (memory-mapped), ``.csv``, ``.parquet`` or ``.dat`` file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file; its extension chooses the reader.
+    n_items : int, optional
+        For ``.dat`` basket files only, and required for them: the public number of items,
+        the width d of the rows (item ids must lie in 0 .. n_items - 1).
+
+    Raises
+    ------
+    InvalidDataError
+        The file is missing or malformed (messages give positions, never values).
+    InvalidParameterError
+        A ``.dat`` file without ``n_items``, or ``n_items`` for another format.
+    """
     p = Path(path)
     ext = p.suffix.lower()
+    if ext == ".dat":
+        n_items = check_n_items(n_items)
+    elif n_items is not None:
+        raise InvalidParameterError(f"{p}: n_items ({n_items!r}) only applies to .dat files")
     if not p.is_file():
         raise InvalidDataError(f"{p}: no such file")
     if ext == ".npy":
@@ -168,8 +190,10 @@ def open_source(path: str | os.PathLike) -> RowSource:
             raise InvalidDataError(f"{p}: needs a 1-D or 2-D numeric array, got shape "
                                    f"{x.shape} of {x.dtype}")
         return ArraySource(x)
-    readers: dict[str, Callable[[Path], RowSource]] = {
-        ".csv": CsvSource, ".parquet": ParquetSource, ".dat": DatSource}
+    if ext == ".dat":
+        return DatSource(p, n_items)
+    readers: dict[str, Callable[[Path], RowSource]] = {".csv": CsvSource,
+                                                       ".parquet": ParquetSource}
     if ext not in readers:
         raise InvalidDataError(f"{p}: the chunked engine reads .npy, .csv, .parquet and .dat "
                                f"files, not {ext or 'files without extension'}")
@@ -246,12 +270,17 @@ def _parse_csv(lines: list[str], path: Path, *, strict: bool) -> np.ndarray | No
         raise InvalidDataError(f"{path}: a row does not parse as numbers ({exc})") from None
 
 
-def _basket_ids(line: str, path: Path) -> np.ndarray:
-    try:
-        ids = np.array(line.split(), dtype=np.int64)
-    except ValueError:
-        raise InvalidDataError(f"{path}: a basket holds something other than item ids: "
-                               f"{line.strip()[:60]!r}") from None
-    if ids.size and ids.min() < 0:
-        raise InvalidDataError(f"{path}: item ids must be non-negative")
-    return ids
+def _basket_ids(line: str, path: Path, lineno: int, n_items: int) -> np.ndarray:
+    """The item ids of one basket line, each an ASCII integer in 0 .. n_items - 1 (errors say
+    where, never what the token was: ``io.check_basket``)."""
+    tokens = line.split()
+    # numpy's str -> int parsing is fast but lenient ("+5", non-ASCII digits): only for plain
+    # digits, and only the careful check names the problem.
+    if _PLAIN_BASKET.fullmatch(line):
+        try:
+            ids = np.array(tokens, dtype=np.int64)
+        except (ValueError, OverflowError):
+            ids = None
+        if ids is not None and (ids.size == 0 or ids.max() < n_items):
+            return ids
+    return np.array(check_basket(path, lineno, tokens, n_items), dtype=np.int64)
