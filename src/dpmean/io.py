@@ -17,9 +17,10 @@ import numpy as np
 import scipy.sparse
 
 from .errors import InvalidDataError, InvalidParameterError
+from .validation import dtype_kind
 
-__all__ = ["SUPPORTED_EXTENSIONS", "check_basket", "check_n_items", "load_data",
-           "write_bytes_atomic", "write_text_atomic"]
+__all__ = ["SUPPORTED_EXTENSIONS", "cell_error", "check_basket", "check_n_items",
+           "find_bad_cell", "load_data", "write_bytes_atomic", "write_text_atomic"]
 
 SUPPORTED_EXTENSIONS = (".npy", ".npz", ".csv", ".parquet", ".dat")
 
@@ -140,7 +141,7 @@ def _read_text(p: Path, kind: str) -> str:
 
 def _check_numeric(p: Path, arr: np.ndarray, what: str = "") -> np.ndarray:
     if not (np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)):
-        raise InvalidDataError(f"{p}: {what}holds non-numeric values (dtype {arr.dtype})")
+        raise InvalidDataError(f"{p}: {what}holds non-numeric values ({dtype_kind(arr.dtype)})")
     return arr
 
 
@@ -257,6 +258,22 @@ def _parse_row(line: str) -> list[float] | None:
     return None if any(v is None for v in values) else values
 
 
+def cell_error(p: Path, lineno: int, column: int) -> InvalidDataError:
+    """The error for a CSV cell that is not a number. It says where (line and column, counted
+    from 1) but not what the cell holds: a service that forwards error messages would leak it."""
+    return InvalidDataError(
+        f"{p}: line {lineno}, column {column} is not a number (empty, text, or a malformed "
+        f"number); fix the cell or remove the row")
+
+
+def find_bad_cell(line: str) -> int | None:
+    """The 1-based column of the first cell of a CSV line that is not a number, if any."""
+    for j, cell in enumerate(line.split(",")):
+        if _parse_cell(cell) is None:
+            return j + 1
+    return None
+
+
 def _scan_csv(p: Path, body: list[str], start: int) -> np.ndarray:
     rows = []
     for i, line in enumerate(body):
@@ -275,9 +292,7 @@ def _scan_csv(p: Path, body: list[str], start: int) -> np.ndarray:
         for j, cell in enumerate(cells):
             value = _parse_cell(cell)
             if value is None:
-                raise InvalidDataError(
-                    f"{p}: line {lineno}, column {j + 1}: {cell.strip()!r} is not a number"
-                )
+                raise cell_error(p, lineno, j + 1)
             row.append(value)
         rows.append(row)
     return np.array(rows, dtype=np.float64)

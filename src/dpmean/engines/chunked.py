@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidDataError, InvalidParameterError
-from ..io import check_basket, check_n_items
+from ..io import cell_error, check_basket, check_n_items, find_bad_cell
 from ..transforms import View
 from ..validation import check_data
 from .base import Engine, spilled_column_blocks
@@ -71,7 +71,7 @@ class CsvSource(RowSource):
                     first = line if first is None else first
         if first is None:
             raise InvalidDataError(f"{path}: the file holds no rows")
-        self._header = _parse_csv([first], path, strict=False) is None
+        self._header = _parse_csv([first]) is None
         n -= self._header
         if n == 0:
             raise InvalidDataError(f"{path}: the file holds a header but no rows")
@@ -80,24 +80,36 @@ class CsvSource(RowSource):
 
     def chunks(self, rows: int) -> Iterator[np.ndarray]:
         with _open_text(self._path) as f:
-            lines = (line for line in f if line.strip())
+            # (line number, text) of the non-blank lines, so that errors can say where.
+            lines = ((i, line) for i, line in enumerate(f, start=1) if line.strip())
             if self._header:
                 next(lines)
-            batch: list[str] = []
-            for line in lines:
-                batch.append(line)
+            batch: list[tuple[int, str]] = []
+            for item in lines:
+                batch.append(item)
                 if len(batch) == rows:
                     yield self._parse(batch)
                     batch = []
             if batch:
                 yield self._parse(batch)
 
-    def _parse(self, lines: list[str]) -> np.ndarray:
-        block = _parse_csv(lines, self._path, strict=True)
-        if block.shape[1] != self.shape[1]:
-            raise InvalidDataError(f"{self._path}: rows have {block.shape[1]} values, the first "
-                                   f"row has {self.shape[1]}")
-        return block
+    def _parse(self, batch: list[tuple[int, str]]) -> np.ndarray:
+        block = _parse_csv([line for _, line in batch])
+        if block is not None and block.shape[1] == self.shape[1]:
+            return block
+        # The careful scan, line by line: it names the line and column of the first problem
+        # (never the cell's contents), or reads what loadtxt would not (as io.load_data does).
+        rows = []
+        for lineno, line in batch:
+            cells = line.split(",")
+            if len(cells) != self.shape[1]:
+                raise InvalidDataError(f"{self._path}: line {lineno} has {len(cells)} values, "
+                                       f"the first row has {self.shape[1]}")
+            column = find_bad_cell(line)
+            if column is not None:
+                raise cell_error(self._path, lineno, column)
+            rows.append([float(_strip_quotes(c)) for c in cells])
+        return np.array(rows, dtype=np.float64)
 
 
 class ParquetSource(RowSource):
@@ -261,13 +273,18 @@ def _open_text(path: Path):
         raise InvalidDataError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def _parse_csv(lines: list[str], path: Path, *, strict: bool) -> np.ndarray | None:
+def _parse_csv(lines: list[str]) -> np.ndarray | None:
+    """The lines as a float64 block (quoted cells allowed, as io.load_data), or None."""
     try:
-        return np.loadtxt(lines, delimiter=",", ndmin=2, dtype=np.float64)
-    except ValueError as exc:
-        if not strict:
-            return None
-        raise InvalidDataError(f"{path}: a row does not parse as numbers ({exc})") from None
+        return np.loadtxt(lines, delimiter=",", ndmin=2, dtype=np.float64, comments=None,
+                          quotechar='"')
+    except ValueError:
+        return None
+
+
+def _strip_quotes(cell: str) -> str:
+    cell = cell.strip()
+    return cell[1:-1] if len(cell) >= 2 and cell[0] == cell[-1] == '"' else cell
 
 
 def _basket_ids(line: str, path: Path, lineno: int, n_items: int) -> np.ndarray:
