@@ -130,24 +130,54 @@ def test_estimate_option(capsys, data):
 
 
 def test_estimate_plan_on_baskets_with_p(capsys, tmp_path):
-    # Baskets with ids from 1, as in retail.dat: column 0 is empty, d = max id + 1.
+    # Baskets with ids from 1, as in retail.dat: column 0 is empty, d = --items = 39 + 1.
     rng = np.random.default_rng(3)
     baskets = [" ".join(map(str, sorted(set(rng.integers(1, 40, size=rng.integers(1, 8))))))
                for _ in range(2000)]
     path = tmp_path / "baskets.dat"
     path.write_text("\n".join(baskets) + "\n")
-    code, out, _ = run(capsys, "estimate", path, "--method", "plan", "--p", 1, "--rho", 1,
-                       "--bounds", 0, 1, "--seed", 2, "--json")
+    code, out, _ = run(capsys, "estimate", path, "--items", 40, "--method", "plan", "--p", 1,
+                       "--rho", 1, "--bounds", 0, 1, "--seed", 2, "--json")
     assert code == 0
     payload = json.loads(out)
     check_json(payload, 1.0, n=2000, d=40)
     assert set(payload["ledger"]) == {"centre", "variance", "threshold", "noise"}
-    code, out, err = run(capsys, "estimate", path, "--method", "plan", "--p", 1, "--rho", 1,
-                         "--bounds", 0, 1, "--option", "p=2")
+    code, out, err = run(capsys, "estimate", path, "--items", 40, "--method", "plan", "--p", 1,
+                         "--rho", 1, "--bounds", 0, 1, "--option", "p=2")
     assert_one_error_line(code, out, err)
-    code, out, err = run(capsys, "estimate", path, "--method", "plan", "--p", 0.5, "--rho", 1,
-                         "--bounds", 0, 1)
+    code, out, err = run(capsys, "estimate", path, "--items", 40, "--method", "plan", "--p",
+                         0.5, "--rho", 1, "--bounds", 0, 1)
     assert_one_error_line(code, out, err)
+
+
+@pytest.mark.parametrize("engine", [[], ["--engine", "chunked"], ["--engine", "sparse"]])
+def test_basket_width_is_items_not_the_largest_id(capsys, tmp_path, engine):
+    # Neighbours: one basket gains a rare item with a large id. d (the length of the released
+    # mean) was max id + 1 and changed with it; now it is --items, or the file is refused.
+    base = ["1 2", "2 3", "1", "3"] * 50
+    (tmp_path / "a.dat").write_text("\n".join(base) + "\n")
+    (tmp_path / "b.dat").write_text("\n".join(base[:-1] + ["3 700"]) + "\n")
+    common = ["--method", "plan", "--p", 1, "--rho", 1, "--seed", 0, "--json", *engine]
+    sizes = []
+    for name in ("a.dat", "b.dat"):
+        code, out, _ = run(capsys, "estimate", tmp_path / name, "--items", 1000, *common)
+        assert code == 0
+        sizes.append(json.loads(out)["d"])
+    assert sizes == [1000, 1000]
+    code, out, err = run(capsys, "estimate", tmp_path / "b.dat", "--items", 10, *common)
+    assert_one_error_line(code, out, err)
+    assert "line 200, item 2" in err and "700" not in err
+
+
+def test_basket_file_without_items_is_refused_with_the_reason(capsys, tmp_path, data):
+    (tmp_path / "a.dat").write_text("1 2\n3\n")
+    for engine in ([], ["--engine", "chunked"]):
+        code, out, err = run(capsys, "estimate", tmp_path / "a.dat", "--rho", 1, *engine)
+        assert_one_error_line(code, out, err)
+        assert "--items D" in err and "must be public" in err
+    code, out, err = run(capsys, "estimate", data / "x.npy", *GOOD, "--items", 5)
+    assert_one_error_line(code, out, err)
+    assert "--items" in err
 
 
 def test_option_values():

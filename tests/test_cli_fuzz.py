@@ -17,6 +17,7 @@ ARGUMENT_SETS = [
     ["--rho", "nan", "--bounds", "0", "1"],
     ["--rho", "1", "--bounds", "inf", "1"],
     ["--rho", "1", "--bounds", "0", "1", "--method", "gaussian", "--option", "x=1"],
+    ["--rho", "1", "--items", "64", "--method", "plan", "--p", "1"],
 ]
 
 
@@ -93,8 +94,9 @@ def test_bounds_are_needed_only_by_methods_without_other_public_inputs(tmp_path,
 
 
 def test_basket_files_have_the_box_of_their_format(capsys):
-    # `dpmean estimate baskets.dat --method plan --p 1 --rho 1`, as the PLAN issue asks: a .dat
-    # file holds 0/1 rows by its format, so the box (0, 1) is public.
+    # `dpmean estimate baskets.dat --items D --method plan --p 1 --rho 1`, as the PLAN issue asks
+    # (plus the public number of items): a .dat file holds 0/1 rows by its format, so the box
+    # (0, 1) is public.
     data = Path(__file__).resolve().parents[1] / "data"
-    assert run(capsys, ["estimate", str(data / "kosarak-first-36682.dat"), "--method", "plan",
-                        "--p", "1", "--rho", "1", "--seed", "0"]) == 0
+    assert run(capsys, ["estimate", str(data / "kosarak-first-36682.dat"), "--items", "17035",
+                        "--method", "plan", "--p", "1", "--rho", "1", "--seed", "0"]) == 0

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dpmean.errors import InvalidDataError
+from dpmean.engines import open_source
+from dpmean.errors import InvalidDataError, InvalidParameterError
 from dpmean.io import load_data, write_bytes_atomic, write_text_atomic
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -27,10 +28,12 @@ def write(path: Path, content: str | bytes) -> Path:
 
 
 def assert_refused(path: Path, content: str | bytes, pattern: str, key: str | None = None):
-    """Write ``content`` to ``path``; reading it must fail with a message matching ``pattern``."""
+    """Write ``content`` to ``path``; reading it must fail with a message matching ``pattern``
+    (a .dat file is read with n_items=10)."""
     write(path, content)
+    items = {"n_items": 10} if path.suffix.lower() == ".dat" else {}
     with pytest.raises(InvalidDataError, match=pattern):
-        load_data(path, key=key)
+        load_data(path, key=key, **items)
 
 
 def saved(save, *args, **kwargs) -> bytes:
@@ -157,9 +160,9 @@ def test_csv_nan_and_inf_parse_as_floats(tmp_path):
 @pytest.mark.parametrize("content, pattern", [
     pytest.param("a,b,c\n1,2,3\n4,5,6\n7,8\n", r"x\.csv: line 4 has 2 values but line 2 has 3",
                  id="ragged-row-names-line-and-counts"),
-    pytest.param("a,b\n1,2\n3,oops\n", r"x\.csv: line 3, column 2: 'oops' is not a number",
+    pytest.param("a,b\n1,2\n3,oops\n", r"x\.csv: line 3, column 2 is not a number",
                  id="non-numeric-cell-names-line-and-column"),
-    pytest.param("1,2\n3,\n", r"line 2, column 2: '' is not a number", id="empty-cell"),
+    pytest.param("1,2\n3,\n", r"line 2, column 2 is not a number", id="empty-cell"),
     pytest.param("1,2\n\n3,4\n", r"line 2 is empty", id="empty-line-in-the-middle"),
     pytest.param("a,b\n", r"x\.csv: .*header line but no rows", id="header-only"),
     pytest.param("\n\n  \n", r"x\.csv: the file holds no rows", id="only-blank-lines"),
@@ -222,10 +225,10 @@ def test_parquet_without_pyarrow_says_what_to_install(tmp_path, monkeypatch):
 
 def test_dat_baskets(tmp_path):
     write(tmp_path / "x.dat", "0 2 5\n3 3 3\n\n5  1\t0 \r\n")
-    out = load_data(tmp_path / "x.dat")
+    out = load_data(tmp_path / "x.dat", n_items=7)
     assert isinstance(out, scipy.sparse.csr_matrix)
-    assert out.dtype == np.float64 and out.shape == (4, 6)
-    expected = np.zeros((4, 6))
+    assert out.dtype == np.float64 and out.shape == (4, 7)
+    expected = np.zeros((4, 7))
     expected[0, [0, 2, 5]] = 1
     expected[1, 3] = 1  # a repeated item counts once
     expected[3, [0, 1, 5]] = 1  # line 3 is an empty basket
@@ -233,24 +236,95 @@ def test_dat_baskets(tmp_path):
 
 
 def test_dat_trailing_blank_lines_are_empty_baskets(tmp_path):
-    out = load_data(write(tmp_path / "x.dat", "1\n\n\n"))
+    out = load_data(write(tmp_path / "x.dat", "1\n\n\n"), n_items=2)
     assert out.shape == (3, 2) and out.nnz == 1
 
 
 def test_dat_last_line_without_newline(tmp_path):
-    assert load_data(write(tmp_path / "x.dat", "1 2\n3")).shape == (2, 4)
+    assert load_data(write(tmp_path / "x.dat", "1 2\n3"), n_items=4).shape == (2, 4)
+
+
+def dat_readers():
+    """The .dat readers as functions path, n_items -> dense (n, d) array: in memory and the
+    chunked engine's row source (read in chunks of 2 rows)."""
+    def in_memory(path, n_items):
+        return load_data(path, n_items=n_items).toarray()
+
+    def chunked(path, n_items):
+        source = open_source(path, n_items=n_items)
+        rows = np.concatenate(list(source.chunks(2)))
+        assert rows.shape == source.shape
+        return rows
+
+    return [pytest.param(in_memory, id="load_data"), pytest.param(chunked, id="open_source")]
+
+
+@pytest.mark.parametrize("read", dat_readers())
+def test_dat_width_does_not_depend_on_a_neighbours_rare_item(tmp_path, read):
+    # Neighbours under replace-one: the second file's last basket holds one extra, rare item
+    # with a large id. The width d (the length of a release) was max id + 1, so it changed with
+    # that one basket. Now it is the public n_items: the same d, or the file is refused.
+    base = "1 2\n2 3\n0\n"
+    write(tmp_path / "a.dat", base + "1 4\n")
+    write(tmp_path / "b.dat", base + "1 4 9000\n")
+    first = read(tmp_path / "a.dat", 10_000)
+    second = read(tmp_path / "b.dat", 10_000)
+    assert first.shape == second.shape == (4, 10_000)
+    assert (first != second).sum() == 1
+    assert read(tmp_path / "a.dat", 5).shape == (4, 5)
+    with pytest.raises(InvalidDataError, match=r"b\.dat: line 4, item 3: .*not below n_items=5"):
+        read(tmp_path / "b.dat", 5)
+
+
+@pytest.mark.parametrize("read", dat_readers())
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 300), st.lists(st.lists(st.integers(0, 299), max_size=6), min_size=1,
+                                     max_size=12).filter(lambda b: any(b)))
+def test_dat_shape_is_n_by_n_items_whatever_ids_occur(tmp_path_factory, read, n_items, baskets):
+    baskets = [[i for i in b if i < n_items] for b in baskets]
+    if not any(baskets):
+        baskets[0] = [n_items - 1]
+    path = tmp_path_factory.mktemp("dat") / "x.dat"
+    write(path, "\n".join(" ".join(map(str, b)) for b in baskets) + "\n")
+    out = read(path, n_items)
+    assert out.shape == (len(baskets), n_items)
+    for row, basket in zip(out, baskets, strict=True):
+        assert set(np.flatnonzero(row)) == set(basket)
+
+
+@pytest.mark.parametrize("n_items", [None, 0, -3, 2.5, True, "10", 2**31])
+def test_dat_needs_a_public_number_of_items(tmp_path, n_items):
+    path = write(tmp_path / "x.dat", "1 2\n3\n")
+    for read in (load_data, open_source):
+        with pytest.raises(InvalidParameterError,
+                           match="n_items" if n_items is None else "n_items must be"):
+            read(path, n_items=n_items)
+    with pytest.raises(InvalidParameterError, match=r"n_items=D \(on the command line --items "
+                                                    r"D\).*d must be public"):
+        load_data(path)
+
+
+def test_n_items_is_refused_for_other_formats(tmp_path):
+    path = write(tmp_path / "x.csv", "1,2\n")
+    for read in (load_data, open_source):
+        with pytest.raises(InvalidParameterError, match="only applies to .dat files"):
+            read(path, n_items=3)
 
 
 BAD_ITEM_IDS = {"negative": "-1", "fraction": "2.5", "word": "x", "exponent": "1e3",
-                "arabic-indic-digit": "٣"}
+                "arabic-indic-digit": "٣", "plus-sign": "+5"}
 
 
 @pytest.mark.parametrize("content, pattern", [
-    *(pytest.param(f"1 2\n3 {token}\n", r"x\.dat: line 2: .* is not an item id",
+    *(pytest.param(f"1 2\n3 {token}\n", r"x\.dat: line 2, item 2 is not an item id",
                    id=f"bad-item-id-names-the-line-{kind}")
       for kind, token in BAD_ITEM_IDS.items()),
-    pytest.param("1\n99999999999999999999999\n", r"x\.dat: line 2: item id .* is too large",
+    pytest.param("1\n99999999999999999999999\n", r"x\.dat: line 2, item 1: .*not below n_items",
                  id="huge-item-id"),
+    pytest.param("1\n" + "7" * 5000 + "\n", r"x\.dat: line 2, item 1: .*not below n_items",
+                 id="thousands-of-digits"),
+    pytest.param("1\n3 10\n", r"x\.dat: line 2, item 2: .*not below n_items=10",
+                 id="id-equal-to-n-items"),
     pytest.param("\n \n", r"x\.dat: .*2 baskets but no item ids", id="without-any-item"),
 ])
 def test_bad_dat_is_refused(tmp_path, content, pattern):
@@ -259,7 +333,7 @@ def test_bad_dat_is_refused(tmp_path, content, pattern):
 
 def test_bundled_retail_is_one_based():
     # The ids in retail.dat run from 1 to 16,470, every one used; column 0 stays empty.
-    x = load_data(DATA / "retail.dat")
+    x = load_data(DATA / "retail.dat", n_items=16_471)
     assert x.shape == (88162, 16471)
     assert x.nnz == 908576
     counts = x.getnnz(axis=0)
@@ -268,10 +342,18 @@ def test_bundled_retail_is_one_based():
 
 
 def test_bundled_kosarak_prefix():
-    x = load_data(DATA / "kosarak-first-36682.dat")
+    x = load_data(DATA / "kosarak-first-36682.dat", n_items=17_035)
     assert x.shape == (36682, 17035)
     assert x.nnz == 294008
     assert x.getnnz(axis=0)[0] == 0
+
+
+def test_experiments_read_the_bundled_baskets_with_their_public_item_counts():
+    # Every id 1..items occurs, so these are the matrices PLAN's relabelling loader gives.
+    from dpmean.experiments.data import BASKET_ITEMS, baskets
+    x = baskets("kosarak-first-36682.dat")
+    assert x.shape == (36682, BASKET_ITEMS["kosarak-first-36682.dat"]) == (36682, 17034)
+    assert (x.getnnz(axis=0) > 0).all()
 
 
 # ------------------------------------------------------------------------ errors for any format

@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 
 import dpmean
 from dpmean.cli import main
+from dpmean.engines import make_engine
 from dpmean.errors import InvalidParameterError
 from dpmean.estimators.trimmed import (
     TrimmedMean,
     gaussian_trimmed_variance,
+    trimmed_means,
     trimmed_smooth_sensitivity,
 )
 from dpmean.experiments.bun_steinke import default_tuning_excess, excess_grid, sampled_excess
@@ -192,6 +194,47 @@ def test_output_truncation_trims_unclamped_data_and_clamps_the_result():
     far = dpmean.mean(x + 1e3, rho=2.0, method="trimmed", bounds=(-10, 10),
                       truncation="output", trim=100, random_state=0)
     assert far.mean[0] == pytest.approx(10.0, abs=1.0)
+
+
+HUGE = 1.5e308  # near the float64 maximum: two of them overflow a sum
+
+
+def test_output_truncation_near_the_float_maximum_is_finite_for_neighbours():
+    # A neighbouring pair (one value replaced) where the plain float64 sum of the trimmed values
+    # overflowed: x released NaN every time, y a number. Both must be finite, their trimmed
+    # means clamped to the box.
+    x = np.array([-HUGE] * 8 + [0.0] * 8 + [1.0] * 8 + [HUGE] * 8)
+    y = x.copy()
+    y[-1] = 1.0
+    for data in (x, y):
+        estimator = TrimmedMean(rho=1.0, bounds=(-1, 1), truncation="output", trim=2,
+                                random_state=0)
+        release = estimator.estimate(data).mean
+        assert np.isfinite(release).all()
+        m, cal = estimator.settings(len(data), 2.0, 1.0)
+        engine = make_engine(data[:, None], np.array([-np.inf]), np.array([np.inf]), None)
+        exact, smooth = estimator._exact_and_smooth(engine, [(m, cal)], np.array([-1.0]),
+                                                    np.array([1.0]))
+        assert -1.0 <= exact[0] <= 1.0 and 0.0 <= smooth[0] <= 2.0 * (1 + 1e-12)
+
+
+def test_trimmed_means_do_not_overflow_and_match_the_plain_mean():
+    values = np.sort(np.array([HUGE, HUGE, HUGE, -HUGE, HUGE]))[:, None]
+    got = trimmed_means(values, 0)[0]
+    assert math.isfinite(got) and math.isclose(got, HUGE / 5 * 3, rel_tol=1e-15)
+    ordinary = np.sort(np.random.default_rng(1).normal(size=(101, 3)), axis=0)
+    np.testing.assert_array_equal(trimmed_means(ordinary, 7), ordinary[7:94].mean(axis=0))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from([HUGE, -HUGE, np.finfo(float).max, -np.finfo(float).max, 0.0])
+                | st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=40),
+       st.data(), st.sampled_from(["lln", "student-t", "arsinh"]))
+def test_output_truncation_releases_are_finite_for_any_finite_data(x, data, noise):
+    m = data.draw(st.integers(0, (len(x) - 1) // 2))
+    result = dpmean.mean(np.array(x), rho=1.0, method="trimmed", bounds=(-5, 5),
+                         truncation="output", trim=m, noise=noise, random_state=0)
+    assert np.isfinite(result.mean).all()
 
 
 def test_the_cli_runs_trimmed_on_one_and_several_columns(tmp_path, capsys):

@@ -138,6 +138,11 @@ def _add_estimate(sub: argparse._SubParsersAction) -> None:
                    help="seed the noise (reproducible; for experiments only: anyone who knows "
                    "the seed can remove the noise). Default: a secure generator keyed from the OS")
     p.add_argument("--key", metavar="K", help="the array to use from an .npz INPUT")
+    p.add_argument("--items", type=int, metavar="D",
+                   help="for a .dat basket INPUT (required for one): the public number of "
+                   "items, the length d of the released mean; item ids must lie in 0..D-1 "
+                   "(ids 1..K need D = K + 1). Never read from the data, where one basket "
+                   "could change it")
     p.add_argument("--output", metavar="FILE", help="write the result as JSON to FILE")
     p.add_argument("--json", action="store_true",
                    help="print the JSON result on stdout (the summary then goes to stderr)")
@@ -215,15 +220,21 @@ def _choose_engine(args: argparse.Namespace) -> str | None:
 
 def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
     """The data as the engine reads it: a row source, a dask array, or loaded in memory."""
+    is_dat = Path(args.input).suffix.lower() == ".dat"
+    if args.items is not None and not is_dat:
+        raise _UsageError("--items is the number of items of a .dat basket file; INPUT is not "
+                          "one")
+    # The readers refuse a .dat file without --items, with the reason.
+    items = {"n_items": args.items} if is_dat else {}
     if engine in ("chunked", "dask") and Path(args.input).suffix.lower() != ".npz":
         if engine == "chunked":
-            return open_source(args.input)
+            return open_source(args.input, **items)
         try:
             from .engines.dask import dask_array_from_file
         except ImportError:
             raise _UsageError('--engine dask needs dask: pip install "dpmean[dask]"') from None
-        return dask_array_from_file(args.input)
-    return load_data(args.input, key=args.key)
+        return dask_array_from_file(args.input, **items)
+    return load_data(args.input, key=args.key, **items)
 
 
 def _dask_client(address: str | None) -> Any:

@@ -5,6 +5,7 @@ Every mistake a user can make with a file becomes one InvalidDataError line that
 
 from __future__ import annotations
 
+import numbers
 import os
 import re
 import secrets
@@ -15,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse
 
-from .errors import InvalidDataError
+from .errors import InvalidDataError, InvalidParameterError
+from .validation import dtype_kind
 
-__all__ = ["SUPPORTED_EXTENSIONS", "load_data", "write_bytes_atomic", "write_text_atomic"]
+__all__ = ["SUPPORTED_EXTENSIONS", "cell_error", "check_basket", "check_n_items",
+           "find_bad_cell", "load_data", "write_bytes_atomic", "write_text_atomic"]
 
 SUPPORTED_EXTENSIONS = (".npy", ".npz", ".csv", ".parquet", ".dat")
 
@@ -26,8 +29,29 @@ _MAX_ITEM_ID = np.iinfo(np.int32).max - 1
 _PLAIN_BASKETS = re.compile(r"[0-9 \t\r\n]*")
 
 
+N_ITEMS_HELP = (
+    "a .dat basket file needs n_items=D (on the command line --items D): the public number of "
+    "items, fixed before looking at the data; item ids must run from 0 to D - 1 (a file with "
+    "ids 1..K needs D = K + 1, column 0 stays empty). D is d, the length of the released mean, "
+    "and d must be public: taking it from the largest id in the file would let one basket with "
+    "one rare item change it, an unbounded privacy loss."
+)
+
+
+def check_n_items(n_items) -> int:
+    """The public number of items of a basket file as an int in 1 .. 2^31 - 2 (scipy's int32
+    column indices); an InvalidParameterError that explains why it is needed otherwise."""
+    if n_items is None:
+        raise InvalidParameterError(f"no number of items given: {N_ITEMS_HELP}")
+    if isinstance(n_items, bool) or not isinstance(n_items, numbers.Integral) or not (
+            1 <= n_items <= _MAX_ITEM_ID + 1):
+        raise InvalidParameterError(
+            f"n_items must be an integer from 1 to {_MAX_ITEM_ID + 1}, got {n_items!r}")
+    return int(n_items)
+
+
 def load_data(
-    path: str | os.PathLike, *, key: str | None = None
+    path: str | os.PathLike, *, key: str | None = None, n_items: int | None = None
 ) -> np.ndarray | scipy.sparse.csr_matrix:
     """Read a data file, choosing the reader by the file's extension.
 
@@ -39,23 +63,44 @@ def load_data(
       reject them with a clear message).
     - ``.parquet``: a table of numeric (or boolean) columns, as an (n_rows, n_columns) array;
       needs pyarrow (``pip install "dpmean[parquet]"``).
-    - ``.dat``: a transaction file, one basket per line, space-separated non-negative integer
-      item ids; returns a ``scipy.sparse.csr_matrix`` of 0/1 float64 of shape
-      (n_baskets, max_id + 1). Item ids are used as column indices as they are, so a file whose
-      ids start at 1 has an empty column 0. A repeated item counts once; a blank line is an
-      empty basket.
+    - ``.dat``: a transaction file, one basket per line, space-separated item ids from 0 to
+      ``n_items - 1``; returns a ``scipy.sparse.csr_matrix`` of 0/1 float64 of shape
+      (n_baskets, n_items). ``n_items`` is required: the number of columns d is public (it is
+      the length of the release), so it is never read from the ids. Item ids are used as column
+      indices as they are, so a file whose ids start at 1 has an empty column 0. A repeated
+      item counts once; a blank line is an empty basket.
 
-    Raises:
-        InvalidDataError: the file is missing, is a directory, is empty, has an unknown
-            extension, is not what its extension says, or its contents are malformed.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file; its extension chooses the reader.
+    key : str, optional
+        The array to read from an ``.npz`` archive.
+    n_items : int, optional
+        For ``.dat`` files only, and required for them: the public number of items (columns).
+
+    Raises
+    ------
+    InvalidDataError
+        The file is missing, is a directory, is empty, has an unknown extension, is not what
+        its extension says, or its contents are malformed (an item id outside 0 .. n_items - 1
+        included). Messages name the file and the line or column, never a value read from it.
+    InvalidParameterError
+        A ``.dat`` file without ``n_items``, or ``n_items`` for another format.
     """
     p = Path(path)
-    _check_readable(p)
     ext = p.suffix.lower()
+    if ext == ".dat":
+        n_items = check_n_items(n_items)
+    elif n_items is not None:
+        raise InvalidParameterError(f"{p}: n_items ({n_items!r}) only applies to .dat files")
+    _check_readable(p)
     if key is not None and ext != ".npz":
         raise InvalidDataError(f"{p}: a key ({key!r}) only applies to .npz files")
     if ext == ".npz":
         return _load_npz(p, key)
+    if ext == ".dat":
+        return _load_dat(p, n_items)
     return _READERS[ext](p)
 
 
@@ -96,7 +141,7 @@ def _read_text(p: Path, kind: str) -> str:
 
 def _check_numeric(p: Path, arr: np.ndarray, what: str = "") -> np.ndarray:
     if not (np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)):
-        raise InvalidDataError(f"{p}: {what}holds non-numeric values (dtype {arr.dtype})")
+        raise InvalidDataError(f"{p}: {what}holds non-numeric values ({dtype_kind(arr.dtype)})")
     return arr
 
 
@@ -213,6 +258,22 @@ def _parse_row(line: str) -> list[float] | None:
     return None if any(v is None for v in values) else values
 
 
+def cell_error(p: Path, lineno: int, column: int) -> InvalidDataError:
+    """The error for a CSV cell that is not a number. It says where (line and column, counted
+    from 1) but not what the cell holds: a service that forwards error messages would leak it."""
+    return InvalidDataError(
+        f"{p}: line {lineno}, column {column} is not a number (empty, text, or a malformed "
+        f"number); fix the cell or remove the row")
+
+
+def find_bad_cell(line: str) -> int | None:
+    """The 1-based column of the first cell of a CSV line that is not a number, if any."""
+    for j, cell in enumerate(line.split(",")):
+        if _parse_cell(cell) is None:
+            return j + 1
+    return None
+
+
 def _scan_csv(p: Path, body: list[str], start: int) -> np.ndarray:
     rows = []
     for i, line in enumerate(body):
@@ -231,9 +292,7 @@ def _scan_csv(p: Path, body: list[str], start: int) -> np.ndarray:
         for j, cell in enumerate(cells):
             value = _parse_cell(cell)
             if value is None:
-                raise InvalidDataError(
-                    f"{p}: line {lineno}, column {j + 1}: {cell.strip()!r} is not a number"
-                )
+                raise cell_error(p, lineno, j + 1)
             row.append(value)
         rows.append(row)
     return np.array(rows, dtype=np.float64)
@@ -267,7 +326,7 @@ def _load_parquet(p: Path) -> np.ndarray:
     return np.column_stack(columns)
 
 
-def _load_dat(p: Path) -> scipy.sparse.csr_matrix:
+def _load_dat(p: Path, n_items: int) -> scipy.sparse.csr_matrix:
     text = _read_text(p, "transaction (.dat)")
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -287,11 +346,11 @@ def _load_dat(p: Path) -> scipy.sparse.csr_matrix:
             ids = np.array(flat).astype(np.int64)
         except (ValueError, OverflowError):
             ids = None
-    if ids is None or ids.min() < 0 or ids.max() > _MAX_ITEM_ID:
-        ids = _scan_dat(p, baskets)
+    if ids is None or ids.min() < 0 or ids.max() >= n_items:
+        ids = _scan_dat(p, baskets, n_items)
     indptr = np.zeros(len(baskets) + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
-    n_items = int(ids.max()) + 1
+    # The width is the public n_items, never the largest id: see N_ITEMS_HELP.
     mat = scipy.sparse.csr_matrix(
         (np.ones(ids.shape[0], dtype=np.float64), ids, indptr), shape=(len(baskets), n_items)
     )
@@ -300,24 +359,37 @@ def _load_dat(p: Path) -> scipy.sparse.csr_matrix:
     return mat
 
 
-def _scan_dat(p: Path, baskets: list[list[str]]) -> np.ndarray:
+def check_basket(p: Path, lineno: int, tokens: list[str], n_items: int) -> list[int]:
+    """The item ids of one basket (its whitespace-split tokens), each an ASCII integer in
+    0 .. n_items - 1. A bad one raises an InvalidDataError saying where it is (line, position
+    in the basket) and what is allowed, never the token itself: a service that forwards error
+    messages would leak it."""
+    ids = []
+    for j, tok in enumerate(tokens):
+        where = f"{p}: line {lineno}, item {j + 1}"
+        if not (tok.isascii() and tok.isdigit()):
+            raise InvalidDataError(
+                f"{where} is not an item id (a non-negative integer written in ASCII digits); "
+                f"fix or remove it")
+        digits = tok.lstrip("0")
+        # More than 10 digits is above any allowed n_items (and int() of thousands of digits
+        # would be refused by Python itself).
+        if len(digits) > 10 or int(tok) >= n_items:
+            raise InvalidDataError(
+                f"{where}: the item id is not below n_items={n_items} (ids run from 0 to "
+                f"{n_items - 1}); remove the item or pass the catalogue's true number of items")
+        ids.append(int(tok))
+    return ids
+
+
+def _scan_dat(p: Path, baskets: list[list[str]], n_items: int) -> np.ndarray:
     ids = []
     for i, basket in enumerate(baskets):
-        for tok in basket:
-            if not (tok.isascii() and tok.isdigit()):
-                raise InvalidDataError(
-                    f"{p}: line {i + 1}: {tok!r} is not an item id (a non-negative integer)"
-                )
-            value = int(tok)
-            if value > _MAX_ITEM_ID:
-                raise InvalidDataError(
-                    f"{p}: line {i + 1}: item id {tok} is too large (at most {_MAX_ITEM_ID})"
-                )
-            ids.append(value)
+        ids += check_basket(p, i + 1, basket, n_items)
     return np.array(ids, dtype=np.int64)
 
 
-_READERS = {".npy": _load_npy, ".csv": _load_csv, ".parquet": _load_parquet, ".dat": _load_dat}
+_READERS = {".npy": _load_npy, ".csv": _load_csv, ".parquet": _load_parquet}
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

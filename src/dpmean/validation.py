@@ -40,12 +40,15 @@ def check_data(x) -> np.ndarray:
         )
     try:
         arr = np.asarray(x)
-    except (TypeError, ValueError) as exc:
-        raise InvalidDataError(f"data must be a numeric array: {exc}") from None
+    except (TypeError, ValueError):
+        # numpy's message may quote the input; say only what is expected.
+        raise InvalidDataError(
+            "data must be a numeric array of shape (n, d) or (n,); it could not be converted "
+            "to one (rows of different lengths?)") from None
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):
-        raise InvalidDataError(f"data must be numeric, got dtype {arr.dtype}")
+        raise InvalidDataError(f"data must be numeric, got {dtype_kind(arr.dtype)} values")
     if np.issubdtype(arr.dtype, np.complexfloating):
         raise InvalidDataError("data must be real-valued, got complex numbers")
     if arr.ndim == 1:
@@ -59,15 +62,26 @@ def check_data(x) -> np.ndarray:
     if arr.shape[1] == 0:
         raise InvalidDataError("data has no columns")
     if np.issubdtype(arr.dtype, np.floating):
-        finite = np.isfinite(arr)
-        if not finite.all():
-            n_nan = int(np.isnan(arr).sum())
-            n_inf = int(arr.size - finite.sum() - n_nan)
-            raise InvalidDataError(
-                f"data contains {n_nan} NaN and {n_inf} infinite values; remove or impute them "
-                f"before a private release"
-            )
+        bad_columns = ~np.isfinite(arr).all(axis=0)
+        if bad_columns.any():
+            raise non_finite_error(int(np.argmax(bad_columns)))
     return arr
+
+
+def non_finite_error(column: int) -> InvalidDataError:
+    """The error for NaN or inf in the data. It names the first column holding one (a position)
+    but neither how many there are nor where else: a service that forwards error messages would
+    leak what it says about the data."""
+    return InvalidDataError(
+        f"data contains NaN or infinite values (the first in column {column}, counting from 0); "
+        f"remove or impute them before a private release")
+
+
+def dtype_kind(dtype: np.dtype) -> str:
+    """A dtype's kind without its size: a string dtype's size is the longest string's length."""
+    if np.issubdtype(dtype, np.str_) or np.issubdtype(dtype, np.bytes_):
+        return "text"
+    return "object" if dtype.kind == "O" else str(dtype)
 
 
 def is_sparse(x) -> bool:
@@ -90,14 +104,11 @@ def check_sparse_data(x):
     if not (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_)) or np.issubdtype(
         dtype, np.complexfloating
     ):
-        raise InvalidDataError(f"sparse data must be real numbers, got dtype {dtype}")
+        raise InvalidDataError(f"sparse data must be real numbers, got {dtype_kind(dtype)} "
+                               f"values")
     if np.issubdtype(dtype, np.floating) and not np.isfinite(csr.data).all():
-        n_nan = int(np.isnan(csr.data).sum())
-        n_inf = int((~np.isfinite(csr.data)).sum()) - n_nan
-        raise InvalidDataError(
-            f"sparse data contains {n_nan} NaN and {n_inf} infinite stored values; remove or "
-            f"impute them before a private release"
-        )
+        bad = ~np.isfinite(csr.data)
+        raise non_finite_error(int(csr.indices[bad].min()))
     if not csr.has_canonical_format:
         # Repeated (row, column) entries mean their sum; merge them on a copy so that clamping
         # and norms see one value per cell (the caller's matrix is left as it is).

@@ -9,13 +9,15 @@ column-major file (``engines.base.spilled_column_blocks``).
 from __future__ import annotations
 
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import InvalidDataError
+from ..errors import InvalidDataError, InvalidParameterError
+from ..io import cell_error, check_basket, check_n_items, find_bad_cell
 from ..transforms import View
 from ..validation import check_data
 from .base import Engine, spilled_column_blocks
@@ -24,6 +26,7 @@ from .memory import InMemoryEngine
 # Bytes of one chunk of rows (float64, at the view's width): large enough that the per-chunk
 # overhead vanishes, small enough that a chunk and its rotated copy stay far below memory.
 CHUNK_BYTES = 64 << 20
+_PLAIN_BASKET = re.compile(r"[0-9 \t\r\n]*")
 
 
 class RowSource(ABC):
@@ -68,7 +71,7 @@ class CsvSource(RowSource):
                     first = line if first is None else first
         if first is None:
             raise InvalidDataError(f"{path}: the file holds no rows")
-        self._header = _parse_csv([first], path, strict=False) is None
+        self._header = _parse_csv([first]) is None
         n -= self._header
         if n == 0:
             raise InvalidDataError(f"{path}: the file holds a header but no rows")
@@ -77,24 +80,36 @@ class CsvSource(RowSource):
 
     def chunks(self, rows: int) -> Iterator[np.ndarray]:
         with _open_text(self._path) as f:
-            lines = (line for line in f if line.strip())
+            # (line number, text) of the non-blank lines, so that errors can say where.
+            lines = ((i, line) for i, line in enumerate(f, start=1) if line.strip())
             if self._header:
                 next(lines)
-            batch: list[str] = []
-            for line in lines:
-                batch.append(line)
+            batch: list[tuple[int, str]] = []
+            for item in lines:
+                batch.append(item)
                 if len(batch) == rows:
                     yield self._parse(batch)
                     batch = []
             if batch:
                 yield self._parse(batch)
 
-    def _parse(self, lines: list[str]) -> np.ndarray:
-        block = _parse_csv(lines, self._path, strict=True)
-        if block.shape[1] != self.shape[1]:
-            raise InvalidDataError(f"{self._path}: rows have {block.shape[1]} values, the first "
-                                   f"row has {self.shape[1]}")
-        return block
+    def _parse(self, batch: list[tuple[int, str]]) -> np.ndarray:
+        block = _parse_csv([line for _, line in batch])
+        if block is not None and block.shape[1] == self.shape[1]:
+            return block
+        # The careful scan, line by line: it names the line and column of the first problem
+        # (never the cell's contents), or reads what loadtxt would not (as io.load_data does).
+        rows = []
+        for lineno, line in batch:
+            cells = line.split(",")
+            if len(cells) != self.shape[1]:
+                raise InvalidDataError(f"{self._path}: line {lineno} has {len(cells)} values, "
+                                       f"the first row has {self.shape[1]}")
+            column = find_bad_cell(line)
+            if column is not None:
+                raise cell_error(self._path, lineno, column)
+            rows.append([float(_strip_quotes(c)) for c in cells])
+        return np.array(rows, dtype=np.float64)
 
 
 class ParquetSource(RowSource):
@@ -123,27 +138,26 @@ class ParquetSource(RowSource):
 
 class DatSource(RowSource):
     """Transaction baskets (one line each, space-separated item ids) as dense 0/1 chunks of
-    shape (rows, max id + 1). Opening reads the file once for n and the largest id."""
+    shape (rows, n_items). ``n_items`` is public (see ``io.N_ITEMS_HELP``): the width is never
+    read from the ids. Opening reads the file once for n and checks every id is below it."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, n_items: int) -> None:
         self._path = path
-        n, top = 0, -1
+        self._n_items = check_n_items(n_items)
+        n, any_item = 0, False
         with _open_text(path) as f:
-            for line in f:
-                n += 1
-                ids = _basket_ids(line, path)
-                if ids.size:
-                    top = max(top, int(ids.max()))
-        if top < 0:
+            for n, line in enumerate(f, start=1):
+                any_item |= _basket_ids(line, path, n, self._n_items).size > 0
+        if not any_item:
             raise InvalidDataError(f"{path}: the file holds no item ids")
-        self.shape = (n, top + 1)
+        self.shape = (n, self._n_items)
 
     def chunks(self, rows: int) -> Iterator[np.ndarray]:
         with _open_text(self._path) as f:
             block = np.zeros((rows, self.shape[1]))
             i = 0
-            for line in f:
-                block[i, _basket_ids(line, self._path)] = 1.0
+            for lineno, line in enumerate(f, start=1):
+                block[i, _basket_ids(line, self._path, lineno, self._n_items)] = 1.0
                 i += 1
                 if i == rows:
                     yield block
@@ -152,10 +166,30 @@ class DatSource(RowSource):
                 yield block[:i]
 
 
-def open_source(path: str | os.PathLike) -> RowSource:
-    """A RowSource for a ``.npy`` (memory-mapped), ``.csv``, ``.parquet`` or ``.dat`` file."""
+def open_source(path: str | os.PathLike, *, n_items: int | None = None) -> RowSource:
+    """A RowSource for a ``.npy`` (memory-mapped), ``.csv``, ``.parquet`` or ``.dat`` file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file; its extension chooses the reader.
+    n_items : int, optional
+        For ``.dat`` basket files only, and required for them: the public number of items,
+        the width d of the rows (item ids must lie in 0 .. n_items - 1).
+
+    Raises
+    ------
+    InvalidDataError
+        The file is missing or malformed (messages give positions, never values).
+    InvalidParameterError
+        A ``.dat`` file without ``n_items``, or ``n_items`` for another format.
+    """
     p = Path(path)
     ext = p.suffix.lower()
+    if ext == ".dat":
+        n_items = check_n_items(n_items)
+    elif n_items is not None:
+        raise InvalidParameterError(f"{p}: n_items ({n_items!r}) only applies to .dat files")
     if not p.is_file():
         raise InvalidDataError(f"{p}: no such file")
     if ext == ".npy":
@@ -168,8 +202,10 @@ def open_source(path: str | os.PathLike) -> RowSource:
             raise InvalidDataError(f"{p}: needs a 1-D or 2-D numeric array, got shape "
                                    f"{x.shape} of {x.dtype}")
         return ArraySource(x)
-    readers: dict[str, Callable[[Path], RowSource]] = {
-        ".csv": CsvSource, ".parquet": ParquetSource, ".dat": DatSource}
+    if ext == ".dat":
+        return DatSource(p, n_items)
+    readers: dict[str, Callable[[Path], RowSource]] = {".csv": CsvSource,
+                                                       ".parquet": ParquetSource}
     if ext not in readers:
         raise InvalidDataError(f"{p}: the chunked engine reads .npy, .csv, .parquet and .dat "
                                f"files, not {ext or 'files without extension'}")
@@ -237,21 +273,31 @@ def _open_text(path: Path):
         raise InvalidDataError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def _parse_csv(lines: list[str], path: Path, *, strict: bool) -> np.ndarray | None:
+def _parse_csv(lines: list[str]) -> np.ndarray | None:
+    """The lines as a float64 block (quoted cells allowed, as io.load_data), or None."""
     try:
-        return np.loadtxt(lines, delimiter=",", ndmin=2, dtype=np.float64)
-    except ValueError as exc:
-        if not strict:
-            return None
-        raise InvalidDataError(f"{path}: a row does not parse as numbers ({exc})") from None
-
-
-def _basket_ids(line: str, path: Path) -> np.ndarray:
-    try:
-        ids = np.array(line.split(), dtype=np.int64)
+        return np.loadtxt(lines, delimiter=",", ndmin=2, dtype=np.float64, comments=None,
+                          quotechar='"')
     except ValueError:
-        raise InvalidDataError(f"{path}: a basket holds something other than item ids: "
-                               f"{line.strip()[:60]!r}") from None
-    if ids.size and ids.min() < 0:
-        raise InvalidDataError(f"{path}: item ids must be non-negative")
-    return ids
+        return None
+
+
+def _strip_quotes(cell: str) -> str:
+    cell = cell.strip()
+    return cell[1:-1] if len(cell) >= 2 and cell[0] == cell[-1] == '"' else cell
+
+
+def _basket_ids(line: str, path: Path, lineno: int, n_items: int) -> np.ndarray:
+    """The item ids of one basket line, each an ASCII integer in 0 .. n_items - 1 (errors say
+    where, never what the token was: ``io.check_basket``)."""
+    tokens = line.split()
+    # numpy's str -> int parsing is fast but lenient ("+5", non-ASCII digits): only for plain
+    # digits, and only the careful check names the problem.
+    if _PLAIN_BASKET.fullmatch(line):
+        try:
+            ids = np.array(tokens, dtype=np.int64)
+        except (ValueError, OverflowError):
+            ids = None
+        if ids is not None and (ids.size == 0 or ids.max() < n_items):
+            return ids
+    return np.array(check_basket(path, lineno, tokens, n_items), dtype=np.int64)

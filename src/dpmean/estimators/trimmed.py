@@ -85,8 +85,10 @@ def trimmed_smooth_sensitivity(
     # k > ln(U/L) / t loses. Rows i < m - K and columns q > K + 1 have k > K: the search runs on
     # the (K + 2) x (K + 2) corner, which keeps the monotone maximisers (a submatrix does).
     # When K < m the padding (all at k >= m) is out, and the data's own range bounds the rest.
-    lower = np.minimum((pad_hi if m == 0 else values[n - m]) - values[m], cap)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # Differences of unclamped values may overflow to +inf: above the cap, so min() is exact.
+    with np.errstate(over="ignore"):
+        lower = np.minimum((pad_hi if m == 0 else values[n - m]) - values[m], cap)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         widest = np.maximum(pad_hi, values[-1]) - np.minimum(pad_lo, values[0])
         reach = _distance_reach(np.minimum(widest, cap), lower, t)
         unpadded = _distance_reach(np.minimum(values[-1] - values[0], cap), lower, t)
@@ -116,7 +118,10 @@ def trimmed_smooth_sensitivity(
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         spread = partial(np.repeat, repeats=lengths)  # a value per node, over its bracket
         q = np.arange(starts[-1] + lengths[-1]) - spread(starts - q0)
-        diff = flat_high[q + spread(prob * (corner + 2))] - spread(low[prob, mid])
+        # A difference of two finite values can overflow to +inf (never NaN: the padding is
+        # -inf below and +inf above); it is then above any cap, so min(diff, cap) stays exact.
+        with np.errstate(over="ignore"):
+            diff = flat_high[q + spread(prob * (corner + 2))] - spread(low[prob, mid])
         if output_truncation:
             diff = np.minimum(diff, spread(cap[prob]))
         with np.errstate(divide="ignore"):
@@ -141,9 +146,19 @@ def _distance_reach(upper: np.ndarray, lower: np.ndarray, t: np.ndarray) -> np.n
 
 
 def trimmed_means(sorted_values: np.ndarray, m: int) -> np.ndarray:
-    """trim_m of each column of ``sorted_values`` (n, P): the mean of x_(m+1), ..., x_(n-m)."""
+    """trim_m of each column of ``sorted_values`` (n, P): the mean of x_(m+1), ..., x_(n-m).
+
+    Finite values always give a finite mean, even near the float64 maximum (unclamped values
+    with ``truncation="output"``): a plain sum would overflow to inf, or to NaN where +inf meets
+    -inf, so that one dataset released NaN and its neighbour a number. The values are summed
+    divided by 2^k, k fixed by the public count n - 2m so that every partial sum stays below
+    half the float64 maximum; scaling by a power of two is exact (bar subnormals), so ordinary
+    data give the same bits as ``mean``.
+    """
     n = sorted_values.shape[0]
-    return sorted_values[m:n - m].mean(axis=0)
+    count = n - 2 * m
+    scale = 2.0 ** (math.ceil(math.log2(count)) + 1)
+    return (sorted_values[m:n - m] / scale).sum(axis=0) / count * scale
 
 
 def gaussian_trimmed_variance(n: int, m: int) -> float:

@@ -87,16 +87,23 @@ def mnist_digit(digit: int) -> Dataset:
     return Dataset(x, x.mean(axis=0))
 
 
+# The number of items of each bundled basket file: public facts of the published datasets
+# (data/README.md: retail uses exactly the ids 1..16,470, the Kosarak prefix 1..17,034), never
+# read from the files at run time. d must be public: one basket could change a data-derived d.
+BASKET_ITEMS = {"retail.dat": 16_470, "kosarak-first-36682.dat": 17_034}
+
+
 @cache
 def baskets(name: str) -> sparse.csr_matrix:
-    """A bundled transaction file as a sparse 0/1 matrix over the items that occur (relabelled
-    0..D-1 in sorted order, as PLAN's loader does); cached per process."""
-    lines = (DATA_DIR / name).read_text().split("\n")
-    rows = [np.unique(np.array(line.split(), dtype=np.int64)) for line in lines if line.strip()]
-    items, codes = np.unique(np.concatenate(rows), return_inverse=True)
-    indptr = np.concatenate([[0], np.cumsum([r.shape[0] for r in rows])])
-    return sparse.csr_matrix((np.ones(codes.shape[0]), codes, indptr),
-                             shape=(len(rows), items.shape[0]))
+    """A bundled transaction file as a sparse 0/1 matrix of shape (n, items): its 1-based ids
+    1..items become columns 0..items-1 (the item count is the public BASKET_ITEMS, so as PLAN's
+    loader, which relabels the items that occur, on these files where every id occurs);
+    cached per process."""
+    from ..io import load_data
+
+    items = BASKET_ITEMS[name]
+    # Ids are 1-based: read with n_items = items + 1 and drop the always-empty column 0.
+    return load_data(DATA_DIR / name, n_items=items + 1)[:, 1:].tocsr()
 
 
 def basket_data(name: str, rows: int | None = None) -> Dataset:
