@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ..accounting import PrivacyLedger, resolve_budget
+from ..accounting import PrivacyLedger, approx_dp_to_tcdp, resolve_budget
 from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms.smooth_noise import (
@@ -214,7 +214,9 @@ class TrimmedMean(MeanEstimator):
             ``"student-t"`` (pure eps-DP with eps = sqrt(2 rho), which implies rho-zCDP: the
             ledger is in rho), ``"laplace"`` or ``"gaussian"`` (NRS 2007, (eps, delta)-DP: give
             ``epsilon`` and ``delta``, not rho; the result's notion is "approx-DP" and its ledger
-            is in epsilon) or ``"gaussian-tcdp"`` ((rho, omega)-tCDP; notion "tCDP").
+            is in epsilon) or ``"gaussian-tcdp"`` ((rho, omega)-tCDP; notion "tCDP"; epsilon and
+            delta are turned into rho by ``accounting.approx_dp_to_tcdp``, which uses only the
+            orders alpha <= omega and refuses pairs no rho can meet).
         smoothing: t > 0; default chosen by ``tune_trimmed_mean`` (for laplace and gaussian, the
             NRS smoothing fixed by (eps, delta), which is also the largest t allowed).
         trim: m, an integer count (0 <= 2m < n) or a fraction of n in (0, 0.5); default tuned.
@@ -264,6 +266,14 @@ class TrimmedMean(MeanEstimator):
             resolve_budget(None, epsilon, delta)  # validates the pair
             super().__init__(epsilon, bounds=bounds, random_state=random_state,
                              secure_noise=secure_noise, engine=engine)
+            self.epsilon, self.delta = epsilon, delta
+        elif self.notion == "tCDP" and rho is None and (epsilon is not None or delta is not None):
+            # (rho, omega)-tCDP bounds only the orders alpha <= omega: (epsilon, delta) is met
+            # by the tCDP conversion, not the zCDP one (which needs every order).
+            resolve_budget(None, epsilon, delta)  # validates the pair, with its messages
+            super().__init__(approx_dp_to_tcdp(epsilon, delta, omega), bounds=bounds,
+                             random_state=random_state, secure_noise=secure_noise,
+                             engine=engine)
             self.epsilon, self.delta = epsilon, delta
         else:
             super().__init__(rho, epsilon=epsilon, delta=delta, bounds=bounds,
