@@ -409,8 +409,8 @@ class PrivacyLedger:
 
 # Grid of log(alpha - 1) scanned before a bounded refine.
 _TCDP_GRID_STEPS = 400
-# The largest order used is omega (1 - 1e-12) - 1e-12 ... kept a hair below omega, so that
-# rounding in exp(log(omega - 1)) can never step past the orders tCDP bounds.
+# The largest order used is 1 + (omega - 1)(1 - 1e-12): a hair below omega, so that rounding in
+# exp(log(omega - 1)) can never step past the orders tCDP bounds.
 _TCDP_TOP_MARGIN = 1e-12
 
 
@@ -459,7 +459,8 @@ def tcdp_to_approx_dp(rho: float, omega: float, delta: float) -> float:
 
     (rho, omega)-tCDP (Bun-Dwork-Rothblum-Steinke 2018, Def. 1.1) means D_alpha(M(x) || M(y)) <=
     rho alpha for all neighbours x, y and all 1 < alpha <= omega. Each such order alone gives
-    (epsilon_alpha, delta)-DP by Canonne-Kamath-Steinke 2020, Prop. 12, whose proof bounds the
+    (epsilon_alpha, delta)-DP by Canonne-Kamath-Steinke 2020, Prop. 12 (the single-order
+    statement behind the Cor. 13 that ``zcdp_to_approx_dp`` uses), whose proof bounds the
     privacy-loss tail by the single moment E[e^{(alpha - 1) Z}] = e^{(alpha - 1) D_alpha}
     (Markov's inequality on one order; no other order is used), so it applies per order:
 
@@ -468,7 +469,7 @@ def tcdp_to_approx_dp(rho: float, omega: float, delta: float) -> float:
 
     We return min over 1 < alpha <= omega of epsilon_alpha (never negative). It is never above the
     standard per-order conversion rho alpha + log(1/delta) / (alpha - 1) (Mironov 2017, Prop. 3;
-    BDRS's Lemma 6 minimised over the same range), whose extra terms are the negative
+    BDRS's tCDP-to-DP bound is it minimised over the same range), whose extra terms are the negative
     (alpha - 1) log(1 - 1/alpha) - log(alpha). Unlike ``zcdp_to_approx_dp`` it does not fall to
     0 as rho -> 0: with orders capped at omega, epsilon stays above
     (log(1/delta) + (omega - 1) log(1 - 1/omega) - log(omega)) / (omega - 1) (for rho > 0).

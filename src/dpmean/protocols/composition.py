@@ -53,7 +53,7 @@ def split_budget(epsilon: float, delta: float, k: int) -> tuple[float, float]:
 # Q = (A + 1 - Delta, C - A + Delta). So if P and Q are (eps, delta)-indistinguishable, the
 # shuffled protocol is (eps, delta)-DP; this holds for every eps0, n and delta (no range
 # condition). Theorem 3.1's closed form bounds that pair analytically; the numerical method of
-# the paper (section 4 / Appendix E) computes the hockey-stick divergence of the pair instead.
+# the paper (Appendix E) computes the hockey-stick divergence of the pair instead.
 
 # Bisection steps for epsilon in [0, eps0]: the answer is at most eps0 * 2^-_EPS_STEPS above the
 # exact smallest epsilon of the pair.
@@ -140,8 +140,9 @@ def fmt_closed_form_epsilon(local_epsilon: float, n: int, delta: float) -> float
     the shuffled protocol is (eps, delta)-DP with
     eps <= ln(1 + (e^eps0 - 1)/(e^eps0 + 1) (8 sqrt(e^eps0 ln(4/delta)) / sqrt(n) + 8 e^eps0 / n)).
     The authors' reference implementation (apple/ml-shuffling-amplification,
-    ``closedformanalysis``) requires eps0 <= ln(n / (16 ln(4/delta))) instead (their issue #1
-    reports the paper's ln(2/delta) as a typo in Lemma 3.5, Theorem 3.8 and Proposition 5.3)
+    ``closedformanalysis``) requires eps0 <= ln(n / (16 ln(4/delta))) instead (issue #1 there,
+    a user report without a maintainer answer, calls the paper's ln(2/delta) a typo in
+    Lemma 3.5, Theorem 3.8 and Proposition 5.3)
     and uses the larger factor (e^eps0 - 1)/(e^eps0 + e^-eps1), eps1 = ln(1 + a + b), in place
     of (e^eps0 - 1)/(e^eps0 + 1), where a = 8 sqrt(e^eps0 ln(4/delta) / n), b = 8 e^eps0 / n.
     We take the stricter range and the larger value (the reference code's: e^-eps1 <= 1), so
@@ -162,8 +163,8 @@ def shuffle_amplified_epsilon(local_epsilon: float, n: int, delta: float,
                               bound: str = "numerical") -> float:
     """The central epsilon of n shuffled ``local_epsilon``-LDP reports at ``delta``.
 
-    ``bound="numerical"`` (the default): the paper's numerical method (FMT21 section 4 /
-    Appendix E, our own implementation): the smallest epsilon, on a 2^-40 grid of [0, eps0]
+    ``bound="numerical"`` (the default): the paper's numerical method (FMT21 Appendix E, our own
+    implementation from the reduction): the smallest epsilon, on a 2^-40 grid of [0, eps0]
     rounded up, at which the clone pair (P, Q) of the reduction is (epsilon, delta)-
     indistinguishable, its hockey-stick divergence computed in closed form per clone count
     (``clone_pair_delta``) with floating-point slack and the far tails of C charged in full. It is
