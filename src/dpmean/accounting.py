@@ -448,3 +448,129 @@ class PrivacyLedger:
             f"spent={self.total_spent:.6g} [{_format_stages(self._spent)}], "
             f"remaining={self.remaining:.6g})"
         )
+
+
+# --------------------------------------------------------------------------------------------
+# Truncated CDP (Bun, Dwork, Rothblum, Steinke 2018, "Composable and versatile privacy via
+# truncated CDP", STOC): (rho, omega)-tCDP bounds D_alpha(M(x) || M(y)) <= rho alpha only for
+# 1 < alpha <= omega, so the zCDP conversions above (which use every order alpha > 1) do not
+# apply to it.
+# --------------------------------------------------------------------------------------------
+
+# Grid of log(alpha - 1) scanned before a bounded refine.
+_TCDP_GRID_STEPS = 400
+# The largest order used is 1 + (omega - 1)(1 - 1e-12): a hair below omega, so that rounding in
+# exp(log(omega - 1)) can never step past the orders tCDP bounds.
+_TCDP_TOP_MARGIN = 1e-12
+
+
+def _omega(value: object) -> float:
+    omega = _positive("omega", value)
+    if not omega > 1.0 or not math.isfinite(omega):
+        raise InvalidParameterError(f"tCDP needs a finite omega > 1, got {omega:g}")
+    return omega
+
+
+def _cks_order_epsilon(alpha: float, rho: float, log_inv_delta: float) -> float:
+    """The epsilon that D_alpha <= rho alpha at the single order alpha gives at delta
+    (Canonne-Kamath-Steinke 2020, Prop. 12 with tau = rho alpha):
+    rho alpha + (log(1/delta) + (alpha - 1) log(1 - 1/alpha) - log(alpha)) / (alpha - 1)."""
+    am1 = alpha - 1.0
+    return (alpha * rho
+            + (log_inv_delta + am1 * math.log1p(-1.0 / alpha) - math.log(alpha)) / am1)
+
+
+def _tcdp_epsilon(rho: float, omega: float, delta: float) -> float:
+    """min over orders 1 < alpha <= omega of ``_cks_order_epsilon`` (rho >= 0 allowed): every
+    value evaluated is a valid conversion, so the minimum found is valid whatever the search."""
+    log_inv_delta = math.log(1.0 / delta)
+    top = math.log((omega - 1.0) * (1.0 - _TCDP_TOP_MARGIN))
+
+    def objective(t: float) -> float:
+        return _cks_order_epsilon(1.0 + math.exp(t), rho, log_inv_delta)
+
+    # The unconstrained optimum is near alpha - 1 = sqrt(log(1/delta) / rho) (the classic bound's);
+    # scan from far below it (or below the top) up to the top, then refine around the best.
+    centre = 0.5 * (math.log(log_inv_delta) - math.log(rho)) if rho > 0 else top
+    lo = min(centre, top) - 30.0
+    grid = [lo + (top - lo) * i / _TCDP_GRID_STEPS for i in range(_TCDP_GRID_STEPS + 1)]
+    values = [objective(t) for t in grid]
+    best = min(range(len(grid)), key=values.__getitem__)
+    left = grid[max(best - 1, 0)]
+    right = grid[min(best + 1, _TCDP_GRID_STEPS)]
+    refined = minimize_scalar(objective, bounds=(left, right), method="bounded",
+                              options={"xatol": 1e-12})
+    return min(values[best], float(refined.fun), objective(top))
+
+
+def tcdp_to_approx_dp(rho: float, omega: float, delta: float) -> float:
+    """The smallest epsilon such that (rho, omega)-tCDP implies (epsilon, delta)-DP, using only
+    the orders the definition bounds.
+
+    (rho, omega)-tCDP (Bun-Dwork-Rothblum-Steinke 2018, Def. 1.1) means D_alpha(M(x) || M(y)) <=
+    rho alpha for all neighbours x, y and all 1 < alpha <= omega. Each such order alone gives
+    (epsilon_alpha, delta)-DP by Canonne-Kamath-Steinke 2020, Prop. 12 (the single-order
+    statement behind the Cor. 13 that ``zcdp_to_approx_dp`` uses), whose proof bounds the
+    privacy-loss tail by the single moment E[e^{(alpha - 1) Z}] = e^{(alpha - 1) D_alpha}
+    (Markov's inequality on one order; no other order is used), so it applies per order:
+
+        epsilon_alpha = rho alpha + (log(1/delta) + (alpha - 1) log(1 - 1/alpha) - log(alpha))
+                        / (alpha - 1).
+
+    We return min over 1 < alpha <= omega of epsilon_alpha (never negative). It is never above the
+    standard per-order conversion rho alpha + log(1/delta) / (alpha - 1) (Mironov 2017, Prop. 3;
+    BDRS's tCDP-to-DP bound is it minimised over the same range), whose extra terms are the negative
+    (alpha - 1) log(1 - 1/alpha) - log(alpha). Unlike ``zcdp_to_approx_dp`` it does not fall to
+    0 as rho -> 0: with orders capped at omega, epsilon stays above
+    (log(1/delta) + (omega - 1) log(1 - 1/omega) - log(omega)) / (omega - 1) (for rho > 0).
+    """
+    rho = _non_negative("rho", rho)
+    omega = _omega(omega)
+    delta = _delta(delta)
+    if rho == 0.0:
+        return 0.0  # D_alpha = 0 at any order means identical outputs: (0, 0)-DP
+    return max(0.0, _tcdp_epsilon(rho, omega, delta))
+
+
+def approx_dp_to_tcdp(epsilon: float, delta: float, omega: float) -> float:
+    """The largest rho such that (rho, omega)-tCDP implies (epsilon, delta)-DP by
+    ``tcdp_to_approx_dp``; the rho returned satisfies ``tcdp_to_approx_dp(rho, omega, delta) <=
+    epsilon`` as computed (a bisection that keeps its lower end feasible).
+
+    Raises InvalidParameterError when no rho > 0 can: the orders up to omega alone cannot reach
+    a delta that small at that epsilon (e.g. omega = 10, (0.5, 1e-6)); a larger omega, delta or
+    epsilon is needed.
+    """
+    epsilon = _positive("epsilon", epsilon)
+    delta = _delta(delta)
+    omega = _omega(omega)
+    floor = _tcdp_epsilon(0.0, omega, delta)
+    if not floor < epsilon:
+        raise InvalidParameterError(
+            f"(rho, omega={omega:g})-tCDP cannot give ({epsilon:g}, {delta:g})-DP for any "
+            f"rho > 0: it bounds the Renyi divergence only at orders up to omega, and those "
+            f"give epsilon >= {floor:.4g} at delta={delta:g} even as rho -> 0. Omega is too "
+            f"small for that delta: use a larger omega, a larger delta or epsilon, or a zCDP "
+            f"noise"
+        )
+
+    def feasible(rho: float) -> bool:
+        return _tcdp_epsilon(rho, omega, delta) <= epsilon
+
+    lo, hi = 0.0, epsilon
+    while feasible(hi):
+        lo, hi = hi, 2.0 * hi
+    for _ in range(2000):
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
+        if feasible(mid):
+            lo = mid
+        else:
+            hi = mid
+    if not lo > 0.0:  # pragma: no cover - floor < epsilon leaves room for some rho > 0
+        raise InvalidParameterError(f"no rho > 0 meets ({epsilon:g}, {delta:g}) at omega={omega:g}")
+    return lo
+
+
+__all__ += ["approx_dp_to_tcdp", "tcdp_to_approx_dp"]

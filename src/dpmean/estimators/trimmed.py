@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ..accounting import PrivacyLedger, resolve_budget
+from ..accounting import PrivacyLedger, approx_dp_to_tcdp, resolve_budget
 from ..budget import Budget
 from ..engines import Engine
 from ..errors import InvalidParameterError
@@ -228,7 +228,9 @@ class TrimmedMean(MeanEstimator):
             ``"student-t"`` (pure eps-DP with eps = sqrt(2 rho), which implies rho-zCDP: the
             ledger is in rho), ``"laplace"`` or ``"gaussian"`` (NRS 2007, (eps, delta)-DP: give
             ``epsilon`` and ``delta``, not rho; the result's notion is "approx-DP" and its ledger
-            is in epsilon) or ``"gaussian-tcdp"`` ((rho, omega)-tCDP; notion "tCDP").
+            is in epsilon) or ``"gaussian-tcdp"`` ((rho, omega)-tCDP; notion "tCDP"; epsilon and
+            delta are turned into rho by ``accounting.approx_dp_to_tcdp``, which uses only the
+            orders alpha <= omega and refuses pairs no rho can meet).
         smoothing: t > 0; default chosen by ``tune_trimmed_mean`` (for laplace and gaussian, the
             NRS smoothing fixed by (eps, delta), which is also the largest t allowed).
         trim: m, an integer count (0 <= 2m < n) or a fraction of n in (0, 0.5); default tuned.
@@ -303,10 +305,16 @@ class TrimmedMean(MeanEstimator):
                 )
             resolve_budget(None, epsilon, delta)  # validates the pair
             return Budget.approx_dp(epsilon, delta)
-        budget = super().grant(rho, epsilon, delta)
         if self.notion == "tCDP":
-            return Budget("tCDP", rho=budget.rho, omega=self.omega, epsilon=epsilon, delta=delta)
-        return budget
+            if rho is None and (epsilon is not None or delta is not None):
+                # (rho, omega)-tCDP bounds only the orders alpha <= omega: (epsilon, delta) is
+                # met by the tCDP conversion, not the zCDP one (which needs every order).
+                resolve_budget(None, epsilon, delta)  # validates the pair, with its messages
+                assert epsilon is not None and delta is not None
+                rho = approx_dp_to_tcdp(epsilon, delta, self.omega)
+                return Budget("tCDP", rho=rho, omega=self.omega, epsilon=epsilon, delta=delta)
+            return Budget("tCDP", rho=resolve_budget(rho), omega=self.omega)
+        return super().grant(rho, epsilon, delta)
 
     def _trim_count(self, n: int) -> int | None:
         if self.trim is None:

@@ -1,14 +1,18 @@
 """Privacy arithmetic of the local and shuffle protocols: advanced composition (IOME Lemma 2.2)
-and amplification by shuffling (Feldman-McMillan-Talwar 2021), with their inverses.
+and amplification by shuffling (Feldman-McMillan-Talwar 2021, Theorem 3.1 and its numerical
+form, section 4 / Appendix E), with their inverses.
 
 All functions are pure and public: they map privacy parameters to privacy parameters.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
+import numpy as np
 from scipy.optimize import brentq
+from scipy.stats import binom
 
 from ..errors import InvalidParameterError
 
@@ -38,31 +42,179 @@ def split_budget(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     return step * (1.0 - 1e-12), step_delta
 
 
-def shuffle_amplified_epsilon(local_epsilon: float, n: int, delta: float) -> float:
-    """The central epsilon of n shuffled local_epsilon-LDP reports at ``delta``.
+# Amplification by shuffling (Feldman, McMillan, Talwar, FOCS 2021, "Hiding among the clones",
+# arXiv 2012.12803). Replace-one neighbours, n public, every user runs an eps0-DP local
+# randomiser (adaptively chosen ones allowed) and the analyser sees the shuffled messages.
+#
+# The clone reduction (section 3): for neighbours differing in user 1's value, the shuffled
+# output is a post-processing of one draw from P or from Q, where C ~ Bin(n - 1, e^-eps0) counts
+# the other users whose report is a "clone" of user 1's, A ~ Bin(C, 1/2) how many clones copy
+# x_1^0, Delta ~ Bern(e^eps0 / (e^eps0 + 1)), P = (A + Delta, C - A + 1 - Delta) and
+# Q = (A + 1 - Delta, C - A + Delta). So if P and Q are (eps, delta)-indistinguishable, the
+# shuffled protocol is (eps, delta)-DP; this holds for every eps0, n and delta (no range
+# condition). Theorem 3.1's closed form bounds that pair analytically; the numerical method of
+# the paper (Appendix E) computes the hockey-stick divergence of the pair instead.
 
-    Feldman, McMillan, Talwar (FOCS 2021), "Hiding among the clones", Theorem 3.1 (formula as
-    recalled from the paper; not checked against its text here): for eps0 <=
-    ln(n / (16 ln(2/delta))), eps <= ln(1 + (e^eps0 - 1)/(e^eps0 + 1) (8 sqrt(e^eps0 ln(4/delta))
-    / sqrt(n) + 8 e^eps0 / n)). Above that range we return eps0 (no amplification claimed).
+# Bisection steps for epsilon in [0, eps0]: the answer is at most eps0 * 2^-_EPS_STEPS above the
+# exact smallest epsilon of the pair.
+_EPS_STEPS = 40
+# Slack on a computed delta for floating-point rounding (the sums below lose about 1e-17).
+_DELTA_SLACK_ABS = 1e-15
+_DELTA_SLACK_REL = 1e-9
+# The clone count C outside the central window [lo, hi] has probability at most this fraction
+# of the target delta, and is charged in full (as if P and Q were disjoint there).
+_TAIL_FRACTION = 1e-4
+
+
+def _check_shuffle_args(local_epsilon: float, n: int, delta: float) -> None:
+    if not local_epsilon > 0 or not math.isfinite(local_epsilon):
+        raise InvalidParameterError(f"need a finite local epsilon > 0, got {local_epsilon}")
+    if int(n) != n or n < 1:
+        raise InvalidParameterError(f"need an integer number of users n >= 1, got {n}")
+    if not 0 < delta < 1:
+        raise InvalidParameterError(f"need 0 < delta < 1, got {delta}")
+
+
+def clone_pair_delta(epsilon: float, local_epsilon: float, n: int, tail: float = 0.0) -> float:
+    """An upper bound on the hockey-stick divergence sup_S P(S) - e^epsilon Q(S) of FMT21's
+    clone pair (P, Q) for n users with eps0 = ``local_epsilon`` (exact up to floating point when
+    ``tail`` = 0).
+
+    Given C = c, the first coordinate a of P has mass p_c(a) = alpha b_c(a-1) + (1-alpha) b_c(a)
+    and of Q q_c(a) = (1-alpha) b_c(a-1) + alpha b_c(a) (b_c the Bin(c, 1/2) mass, alpha =
+    e^eps0 / (e^eps0 + 1)); the second coordinate is c + 1 - a, so C is seen. The ratio p_c / q_c
+    increases with a, so p_c > e^eps q_c exactly for a >= t_c, the first integer above
+    (c + 1) (e^(eps+eps0) - 1) / ((e^eps + 1)(e^eps0 - 1)), and the divergence is
+    sum_c Pr[C = c] (u S_c(t_c - 1) + w S_c(t_c)), u = alpha - e^eps (1-alpha),
+    w = 1 - alpha - e^eps alpha, S_c(k) = Pr[Bin(c, 1/2) >= k]. Each t in {t_c - 1, t_c, t_c + 1}
+    gives a lower bound of the c-term and the largest is exact, so rounding in t_c cannot
+    under-count. The mirror map a -> c + 1 - a swaps P and Q, so the divergence of Q from P is
+    the same number. Values of c whose total probability is at most ``tail`` (outside a central
+    window) are charged 1 each.
     """
-    if local_epsilon > math.log(n / (16.0 * math.log(2.0 / delta))):
-        return local_epsilon
+    if epsilon >= local_epsilon:
+        return 0.0  # p_c / q_c <= e^eps0 everywhere
     e0 = math.exp(local_epsilon)
-    gain = (e0 - 1.0) / (e0 + 1.0) * (8.0 * math.sqrt(e0 * math.log(4.0 / delta) / n)
-                                      + 8.0 * e0 / n)
-    return min(local_epsilon, math.log1p(gain))
+    ee = math.exp(epsilon)
+    # u = alpha - e^eps (1 - alpha) and w = 1 - alpha - e^eps alpha, written without cancellation
+    u = (e0 - ee) / (e0 + 1.0)
+    w = -math.expm1(epsilon + local_epsilon) / (e0 + 1.0)
+    trials, p = n - 1, math.exp(-local_epsilon)
+    if tail > 0:
+        lo = max(int(binom.ppf(tail / 2.0, trials, p)) - 1, 0)
+        hi = min(int(binom.isf(tail / 2.0, trials, p)) + 1, trials)
+    else:
+        lo, hi = 0, trials
+    c = np.arange(lo, hi + 1, dtype=np.float64)
+    outside = (binom.cdf(lo - 1, trials, p) if lo > 0 else 0.0) + binom.sf(hi, trials, p)
+    ratio = math.expm1(epsilon + local_epsilon) / ((ee + 1.0) * math.expm1(local_epsilon))
+    t0 = np.floor(ratio * (c + 1.0)) + 1.0
+    per_c = np.zeros_like(c)
+    for shift in (-1.0, 0.0, 1.0):
+        t = t0 + shift
+        # S_c(k) = Pr[Bin(c, 1/2) >= k] = sf(k - 1)
+        per_c = np.maximum(per_c, u * binom.sf(t - 2.0, c, 0.5) + w * binom.sf(t - 1.0, c, 0.5))
+    total = float(np.dot(binom.pmf(c, trials, p), per_c)) + float(outside)
+    return min(1.0, total * (1.0 + _DELTA_SLACK_REL) + _DELTA_SLACK_ABS)
 
 
-def local_epsilon_for_shuffle(epsilon: float, delta: float, n: int) -> float:
-    """The largest eps0 whose n shuffled eps0-LDP reports are (epsilon, delta)-DP
-    (``shuffle_amplified_epsilon`` inverted; at least ``epsilon`` itself, which needs no
-    amplification)."""
-    if epsilon <= 0 or not 0 < delta < 1:
+def _numerical_epsilon(local_epsilon: float, n: int, delta: float) -> float:
+    """The smallest epsilon on a dyadic grid of [0, eps0] at which the clone pair's divergence
+    (``clone_pair_delta``, the window's tail charged) is at most ``delta``: never below the exact
+    smallest epsilon of the pair, at most eps0 2^-40 above it."""
+    tail = _TAIL_FRACTION * delta
+    lo, hi = 0.0, local_epsilon  # clone_pair_delta(eps0) = 0 <= delta
+    for _ in range(_EPS_STEPS):
+        mid = 0.5 * (lo + hi)
+        if clone_pair_delta(mid, local_epsilon, n, tail) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def fmt_closed_form_epsilon(local_epsilon: float, n: int, delta: float) -> float | None:
+    """FMT21's closed form, in its conservative reading, or None outside its range.
+
+    Theorem 3.1 as published: for any delta in [0, 1] with eps0 <= ln(n / (16 ln(2/delta))),
+    the shuffled protocol is (eps, delta)-DP with
+    eps <= ln(1 + (e^eps0 - 1)/(e^eps0 + 1) (8 sqrt(e^eps0 ln(4/delta)) / sqrt(n) + 8 e^eps0 / n)).
+    The authors' reference implementation (apple/ml-shuffling-amplification,
+    ``closedformanalysis``) requires eps0 <= ln(n / (16 ln(4/delta))) instead (issue #1 there,
+    a user report without a maintainer answer, calls the paper's ln(2/delta) a typo in
+    Lemma 3.5, Theorem 3.8 and Proposition 5.3)
+    and uses the larger factor (e^eps0 - 1)/(e^eps0 + e^-eps1), eps1 = ln(1 + a + b), in place
+    of (e^eps0 - 1)/(e^eps0 + 1), where a = 8 sqrt(e^eps0 ln(4/delta) / n), b = 8 e^eps0 / n.
+    We take the stricter range and the larger value (the reference code's: e^-eps1 <= 1), so
+    this is never below either version.
+    """
+    _check_shuffle_args(local_epsilon, n, delta)
+    if n <= 16.0 * math.log(4.0 / delta) or local_epsilon > math.log(
+            n / (16.0 * math.log(4.0 / delta))):
+        return None
+    e0 = math.exp(local_epsilon)
+    a = 8.0 * math.sqrt(e0 * math.log(4.0 / delta) / n)
+    b = 8.0 * e0 / n
+    eps1 = math.log1p(a + b)
+    return math.log1p((e0 - 1.0) / (e0 + math.exp(-eps1)) * (a + b))
+
+
+def shuffle_amplified_epsilon(local_epsilon: float, n: int, delta: float,
+                              bound: str = "numerical") -> float:
+    """The central epsilon of n shuffled ``local_epsilon``-LDP reports at ``delta``.
+
+    ``bound="numerical"`` (the default): the paper's numerical method (FMT21 Appendix E, our own
+    implementation from the reduction): the smallest epsilon, on a 2^-40 grid of [0, eps0]
+    rounded up, at which the clone pair (P, Q) of the reduction is (epsilon, delta)-
+    indistinguishable, its hockey-stick divergence computed in closed form per clone count
+    (``clone_pair_delta``) with floating-point slack and the far tails of C charged in full. It is
+    valid for every eps0 and n and cross-checked against the closed form: the smaller of the two
+    is returned (both are proven bounds).
+
+    ``bound="closed-form"``: ``fmt_closed_form_epsilon`` (Theorem 3.1, conservative reading);
+    outside its range eps0 itself is returned (no amplification claimed).
+
+    Never above ``local_epsilon`` (shuffling is post-processing of eps0-DP reports).
+    """
+    _check_shuffle_args(local_epsilon, n, delta)
+    closed = fmt_closed_form_epsilon(local_epsilon, n, delta)
+    if bound == "closed-form":
+        return local_epsilon if closed is None else min(local_epsilon, closed)
+    if bound != "numerical":
+        raise InvalidParameterError(f"bound must be 'numerical' or 'closed-form', got {bound!r}")
+    numerical = _numerical_epsilon(local_epsilon, n, delta)
+    return min(local_epsilon, numerical, math.inf if closed is None else closed)
+
+
+@functools.lru_cache(maxsize=256)
+def local_epsilon_for_shuffle(epsilon: float, delta: float, n: int,
+                              bound: str = "numerical") -> float:
+    """The largest eps0 (to within a relative 1e-9) whose n shuffled eps0-LDP reports are
+    (epsilon, delta)-DP by ``shuffle_amplified_epsilon(eps0, n, delta, bound)``; at least
+    ``epsilon`` itself, which needs no amplification.
+
+    Conservative by construction, not up to a root-finder's tolerance: a bisection keeps its
+    lower end feasible, and the value returned satisfies
+    ``shuffle_amplified_epsilon(eps0, n, delta, bound) <= epsilon`` as computed. Results are
+    cached (the numerical bound takes up to a few seconds at n = 10^6 and the protocols ask once
+    per round).
+    """
+    if not epsilon > 0 or not math.isfinite(epsilon) or not 0 < delta < 1:
         raise InvalidParameterError(f"need epsilon > 0 and 0 < delta < 1, got {epsilon}, {delta}")
-    cap = math.log(n / (16.0 * math.log(2.0 / delta))) if n > 16.0 * math.log(2.0 / delta) else 0
-    if cap <= epsilon or shuffle_amplified_epsilon(cap, n, delta) <= epsilon:
-        return max(epsilon, cap)
-    found = brentq(lambda e: shuffle_amplified_epsilon(e, n, delta) - epsilon, epsilon, cap,
-                   xtol=1e-12)
-    return found * (1.0 - 1e-9)
+    _check_shuffle_args(epsilon, n, delta)
+
+    def feasible(eps0: float) -> bool:
+        return shuffle_amplified_epsilon(eps0, n, delta, bound) <= epsilon
+
+    lo, hi = epsilon, 2.0 * epsilon  # amplified(eps0) <= eps0, so lo is feasible
+    while feasible(hi):
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e3:  # amplified(eps0) grows to eps0: never reached for finite epsilon
+            raise InvalidParameterError(f"no finite local epsilon bound for {epsilon}")
+    while hi - lo > 1e-9 * lo:
+        mid = 0.5 * (lo + hi)
+        if feasible(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
