@@ -320,7 +320,7 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     if "epsilon" in budget:
         lines.append(f"  requested as (epsilon, delta) = ({budget['epsilon']:g}, "
                      f"{budget['delta']:g})-DP")
-    lines.append(f"ledger ({_UNITS.get(result.notion, 'rho')} per stage):")
+    lines.append(f"ledger ({result.unit} per stage):")
     width = max((len(k) for k in result.ledger), default=0)
     lines += [f"  {stage:<{width}}  {rho:.6g}" for stage, rho in result.ledger.items()]
     if result.diagnostics:
@@ -338,16 +338,15 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     print("\n".join(lines), file=out)
 
 
-# The unit a result's ledger is kept in, by its privacy notion (see MeanResult.notion).
-_UNITS = {"zCDP": "rho", "tCDP": "rho", "pure-DP": "epsilon", "approx-DP": "epsilon"}
-
-
 def _privacy_line(result: Any) -> str:
-    unit = _UNITS.get(result.notion, "rho")
-    line = (f"privacy: {unit} = {result.rho_spent:.6g} spent of {result.rho:.6g} "
-            f"({result.notion})")
-    if result.notion == "approx-DP":
-        line += f", delta = {result.delta:g}"
+    # The budget names its own unit: a rho is only ever printed as a rho.
+    budget = result.budget
+    line = (f"privacy: {budget.unit} = {result.spent:.6g} spent of {budget.total:.6g} "
+            f"({budget.notion})")
+    if budget.unit == "epsilon" and budget.delta is not None:
+        line += f", delta = {budget.delta:g}"
+    if budget.omega is not None:
+        line += f", omega = {budget.omega:g}"
     return line
 
 
