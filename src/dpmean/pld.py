@@ -402,7 +402,7 @@ def _zcdp_delta(rho: float, epsilon: np.ndarray) -> np.ndarray:
     if rho == 0.0:
         return np.zeros_like(epsilon)
     top = max(float(epsilon.max()), rho)
-    t = np.linspace(-20.0, min(math.log(top / rho) + 20.0, 700.0), 4001)
+    t = np.linspace(-20.0, min(math.log(top / rho) + 20.0, 300.0), 4001)
     a1 = np.exp(t)  # alpha - 1
     softplus_t = np.logaddexp(0.0, t)  # log alpha
     softplus_mt = np.logaddexp(0.0, -t)  # -log(1 - 1/alpha)
@@ -428,6 +428,28 @@ def _zcdp_delta(rho: float, epsilon: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
+def _suffix_sums(pld):
+    """Losses of a symmetric dense PLD and the suffix sums sum_{j >= i} p_j and
+    sum_{j >= i} p_j e^(-L_j), so delta(eps) is O(log n) per epsilon instead of O(n).
+
+    Reads the arrays of dp_accounting's ``DensePLDPmf`` (private attributes); returns None if
+    they are not there, and the caller falls back to ``get_delta_for_epsilon``."""
+    try:
+        pmf = pld._pmf_remove.to_dense_pmf()
+        grid, lower = pmf._discretization, pmf._lower_loss
+        probs, infinity = np.asarray(pmf._probs, dtype=float), float(pmf._infinity_mass)
+    except AttributeError:  # pragma: no cover - depends on the dp_accounting version
+        return None
+    probs = np.maximum(probs, 0.0)  # FFT round-off can leave -1e-20 entries
+    losses = (lower + np.arange(probs.size)) * grid
+    # e^-L overflows for very negative L, but only losses above eps >= 0 are ever summed;
+    # those below 0 get weight 0 in the second sum (the first sum still counts them).
+    weights = np.where(losses > 0.0, np.exp(-np.maximum(losses, 0.0)), 0.0)
+    mass_p = np.append(np.cumsum(probs[::-1])[::-1], 0.0)
+    mass_q = np.append(np.cumsum((probs * weights)[::-1])[::-1], 0.0)
+    return losses, mass_p, mass_q, infinity
+
+
 class _Bound:
     """One valid accounting of a release: a PLD part (Gaussian rho, binomial groups) and a zCDP
     part (total rho), combined by basic composition over a searched split of epsilon."""
@@ -442,6 +464,7 @@ class _Bound:
         self.mu = math.sqrt(2.0 * gaussian_rho)
         self.zcdp_rho = zcdp_rho
         self.pld = None
+        self._tails = None
         factors = []
         for (epsilon, delta), count in sorted(groups.items()):
             if epsilon == 0.0 and delta == 0.0:
@@ -454,10 +477,21 @@ class _Bound:
             for factor in factors[1:]:
                 pld = pld.compose(factor, tail_mass_truncation=_TAIL_MASS)
             self.pld = pld
+            self._tails = _suffix_sums(pld)
 
     def _pld_delta(self, epsilon: np.ndarray) -> np.ndarray:
         if self.pld is not None:
-            return np.array([float(self.pld.get_delta_for_epsilon(float(e))) for e in epsilon])
+            if self._tails is None:  # pragma: no cover - a dp_accounting without dense arrays
+                return np.array([float(self.pld.get_delta_for_epsilon(e)) for e in epsilon])
+            losses, mass_p, mass_q, infinity = self._tails
+            # delta(eps) = P[L = inf] + sum_{L > eps} p (1 - e^(eps - L))
+            #            = P[L = inf] + sum_{L > eps} p - e^eps sum_{L > eps} p e^-L.
+            start = np.searchsorted(losses, epsilon, side="right")
+            # Capping e^eps only shrinks the subtracted term (conservative); a loss above 700
+            # never occurs in practice, so the cap only avoids inf * 0 when nothing is above eps.
+            scale = np.exp(np.minimum(epsilon, 700.0))
+            value = infinity + mass_p[start] - scale * mass_q[start]
+            return np.clip(value, infinity, 1.0)
         if self.mu > 0.0:
             return _gaussian_delta_array(self.mu, epsilon)
         return np.zeros_like(epsilon)
