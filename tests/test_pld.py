@@ -27,6 +27,7 @@ from dpmean.pld import (
     GaussianEvent,
     PureDPEvent,
     ZCDPEvent,
+    _bounded_range_delta,
     calibrate_scale,
     compose_delta,
     compose_epsilon,
@@ -232,6 +233,37 @@ def test_pure_and_approx_events_match_exact_kov_composition(eps0, delta0, k):
         # dp_accounting's pessimistic PLD is an upper bound too, so at eps - GRID it is above ours.
         assert ours <= float(ref.get_delta_for_epsilon(eps - GRID)) * (1 + ROUND) + TAIL
         assert ours >= -math.expm1(k * math.log1p(-delta0))  # the infinite-loss mass
+
+
+def binary_pair_delta(eps: float, t: float, x: float) -> float:
+    """Hockey stick of the two-outcome pair with privacy loss t or t - eps, from its masses."""
+    q_hi = -math.expm1(t - eps) / (math.exp(t) - math.exp(t - eps))
+    q_lo = 1.0 - q_hi
+    return q_hi * max(math.exp(t) - math.exp(x), 0.0) + q_lo * max(
+        math.exp(t - eps) - math.exp(x), 0.0
+    )
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.5, 2.0])
+def test_bounded_range_envelope_is_the_sup_over_binary_pairs(eps):
+    ts = np.linspace(0.0, eps, 2001)[1:]  # t = 0 is the degenerate pair with loss 0
+    for x in np.linspace(-1.2 * eps, 1.2 * eps, 25):
+        brute = max(binary_pair_delta(eps, t, x) for t in ts)
+        closed = float(_bounded_range_delta(eps, np.array([x]))[0])
+        assert brute <= closed * (1 + ROUND) + 1e-15  # an upper bound on every t ...
+        assert closed <= brute + 1e-6 * eps  # ... and attained (to the t grid's resolution)
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0, 4.0])
+def test_bounded_range_events_between_rr_half_and_rr(eps):
+    # An eps-BR mechanism is eps-DP, and randomized response at eps/2 is eps-BR: the envelope
+    # composition lies between the two exact binomial compositions (one grid step each side).
+    eps0, k = 0.06, 1000
+    br = compose_delta([PureDPEvent(eps0, count=k, bounded_range=True)], eps)
+    assert exact_kov_delta(eps0 / 2, 0.0, k, eps) * (1 - ROUND) <= br
+    assert br <= exact_kov_delta(eps0, 0.0, k, eps - GRID) * (1 + ROUND) + TAIL
+    # and it is no worse than today's eps0^2/8-zCDP accounting through CKS
+    assert compose_delta([ZCDPEvent(k * eps0**2 / 8)], eps) >= br * (1 - 1e-6)
 
 
 def test_single_approx_dp_event_round_trip():

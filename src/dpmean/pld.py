@@ -244,8 +244,9 @@ class PureDPEvent:
     """``count`` mechanisms, each epsilon-DP (worst case: binary randomized response).
 
     ``bounded_range=True`` declares each one epsilon-bounded-range, as the exponential mechanism
-    is (Durfee-Rogers 2019); it is then also (epsilon^2 / 8)-zCDP (Cesar-Rogers 2021), and the
-    composition uses whichever of the two accountings gives the smaller bound.
+    is (Durfee-Rogers 2019): its PLD is then the (smaller) bounded-range envelope, and it is
+    also (epsilon^2 / 8)-zCDP (Cesar-Rogers 2021); the composition uses whichever accounting
+    gives the smaller bound.
     """
 
     epsilon: float
@@ -389,6 +390,44 @@ def _binomial_pld(epsilon: float, delta: float, count: int, grid: float):
     return _dense_pld(offset, probs, infinity, grid)
 
 
+def _bounded_range_delta(epsilon: float, x: np.ndarray) -> np.ndarray:
+    """The privacy profile delta(x), x real, of the worst case of one epsilon-BR mechanism.
+
+    An epsilon-bounded-range pair has privacy loss in [t - epsilon, t] for some t in
+    [0, epsilon]. Since delta(x) = E_Q[(e^L - e^x)_+] is convex in e^L and E_Q[e^L] = 1, the
+    binary pair with loss exactly t or t - epsilon dominates it:
+    delta_t(x) = (1 - e^(t - epsilon)) (1 - e^(x - t)) / (1 - e^-epsilon) for x in
+    [t - epsilon, t]. The supremum over t, at t = (x + epsilon) / 2, is
+
+        delta(x) = (1 - e^((x - epsilon) / 2))^2 / (1 - e^-epsilon),   -epsilon <= x <= epsilon,
+
+    with delta = 1 - e^x below -epsilon and 0 above epsilon. A supremum of privacy profiles is a
+    privacy profile (of the pair whose trade-off function is the convex hull of the infimum of
+    theirs, Dong-Roth-Su 2019, Prop. 2.12), and that pair dominates every epsilon-BR pair, so
+    its PLD composes validly (Dong-Roth-Su Thm. 3.2, adaptive). It is tight for one mechanism
+    (t = epsilon/2 is randomized response at epsilon/2, and delta(0) = tanh(epsilon/4)) but not
+    in general for k of them (Dong, Durfee & Rogers 2020 give the exact k-fold bound)."""
+    x = np.asarray(x, dtype=float)
+    inner = np.clip(x, -epsilon, epsilon)
+    middle = np.expm1((inner - epsilon) / 2.0) ** 2 / -math.expm1(-epsilon)
+    return np.where(x >= epsilon, 0.0, np.where(x <= -epsilon, -np.expm1(x), middle))
+
+
+def _bounded_range_pld(epsilon: float, count: int, grid: float):
+    """``count`` epsilon-BR mechanisms: the envelope profile above, discretised by pessimistic
+    connect-the-dots (Doroshenko et al. 2022, Alg. 1: its profile interpolates the given one
+    linearly in e^x between grid points, which lies above the convex true profile), then
+    self-composed by FFT."""
+    m = math.ceil(epsilon / grid)
+    index = np.arange(-m, m + 1)
+    deltas = _bounded_range_delta(epsilon, index * grid)
+    pmf = pld_pmf.create_pmf_pessimistic_connect_dots(grid, index, deltas)
+    single = PrivacyLossDistribution(pmf)
+    if count == 1:
+        return single
+    return single.self_compose(count, tail_mass_truncation=_TAIL_MASS)
+
+
 # --------------------------------------------------------------------------------------------
 # zCDP part: the CKS delta for a given epsilon, on a grid of alpha
 # --------------------------------------------------------------------------------------------
@@ -457,7 +496,7 @@ class _Bound:
     def __init__(
         self,
         gaussian_rho: float,
-        groups: dict[tuple[float, float], int],
+        groups: dict[tuple[str, float, float], int],
         zcdp_rho: float,
         grid: float,
     ) -> None:
@@ -466,10 +505,13 @@ class _Bound:
         self.pld = None
         self._tails = None
         factors = []
-        for (epsilon, delta), count in sorted(groups.items()):
+        for (kind, epsilon, delta), count in sorted(groups.items()):
             if epsilon == 0.0 and delta == 0.0:
                 continue
-            factors.append(_binomial_pld(epsilon, delta, count, grid))
+            if kind == "br":
+                factors.append(_bounded_range_pld(epsilon, count, grid))
+            else:
+                factors.append(_binomial_pld(epsilon, delta, count, grid))
         if factors and self.mu > 0.0:
             factors.append(_gaussian_pld(self.mu, grid))
         if factors:
@@ -519,20 +561,23 @@ class _Bound:
 
 
 def _bounds(events: list[Event], grid: float) -> list[_Bound]:
-    """The valid accountings compared: (A) everything with a PLD in the PLD; (B) as A, but
-    bounded-range events as epsilon^2/8-zCDP; (C) everything zCDP-capable as zCDP (today's
+    """The valid accountings compared: (A) everything with a PLD in the PLD (bounded-range
+    events by their envelope PLD, ``_bounded_range_pld``); (B) as A, but bounded-range events as
+    epsilon^2/8-zCDP; (C) everything zCDP-capable as zCDP (today's
     accounting, plus exact PLD for any (epsilon, delta) black boxes)."""
     gaussian = math.fsum(e.rho for e in events if isinstance(e, GaussianEvent))
     zcdp = math.fsum(e.rho for e in events if isinstance(e, ZCDPEvent))
     pure = [e for e in events if isinstance(e, PureDPEvent)]
     approx = [e for e in events if isinstance(e, ApproxDPEvent)]
 
-    def groups(included: list[PureDPEvent]) -> dict[tuple[float, float], int]:
-        out: dict[tuple[float, float], int] = {}
+    def groups(included: list[PureDPEvent]) -> dict[tuple[str, float, float], int]:
+        out: dict[tuple[str, float, float], int] = {}
         for e in included:
-            out[(e.epsilon, 0.0)] = out.get((e.epsilon, 0.0), 0) + e.count
+            key = ("br" if e.bounded_range else "kov", e.epsilon, 0.0)
+            out[key] = out.get(key, 0) + e.count
         for e in approx:
-            out[(e.epsilon, e.delta)] = out.get((e.epsilon, e.delta), 0) + e.count
+            key = ("kov", e.epsilon, e.delta)
+            out[key] = out.get(key, 0) + e.count
         return out
 
     def as_zcdp(e: PureDPEvent) -> float:
