@@ -51,6 +51,10 @@ class MeanEstimator(ABC):
     supports_sparse: ClassVar[bool] = False
     # Estimators whose mechanisms all take the secure path set this.
     supports_secure_noise: ClassVar[bool] = False
+    # Estimators every stage of which is a (continuous) Gaussian mechanism set this: their
+    # release, an adaptive composition of Gaussians of total rho, is exactly sqrt(2 rho)-GDP
+    # (Dong-Roth-Su 2019, Cor. 3.3), so an (epsilon, delta) request is calibrated exactly.
+    gaussian_stages: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -79,9 +83,18 @@ class MeanEstimator(ABC):
         """The typed budget of the request, in this estimator's notion (validated).
 
         Default: a rho-zCDP budget; (epsilon, delta) is converted to the largest rho that implies
-        it, and kept on the budget as the guarantee the caller asked for.
+        it, and kept on the budget as the guarantee the caller asked for. The conversion is exact
+        (``pld.gaussian_rho_for_approx_dp``: the analytic Gaussian) for estimators made only of
+        continuous Gaussian stages, and Canonne-Kamath-Steinke's zCDP conversion otherwise
+        (including secure noise: the discrete Gaussian is rho-zCDP, but its exact privacy
+        curve is not the continuous one's).
         """
         budget_rho = resolve_budget(rho, epsilon, delta)
+        if rho is None and self.gaussian_stages and not self.secure_noise:
+            from ..pld import gaussian_rho_for_approx_dp  # loads the PLD library only if needed
+
+            assert epsilon is not None and delta is not None
+            budget_rho = gaussian_rho_for_approx_dp(epsilon, delta)
         return Budget("zCDP", rho=budget_rho, epsilon=epsilon, delta=delta)
 
     @property

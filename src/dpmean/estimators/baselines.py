@@ -24,6 +24,8 @@ class GaussianMean(MeanEstimator):
     width of the box: the baseline every adaptive estimator should beat.
     """
 
+    gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
+
     method = "gaussian"
     supports_secure_noise = True
 

@@ -155,6 +155,8 @@ class _CoinPress(MeanEstimator):
     the covariance bound are the only public geometry.
     """
 
+    gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
+
     def __init__(
         self, rho: float | None = None, *, radius: float | None = None, center: Any = 0.0,
         beta: float = 0.01, **common: Any,

@@ -41,6 +41,8 @@ class ClippedMean(MeanEstimator):
     an InsufficientDataWarning, as in the proof of Theorem 3.4.
     """
 
+    gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
+
     method = "cm"
     supports_secure_noise = True
 
