@@ -36,6 +36,7 @@ from .estimators import (
     TrimmedMean,
 )
 from .result import MeanResult
+from .session import Session
 
 __version__ = "0.1.0"
 
@@ -59,6 +60,7 @@ __all__ = [
     "PlanNoScale",
     "PrivacyLedger",
     "PrivateLimitAdaptedNoise",
+    "Session",
     "ShiftedClippedMean",
     "ShuffleIOME",
     "TrimmedMean",

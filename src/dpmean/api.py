@@ -6,7 +6,7 @@ import inspect
 from typing import Any
 
 from .errors import InvalidParameterError
-from .estimators import ESTIMATORS
+from .estimators import ESTIMATORS, MeanEstimator
 from .result import MeanResult
 from .rng import RandomState
 
@@ -40,15 +40,31 @@ def mean(
     Returns:
         A ``MeanResult`` whose ledger sums to at most the budget.
     """
+    estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, bounds=bounds,
+                                random_state=random_state, **options)
+    return estimator.estimate(x)
+
+
+def build_estimator(
+    method: str,
+    rho: float | None = None,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    bounds: Any = None,
+    random_state: RandomState = None,
+    **options: Any,
+) -> MeanEstimator:
+    """The estimator ``mean`` would run, built without touching any data: its ``budget`` is the
+    typed guarantee the release will have (what a ``Session`` charges before reading data)."""
     cls = ESTIMATORS.get(method) if isinstance(method, str) else None
     if cls is None:
         raise InvalidParameterError(
             f"unknown method {method!r}; choose one of {', '.join(available_methods())}"
         )
     _check_options(cls, options)
-    estimator = cls(rho, epsilon=epsilon, delta=delta, bounds=bounds, random_state=random_state,
-                    **options)
-    return estimator.estimate(x)
+    return cls(rho, epsilon=epsilon, delta=delta, bounds=bounds, random_state=random_state,
+               **options)
 
 
 def _check_options(cls: type, options: dict[str, Any]) -> None:

@@ -18,7 +18,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from . import __version__, available_methods, mean
+from . import __version__, available_methods, ledger_file, mean
+from .api import build_estimator
 from .engines import ENGINES, open_source
 from .errors import (
     DPMeanError,
@@ -27,6 +28,7 @@ from .errors import (
     InvalidParameterError,
 )
 from .io import load_data, write_bytes_atomic, write_text_atomic
+from .session import Session
 
 EXIT_USAGE = 2
 # Files above this size are read by the chunked engine unless --engine says otherwise: the
@@ -103,6 +105,7 @@ def _build_parser() -> _Parser:
     _add_estimate(sub)
     _add_demo(sub)
     _add_reproduce(sub)
+    _add_ledger(sub)
     return parser
 
 
@@ -160,6 +163,10 @@ def _add_estimate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a dask.distributed scheduler, e.g. tcp://host:8786 (implies --engine "
                    "dask; needs pip install \"dpmean[dask]\")")
+    p.add_argument("--ledger", metavar="FILE",
+                   help="charge this release to a ledger file (see 'dpmean ledger init'): "
+                   "refused, before the data is read and with nothing written, if it would "
+                   "overspend the ledger's budget")
     p.set_defaults(run=_run_estimate)
 
 
@@ -176,21 +183,38 @@ def _run_estimate(args: argparse.Namespace) -> int:
     engine = _choose_engine(args)
     if engine is not None:
         options["engine"] = engine
-    x = _open_input(args, engine)
+    _check_input_flags(args)
     # No bounds is for the methods with other public inputs (coinpress, iome-gaussian); the
     # others refuse it with the library's explanation. A .dat basket file is 0/1 by its format,
     # so its box is (0, 1) without looking at the data.
     bounds = (_load_bounds(args.bounds_file) if args.bounds_file
               else tuple(args.bounds) if args.bounds
               else (0.0, 1.0) if Path(args.input).suffix.lower() == ".dat" else None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", InsufficientDataWarning)
-        try:
-            with _dask_client(args.scheduler):
-                result = mean(x, **budget, method=args.method, bounds=bounds,
-                              random_state=args.seed, **options)
-        except InvalidDataError as exc:
-            raise InvalidDataError(f"{args.input}: {exc}") from None
+    # Built from public values only: its budget is what a ledger is charged, before any data.
+    estimator = build_estimator(args.method, **budget, bounds=bounds,
+                                random_state=args.seed, **options)
+    index = None
+    if args.ledger is not None:
+        if not Path(args.input).exists():
+            raise _UsageError(f"{args.input}: no such file (nothing was charged to the ledger)")
+        index, _ = ledger_file.reserve(args.ledger, estimator.method, estimator.budget)
+    try:
+        x = _open_input(args, engine)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", InsufficientDataWarning)
+            try:
+                with _dask_client(args.scheduler):
+                    result = estimator.estimate(x)
+            except InvalidDataError as exc:
+                raise InvalidDataError(f"{args.input}: {exc}") from None
+    except BaseException:
+        if index is not None:
+            # The data may have been read: the release stays charged, as failed.
+            with contextlib.suppress(DPMeanError):
+                ledger_file.settle(args.ledger, index, "failed")
+        raise
+    session = (ledger_file.settle(args.ledger, index, "released", result.spent)
+               if index is not None else None)
     payload = result.to_dict()
     if "epsilon" in budget:
         payload["epsilon"] = budget["epsilon"]
@@ -202,6 +226,10 @@ def _run_estimate(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(text)
     _print_summary(result, budget, args, output, summary_to)
+    if session is not None:
+        print(f"charged to ledger {args.ledger} as release #{index}: {session.spent:.6g} "
+              f"{session.unit} of {session.budget} spent, {session.remaining:.6g} remaining",
+              file=summary_to)
     return 0
 
 
@@ -218,12 +246,16 @@ def _choose_engine(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
-    """The data as the engine reads it: a row source, a dask array, or loaded in memory."""
-    is_dat = Path(args.input).suffix.lower() == ".dat"
-    if args.items is not None and not is_dat:
+def _check_input_flags(args: argparse.Namespace) -> None:
+    if args.items is not None and Path(args.input).suffix.lower() != ".dat":
         raise _UsageError("--items is the number of items of a .dat basket file; INPUT is not "
                           "one")
+
+
+def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
+    """The data as the engine reads it: a row source, a dask array, or loaded in memory."""
+    _check_input_flags(args)
+    is_dat = Path(args.input).suffix.lower() == ".dat"
     # The readers refuse a .dat file without --items, with the reason.
     items = {"n_items": args.items} if is_dat else {}
     if engine in ("chunked", "dask") and Path(args.input).suffix.lower() != ".npz":
@@ -596,4 +628,55 @@ def _run_reproduce(args: argparse.Namespace) -> int:
     print(NON_PRIVATE_HEADER)
     for path in paths:
         print(f"wrote {path}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# dpmean ledger
+
+
+def _add_ledger(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ledger",
+        help="a privacy budget shared by several 'estimate' runs on the same data",
+        description="A ledger file holds a total privacy budget and every release charged to "
+        "it ('dpmean estimate ... --ledger FILE'). Releases compose as in dpmean.Session; one "
+        "that would overspend is refused before the data is read.",
+    )
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    init = actions.add_parser("init", help="create a ledger file with a total budget",
+                              description="Create FILE (never overwriting one) with a total "
+                              "budget: --rho (a zCDP ledger) or --epsilon with --delta.")
+    init.add_argument("file", metavar="FILE")
+    init.add_argument("--rho", type=float, metavar="R", help="total zCDP budget")
+    init.add_argument("--epsilon", type=float, metavar="E", help="total epsilon, with --delta")
+    init.add_argument("--delta", type=float, metavar="D", help="total delta, with --epsilon")
+    init.set_defaults(run=_run_ledger_init)
+    show = actions.add_parser("show", help="print a ledger's budget, releases and what remains",
+                              description="Verify FILE and print its budget, each release and "
+                              "what remains.")
+    show.add_argument("file", metavar="FILE")
+    show.set_defaults(run=_run_ledger_show)
+
+
+def _run_ledger_init(args: argparse.Namespace) -> int:
+    session = Session(**_budget(args))
+    ledger_file.create(args.file, session)
+    print(f"created ledger {args.file}: budget {session.budget}")
+    return 0
+
+
+def _run_ledger_show(args: argparse.Namespace) -> int:
+    session = ledger_file.read(args.file)
+    lines = [f"ledger {args.file}: budget {session.budget}"]
+    if session.ledger:
+        lines.append("releases:")
+        for release in session.ledger:
+            lines.append(f"  #{release.index}  {release.method:<12}  {release.budget}  "
+                         f"{release.status}  (spent {release.spent:.6g} {release.budget.unit})")
+    else:
+        lines.append("releases: none")
+    lines.append(f"spent: {session.spent:.6g} {session.unit} (composed)")
+    lines.append(f"remaining: {session.remaining:.6g} {session.unit}")
+    print("\n".join(lines))
     return 0

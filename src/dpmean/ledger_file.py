@@ -1,0 +1,172 @@
+"""A ``Session`` kept in a JSON file, so separate ``dpmean estimate`` runs share one budget.
+
+The file holds the session (``Session.to_dict``) and a SHA-256 of its canonical JSON::
+
+    {"format": "dpmean-ledger", "version": 1, "session": {...}, "sha256": "..."}
+
+Every update takes an exclusive lock on a sidecar file ``FILE.lock`` (``fcntl.flock``; POSIX
+only), re-reads and verifies the file under the lock, and writes the new content to a temporary
+file in the same directory, fsyncs it and renames it over the old one (``os.replace``), so
+readers see the old ledger or the new one, never a partial one. A release is reserved (charged)
+in the file before its estimator runs, so two concurrent runs cannot both spend the last of the
+budget; its outcome is recorded afterwards in a second locked update.
+
+The checksum detects accidental corruption and naive hand edits. It is not a MAC: anyone who can
+write the file can recompute it, so it does not protect against a deliberate attacker with write
+access (protect the file with file-system permissions).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .budget import Budget
+from .errors import InvalidParameterError
+from .io import write_text_atomic
+from .session import Session
+
+FORMAT = "dpmean-ledger"
+VERSION = 1
+# Test hook: seconds to hold the lock between reading the ledger and writing it, so tests can
+# make two processes really contend for it. Never set it in production.
+_PAUSE_ENV = "DPMEAN_TEST_LEDGER_PAUSE"
+
+
+class LedgerFileError(InvalidParameterError):
+    """The ledger file is missing, unreadable, corrupt or inconsistent."""
+
+
+def _canonical(content: Any) -> bytes:
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=False,
+                      ensure_ascii=True).encode("ascii")
+
+
+def dumps(session: Session) -> str:
+    """The file's text for ``session``."""
+    content = session.to_dict()
+    digest = hashlib.sha256(_canonical(content)).hexdigest()
+    return json.dumps({"format": FORMAT, "version": VERSION, "session": content,
+                       "sha256": digest}, indent=2, allow_nan=False) + "\n"
+
+
+def loads(text: str, name: str = "ledger") -> Session:
+    """The session in a ledger file's text; LedgerFileError on anything but a valid file."""
+    def bad(why: str) -> LedgerFileError:
+        return LedgerFileError(f"{name}: refused: {why}; the file is corrupt or was edited "
+                               f"(dpmean changes nothing in it)")
+
+    try:
+        data = json.loads(text, parse_constant=_no_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise bad(f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise bad(f"not a dpmean ledger (no \"format\": \"{FORMAT}\")")
+    if set(data) != {"format", "version", "session", "sha256"}:
+        raise bad("expected exactly the fields format, version, session, sha256")
+    if data["version"] != VERSION or isinstance(data["version"], bool):
+        raise bad(f"unknown ledger version {data['version']!r} (this dpmean reads {VERSION})")
+    try:
+        canonical = _canonical(data["session"])
+    except (TypeError, ValueError) as exc:
+        raise bad(f"unreadable session ({exc})") from None
+    if hashlib.sha256(canonical).hexdigest() != data["sha256"]:
+        raise bad("its SHA-256 checksum does not match its content")
+    try:
+        return Session.from_dict(data["session"])
+    except InvalidParameterError as exc:
+        raise bad(str(exc)) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
+def read(path: str | os.PathLike) -> Session:
+    """Load and verify the ledger at ``path`` (without locking: for display only)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LedgerFileError(f"{path}: no such ledger file (create one with 'dpmean ledger "
+                              f"init')") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LedgerFileError(f"{path}: cannot read the ledger: {exc}") from None
+    return loads(text, str(path))
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive lock on ``path``'s sidecar ``path.lock`` (blocking until free)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        raise LedgerFileError("ledger files need POSIX file locks (fcntl), which this "
+                              "platform lacks") from None
+    lock_path = Path(f"{os.fspath(path)}.lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise LedgerFileError(f"cannot lock {path}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _pause() -> None:
+    seconds = os.environ.get(_PAUSE_ENV)
+    if seconds:
+        time.sleep(float(seconds))
+
+
+def _write(path: Path, session: Session) -> None:
+    try:
+        write_text_atomic(path, dumps(session))
+    except OSError as exc:
+        raise LedgerFileError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def create(path: str | os.PathLike, session: Session) -> None:
+    """Write a new ledger for ``session``; refuse if ``path`` exists."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise LedgerFileError(f"cannot create {path}: directory {path.parent} does not exist")
+    with locked(path):
+        if path.exists() or path.is_symlink():
+            raise LedgerFileError(f"{path} already exists; a ledger is never overwritten "
+                                  f"(choose another name, or delete it yourself)")
+        _write(path, session)
+
+
+def reserve(path: str | os.PathLike, method: str, budget: Budget) -> tuple[int, Session]:
+    """Under the lock: re-read the ledger, check that a ``method`` release granted ``budget``
+    fits (BudgetExceededError, file untouched, if not), and charge it as "reserved". Returns
+    its index and the updated session."""
+    path = Path(path)
+    with locked(path):
+        session = read(path)
+        _pause()
+        index = session.reserve(method, budget)
+        _write(path, session)
+    return index, session
+
+
+def settle(path: str | os.PathLike, index: int, status: str,
+           spent: float | None = None) -> Session:
+    """Under the lock: record the outcome of reserved release ``index``."""
+    path = Path(path)
+    with locked(path):
+        session = read(path)
+        if not 0 <= index < len(session.ledger):
+            raise LedgerFileError(f"{path}: release {index} is no longer in the ledger")
+        session.settle(index, status, spent)
+        _write(path, session)
+    return session

@@ -1,0 +1,234 @@
+"""dpmean ledger init/show and estimate --ledger: locked, atomic, verified ledger files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpmean import ledger_file
+from dpmean.cli import main
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+@pytest.fixture
+def data(tmp_path):
+    path = tmp_path / "x.npy"
+    np.save(path, np.random.default_rng(0).uniform(0, 1, size=(500, 3)))
+    return path
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def estimate(capsys, data, ledger, *extra):
+    return run(capsys, "estimate", data, "--method", "cm", "--bounds", 0, 1, "--seed", 1,
+               "--ledger", ledger, *extra)
+
+
+def test_init_show_and_charge(capsys, tmp_path, data):
+    ledger = tmp_path / "ledger.json"
+    code, out, _ = run(capsys, "ledger", "init", ledger, "--rho", 1.0)
+    assert code == 0 and "zCDP(rho=1)" in out
+    code, out, _ = run(capsys, "ledger", "show", ledger)
+    assert code == 0 and "releases: none" in out and "remaining: 1 rho" in out
+    code, out, _ = estimate(capsys, data, ledger, "--rho", 0.25)
+    assert code == 0 and "charged to ledger" in out and "0.75 remaining" in out
+    code, out, _ = estimate(capsys, data, ledger, "--epsilon", 1, "--delta", 1e-6)
+    assert code == 0
+    session = ledger_file.read(ledger)
+    assert [r.status for r in session.ledger] == ["released", "released"]
+    assert [r.method for r in session.ledger] == ["cm", "cm"]
+    code, out, _ = run(capsys, "ledger", "show", ledger)
+    assert code == 0 and "#0" in out and "#1" in out and "released" in out
+    assert f"remaining: {session.remaining:.6g} rho" in out
+
+
+def test_init_epsilon_delta_ledger(capsys, tmp_path, data):
+    ledger = tmp_path / "ledger.json"
+    assert run(capsys, "ledger", "init", ledger, "--epsilon", 2, "--delta", 1e-6)[0] == 0
+    assert estimate(capsys, data, ledger, "--rho", 0.05)[0] == 0
+    session = ledger_file.read(ledger)
+    assert session.unit == "epsilon" and 0 < session.spent < 2
+
+
+def test_init_refuses_to_overwrite(capsys, tmp_path):
+    ledger = tmp_path / "ledger.json"
+    ledger.write_text("precious\n")
+    code, _, err = run(capsys, "ledger", "init", ledger, "--rho", 1.0)
+    assert code == 2 and "already exists" in err
+    assert ledger.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("argv", [[], ["--epsilon", 1], ["--rho", 1, "--epsilon", 1,
+                                                         "--delta", 1e-6], ["--rho", -1]])
+def test_init_needs_a_valid_budget(capsys, tmp_path, argv):
+    ledger = tmp_path / "ledger.json"
+    assert run(capsys, "ledger", "init", ledger, *argv)[0] == 2
+    assert not ledger.exists()
+
+
+def test_overspend_exits_2_and_writes_nothing(capsys, tmp_path, data):
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 0.5)
+    assert estimate(capsys, data, ledger, "--rho", 0.4)[0] == 0
+    before = ledger.read_bytes()
+    output = tmp_path / "out.json"
+    code, out, err = estimate(capsys, data, ledger, "--rho", 0.2, "--output", output)
+    assert code == 2 and "before reading the data" in err and out == ""
+    assert ledger.read_bytes() == before
+    assert not output.exists()
+
+
+def test_overspend_is_refused_before_the_data_is_read(capsys, tmp_path, data, monkeypatch):
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 0.1)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the data was read")
+
+    monkeypatch.setattr("dpmean.cli._open_input", boom)
+    code, _, err = estimate(capsys, data, ledger, "--rho", 0.2)
+    assert code == 2 and "refused" in err
+
+
+def test_incompatible_notion_refused(capsys, tmp_path, data):
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 5)
+    before = ledger.read_bytes()
+    code, _, err = run(capsys, "estimate", data, "--method", "trimmed", "--bounds", 0, 1,
+                       "--option", "noise=laplace", "--epsilon", 1, "--delta", 1e-6,
+                       "--ledger", ledger)
+    assert code == 2 and "zCDP session" in err
+    assert ledger.read_bytes() == before
+
+
+def test_failed_release_stays_charged(capsys, tmp_path):
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,oops\n")
+    code, _, _ = run(capsys, "estimate", bad, "--method", "cm", "--bounds", 0, 1, "--rho", 0.3,
+                     "--ledger", ledger)
+    assert code == 2
+    (release,) = ledger_file.read(ledger).ledger
+    assert release.status == "failed" and release.spent == pytest.approx(0.3)
+
+
+def test_missing_input_is_not_charged(capsys, tmp_path):
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    before = ledger.read_bytes()
+    code, _, err = run(capsys, "estimate", tmp_path / "nope.npy", "--method", "cm",
+                       "--bounds", 0, 1, "--rho", 0.3, "--ledger", ledger)
+    assert code == 2 and "nothing was charged" in err
+    assert ledger.read_bytes() == before
+
+
+def _rehash(doc):
+    canonical = json.dumps(doc["session"], sort_keys=True, separators=(",", ":"))
+    doc["sha256"] = hashlib.sha256(canonical.encode()).hexdigest()
+    return doc
+
+
+def _corruptions():
+    def edit(fn, rehash=True):
+        def apply(text):
+            doc = json.loads(text)
+            fn(doc)
+            return json.dumps(_rehash(doc) if rehash else doc)
+        return apply
+
+    def set_spent(value):
+        return lambda d: d["session"].update(spent=value)
+
+    return {
+        "not json": lambda text: text[: len(text) // 2],
+        "empty": lambda text: "",
+        "not a ledger": lambda text: json.dumps({"hello": 1}),
+        "checksum mismatch": edit(lambda d: d["session"]["releases"][0]["budget"].update(
+            rho=0.01), rehash=False),
+        "unknown version": edit(lambda d: d.update(version=99)),
+        "unknown session version": edit(lambda d: d["session"].update(version=99)),
+        "negative spent": edit(lambda d: d["session"]["releases"][0].update(spent=-0.1)),
+        "total differs from entries": edit(set_spent(0.0)),
+        "dropped entry": edit(lambda d: d["session"]["releases"].clear()),
+        "negative budget": edit(lambda d: d["session"]["budget"].update(rho=-1)),
+        "budget lowered below spend": edit(lambda d: d["session"]["budget"].update(rho=0.1)),
+        "unknown notion": edit(lambda d: d["session"]["budget"].update(notion="magic")),
+        "wrong schema": edit(lambda d: d["session"].update(releases={"0": 1})),
+        "bad index": edit(lambda d: d["session"]["releases"][0].update(index=5)),
+        "nan": lambda text: text.replace('"spent": 0.2', '"spent": NaN', 1),
+        "extra field": edit(lambda d: d.update(note="hi")),
+    }
+
+
+@pytest.mark.parametrize("name", list(_corruptions()))
+def test_corrupt_or_tampered_ledger_is_refused(capsys, tmp_path, data, name):
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    assert estimate(capsys, data, ledger, "--rho", 0.2)[0] == 0
+    ledger.write_text(_corruptions()[name](ledger.read_text()))
+    before = ledger.read_bytes()
+    output = tmp_path / "out.json"
+    code, out, err = estimate(capsys, data, ledger, "--rho", 0.1, "--output", output)
+    assert code == 2 and "ledger" in err.lower() and out == ""
+    assert ledger.read_bytes() == before and not output.exists()
+    code, _, err = run(capsys, "ledger", "show", ledger)
+    assert code == 2 and "refused" in err
+
+
+def test_show_missing_file(capsys, tmp_path):
+    code, _, err = run(capsys, "ledger", "show", tmp_path / "none.json")
+    assert code == 2 and "no such ledger" in err
+
+
+def test_two_processes_race_for_the_last_release(capsys, tmp_path, data):
+    """Two concurrent estimates on a ledger with room for one: exactly one is charged.
+
+    Each process holds the lock for a second between reading the ledger and writing it (the
+    test hook), far longer than the gap between the two starts, so both try to spend while
+    the other holds or waits for the lock: without the lock both would read the same empty
+    ledger and both would succeed."""
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 0.5)
+    env = dict(os.environ, PYTHONPATH=str(SRC), DPMEAN_TEST_LEDGER_PAUSE="1.0")
+    argv = ["estimate", str(data), "--method", "cm", "--bounds", "0", "1", "--rho", "0.3",
+            "--ledger", str(ledger)]
+    # Both processes import dpmean, say they are ready, then wait on a "go" file, so their
+    # budget checks start within milliseconds of each other.
+    go = tmp_path / "go"
+    script = ("import os, sys, time\n"
+              "from dpmean.cli import main\n"
+              "open(sys.argv[1], 'w').close()\n"
+              f"while not os.path.exists({str(go)!r}): time.sleep(0.002)\n"
+              "sys.exit(main(sys.argv[2:]))\n")
+    ready = [tmp_path / f"ready{i}" for i in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(flag), *argv], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for flag in ready]
+    deadline = time.monotonic() + 120
+    while not all(flag.exists() for flag in ready):
+        assert time.monotonic() < deadline, "the processes did not start"
+        assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+        time.sleep(0.01)
+    go.touch()
+    results = [p.communicate(timeout=120) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], results
+    refused = next(err for p, (_, err) in zip(procs, results, strict=True) if p.returncode)
+    assert "over its budget" in refused
+    session = ledger_file.read(ledger)
+    assert len(session.ledger) == 1 and session.ledger[0].status == "released"
+    assert session.spent == pytest.approx(0.3)
