@@ -124,11 +124,7 @@ def _add_estimate(sub: argparse._SubParsersAction) -> None:
         "The range must be chosen without looking at the data; values outside are clamped.",
     )
     p.add_argument("input", metavar="INPUT", help="the data file (rows are people)")
-    budget = p.add_argument_group("privacy budget (give --rho, or --epsilon and --delta)")
-    budget.add_argument("--rho", type=float, metavar="R", help="zCDP budget rho > 0")
-    budget.add_argument("--epsilon", type=float, metavar="E",
-                        help="(epsilon, delta)-DP budget, converted to the largest rho meeting it")
-    budget.add_argument("--delta", type=float, metavar="D", help="delta in (0, 1), with --epsilon")
+    _add_budget_arguments(p, "the release's")
     p.add_argument("--method", default="iome", metavar="M",
                    help=f"estimator: {', '.join(available_methods())} (default: iome)")
     bounds = p.add_mutually_exclusive_group()
@@ -282,6 +278,17 @@ def _dask_client(address: str | None) -> Any:
         return Client(address, timeout="10s")
     except OSError as exc:
         raise _UsageError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+
+
+def _add_budget_arguments(parser: argparse.ArgumentParser, whose: str) -> None:
+    """--rho, or --epsilon with --delta: the one way every command takes a budget (read back
+    by ``_budget``)."""
+    budget = parser.add_argument_group(
+        f"privacy budget, {whose} (give --rho, or --epsilon and --delta)")
+    budget.add_argument("--rho", type=float, metavar="R", help="zCDP budget rho > 0")
+    budget.add_argument("--epsilon", type=float, metavar="E",
+                        help="(epsilon, delta)-DP budget epsilon > 0, with --delta")
+    budget.add_argument("--delta", type=float, metavar="D", help="delta in (0, 1), with --epsilon")
 
 
 def _budget(args: argparse.Namespace) -> dict[str, float]:
@@ -648,9 +655,7 @@ def _add_ledger(sub: argparse._SubParsersAction) -> None:
                               description="Create FILE (never overwriting one) with a total "
                               "budget: --rho (a zCDP ledger) or --epsilon with --delta.")
     init.add_argument("file", metavar="FILE")
-    init.add_argument("--rho", type=float, metavar="R", help="total zCDP budget")
-    init.add_argument("--epsilon", type=float, metavar="E", help="total epsilon, with --delta")
-    init.add_argument("--delta", type=float, metavar="D", help="total delta, with --epsilon")
+    _add_budget_arguments(init, "the ledger's total")
     init.set_defaults(run=_run_ledger_init)
     show = actions.add_parser("show", help="print a ledger's budget, releases and what remains",
                               description="Verify FILE and print its budget, each release and "
