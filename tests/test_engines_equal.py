@@ -149,7 +149,7 @@ def test_sparse_equals_memory(method, options, monkeypatch):
 
 
 @pytest.mark.parametrize("method,options", [("trimmed", {}), ("plan", {"centre": "median"}),
-                                            ("plan", {"variance": "gaussian"})])
+                                            ("plan", {"variance": "gaussian", "log_range": None})])
 def test_sparse_refuses_order_statistics_clearly(method, options):
     # Order statistics of sparse columns are dense n-long columns (and of baskets, all zero):
     # the sparse engine refuses them rather than densify.

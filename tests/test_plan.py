@@ -55,13 +55,19 @@ def test_plan_stays_close_to_iome_without_skew():
     assert np.mean(errors["plan"]) < 1.25 * np.mean(errors["iome"])
 
 
+ROTATED = {"centre domain", "centre"}
+SPREAD = {"variance spread", "variance"}
+
+
 @pytest.mark.parametrize("options,stages", [
-    ({}, {"centre", "variance", "threshold", "noise"}),
-    ({"std": 2.0}, {"centre", "threshold", "noise"}),
-    ({"quantile": "binary-search", "p": 1}, {"centre", "variance", "threshold", "noise"}),
+    ({}, {*ROTATED, *SPREAD, "threshold", "noise"}),
+    ({"std": 2.0}, {*ROTATED, "threshold", "noise"}),
+    ({"quantile": "binary-search", "p": 1}, {*ROTATED, *SPREAD, "threshold", "noise"}),
     ({"variance": "generic", "group_size": 4, "pairings": 2},
+     {*ROTATED, *SPREAD, "threshold", "noise"}),
+    ({"variance": "binary", "centre": "mean"}, {"centre", *SPREAD, "threshold", "noise"}),
+    ({"centre": "median", "log_range": None, "spread_share": 0},
      {"centre", "variance", "threshold", "noise"}),
-    ({"variance": "binary", "centre": "mean"}, {"centre", "variance", "threshold", "noise"}),
 ])
 def test_ledger_sums_to_rho_and_follows_the_shares(options, stages):
     x = np.random.default_rng(0).normal(0.0, 1.0, size=(3000, 8))
@@ -72,15 +78,22 @@ def test_ledger_sums_to_rho_and_follows_the_shares(options, stages):
     # 1/4 for preprocessing, then 1/4 of the remaining 3/4 for the threshold.
     assert result.ledger["threshold"] == pytest.approx(0.8 * 0.75 * 0.25)
     assert result.ledger["noise"] == pytest.approx(0.8 * 0.75 * 0.75)
+    centre = sum(result.ledger[stage] for stage in ROTATED if stage in result.ledger)
     if "variance" in stages:
-        assert result.ledger["centre"] == pytest.approx(0.8 * 0.25 * 0.25)
+        # 1/4 of the preprocessing for the centre; 1/16 of the rest for the spread, if any.
+        assert centre == pytest.approx(0.8 * 0.25 * 0.25)
+        spread = 1 / 16 if "variance spread" in stages else 0.0
+        assert result.ledger["variance"] == pytest.approx(0.8 * 0.25 * 0.75 * (1 - spread))
+    else:
+        assert centre == pytest.approx(0.8 * 0.25)
 
 
 def test_noscale_ledger_and_shares():
     x = np.random.default_rng(0).normal(0.0, 1.0, size=(3000, 8))
     result = dpmean.mean(x, rho=1.0, method="plan-noscale", bounds=(-10, 10), random_state=1,
                          preprocess_share=0.2, threshold_share=0.3)
-    assert result.ledger == pytest.approx({"centre": 0.2, "threshold": 0.24, "noise": 0.56})
+    assert result.ledger == pytest.approx({"centre domain": 0.2 / 16, "centre": 0.2 * 15 / 16,
+                                           "threshold": 0.24, "noise": 0.56})
 
 
 def test_noscale_is_not_the_private_median():

@@ -163,21 +163,15 @@ class ShiftedClippedMean(ClippedMean):
         self.bucket = None if bucket is None else check_positive(bucket, "bucket")
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        centre = self.rho * self.centre_share
         rest = self.rho * (1.0 - self.centre_share)
-        spend = {"threshold": rest * self.threshold_share,
-                 "noise": rest * (1.0 - self.threshold_share)}
-        if self.narrows(n, d):
-            return {"centre domain": centre * DOMAIN_SHARE,
-                    "centre": centre * (1.0 - DOMAIN_SHARE), **spend}
-        return {"centre": centre, **spend}
+        return {**centre_stages(self._geometry(n, *self.box(n, d)), n,
+                                self.rho * self.centre_share, self.beta, self.median_steps),
+                "threshold": rest * self.threshold_share,
+                "noise": rest * (1.0 - self.threshold_share)}
 
     def narrows(self, n: int, d: int) -> bool:
         """Whether the release narrows the median domains first (see the class notes): public."""
-        geometry = self._geometry(n, *self.box(n, d))
-        most = geometry.full_median_steps(n, self.beta, self.median_steps)
-        return reliable_median_steps(n, geometry.d_pad, self.rho * self.centre_share,
-                                     self.beta, most) < most
+        return "centre domain" in self.budget_plan(n, d)
 
     def quantizer(self, n: int, lo: np.ndarray, hi: np.ndarray) -> Quantizer | None:
         """The rounding grid of the quantized path (None on the real-valued path)."""
@@ -215,24 +209,9 @@ class ShiftedClippedMean(ClippedMean):
         base = View(preclip=self.preclip(n, geometry.d), quantizer=quantizer, rotation=rotation)
 
         mid_rotated = rotation.apply(geometry.mid)
-        centre_lo, centre_hi = geometry.centre_domain(mid_rotated, n, self.beta)
-        reach = None
-        if "centre domain" in budget:
-            reach = private_reach(
-                engine, base.with_shift(mid_rotated), geometry.box_radius,
-                steps=self.median_steps, rho=budget["centre domain"], ledger=ledger, rng=rng,
-                secure=self.secure_noise, beta=self.beta)
-            half = reach * rotated_spread(geometry.d_pad, n, self.beta)
-            narrow_lo, narrow_hi = mid_rotated - half, mid_rotated + half
-            if quantizer is not None:  # Algorithm 1 searches integers: round outward
-                narrow_lo, narrow_hi = np.floor(narrow_lo), np.ceil(narrow_hi)
-            centre_lo = np.maximum(centre_lo, narrow_lo)
-            centre_hi = np.minimum(centre_hi, narrow_hi)
-        centre = private_centre(
-            engine, base, centre_lo, centre_hi, steps=None if quantizer else self.median_steps,
-            rho=budget["centre"], ledger=ledger, rng=rng, secure=self.secure_noise,
-            beta=self.beta)
-        centre = geometry.settle_centre(centre)
+        centre, reach = rotated_centre(engine, geometry, base, mid_rotated, budget, ledger, rng,
+                                       steps=self.median_steps, beta=self.beta,
+                                       secure=self.secure_noise)
 
         view = base.with_shift(centre)
         norm_bound = geometry.shifted_norm_bound(mid_rotated, centre)
@@ -314,6 +293,45 @@ class _Geometry:
         if self.quantizer is not None:
             return self.norm_bound_public
         return self.box_radius + float(np.linalg.norm(mid_rotated - centre))
+
+
+def centre_stages(geometry: _Geometry, n: int, rho: float, beta: float,
+                  median_steps: int, always_narrow: bool = False) -> dict[str, float]:
+    """How ``rotated_centre`` splits its budget ``rho``: all of it to the medians, or
+    ``DOMAIN_SHARE`` first to narrowing their domains when the budget leaves the medians fewer
+    reliable halvings than a full search makes (public: n, the box, rho, beta, the steps)."""
+    most = geometry.full_median_steps(n, beta, median_steps)
+    if always_narrow or reliable_median_steps(n, geometry.d_pad, rho, beta, most) < most:
+        return {"centre domain": rho * DOMAIN_SHARE, "centre": rho * (1.0 - DOMAIN_SHARE)}
+    return {"centre": rho}
+
+
+def rotated_centre(
+    engine: Engine, geometry: _Geometry, base: View, mid_rotated: np.ndarray,
+    budget: dict[str, float], ledger: PrivacyLedger, rng: np.random.Generator, *,
+    steps: int, beta: float, secure: bool = False,
+) -> tuple[np.ndarray, float | None]:
+    """IOME's private centre in the rotated space of ``base`` (section 3.3, with the narrowed
+    median domains of ``ShiftedClippedMean``): the stages ``centre_stages`` planned, charged to
+    "centre domain" (if planned) and "centre". Returns (centre, private reach or None)."""
+    n = engine.n
+    quantizer = geometry.quantizer
+    centre_lo, centre_hi = geometry.centre_domain(mid_rotated, n, beta)
+    reach = None
+    if "centre domain" in budget:
+        reach = private_reach(
+            engine, base.with_shift(mid_rotated), geometry.box_radius, steps=steps,
+            rho=budget["centre domain"], ledger=ledger, rng=rng, secure=secure, beta=beta)
+        half = reach * rotated_spread(geometry.d_pad, n, beta)
+        narrow_lo, narrow_hi = mid_rotated - half, mid_rotated + half
+        if quantizer is not None:  # Algorithm 1 searches integers: round outward
+            narrow_lo, narrow_hi = np.floor(narrow_lo), np.ceil(narrow_hi)
+        centre_lo = np.maximum(centre_lo, narrow_lo)
+        centre_hi = np.minimum(centre_hi, narrow_hi)
+    centre = private_centre(
+        engine, base, centre_lo, centre_hi, steps=None if quantizer else steps,
+        rho=budget["centre"], ledger=ledger, rng=rng, secure=secure, beta=beta)
+    return geometry.settle_centre(centre), reach
 
 
 class _BallGeometry(_Geometry):

@@ -12,20 +12,29 @@ from ..engines import Engine, SparseEngine
 from ..errors import InvalidParameterError
 from ..mechanisms import exponential_quantile, rank_error_bound
 from ..mechanisms.column_quantiles import check_quantile_method, column_quantiles
-from ..transforms import IDENTITY, View
-from ..validation import check_fraction, check_number, check_steps
+from ..transforms import IDENTITY, RandomRotation, View
+from ..validation import check_fraction, check_number, check_positive, check_steps
 from .base import MeanEstimator
 from .clipped import noisy_clipped_mean, private_centre, private_radius
+from .iome import _Geometry, centre_stages, rotated_centre
 from .variance import (
     bernoulli_floor,
     bernoulli_std,
     known_std,
-    noisy_mean,
+    pair_median_resolves,
     pair_std,
+    pooled_noisy_mean,
     quantile_width,
 )
 
-CENTRES = ("auto", "median", "mean")
+CENTRES = ("auto", "rotated", "median", "mean")
+CENTRE_STAGES = ("centre domain", "centre")
+VARIANCE_STAGES = ("variance spread", "variance")
+# How far below the top of a variance search its log domain reaches (nats): variances down to
+# e^-46 = 1e-20 of the box's (or the private spread's) are told apart.
+LOG_RANGE = 46.0
+# The share of the variance budget spent on the private spread that tops every variance search.
+SPREAD_SHARE = 1.0 / 16.0
 VARIANCES = ("auto", "gaussian", "generic", "binary")
 
 
@@ -72,14 +81,22 @@ class _PlanBase(MeanEstimator):
         self.steps = check_steps(steps, "steps")
         self.beta = check_fraction(beta, "beta")
 
-    def preprocess_stages(self, rho_pre: float) -> dict[str, float]:
+    def preprocess_stages(self, rho_pre: float, n: int, d: int) -> dict[str, float]:
         """How the preprocessing budget splits into stages."""
-        return {"centre": rho_pre}
+        return self.centre_budget(rho_pre, n, d)
+
+    def centre_budget(self, rho: float, n: int, d: int) -> dict[str, float]:
+        """The centre's stages: "centre", and "centre domain" when the rotated centre narrows
+        its median domains first (public: n, d, the box, rho)."""
+        if self.centre not in ("auto", "rotated"):
+            return {"centre": rho}
+        return centre_stages(_Geometry(None, *self.box(n, d)), n, rho, self.beta, self.steps,
+                             always_narrow=True)
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         rest = self.rho * (1.0 - self.preprocess_share)
         return {
-            **self.preprocess_stages(self.rho * self.preprocess_share),
+            **self.preprocess_stages(self.rho * self.preprocess_share, n, d),
             "threshold": rest * self.threshold_share,
             "noise": rest * (1.0 - self.threshold_share),
         }
@@ -100,7 +117,21 @@ class _PlanBase(MeanEstimator):
     def _centre_kind(self, engine: Engine) -> str:
         if self.centre != "auto":
             return self.centre
-        return "mean" if isinstance(engine, SparseEngine) else "median"
+        return "mean" if isinstance(engine, SparseEngine) else "rotated"
+
+    def rotated_median_centre(
+        self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """IOME's centre (``rotated_centre``): private medians of the randomly rotated
+        coordinates on narrowed domains, rotated back."""
+        geometry = _Geometry(None, engine.lo, engine.hi)
+        rotation = RandomRotation.draw(geometry.d, rng, normalized=True)
+        base = View(rotation=rotation)
+        centre, _ = rotated_centre(engine, geometry, base, rotation.apply(geometry.mid), budget,
+                                   ledger, rng, steps=self.steps, beta=self.beta,
+                                   secure=self.secure_noise)
+        return base.with_shift(centre).restore(np.zeros(geometry.d_pad))
 
     def private_medians(
         self, engine: Engine, rho: float, ledger: PrivacyLedger, rng: np.random.Generator,
@@ -119,8 +150,9 @@ class _PlanBase(MeanEstimator):
     ) -> tuple[np.ndarray, np.ndarray]:
         """The private centre, and the standard deviations the scaling uses."""
         if self._centre_kind(engine) == "mean":
-            centre = noisy_mean(engine, rho=budget["centre"], ledger=ledger, rng=rng,
-                                stage="centre")
+            centre = pooled_noisy_mean(engine, budget, CENTRE_STAGES, ledger=ledger, rng=rng)
+        elif self._centre_kind(engine) == "rotated":
+            centre = self.rotated_median_centre(engine, budget, ledger, rng)
         else:
             centre = self.private_medians(engine, budget["centre"], ledger, rng)
         return np.clip(centre, engine.lo, engine.hi), np.ones(engine.d)
@@ -205,7 +237,8 @@ class PrivateLimitAdaptedNoise(_PlanBase):
     def __init__(
         self, rho: float | None = None, *, p: float = 2.0, variance: str = "auto",
         std: Any = None, centre_share: float = 0.25, group_size: int = 1, pairings: int = 1,
-        regularise: bool = True, **options: Any,
+        regularise: bool = True, log_range: float | None = LOG_RANGE,
+        spread_share: float = SPREAD_SHARE, **options: Any,
     ) -> None:
         super().__init__(rho, **options)
         self.p = check_number(p, "p")
@@ -220,12 +253,32 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         self.group_size = check_steps(group_size, "group_size")
         self.pairings = check_steps(pairings, "pairings")
         self.regularise = bool(regularise)
+        self.log_range = None if log_range is None else check_positive(log_range, "log_range")
+        self.spread_share = 0.0 if not spread_share else check_fraction(spread_share,
+                                                                         "spread_share")
 
-    def preprocess_stages(self, rho_pre: float) -> dict[str, float]:
+    def estimates_variances(self, n: int, d: int, rho_var: float) -> bool:
+        """Whether the variance stages run (public: n, d, the budget). Not with known ``std``;
+        on the log search (``log_range``), only where ``pair_median_resolves``: below that the
+        whole preprocessing share goes to the centre and the scale is uniform, i.e. PLAN
+        without scaling, which is what noisy variances would cost more than they gain against."""
         if self.std is not None:
-            return {"centre": rho_pre}
-        return {"centre": rho_pre * self.centre_share,
-                "variance": rho_pre * (1.0 - self.centre_share)}
+            return False
+        if self.log_range is None:
+            return True
+        return pair_median_resolves(n, d, rho_var * (1.0 - self.spread_share),
+                                    log_range=self.log_range, beta=self.beta,
+                                    group_size=self.group_size, pairings=self.pairings)
+
+    def preprocess_stages(self, rho_pre: float, n: int, d: int) -> dict[str, float]:
+        rho_var = rho_pre * (1.0 - self.centre_share)
+        if not self.estimates_variances(n, d, rho_var):
+            return self.centre_budget(rho_pre, n, d)
+        stages = self.centre_budget(rho_pre * self.centre_share, n, d)
+        if self.spread_share:
+            stages["variance spread"] = rho_var * self.spread_share
+        stages["variance"] = rho_var * (1.0 - self.spread_share)
+        return stages
 
     def minimum_rows(
         self, n: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float]
@@ -244,28 +297,30 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         if self.std is not None:
             centre, _ = super().centre_and_std(engine, budget, ledger, rng)
             return centre, known_std(self.std, engine.d)
+        if "variance" not in budget:  # the budget cannot resolve variances: a uniform scale
+            centre, _ = super().centre_and_std(engine, budget, ledger, rng)
+            return centre, np.ones(engine.d)
         kind = self._variance_kind(engine)
         if kind != "binary":
             centre, _ = super().centre_and_std(engine, budget, ledger, rng)
             std = pair_std(engine, rho=budget["variance"], ledger=ledger, rng=rng,
                            group_size=self.group_size, pairings=self.pairings,
                            wilson_hilferty=kind == "gaussian", quantile=self.quantile,
-                           steps=self.steps)
+                           steps=self.steps, log_range=self.log_range,
+                           spread_rho=budget.get("variance spread"))
             return centre, std
-        if self._centre_kind(engine) == "mean":
-            first = noisy_mean(engine, rho=budget["centre"], ledger=ledger, rng=rng,
-                               stage="centre")
-            frequencies = noisy_mean(engine, rho=budget["variance"], ledger=ledger, rng=rng,
-                                     stage="variance")
-            # Inverse-variance weights: noise variances are proportional to 1 / rho.
-            share = budget["centre"] / (budget["centre"] + budget["variance"])
-            frequencies = share * first + (1.0 - share) * frequencies
+        # Binary data: every preprocessing stage but a median centre releases the noisy
+        # frequencies, averaged with inverse-variance weights (noise variance ~ 1 / rho), as
+        # accurate as one release with their sum (post-processing).
+        mean_centre = self._centre_kind(engine) == "mean"
+        frequencies = pooled_noisy_mean(
+            engine, budget, (*(CENTRE_STAGES if mean_centre else ()), *VARIANCE_STAGES),
+            ledger=ledger, rng=rng)
+        if mean_centre:
             centre = np.clip(frequencies, engine.lo, engine.hi)
         else:
             centre = np.clip(self.private_medians(engine, budget["centre"], ledger, rng),
                              engine.lo, engine.hi)
-            frequencies = noisy_mean(engine, rho=budget["variance"], ledger=ledger, rng=rng,
-                                     stage="variance")
         std = bernoulli_std(frequencies, engine.lo, engine.hi, bernoulli_floor(engine.d))
         return centre, std
 

@@ -13,7 +13,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..engines import Engine
 from ..errors import InvalidParameterError
-from ..mechanisms import gaussian_mechanism
+from ..mechanisms import exponential_quantile, gaussian_mechanism
 from ..mechanisms.column_quantiles import column_quantiles
 from ..mechanisms.exponential import columns_per_draw
 from ..transforms import IDENTITY
@@ -38,6 +38,7 @@ def pair_std(
     engine: Engine, *, rho: float, ledger: PrivacyLedger, rng: np.random.Generator,
     group_size: int = 1, pairings: int = 1, wilson_hilferty: bool = True,
     quantile: str = "exponential", steps: int = 20, stage: str = "variance",
+    log_range: float | None = None, spread_rho: float | None = None,
 ) -> np.ndarray:
     """Private standard deviation of every coordinate from differences of random row pairs.
 
@@ -80,13 +81,72 @@ def pair_std(
                 groups, group_size, diff.shape[1]).mean(axis=1) for diff in diffs]
             yield cols, np.concatenate(pooled)
 
-    width = engine.hi - engine.lo
-    median = column_quantiles(pooled_blocks(), engine.d, 0.5, 0.0, 0.5 * width**2,
+    top = 0.5 * (engine.hi - engine.lo) ** 2
+    if spread_rho is not None:
+        top = np.minimum(top, pair_spread(engine, orders[0], rho=spread_rho, ledger=ledger,
+                                          rng=rng, log_range=log_range,
+                                          stage=f"{stage} spread"))
+    lo, blocks = 0.0, pooled_blocks()
+    if log_range is not None:
+        # The median of log(max(v, floor)) is log of the median of v (a monotone map keeps
+        # every rank, so the sensitivity and the cost do not change); only the search measure
+        # changes, from uniform in v to uniform in log v.
+        floor = top * np.exp(-log_range)
+        lo, top = np.log(floor), np.log(top)
+        blocks = ((cols, np.log(np.maximum(v, floor[cols]))) for cols, v in blocks)
+    median = column_quantiles(blocks, engine.d, 0.5, lo, top,
                               rho_each=rho / engine.d, rng=rng, ledger=ledger, stage=stage,
                               method=quantile, steps=steps, sensitivity=pairings)
+    if log_range is not None:
+        median = np.exp(median)
     if wilson_hilferty:
         median = median / wilson_hilferty_factor(group_size)
     return np.sqrt(median)
+
+
+def pair_median_resolves(n: int, d: int, rho: float, *, log_range: float, beta: float,
+                         group_size: int = 1, pairings: int = 1) -> bool:
+    """Whether ``pair_std`` on log pair values can place its d medians: public (n, d, rho).
+
+    Each coordinate's exponential mechanism (eps = sqrt(8 rho / d), exponent divided by
+    ``pairings``) over m = pairings * floor(n / 2 / group_size) group values puts at most
+    (W / w) exp(-eps m / 4) of its mass, relative to the nat-wide middle of the data, on the
+    empty ends of its domain (W = ``log_range`` nats wide, at rank distance >= m / 2 from the
+    median). We ask that to be at most ``beta``: eps m / 4 >= ln(log_range / beta). Below
+    that, noisy variances are mostly noise and scaling by them costs more than it gains.
+    """
+    eps = np.sqrt(8.0 * rho / d) / pairings
+    m = pairings * ((n // 2) // group_size)
+    return bool(eps * m / 4.0 >= np.log(log_range / beta))
+
+
+def pair_spread(
+    engine: Engine, order: np.ndarray, *, rho: float, ledger: PrivacyLedger,
+    rng: np.random.Generator, log_range: float | None = None, q: float = 0.75,
+    stage: str = "variance spread",
+) -> float:
+    """A private upper bound on every coordinate's median pair value: the private q-quantile
+    (q = 3/4) of the pairs' half squared distances s = ||a - b||^2 / 2 (pairs of ``order``).
+
+    Each coordinate's pair value (a_j - b_j)^2 / 2 is at most s, so its median is at most the
+    median of s, and the 3/4-quantile leaves a margin of n/8 ranks for the mechanism's error.
+    Bounding the per-coordinate searches by it (instead of the box's (hi - lo)^2 / 2) takes
+    the empty top of a loose box out of their domains, and caps any noisy variance by the
+    total variance of the data. One exponential mechanism on [0, ||hi - lo||^2 / 2] (on log s
+    over ``log_range`` nats below the top when given): a row sits in one pair, so replacing
+    it moves one value, sensitivity 1. Budget: ``rho`` charged to ``stage``.
+    """
+    squared = np.zeros(engine.n // 2)
+    for _, diffs in engine.pair_difference_blocks(IDENTITY, [order], engine.column_width()):
+        squared += 0.5 * np.einsum("ij,ij->i", diffs[0], diffs[0])
+    top = 0.5 * float(np.sum((engine.hi - engine.lo) ** 2))
+    if log_range is None:
+        return float(exponential_quantile(squared, q, 0.0, top, rho=rho, rng=rng,
+                                          ledger=ledger, stage=stage)[0])
+    floor = top * np.exp(-log_range)
+    found = exponential_quantile(np.log(np.maximum(squared, floor)), q, np.log(floor),
+                                 np.log(top), rho=rho, rng=rng, ledger=ledger, stage=stage)
+    return float(np.exp(found[0]))
 
 
 def noisy_mean(
@@ -98,6 +158,20 @@ def noisy_mean(
     sensitivity = float(np.linalg.norm(engine.hi - engine.lo)) / engine.n
     return gaussian_mechanism(engine.clipped_sum(IDENTITY, np.inf) / engine.n, sensitivity, rho,
                               rng, ledger=ledger, stage=stage)
+
+
+def pooled_noisy_mean(
+    engine: Engine, budget: dict[str, float], stages: tuple[str, ...], *,
+    ledger: PrivacyLedger, rng: np.random.Generator,
+) -> np.ndarray:
+    """``noisy_mean`` released once for each of ``stages`` that ``budget`` plans, averaged with
+    inverse-variance weights (noise variance ~ 1 / rho): as accurate as one release with their
+    summed budget (post-processing). Each stage is charged its own plan."""
+    stages = tuple(stage for stage in stages if stage in budget)
+    releases = np.array([noisy_mean(engine, rho=budget[stage], ledger=ledger, rng=rng,
+                                    stage=stage) for stage in stages])
+    weights = np.array([budget[stage] for stage in stages])
+    return np.tensordot(weights / weights.sum(), releases, axes=1)
 
 
 def bernoulli_floor(d: int) -> float:
