@@ -15,6 +15,7 @@ from .errors import (
     BudgetExceededError,
     DPMeanError,
     InsufficientDataWarning,
+    SecureNoiseWarning,
     InvalidDataError,
     InvalidParameterError,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "GRSKnownVar",
     "GRSUnkVar",
     "InsufficientDataWarning",
+    "SecureNoiseWarning",
     "InvalidDataError",
     "InvalidParameterError",
     "LocalIOME",

@@ -55,6 +55,7 @@ class _PlanBase(MeanEstimator):
     """
 
     supports_sparse = True
+    supports_secure_noise = True
 
     def __init__(
         self, rho: float | None = None, *, preprocess_share: float = 0.25,
@@ -108,10 +109,12 @@ class _PlanBase(MeanEstimator):
         """Coordinate-wise private medians on the box, ``rho`` in total (stage "centre")."""
         if self.quantile == "binary-search":
             return private_centre(engine, IDENTITY, engine.lo, engine.hi, steps=self.steps,
-                                  rho=rho, ledger=ledger, rng=rng, beta=self.beta)
+                                  rho=rho, ledger=ledger, rng=rng, beta=self.beta,
+                                  secure=self.secure_noise)
         columns = engine.column_blocks(IDENTITY, quantile_width(engine, engine.n))
         return column_quantiles(columns, engine.d, 0.5, engine.lo, engine.hi,
-                                rho_each=rho / engine.d, rng=rng, ledger=ledger, stage="centre")
+                                rho_each=rho / engine.d, rng=rng, ledger=ledger, stage="centre",
+                                secure=self.secure_noise)
 
     def centre_and_std(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
@@ -120,7 +123,7 @@ class _PlanBase(MeanEstimator):
         """The private centre, and the standard deviations the scaling uses."""
         if self._centre_kind(engine) == "mean":
             centre = noisy_mean(engine, rho=budget["centre"], ledger=ledger, rng=rng,
-                                stage="centre")
+                                stage="centre", secure=self.secure_noise)
         else:
             centre = self.private_medians(engine, budget["centre"], ledger, rng)
         return np.clip(centre, engine.lo, engine.hi), np.ones(engine.d)
@@ -152,9 +155,10 @@ class _PlanBase(MeanEstimator):
                                                 ledger=ledger, stage="threshold")[0])
         else:
             radius = private_radius(engine, view, q * n, bound, steps=self.steps,
-                                    rho=budget["threshold"], ledger=ledger, rng=rng)
+                                    rho=budget["threshold"], ledger=ledger, rng=rng,
+                                    secure=self.secure_noise)
         noisy, noise_std = noisy_clipped_mean(engine, view, radius, rho=budget["noise"],
-                                              ledger=ledger, rng=rng)
+                                              ledger=ledger, rng=rng, secure=self.secure_noise)
         diagnostics = {"threshold": radius, "target_quantile": q, "norm_bound": bound,
                        "noise_std": noise_std, "centre": centre}
         if scale is not None:
@@ -250,13 +254,13 @@ class PrivateLimitAdaptedNoise(_PlanBase):
             std = pair_std(engine, rho=budget["variance"], ledger=ledger, rng=rng,
                            group_size=self.group_size, pairings=self.pairings,
                            wilson_hilferty=kind == "gaussian", quantile=self.quantile,
-                           steps=self.steps)
+                           steps=self.steps, secure=self.secure_noise)
             return centre, std
         if self._centre_kind(engine) == "mean":
             first = noisy_mean(engine, rho=budget["centre"], ledger=ledger, rng=rng,
-                               stage="centre")
+                               stage="centre", secure=self.secure_noise)
             frequencies = noisy_mean(engine, rho=budget["variance"], ledger=ledger, rng=rng,
-                                     stage="variance")
+                                     stage="variance", secure=self.secure_noise)
             # Inverse-variance weights: noise variances are proportional to 1 / rho.
             share = budget["centre"] / (budget["centre"] + budget["variance"])
             frequencies = share * first + (1.0 - share) * frequencies
@@ -265,7 +269,7 @@ class PrivateLimitAdaptedNoise(_PlanBase):
             centre = np.clip(self.private_medians(engine, budget["centre"], ledger, rng),
                              engine.lo, engine.hi)
             frequencies = noisy_mean(engine, rho=budget["variance"], ledger=ledger, rng=rng,
-                                     stage="variance")
+                                     stage="variance", secure=self.secure_noise)
         std = bernoulli_std(frequencies, engine.lo, engine.hi, bernoulli_floor(engine.d))
         return centre, std
 

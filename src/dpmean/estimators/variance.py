@@ -38,6 +38,7 @@ def pair_std(
     engine: Engine, *, rho: float, ledger: PrivacyLedger, rng: np.random.Generator,
     group_size: int = 1, pairings: int = 1, wilson_hilferty: bool = True,
     quantile: str = "exponential", steps: int = 20, stage: str = "variance",
+    secure: bool = False,
 ) -> np.ndarray:
     """Private standard deviation of every coordinate from differences of random row pairs.
 
@@ -83,7 +84,8 @@ def pair_std(
     width = engine.hi - engine.lo
     median = column_quantiles(pooled_blocks(), engine.d, 0.5, 0.0, 0.5 * width**2,
                               rho_each=rho / engine.d, rng=rng, ledger=ledger, stage=stage,
-                              method=quantile, steps=steps, sensitivity=pairings)
+                              method=quantile, steps=steps, sensitivity=pairings,
+                              secure=secure)
     if wilson_hilferty:
         median = median / wilson_hilferty_factor(group_size)
     return np.sqrt(median)
@@ -91,13 +93,14 @@ def pair_std(
 
 def noisy_mean(
     engine: Engine, *, rho: float, ledger: PrivacyLedger, rng: np.random.Generator, stage: str,
+    secure: bool = False,
 ) -> np.ndarray:
     """The Gaussian mechanism on the plain mean of the clamped rows (for binary data: the item
     frequencies). Sensitivity under replace-one: ||hi - lo||_2 / n (sqrt(d) / n for baskets in
     {0, 1}^d), the most one row can move the mean. Budget: ``rho`` charged to ``stage``."""
     sensitivity = float(np.linalg.norm(engine.hi - engine.lo)) / engine.n
     return gaussian_mechanism(engine.clipped_sum(IDENTITY, np.inf) / engine.n, sensitivity, rho,
-                              rng, ledger=ledger, stage=stage)
+                              rng, ledger=ledger, stage=stage, secure=secure)
 
 
 def bernoulli_floor(d: int) -> float:
@@ -119,12 +122,12 @@ def bernoulli_std(
 
 def binary_std(
     engine: Engine, *, rho: float, ledger: PrivacyLedger, rng: np.random.Generator,
-    floor: float | None = None, stage: str = "variance",
+    floor: float | None = None, stage: str = "variance", secure: bool = False,
 ) -> np.ndarray:
     """Private standard deviations for binary data (PLAN sec. 7.1): per-item frequencies by the
     Gaussian mechanism (``noisy_mean``, budget ``rho`` on ``stage``), then ``bernoulli_std``
     with ``floor`` (default ``bernoulli_floor(d)``). Works on the SparseEngine in O(nnz + d)."""
-    frequencies = noisy_mean(engine, rho=rho, ledger=ledger, rng=rng, stage=stage)
+    frequencies = noisy_mean(engine, rho=rho, ledger=ledger, rng=rng, stage=stage, secure=secure)
     floor = bernoulli_floor(engine.d) if floor is None else floor
     return bernoulli_std(frequencies, engine.lo, engine.hi, floor)
 
