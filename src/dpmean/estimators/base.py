@@ -99,6 +99,26 @@ class MeanEstimator(ABC):
             budget_rho = gaussian_rho_for_approx_dp(epsilon, delta)
         return Budget("zCDP", rho=budget_rho, epsilon=epsilon, delta=delta)
 
+    def privacy_events(self) -> list:
+        """The release as an (epsilon, delta) accountant composes it (``dpmean.pld`` events),
+        from the granted budget alone (no data): what a ``Session`` records for each release.
+
+        Estimators made only of continuous Gaussian stages (``gaussian_stages``, without secure
+        noise) are one ``GaussianEvent`` of their total rho: their stages, of rho_j each
+        (noise multiplier sigma_j / Delta_j = 1 / sqrt(2 rho_j)), compose exactly to
+        sqrt(2 rho)-GDP (Dong-Roth-Su 2019, Cor. 3.3), so one event carries all the accountant
+        needs; a ledger that spends less than granted is dominated by it. Everything else is
+        accounted by its notion (``pld.budget_events``): a ``ZCDPEvent`` (the discrete Gaussian,
+        exponential mechanisms, smooth-sensitivity noise), ``ApproxDPEvent`` or
+        ``PureDPEvent``.
+        """
+        from ..pld import GaussianEvent, budget_events
+
+        if self.budget.notion == "zCDP" and self.gaussian_stages and not self.secure_noise:
+            assert self.budget.rho is not None
+            return [GaussianEvent(self.budget.rho)]
+        return budget_events(self.budget)
+
     @property
     def rho(self) -> float:
         """The granted rho; only for estimators whose ledger is kept in rho."""
