@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import dpmean
-from dpmean import BudgetExceededError, InvalidParameterError, Session
-from dpmean import ledger_file
+from dpmean import BudgetExceededError, InvalidParameterError, Session, ledger_file
 from dpmean.accounting import zcdp_to_approx_dp
 from dpmean.budget import Budget
 from dpmean.estimators import MeanEstimator

@@ -15,9 +15,9 @@ from .errors import (
     BudgetExceededError,
     DPMeanError,
     InsufficientDataWarning,
-    SecureNoiseWarning,
     InvalidDataError,
     InvalidParameterError,
+    SecureNoiseWarning,
 )
 from .estimators import (
     ClippedMean,
