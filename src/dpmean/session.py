@@ -236,9 +236,11 @@ class Session:
         """``budget.total - spent``, never negative, in ``unit``.
 
         In a zCDP session it is the rho any further zCDP release may still take. In an
-        (epsilon, delta) session it is the epsilon not yet used under the current composition;
-        since zCDP releases are converted together, the next release's admissible epsilon or
-        rho is not simply this number: ``check`` says whether a given release fits.
+        (epsilon, delta) session it is the epsilon not yet used under the current (PLD)
+        composition at the session's delta; releases compose sub-additively there (Gaussian
+        ones add their rho and are converted together), so the next release's admissible
+        epsilon is not simply this number (it is usually more): ``check`` recomposes everything
+        with a given release and says whether it fits.
         """
         return max(0.0, self._budget.total - self.spent)
 
