@@ -63,6 +63,43 @@ def test_init_epsilon_delta_ledger(capsys, tmp_path, data):
     assert session.unit == "epsilon" and 0 < session.spent < 2
 
 
+def test_epsilon_delta_ledger_composes_gaussian_releases_exactly(capsys, tmp_path, data):
+    # Three (0.5, 1e-6) cm releases in a (1, 1e-6) ledger: basic composition fits none but
+    # the first (its deltas add up), the PLD accountant fits three (about 0.901), not four.
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 1, "--delta", 1e-6)
+    for _ in range(3):
+        assert estimate(capsys, data, ledger, "--epsilon", 0.5, "--delta", 1e-6)[0] == 0
+    before = ledger.read_bytes()
+    assert estimate(capsys, data, ledger, "--epsilon", 0.5, "--delta", 1e-6)[0] == 2
+    assert ledger.read_bytes() == before
+    saved = json.loads(before)["session"]
+    assert saved["version"] == 2
+    assert [r["events"][0]["kind"] for r in saved["releases"]] == ["gaussian"] * 3
+    code, out, _ = run(capsys, "ledger", "show", ledger)
+    assert code == 0 and out.count("accounted as gaussian(rho=") == 3
+    assert "spent: 0.901" in out
+
+
+def test_version_1_ledger_files_are_read(capsys, tmp_path, data):
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 2, "--delta", 1e-6)
+    assert estimate(capsys, data, ledger, "--rho", 0.05)[0] == 0
+    doc = json.loads(ledger.read_text())
+    session = doc["session"]
+    # As the version-1 code wrote it: no events, the total by CKS conversion.
+    from dpmean.accounting import zcdp_to_approx_dp
+
+    del session["releases"][0]["events"]
+    session["version"] = 1
+    session["spent"] = zcdp_to_approx_dp(0.05, 1e-6)
+    ledger.write_text(json.dumps(_rehash(doc)))
+    code, out, _ = run(capsys, "ledger", "show", ledger)
+    assert code == 0 and "accounted as zCDP(rho=0.05)" in out
+    assert estimate(capsys, data, ledger, "--rho", 0.02)[0] == 0  # rewritten as version 2
+    assert json.loads(ledger.read_text())["session"]["version"] == 2
+
+
 def test_init_refuses_to_overwrite(capsys, tmp_path):
     ledger = tmp_path / "ledger.json"
     ledger.write_text("precious\n")

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
 
 import dpmean
-from dpmean import BudgetExceededError, InvalidParameterError, Session
+from dpmean import BudgetExceededError, InvalidParameterError, Session, ledger_file
 from dpmean.accounting import zcdp_to_approx_dp
 from dpmean.budget import Budget
 from dpmean.estimators import MeanEstimator
+from dpmean.pld import (
+    ApproxDPEvent,
+    GaussianEvent,
+    ZCDPEvent,
+    gaussian_delta,
+    gaussian_rho_for_approx_dp,
+)
 
 
 class Untouchable:
@@ -127,9 +135,11 @@ def test_incompatible_method_refused_before_reading():
 
 
 def test_approx_session_converts_the_summed_rho_once(x):
+    # plan has exponential-mechanism stages: its releases are zCDP events, summed and
+    # converted once with CKS (no exact PLD for them).
     session = Session(epsilon=2.0, delta=1e-6)
-    session.mean(x, rho=0.02, method="cm", bounds=(0, 1), random_state=0)
-    session.mean(x, rho=0.03, method="cm", bounds=(0, 1), random_state=1)
+    session.mean(x, rho=0.02, method="plan", bounds=(0, 1), random_state=0)
+    session.mean(x, rho=0.03, method="plan", bounds=(0, 1), random_state=1)
     expected = zcdp_to_approx_dp(0.05, 1e-6)
     assert session.spent == pytest.approx(expected)
     # Converting once beats converting each release and adding.
@@ -143,9 +153,10 @@ def test_approx_session_splits_delta_and_adds_epsilons():
     session.reserve("a", Budget.approx_dp(0.5, 4e-6))
     session.reserve("z", Budget.zcdp(0.05))
     expected = 0.5 + zcdp_to_approx_dp(0.05, 1e-5 - 4e-6)
-    assert session.spent == pytest.approx(expected)
+    # The CKS + basic composition bound; the PLD accountant may only be tighter.
+    assert expected * (1 - 1e-3) < session.spent <= expected
     session.reserve("p", Budget("pure-DP", epsilon=0.25))
-    assert session.spent == pytest.approx(expected + 0.25)
+    assert (expected + 0.25) * (1 - 1e-3) < session.spent <= expected + 0.25
     # The approximate-DP releases' deltas may not exceed the session's delta ...
     with pytest.raises(BudgetExceededError):
         session.reserve("a", Budget.approx_dp(0.01, 7e-6))
@@ -165,7 +176,9 @@ def test_approx_session_refuses_overspend_before_reading(x):
                  bounds=(0, 1), random_state=0)
     with pytest.raises(BudgetExceededError):
         session.mean(Untouchable(), rho=0.01, method="cm", bounds=(0, 1))
-    assert session.spent == pytest.approx(0.9)
+    # One (0.9, 1e-7) release at the session's delta 1e-6: its worst-case pair (Kairouz-Oh-
+    # Viswanath) is (0.8999987, 1e-6)-DP too, which the PLD accountant finds.
+    assert session.spent == pytest.approx(0.9, rel=1e-5) and session.spent <= 0.9
 
 
 def test_approx_session_refuses_tcdp():
@@ -200,7 +213,14 @@ def test_round_trip_and_tamper_detection(x):
         return copy
 
     for edit in (
-        lambda d: d.update(version=2),
+        lambda d: d.update(version=3),
+        lambda d: d["releases"][1].pop("events"),
+        lambda d: d["releases"][1].update(events=[{"kind": "gaussian", "rho": 0.01}]),
+        # valid events (cm with secure noise), but the recorded total no longer matches:
+        lambda d: d["releases"][1].update(events=[{"kind": "zCDP", "rho": 0.05}]),
+        lambda d: d["releases"][0].update(events=[{"kind": "approx-DP", "epsilon": 0.1,
+                                                   "delta": 4e-6, "count": 1}]),
+        lambda d: d["releases"][0].update(events="none"),
         lambda d: d.update(spent=0.1),
         lambda d: d["releases"].pop(),
         lambda d: d["releases"][0].update(spent=-1.0),
@@ -217,3 +237,137 @@ def test_round_trip_and_tamper_detection(x):
 def test_session_is_exported():
     assert dpmean.Session is Session
     assert "Session" in dpmean.__all__
+
+
+# ------------------------------------------------------------------------------------------
+# (epsilon, delta) sessions compose in the PLD accountant
+
+
+def _gdp_epsilon(rho, delta):
+    """Independently of the session: the epsilon at which sqrt(2 rho)-GDP has this delta."""
+    from scipy.optimize import brentq
+
+    mu = math.sqrt(2.0 * rho)
+    return brentq(lambda e: math.log(gaussian_delta(mu, e)) - math.log(delta), 1e-9, 5.0,
+                  xtol=1e-13)
+
+
+def test_two_gaussian_releases_compose_exactly_below_basic_composition(x):
+    session = Session(epsilon=1.0, delta=1e-6)
+    first = session.mean(x, epsilon=0.5, delta=1e-6, method="cm", bounds=(0, 1),
+                         random_state=0)
+    second = session.mean(x, epsilon=0.5, delta=1e-6, method="iome", bounds=(0, 1),
+                          random_state=1)
+    assert [r.events for r in session.ledger] == [(GaussianEvent(first.rho),),
+                                                  (GaussianEvent(second.rho),)]
+    # Gaussian stages compose exactly: sqrt(2 (rho_1 + rho_2))-GDP.
+    composed = _gdp_epsilon(first.rho + second.rho, 1e-6)
+    assert session.spent == pytest.approx(composed, rel=1e-6)
+    assert session.spent >= composed * (1 - 1e-9)  # the bisection ends on the safe side
+    # Basic composition would need (1.0, 2e-6): over this session's delta; PLD: about 0.725.
+    assert session.spent < 0.75 < 0.5 + 0.5
+    # ... and the CKS conversion of the summed rho (the rule before) is looser too.
+    assert session.spent < 0.95 * zcdp_to_approx_dp(first.rho + second.rho, 1e-6)
+    assert session.remaining == pytest.approx(1.0 - composed, rel=1e-6)
+
+
+def test_a_release_that_overspends_under_pld_is_refused_before_reading(x):
+    session = Session(epsilon=1.0, delta=1e-6)
+    for seed in range(3):  # three (0.5, 1e-6) Gaussian releases compose to about 0.901
+        session.mean(x, epsilon=0.5, delta=1e-6, method="cm", bounds=(0, 1),
+                     random_state=seed)
+    assert session.spent == pytest.approx(_gdp_epsilon(3 * session.ledger[0].budget.rho, 1e-6),
+                                          rel=1e-6)
+    with pytest.raises(BudgetExceededError, match="before reading the data"):  # about 1.053
+        session.mean(Untouchable(), epsilon=0.5, delta=1e-6, method="cm", bounds=(0, 1))
+    assert len(session.ledger) == 3
+    # What remains is honest: the largest further Gaussian rho that fits, within 0.1%.
+    used = sum(r.budget.rho for r in session.ledger)
+    room = gaussian_rho_for_approx_dp(1.0, 1e-6) - used
+    session.check(Budget.zcdp(0.999 * room), [GaussianEvent(0.999 * room)], "cm")
+    with pytest.raises(BudgetExceededError):
+        session.check(Budget.zcdp(1.001 * room), [GaussianEvent(1.001 * room)], "cm")
+
+
+def test_secure_noise_and_non_gaussian_releases_are_zcdp_events(x):
+    session = Session(epsilon=2.0, delta=1e-6)
+    session.mean(x, rho=0.02, method="cm", bounds=(0, 1), random_state=0, secure_noise=True)
+    session.mean(x, rho=0.02, method="plan", bounds=(0, 1), random_state=0)
+    assert [r.events for r in session.ledger] == [(ZCDPEvent(0.02),), (ZCDPEvent(0.02),)]
+    # No exact PLD for them: the CKS conversion of the summed rho, as before.
+    assert session.spent == pytest.approx(zcdp_to_approx_dp(0.04, 1e-6))
+
+
+def test_events_must_match_the_budget_and_method():
+    session = Session(epsilon=2.0, delta=1e-6)
+    with pytest.raises(InvalidParameterError, match="do not match"):
+        session.reserve("plan", Budget.zcdp(0.1), [GaussianEvent(0.1)])  # plan: exponential
+    with pytest.raises(InvalidParameterError, match="do not match"):
+        session.reserve("cm", Budget.zcdp(0.1), [GaussianEvent(0.05)])
+    with pytest.raises(InvalidParameterError, match="do not match"):
+        session.reserve("m", Budget.approx_dp(0.5, 1e-7), [ApproxDPEvent(0.1, 1e-7)])
+    assert session.ledger == []
+    session.reserve("cm", Budget.zcdp(0.01), [GaussianEvent(0.01)])
+    session.reserve("cm", Budget.zcdp(0.01), [ZCDPEvent(0.01)])  # conservative, allowed
+    session.reserve("m", Budget.approx_dp(0.1, 1e-7))  # by its notion
+    assert session.ledger[2].events == (ApproxDPEvent(0.1, 1e-7),)
+
+
+def test_deltas_that_use_up_the_session_leave_no_room_for_gaussians():
+    session = Session(epsilon=3.0, delta=1e-5)
+    session.reserve("a", Budget.approx_dp(0.5, 1e-5))
+    with pytest.raises(BudgetExceededError):
+        session.reserve("cm", Budget.zcdp(1e-6), [GaussianEvent(1e-6)])
+    session.reserve("p", Budget("pure-DP", epsilon=0.5))  # pure DP adds no delta
+
+
+def test_round_trip_with_events_and_the_ledger_file(tmp_path, x):
+    session = Session(epsilon=3.0, delta=1e-5)
+    session.mean(x, epsilon=0.5, delta=1e-6, method="gaussian", bounds=(0, 1), random_state=0)
+    session.mean(x, rho=0.01, method="plan", bounds=(0, 1), random_state=0)
+    session.reserve("trimmed", Budget.approx_dp(0.3, 1e-7))
+    session.reserve("m", Budget("pure-DP", epsilon=0.2))
+    data = session.to_dict()
+    assert data["version"] == 2
+    assert [r["events"] for r in data["releases"]] == [
+        [{"kind": "gaussian", "rho": session.ledger[0].budget.rho}],
+        [{"kind": "zCDP", "rho": 0.01}],
+        [{"kind": "approx-DP", "epsilon": 0.3, "delta": 1e-7, "count": 1}],
+        [{"kind": "pure-DP", "epsilon": 0.2, "count": 1, "bounded_range": False}]]
+    again = Session.from_dict(json.loads(json.dumps(data)))
+    assert again.to_dict() == data
+    assert again.spent == session.spent
+    assert [r.events for r in again.ledger] == [r.events for r in session.ledger]
+    path = tmp_path / "ledger.json"
+    ledger_file.create(path, session)
+    assert ledger_file.read(path).to_dict() == data
+
+
+def _version_1(session_v2):
+    """What the version-1 code wrote for the same releases: no events, the CKS total."""
+    data = session_v2.to_dict()
+    for release in data["releases"]:
+        del release["events"]
+    data["version"] = 1
+    data["spent"] = session_v2._cks_epsilon([r.budget for r in session_v2.ledger])
+    return data
+
+
+def test_version_1_sessions_are_still_read_and_upgraded(x):
+    session = Session(epsilon=3.0, delta=1e-5)
+    session.mean(x, rho=0.05, method="cm", bounds=(0, 1), random_state=0)
+    session.reserve("trimmed", Budget.approx_dp(0.3, 1e-7))
+    old = _version_1(session)
+    loaded = Session.from_dict(old)
+    # Every old release is accounted by its notion (a zCDP event: version 1 did not record
+    # whether cm ran with secure noise), so the total is the old one or tighter, never looser.
+    assert loaded.ledger[0].events == (ZCDPEvent(0.05),)
+    assert loaded.spent <= old["spent"]
+    assert loaded.to_dict()["version"] == 2
+    assert Session.from_dict(loaded.to_dict()).to_dict() == loaded.to_dict()
+    # A version-1 total that does not match the version-1 rule is refused, as before.
+    with pytest.raises(InvalidParameterError, match="recorded total"):
+        Session.from_dict(old | {"spent": loaded.spent * 0.9})
+    # Version-1 releases cannot carry events; version-2 releases must.
+    with pytest.raises(InvalidParameterError, match="exactly the fields"):
+        Session.from_dict(old | {"releases": [dict(r, events=[]) for r in old["releases"]]})

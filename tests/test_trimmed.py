@@ -177,8 +177,7 @@ def test_user_settings_are_used_and_checked():
     for bad, message in [({"trim": 101}, "2 trim < n"), ({"trim": 0.5}, "below 0.5"),
                          ({"noise": "cauchy"}, "unknown noise"), ({"truncation": "both"}, "input"),
                          ({"smoothing": 0.3, "noise": "arsinh"}, "too large"),
-                         ({"smoothing": -1.0}, "smoothing"),
-                         ({"secure_noise": True}, "no secure-noise mode")]:
+                         ({"smoothing": -1.0}, "smoothing")]:
         with pytest.raises(InvalidParameterError, match=message):
             dpmean.mean(x, rho=0.5, method="trimmed", bounds=(-50, 1050), **bad)
 

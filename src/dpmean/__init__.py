@@ -17,6 +17,7 @@ from .errors import (
     InsufficientDataWarning,
     InvalidDataError,
     InvalidParameterError,
+    SecureNoiseWarning,
 )
 from .estimators import (
     ClippedMean,
@@ -52,6 +53,7 @@ __all__ = [
     "GRSKnownVar",
     "GRSUnkVar",
     "InsufficientDataWarning",
+    "SecureNoiseWarning",
     "InvalidDataError",
     "InvalidParameterError",
     "LocalIOME",

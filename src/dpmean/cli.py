@@ -28,7 +28,7 @@ from .errors import (
     InvalidParameterError,
 )
 from .io import load_data, write_bytes_atomic, write_text_atomic
-from .session import Session
+from .session import Session, event_to_dict, release_events
 
 EXIT_USAGE = 2
 # Files above this size are read by the chunked engine unless --engine says otherwise: the
@@ -193,7 +193,8 @@ def _run_estimate(args: argparse.Namespace) -> int:
     if args.ledger is not None:
         if not Path(args.input).exists():
             raise _UsageError(f"{args.input}: no such file (nothing was charged to the ledger)")
-        index, _ = ledger_file.reserve(args.ledger, estimator.method, estimator.budget)
+        index, _ = ledger_file.reserve(args.ledger, estimator.method, estimator.budget,
+                                       release_events(estimator))
     try:
         x = _open_input(args, engine)
         with warnings.catch_warnings():
@@ -671,14 +672,23 @@ def _run_ledger_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _describe_event(event: Any) -> str:
+    fields = event_to_dict(event)
+    kind = fields.pop("kind")
+    return f"{kind}(" + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                                  for k, v in fields.items()) + ")"
+
+
 def _run_ledger_show(args: argparse.Namespace) -> int:
     session = ledger_file.read(args.file)
     lines = [f"ledger {args.file}: budget {session.budget}"]
     if session.ledger:
         lines.append("releases:")
         for release in session.ledger:
+            accounted = ", ".join(_describe_event(e) for e in release.events)
             lines.append(f"  #{release.index}  {release.method:<12}  {release.budget}  "
-                         f"{release.status}  (spent {release.spent:.6g} {release.budget.unit})")
+                         f"{release.status}  (spent {release.spent:.6g} {release.budget.unit}; "
+                         f"accounted as {accounted})")
     else:
         lines.append("releases: none")
     lines.append(f"spent: {session.spent:.6g} {session.unit} (composed)")

@@ -29,3 +29,7 @@ class PrivacyAccountingError(DPMeanError, RuntimeError):
 class InsufficientDataWarning(UserWarning):
     """n is too small for the budget (a public check); the estimator released the zero vector."""
 
+
+class SecureNoiseWarning(UserWarning):
+    """``secure_noise=True`` was asked of an estimator none of whose stages is a Gaussian
+    mechanism (the trimmed mean's smooth-sensitivity noise): nothing in it is drawn exactly."""

@@ -30,6 +30,7 @@ from typing import Any
 from .budget import Budget
 from .errors import InvalidParameterError
 from .io import write_text_atomic
+from .pld import Event
 from .session import Session
 
 FORMAT = "dpmean-ledger"
@@ -146,15 +147,17 @@ def create(path: str | os.PathLike, session: Session) -> None:
         _write(path, session)
 
 
-def reserve(path: str | os.PathLike, method: str, budget: Budget) -> tuple[int, Session]:
+def reserve(path: str | os.PathLike, method: str, budget: Budget,
+            events: list[Event] | None = None) -> tuple[int, Session]:
     """Under the lock: re-read the ledger, check that a ``method`` release granted ``budget``
-    fits (BudgetExceededError, file untouched, if not), and charge it as "reserved". Returns
-    its index and the updated session."""
+    and accounted as ``events`` (``Session.reserve``; default: by its notion) fits
+    (BudgetExceededError, file untouched, if not), and charge it as "reserved". Returns its
+    index and the updated session."""
     path = Path(path)
     with locked(path):
         session = read(path)
         _pause()
-        index = session.reserve(method, budget)
+        index = session.reserve(method, budget, events)
         _write(path, session)
     return index, session
 

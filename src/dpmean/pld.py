@@ -77,13 +77,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from dp_accounting.pld import pld_pmf
-from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 from scipy import special
 from scipy.optimize import brentq
 from scipy.stats import binom
 
 from .accounting import _delta, _non_negative, _positive, approx_dp_to_zcdp
+from .budget import Budget
 from .errors import InvalidParameterError
 
 __all__ = [
@@ -91,6 +90,7 @@ __all__ = [
     "GaussianEvent",
     "PureDPEvent",
     "ZCDPEvent",
+    "budget_events",
     "calibrate_scale",
     "compose_delta",
     "compose_epsilon",
@@ -307,6 +307,28 @@ Event = GaussianEvent | PureDPEvent | ApproxDPEvent | ZCDPEvent
 _EVENT_TYPES = (GaussianEvent, PureDPEvent, ApproxDPEvent, ZCDPEvent)
 
 
+def budget_events(budget: Budget) -> list[Event]:
+    """The events a release granted ``budget`` is accounted as when nothing finer is known about
+    its mechanisms: a ``ZCDPEvent`` for a zCDP budget (CKS conversion, valid for any rho-zCDP
+    mechanism), a ``PureDPEvent`` (generic, not bounded-range) for pure DP and an
+    ``ApproxDPEvent`` for (epsilon, delta)-DP. Estimators made only of continuous Gaussian
+    stages declare the finer ``GaussianEvent`` instead (``MeanEstimator.privacy_events``).
+
+    Raises InvalidParameterError for notions no central accountant composes (tCDP, local,
+    shuffle)."""
+    if budget.notion == "zCDP":
+        assert budget.rho is not None
+        return [ZCDPEvent(budget.rho)]
+    if budget.notion == "pure-DP":
+        assert budget.epsilon is not None
+        return [PureDPEvent(budget.epsilon)]
+    if budget.notion == "approx-DP":
+        assert budget.epsilon is not None and budget.delta is not None
+        return [ApproxDPEvent(budget.epsilon, budget.delta)]
+    raise InvalidParameterError(f"a {budget.notion} release has no events for a central "
+                                f"(epsilon, delta) accountant")
+
+
 def _events(events: object) -> list[Event]:
     if isinstance(events, _EVENT_TYPES):
         return [events]
@@ -345,7 +367,17 @@ def _discretization(value: object) -> float:
 # --------------------------------------------------------------------------------------------
 
 
+def _dp_accounting():
+    """dp_accounting's PLD modules, imported on first use: the event classes (which sessions
+    record for every release) and the Gaussian-only paths do not need them."""
+    from dp_accounting.pld import pld_pmf
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+
+    return pld_pmf, PrivacyLossDistribution
+
+
 def _dense_pld(lower: int, probs: np.ndarray, infinity_mass: float, grid: float):
+    pld_pmf, PrivacyLossDistribution = _dp_accounting()
     pmf = pld_pmf.DensePLDPmf(grid, int(lower), probs, float(infinity_mass), True)
     return PrivacyLossDistribution(pmf)
 
@@ -427,6 +459,7 @@ def _bounded_range_pld(epsilon: float, count: int, grid: float):
     m = math.ceil(epsilon / grid)
     index = np.arange(-m, m + 1)
     deltas = _bounded_range_delta(epsilon, index * grid)
+    pld_pmf, PrivacyLossDistribution = _dp_accounting()
     pmf = pld_pmf.create_pmf_pessimistic_connect_dots(grid, index, deltas)
     single = PrivacyLossDistribution(pmf)
     if count == 1:

@@ -30,10 +30,11 @@ class MeanEstimator(ABC):
             lie in. Values outside are clamped (silently: reporting how many would leak).
         random_state: None (a cryptographically secure generator keyed from the OS: use this for
             real releases), an int (reproducible, for experiments and tests) or a Generator.
-        secure_noise: draw every noise exactly in integer arithmetic: discrete Gaussian noise on
-            counts, and real values released on a fine grid with discrete Gaussian noise, so
-            the guarantee survives floating point (see docs/privacy.md). Slower; only for
-            estimators that declare support.
+        secure_noise: draw every Gaussian mechanism exactly in integer arithmetic: discrete
+            Gaussian noise on counts, and real values released on a fine grid with discrete
+            Gaussian noise, so the guarantee of those stages survives floating point (see
+            docs/privacy.md). Every central estimator accepts it; exponential-mechanism and
+            smooth-sensitivity draws stay floating point. Slower.
         engine: how the data is read (``dpmean.engines.ENGINES``): None chooses by the input's
             type (scipy.sparse -> "sparse" for estimators that declare it, a row source from
             ``dpmean.engines.open_source`` -> "chunked", a dask.array -> "dask", else
@@ -49,7 +50,8 @@ class MeanEstimator(ABC):
     # Estimators whose release asks only questions the SparseEngine answers set this, and then
     # receive scipy.sparse input on a SparseEngine (never densified); others refuse it.
     supports_sparse: ClassVar[bool] = False
-    # Estimators whose mechanisms all take the secure path set this.
+    # Estimators that pass ``secure_noise`` to every Gaussian mechanism they run set this (all
+    # the central ones); the others (local and shuffle protocols) refuse secure_noise=True.
     supports_secure_noise: ClassVar[bool] = False
     # Estimators every stage of which is a (continuous) Gaussian mechanism set this: their
     # release, an adaptive composition of Gaussians of total rho, is exactly sqrt(2 rho)-GDP
@@ -69,8 +71,8 @@ class MeanEstimator(ABC):
     ) -> None:
         if secure_noise and not self.supports_secure_noise:
             raise InvalidParameterError(
-                f"method {self.method!r} has no secure-noise mode yet; methods with one: "
-                f"cm, cm-fixed, gaussian, iome, iome-gaussian"
+                f"method {self.method!r} has no secure-noise mode (only the central-model "
+                f"estimators have one)"
             )
         self.secure_noise = bool(secure_noise)
         self.engine = check_engine(engine)
@@ -96,6 +98,26 @@ class MeanEstimator(ABC):
             assert epsilon is not None and delta is not None
             budget_rho = gaussian_rho_for_approx_dp(epsilon, delta)
         return Budget("zCDP", rho=budget_rho, epsilon=epsilon, delta=delta)
+
+    def privacy_events(self) -> list:
+        """The release as an (epsilon, delta) accountant composes it (``dpmean.pld`` events),
+        from the granted budget alone (no data): what a ``Session`` records for each release.
+
+        Estimators made only of continuous Gaussian stages (``gaussian_stages``, without secure
+        noise) are one ``GaussianEvent`` of their total rho: their stages, of rho_j each
+        (noise multiplier sigma_j / Delta_j = 1 / sqrt(2 rho_j)), compose exactly to
+        sqrt(2 rho)-GDP (Dong-Roth-Su 2019, Cor. 3.3), so one event carries all the accountant
+        needs; a ledger that spends less than granted is dominated by it. Everything else is
+        accounted by its notion (``pld.budget_events``): a ``ZCDPEvent`` (the discrete Gaussian,
+        exponential mechanisms, smooth-sensitivity noise), ``ApproxDPEvent`` or
+        ``PureDPEvent``.
+        """
+        from ..pld import GaussianEvent, budget_events
+
+        if self.budget.notion == "zCDP" and self.gaussian_stages and not self.secure_noise:
+            assert self.budget.rho is not None
+            return [GaussianEvent(self.budget.rho)]
+        return budget_events(self.budget)
 
     @property
     def rho(self) -> float:

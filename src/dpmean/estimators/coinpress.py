@@ -43,7 +43,7 @@ def _planned(budget: dict[str, float], prefix: str, steps: int) -> list[float]:
 
 def mvm_rec(
     engine: Engine, view: View, centre: np.ndarray, radius: float, budgets: list[float], *,
-    beta: float, ledger: PrivacyLedger, rng: np.random.Generator,
+    beta: float, ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """MVMRec: shrink a public ball B(centre, radius) around the mean, one noisy step at a time.
 
@@ -72,7 +72,7 @@ def mvm_rec(
         step = view.with_shift(centre)
         kappa = min(math.sqrt(radius**2 + 6.0 * radius + gamma**2), radius + gamma)
         noisy, std = noisy_clipped_mean(engine, step, kappa, rho=rho, ledger=ledger, rng=rng,
-                                        stage=f"mean-step-{k}")
+                                        stage=f"mean-step-{k}", secure=secure)
         centre = step.restore(noisy)
         radius = gamma * math.sqrt(1.0 / n + std**2)
         clip_radii.append(kappa)
@@ -95,7 +95,7 @@ def _unwhiten(a: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 def _mvc_steps(
     paired: Engine, sigma_max: float, budgets: list[float], *, beta: float,
-    ledger: PrivacyLedger, rng: np.random.Generator,
+    ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The steps of ``mvc_rec``: (A before the last update, the last Z, the final A)."""
     m, d = paired.n, paired.d
@@ -106,7 +106,8 @@ def _mvc_steps(
     for k, rho in enumerate(budgets, start=1):
         second = paired.clipped_outer_sum(_whitening_view(a), gamma) / m
         noisy = symmetric_gaussian_mechanism(second, math.sqrt(2.0) * gamma**2 / m, rho, rng,
-                                             ledger=ledger, stage=f"cov-step-{k}")
+                                             ledger=ledger, stage=f"cov-step-{k}",
+                                             secure=secure)
         # Z (the PSD part) and Z + eta I share the eigenvectors of the noisy moment: one
         # eigendecomposition gives both (it is the O(d^3) cost of a step).
         values, vectors = np.linalg.eigh(noisy)
@@ -119,7 +120,7 @@ def _mvc_steps(
 
 def mvc_rec(
     paired: Engine, sigma_max: float, budgets: list[float], *, beta: float,
-    ledger: PrivacyLedger, rng: np.random.Generator,
+    ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """MVCRec on zero-mean rows (pair differences), a priori Sigma <= sigma_max^2 I.
 
@@ -142,7 +143,8 @@ def mvc_rec(
     eigenvalue eta + 2 nu_k / (3 pi), so each step multiplies E ||M^-1||_F^2 by that factor:
     more steps make M^-1, and every error un-whitened through it, larger once it exceeds 1.
     """
-    previous, z, a = _mvc_steps(paired, sigma_max, budgets, beta=beta, ledger=ledger, rng=rng)
+    previous, z, a = _mvc_steps(paired, sigma_max, budgets, beta=beta, ledger=ledger, rng=rng,
+                                secure=secure)
     return _unwhiten(previous, z), a
 
 
@@ -156,6 +158,7 @@ class _CoinPress(MeanEstimator):
     """
 
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
+    supports_secure_noise = True
 
     def __init__(
         self, rho: float | None = None, *, radius: float | None = None, center: Any = 0.0,
@@ -219,7 +222,8 @@ class CoinPressMean(_CoinPress):
         view = View().with_scale(np.full(d, 1.0 / self.sigma))
         mean, diagnostics = mvm_rec(
             engine, view, self.prior_centre(d), self.radius / self.sigma,
-            _planned(budget, "mean", self.t), beta=self.beta, ledger=ledger, rng=rng)
+            _planned(budget, "mean", self.t), beta=self.beta, ledger=ledger, rng=rng,
+            secure=self.secure_noise)
         return mean, diagnostics
 
 
@@ -283,7 +287,7 @@ class CoinPressCovMean(_CoinPress):
         paired = engine.paired(rng.permutation(engine.n))
         *_, whitening = _mvc_steps(
             paired, sigma_max, _planned(budget, "cov", self.t_cov), beta=self.cov_beta,
-            ledger=ledger, rng=rng)
+            ledger=ledger, rng=rng, secure=self.secure_noise)
         # ||M||_op from the Gram matrix: a symmetric eigenvalue problem, cheaper than an SVD.
         whitening_norm = float(np.sqrt(np.linalg.eigvalsh(whitening @ whitening.T)[-1]))
         # MVMRec in whitened coordinates: the ball B(M c, ||M||_op R) contains M mu.
@@ -291,7 +295,7 @@ class CoinPressCovMean(_CoinPress):
             engine.materialised(View().with_linear(whitening)), View(),
             whitening @ self.prior_centre(d),
             whitening_norm * self.radius, _planned(budget, "mean", self.t), beta=self.beta,
-            ledger=ledger, rng=rng)
+            ledger=ledger, rng=rng, secure=self.secure_noise)
         mean = np.linalg.solve(whitening, whitened_mean)
         return mean, {**diagnostics, "whitening_norm": whitening_norm, "sigma_max": sigma_max}
 

@@ -64,6 +64,7 @@ class _PlanBase(MeanEstimator):
     """
 
     supports_sparse = True
+    supports_secure_noise = True
 
     def __init__(
         self, rho: float | None = None, *, preprocess_share: float = 0.25,
@@ -139,10 +140,12 @@ class _PlanBase(MeanEstimator):
         """Coordinate-wise private medians on the box, ``rho`` in total (stage "centre")."""
         if self.quantile == "binary-search":
             return private_centre(engine, IDENTITY, engine.lo, engine.hi, steps=self.steps,
-                                  rho=rho, ledger=ledger, rng=rng, beta=self.beta)
+                                  rho=rho, ledger=ledger, rng=rng, beta=self.beta,
+                                  secure=self.secure_noise)
         columns = engine.column_blocks(IDENTITY, quantile_width(engine, engine.n))
         return column_quantiles(columns, engine.d, 0.5, engine.lo, engine.hi,
-                                rho_each=rho / engine.d, rng=rng, ledger=ledger, stage="centre")
+                                rho_each=rho / engine.d, rng=rng, ledger=ledger, stage="centre",
+                                secure=self.secure_noise)
 
     def centre_and_std(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
@@ -150,7 +153,8 @@ class _PlanBase(MeanEstimator):
     ) -> tuple[np.ndarray, np.ndarray]:
         """The private centre, and the standard deviations the scaling uses."""
         if self._centre_kind(engine) == "mean":
-            centre = pooled_noisy_mean(engine, budget, CENTRE_STAGES, ledger=ledger, rng=rng)
+            centre = pooled_noisy_mean(engine, budget, CENTRE_STAGES, ledger=ledger, rng=rng,
+                                       secure=self.secure_noise)
         elif self._centre_kind(engine) == "rotated":
             centre = self.rotated_median_centre(engine, budget, ledger, rng)
         else:
@@ -184,9 +188,10 @@ class _PlanBase(MeanEstimator):
                                                 ledger=ledger, stage="threshold")[0])
         else:
             radius = private_radius(engine, view, q * n, bound, steps=self.steps,
-                                    rho=budget["threshold"], ledger=ledger, rng=rng)
+                                    rho=budget["threshold"], ledger=ledger, rng=rng,
+                                    secure=self.secure_noise)
         noisy, noise_std = noisy_clipped_mean(engine, view, radius, rho=budget["noise"],
-                                              ledger=ledger, rng=rng)
+                                              ledger=ledger, rng=rng, secure=self.secure_noise)
         diagnostics = {"threshold": radius, "target_quantile": q, "norm_bound": bound,
                        "noise_std": noise_std, "centre": centre}
         if scale is not None:
@@ -307,7 +312,7 @@ class PrivateLimitAdaptedNoise(_PlanBase):
                            group_size=self.group_size, pairings=self.pairings,
                            wilson_hilferty=kind == "gaussian", quantile=self.quantile,
                            steps=self.steps, log_range=self.log_range,
-                           spread_rho=budget.get("variance spread"))
+                           spread_rho=budget.get("variance spread"), secure=self.secure_noise)
             return centre, std
         # Binary data: every preprocessing stage but a median centre releases the noisy
         # frequencies, averaged with inverse-variance weights (noise variance ~ 1 / rho), as
@@ -315,7 +320,7 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         mean_centre = self._centre_kind(engine) == "mean"
         frequencies = pooled_noisy_mean(
             engine, budget, (*(CENTRE_STAGES if mean_centre else ()), *VARIANCE_STAGES),
-            ledger=ledger, rng=rng)
+            ledger=ledger, rng=rng, secure=self.secure_noise)
         if mean_centre:
             centre = np.clip(frequencies, engine.lo, engine.hi)
         else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -18,7 +19,7 @@ from scipy import special
 from ..accounting import PrivacyLedger, approx_dp_to_tcdp, resolve_budget
 from ..budget import Budget
 from ..engines import Engine
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, SecureNoiseWarning
 from ..mechanisms.smooth_noise import (
     NOISES,
     Calibration,
@@ -247,6 +248,9 @@ class TrimmedMean(MeanEstimator):
     """
 
     method = "trimmed"
+    # Accepted, but it covers nothing here: no stage is a Gaussian mechanism (the smooth-
+    # sensitivity noises are drawn in floating point). A SecureNoiseWarning says so.
+    supports_secure_noise = True
 
     def __init__(
         self,
@@ -277,6 +281,12 @@ class TrimmedMean(MeanEstimator):
             raise InvalidParameterError(f"omega must exceed 1, got {omega}")
         super().__init__(rho, epsilon=epsilon, delta=delta, bounds=bounds,
                          random_state=random_state, secure_noise=secure_noise, engine=engine)
+        if self.secure_noise:
+            warnings.warn(
+                "secure_noise=True makes Gaussian-mechanism stages exact; the trimmed mean has "
+                "none: its smooth-sensitivity noise is drawn in floating point, as without it "
+                "(see docs/privacy.md, 'Randomness and floating point')",
+                SecureNoiseWarning, stacklevel=2)
         self.noise = noise
         self.smoothing = None if smoothing is None else check_positive(smoothing, "smoothing")
         self.trim = trim

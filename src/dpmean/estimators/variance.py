@@ -39,6 +39,7 @@ def pair_std(
     group_size: int = 1, pairings: int = 1, wilson_hilferty: bool = True,
     quantile: str = "exponential", steps: int = 20, stage: str = "variance",
     log_range: float | None = None, spread_rho: float | None = None,
+    secure: bool = False,
 ) -> np.ndarray:
     """Private standard deviation of every coordinate from differences of random row pairs.
 
@@ -96,7 +97,8 @@ def pair_std(
         blocks = ((cols, np.log(np.maximum(v, floor[cols]))) for cols, v in blocks)
     median = column_quantiles(blocks, engine.d, 0.5, lo, top,
                               rho_each=rho / engine.d, rng=rng, ledger=ledger, stage=stage,
-                              method=quantile, steps=steps, sensitivity=pairings)
+                              method=quantile, steps=steps, sensitivity=pairings,
+                              secure=secure)
     if log_range is not None:
         median = np.exp(median)
     if wilson_hilferty:
@@ -151,25 +153,26 @@ def pair_spread(
 
 def noisy_mean(
     engine: Engine, *, rho: float, ledger: PrivacyLedger, rng: np.random.Generator, stage: str,
+    secure: bool = False,
 ) -> np.ndarray:
     """The Gaussian mechanism on the plain mean of the clamped rows (for binary data: the item
     frequencies). Sensitivity under replace-one: ||hi - lo||_2 / n (sqrt(d) / n for baskets in
     {0, 1}^d), the most one row can move the mean. Budget: ``rho`` charged to ``stage``."""
     sensitivity = float(np.linalg.norm(engine.hi - engine.lo)) / engine.n
     return gaussian_mechanism(engine.clipped_sum(IDENTITY, np.inf) / engine.n, sensitivity, rho,
-                              rng, ledger=ledger, stage=stage)
+                              rng, ledger=ledger, stage=stage, secure=secure)
 
 
 def pooled_noisy_mean(
     engine: Engine, budget: dict[str, float], stages: tuple[str, ...], *,
-    ledger: PrivacyLedger, rng: np.random.Generator,
+    ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
 ) -> np.ndarray:
     """``noisy_mean`` released once for each of ``stages`` that ``budget`` plans, averaged with
     inverse-variance weights (noise variance ~ 1 / rho): as accurate as one release with their
     summed budget (post-processing). Each stage is charged its own plan."""
     stages = tuple(stage for stage in stages if stage in budget)
     releases = np.array([noisy_mean(engine, rho=budget[stage], ledger=ledger, rng=rng,
-                                    stage=stage) for stage in stages])
+                                    stage=stage, secure=secure) for stage in stages])
     weights = np.array([budget[stage] for stage in stages])
     return np.tensordot(weights / weights.sum(), releases, axes=1)
 
@@ -193,12 +196,12 @@ def bernoulli_std(
 
 def binary_std(
     engine: Engine, *, rho: float, ledger: PrivacyLedger, rng: np.random.Generator,
-    floor: float | None = None, stage: str = "variance",
+    floor: float | None = None, stage: str = "variance", secure: bool = False,
 ) -> np.ndarray:
     """Private standard deviations for binary data (PLAN sec. 7.1): per-item frequencies by the
     Gaussian mechanism (``noisy_mean``, budget ``rho`` on ``stage``), then ``bernoulli_std``
     with ``floor`` (default ``bernoulli_floor(d)``). Works on the SparseEngine in O(nnz + d)."""
-    frequencies = noisy_mean(engine, rho=rho, ledger=ledger, rng=rng, stage=stage)
+    frequencies = noisy_mean(engine, rho=rho, ledger=ledger, rng=rng, stage=stage, secure=secure)
     floor = bernoulli_floor(engine.d) if floor is None else floor
     return bernoulli_std(frequencies, engine.lo, engine.hi, floor)
 

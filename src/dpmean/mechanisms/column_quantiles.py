@@ -31,6 +31,7 @@ def check_quantile_method(method: object) -> str:
 def _column_draws(
     values: np.ndarray, q: float, lo: np.ndarray | float, hi: np.ndarray | float, *,
     rho_each: float, rng: np.random.Generator, method: str, steps: int, sensitivity: float,
+    secure: bool,
 ) -> np.ndarray:
     values, lo, hi = as_columns(values, lo, hi)
     if method == "exponential":
@@ -38,25 +39,28 @@ def _column_draws(
                                  sensitivity=sensitivity)
 
     def count_le(t: np.ndarray) -> np.ndarray:
-        return np.count_nonzero(values <= t, axis=0) / sensitivity
+        return np.count_nonzero(values <= t, axis=0)
 
-    return real_search(count_le, q * len(values) / sensitivity, lo, hi, steps=steps,
-                       rho_per_search=rho_each, rng=rng)
+    return real_search(count_le, q * len(values), lo, hi, steps=steps,
+                       rho_per_search=rho_each, rng=rng, secure=secure,
+                       sensitivity=sensitivity)
 
 
 def column_quantiles(
     blocks: Iterable[tuple[slice, np.ndarray]], k: int, q: float, lo: np.ndarray | float,
     hi: np.ndarray | float, *, rho_each: float, rng: np.random.Generator,
     ledger: PrivacyLedger, stage: str, method: str = "exponential", steps: int = 20,
-    sensitivity: float = 1.0,
+    sensitivity: float = 1.0, secure: bool = False,
 ) -> np.ndarray:
     """A private q-quantile of each of k columns, the columns arriving in blocks
     (cols, values (m, width)), column j on the public interval [lo_j, hi_j].
 
     ``method="exponential"``: the exponential mechanism (``exponential_quantile``; blocks whose
     widths are multiples of ``columns_per_draw`` give the very draws of one call on all
-    columns). ``"binary-search"``: PrivQuant on the real interval with ``steps`` halvings; counts
-    are divided by ``sensitivity`` so that each has sensitivity 1.
+    columns). ``"binary-search"``: PrivQuant on the real interval with ``steps`` halvings; the
+    noise of each count is scaled to ``sensitivity``. ``secure=True`` noises those counts with
+    the exact discrete Gaussian; the exponential mechanism has no secure path (its draws are
+    floating point whatever ``secure`` says; see docs/privacy.md).
 
     Privacy: each column is ``rho_each``-zCDP when replacing one person moves each column's
     ranks by at most ``sensitivity``; the k columns cost k * rho_each, charged to ``stage``
@@ -71,5 +75,6 @@ def column_quantiles(
     out = np.empty(k)
     for cols, values in blocks:
         out[cols] = _column_draws(values, q, lo[cols], hi[cols], rho_each=rho_each, rng=rng,
-                                  method=method, steps=steps, sensitivity=sensitivity)
+                                  method=method, steps=steps, sensitivity=sensitivity,
+                                  secure=secure)
     return out

@@ -9,12 +9,12 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
-from .gaussian import gaussian_noise_std
+from .gaussian import gaussian_noise, gaussian_noise_std
 
 
 def symmetric_gaussian_mechanism(
     value: np.ndarray, sensitivity: float, rho: float, rng: np.random.Generator, *,
-    ledger: PrivacyLedger, stage: str,
+    ledger: PrivacyLedger, stage: str, secure: bool = False,
 ) -> np.ndarray:
     """Release the symmetric (k, k) ``value`` + Y, Y symmetric with its entries on and above the
     diagonal i.i.d. N(0, Delta^2 / (2 rho)).
@@ -26,11 +26,20 @@ def symmetric_gaussian_mechanism(
     twice), so it is the Gaussian mechanism on a
     vector of l2 sensitivity at most Delta. For a second moment (1/n) sum c_i c_i^T of rows
     clipped to norm gamma, Delta = sqrt(2) gamma^2 / n (||c c^T - e e^T||_F^2 <= 2 gamma^4).
+
+    ``secure=True`` releases the upper triangle (k = d (d + 1) / 2 entries) with the secure
+    Gaussian mechanism of ``gaussian_noise`` (rounded to a grid, exact discrete Gaussian noise
+    for the grid sensitivity; same rho) and mirrors it: every entry is a multiple of the grid.
     """
     value = np.asarray(value, dtype=np.float64)
     if value.ndim != 2 or value.shape[0] != value.shape[1]:
         raise InvalidParameterError(f"expected a square matrix, got shape {value.shape}")
     std = gaussian_noise_std(sensitivity, rho)
     ledger.charge(stage, rho)  # Delta^2 / (2 std^2): the Gaussian mechanism's cost
+    if secure:
+        upper = np.triu_indices(value.shape[0])
+        out = np.zeros_like(value)
+        out[upper] = gaussian_noise(value[upper], sensitivity, rho, rng, secure=True)
+        return out + np.triu(out, 1).T
     noise = np.triu(rng.normal(0.0, std, size=value.shape))
     return value + noise + np.triu(noise, 1).T

@@ -50,16 +50,19 @@ def reliable_search_steps(margin: float, rho_per_search: float, beta: float, mos
     return 1
 
 
-def _noisy_counts(count_le, thresholds, steps, rho_per_search, rng, secure):
-    # Each count |{x <= t}| changes by at most 1 when one row is replaced: sensitivity 1 per
-    # search, rho_per_search / steps per count, so a search of `steps` counts costs rho_per_search.
-    # Counts are integers, so secure mode adds exact discrete Gaussian noise of the same variance
-    # (CKS 2020: the same zCDP cost) instead of a discretised release.
+def _noisy_counts(count_le, thresholds, steps, rho_per_search, rng, secure, sensitivity=1.0):
+    # Each count |{x <= t}| changes by at most `sensitivity` (1 unless a caller feeds each
+    # person into several values) when one row is replaced; rho_per_search / steps per count, so
+    # a search of `steps` counts costs rho_per_search. Counts are integers, so secure mode adds
+    # exact discrete Gaussian noise of the same variance (CKS 2020: the same zCDP cost) to the
+    # integer count itself, never to a rescaled one (a count / sensitivity plus integer noise
+    # would put neighbours on different lattices).
     rho = rho_per_search / steps
     counts = count_le(thresholds)
     if secure:
-        return counts + discrete_gaussian(1.0 / (2.0 * rho), rng, size=np.size(counts))
-    return gaussian_noise(counts, 1.0, rho, rng)
+        variance = sensitivity * sensitivity / (2.0 * rho)
+        return counts + discrete_gaussian(variance, rng, size=np.size(counts))
+    return gaussian_noise(counts, sensitivity, rho, rng)
 
 
 def private_quantile_real(
@@ -100,15 +103,21 @@ def search_cost(lo: np.ndarray | float, rho_per_search: float) -> float:
 def real_search(
     count_le: CountFunction, rank: float | np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
     steps: int, rho_per_search: float, rng: np.random.Generator, secure: bool = False,
+    sensitivity: float = 1.0,
 ) -> np.ndarray:
     """``private_quantile_real``'s searches without its charge, for a mechanism that charges
-    all its columns once and then searches them block by block; the caller charges."""
+    all its columns once and then searches them block by block; the caller charges.
+
+    ``sensitivity``: how much one person moves each count (``count_le`` returns the integer
+    counts themselves; the noise is scaled to it, so each search still costs
+    ``rho_per_search``)."""
     _check_search(steps, rho_per_search)
     left = np.array(lo, dtype=np.float64, ndmin=1)
     right = np.array(hi, dtype=np.float64, ndmin=1)
     for _ in range(steps):
         mid = (left + right) / 2.0
-        go_right = _noisy_counts(count_le, mid, steps, rho_per_search, rng, secure) <= rank
+        go_right = _noisy_counts(count_le, mid, steps, rho_per_search, rng, secure,
+                                 sensitivity) <= rank
         left = np.where(go_right, mid, left)
         right = np.where(go_right, right, mid)
     return (left + right) / 2.0
