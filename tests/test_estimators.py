@@ -93,7 +93,8 @@ def test_iome_narrows_a_loose_box_when_the_medians_get_few_halvings():
     x = gaussian_data(0.0, 8, n=n, d=d)
     empirical = x.mean(axis=0)
     half = 25 * np.sqrt(d)
-    result = dpmean.mean(x, rho=rho, method="iome", bounds=(-half, half), random_state=8)
+    result = dpmean.mean(x, rho=rho, method="iome", bounds=(-half, half), random_state=8,
+                         threshold_share=0.25)
     assert result.ledger == pytest.approx({"centre domain": rho / 4 * DOMAIN_SHARE,
                                            "centre": rho / 4 * (1 - DOMAIN_SHARE),
                                            "threshold": rho * 3 / 16, "noise": rho * 9 / 16})
@@ -164,7 +165,8 @@ def test_ledger_sums_to_the_budget(method):
 
 def test_paper_budget_split_for_iome():
     x = gaussian_data(0.0, 0, n=2000, d=8)
-    ledger = dpmean.mean(x, rho=1.0, bounds=(-20, 20), random_state=0).ledger
+    ledger = dpmean.mean(x, rho=1.0, bounds=(-20, 20), random_state=0,
+                         threshold_share=0.25).ledger
     assert dict(ledger) == pytest.approx({"centre": 0.25, "threshold": 0.1875, "noise": 0.5625})
 
 
@@ -419,3 +421,29 @@ def test_gaussian_wrapper_runs_at_iome_experiment_scale_d512():
     # ... and the private error stays of the order of the sampling error sqrt(d/n) = 0.36
     # (noise std = 2 C / (n sqrt(2 rho_noise)) with C ~ sqrt(d) + 1.3: about 0.016 sqrt(d)).
     assert error < 1.5 * np.sqrt(d / n)
+
+
+@pytest.mark.parametrize("n,d,rho,share", [
+    (4000, 2048, 1.0, 0.01),     # PLAN's Gaussian A: the radius search needs 1 % (their copy)
+    (10000, 512, 0.0625, 0.01),
+    (4000, 128, 0.01, 0.02),
+    (1000, 128, 0.05, 0.05),
+    (200, 8, 0.5, 0.1),          # a small sample keeps its rank error within n / 4
+    (4000, 128, 0.001, 0.25),    # nothing small enough: the paper's quarter
+])
+def test_iome_threshold_share_auto_keeps_the_rank_error_within_a_quarter(n, d, rho, share):
+    from dpmean.estimators.iome import THRESHOLD_SHARES, ShiftedClippedMean
+    from dpmean.mechanisms import rank_error_bound
+
+    estimator = ShiftedClippedMean(rho, bounds=(-50 * np.sqrt(d), 50 * np.sqrt(d)))
+    plan = estimator.budget_plan(n, d)
+    rest = rho * 0.75
+    assert plan["threshold"] + plan["noise"] == pytest.approx(rest)
+    assert plan["threshold"] == pytest.approx(share * rest)
+    # the rule: the smallest share whose Theorem 3.3 bound is within n / 4
+    smaller = [s for s in THRESHOLD_SHARES if s < share]
+    assert all(rank_error_bound(20, s * rest, 0.05) > n / 4 for s in smaller)
+    assert share == 0.25 or rank_error_bound(20, share * rest, 0.05) <= n / 4
+    # the paper's split stays reachable
+    paper = ShiftedClippedMean(rho, bounds=(-1, 1), threshold_share=0.25).budget_plan(n, d)
+    assert paper["threshold"] == pytest.approx(0.25 * rest)

@@ -72,7 +72,7 @@ SPREAD = {"variance spread", "variance"}
 def test_ledger_sums_to_rho_and_follows_the_shares(options, stages):
     x = np.random.default_rng(0).normal(0.0, 1.0, size=(3000, 8))
     result = dpmean.mean(x, rho=0.8, method="plan", bounds=(-10, 10), random_state=1,
-                         **options)
+                         threshold_share=0.25, **options)
     assert set(result.ledger) == stages
     assert sum(result.ledger.values()) == pytest.approx(0.8, rel=1e-12)
     # 1/4 for preprocessing, then 1/4 of the remaining 3/4 for the threshold.
@@ -218,3 +218,20 @@ def test_too_few_rows_fall_back_with_a_warning():
 def test_invalid_options_raise(options):
     with pytest.raises(InvalidParameterError):
         dpmean.mean(np.zeros((10, 2)), rho=1.0, method="plan", bounds=(0, 1), **options)
+
+
+@pytest.mark.parametrize("method", ["plan", "plan-noscale"])
+def test_threshold_share_auto_clips_at_most_three_root_n_rows(method):
+    """The smallest share whose clip count k = sqrt(n) + rank error is at most 3 sqrt(n), else
+    the paper's 1/4; threshold and noise share what preprocessing leaves."""
+    from dpmean.estimators import ESTIMATORS
+    from dpmean.estimators.iome import THRESHOLD_SHARES
+
+    for n, rho, share in [(4000, 1.0, 0.01), (10000, 0.0625, 0.05), (200, 0.5, 0.1), (50, 0.01, 0.25)]:
+        estimator = ESTIMATORS[method](rho, bounds=(-10, 10))
+        plan = estimator.budget_plan(n, 64)
+        rest = rho * 0.75
+        assert plan["threshold"] + plan["noise"] == pytest.approx(rest)
+        assert plan["threshold"] == pytest.approx(share * rest)
+        smaller = [s for s in THRESHOLD_SHARES if s < share]
+        assert all(estimator.clip_count(n, s * rest) > 3 * np.sqrt(n) for s in smaller)

@@ -94,6 +94,9 @@ class ClippedMean(MeanEstimator):
         return mean, {"threshold": radius, "target_rank": rank, "noise_std": noise_std}
 
 
+# The radius search's shares that threshold_share="auto" tries, smallest first.
+THRESHOLD_SHARES = (0.01, 0.02, 0.05, 0.1, 0.25)
+
 # The share of the centring budget spent on narrowing the median domains when a loose box leaves
 # the medians too few reliable halvings: one scalar search, so a small share buys it (n / 4
 # margin), while the d_pad medians lose only this fraction of theirs.
@@ -151,12 +154,15 @@ class ShiftedClippedMean(ClippedMean):
 
     def __init__(
         self, rho: float | None = None, *, centre_share: float = 0.25,
-        threshold_share: float = 0.25, median_steps: int = 20, threshold_steps: int = 20,
+        threshold_share: float | str = "auto", median_steps: int = 20,
+        threshold_steps: int = 20,
         quantized: bool = False, bucket: float | None = None, beta: float = 0.05,
         **common: Any,
     ) -> None:
-        super().__init__(rho, threshold_share=threshold_share, threshold_steps=threshold_steps,
-                         beta=beta, **common)
+        auto_share = threshold_share == "auto"
+        super().__init__(rho, threshold_share=0.25 if auto_share else threshold_share,
+                         threshold_steps=threshold_steps, beta=beta, **common)
+        self.auto_threshold_share = auto_share
         self.centre_share = check_fraction(centre_share, "centre_share")
         self.median_steps = check_steps(median_steps, "median_steps")
         self.quantized = bool(quantized)
@@ -164,10 +170,29 @@ class ShiftedClippedMean(ClippedMean):
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         rest = self.rho * (1.0 - self.centre_share)
+        share = self.threshold_fraction(n, d, rest)
         return {**centre_stages(self._geometry(n, *self.box(n, d)), n,
                                 self.rho * self.centre_share, self.beta, self.median_steps),
-                "threshold": rest * self.threshold_share,
-                "noise": rest * (1.0 - self.threshold_share)}
+                "threshold": rest * share, "noise": rest * (1.0 - share)}
+
+    def threshold_fraction(self, n: int, d: int, rho_rest: float) -> float:
+        """The share of the clipped mean's budget ``rho_rest`` that the radius search gets.
+
+        ``threshold_share="auto"`` (default): the smallest of ``THRESHOLD_SHARES`` whose search
+        keeps its rank error bound (Theorem 3.3, failure probability beta) within n / 4, else
+        the paper's 1/4. The radius needs little budget: a search error moves the radius
+        among rows whose norms concentrate, while every bit of budget taken from the noise
+        stage adds noise to all d coordinates (the PLAN authors' copy of IOME gives the search
+        1 %). The n / 4 guard keeps small samples from clipping a large share of their rows.
+        Public: n, d, the box, rho, beta and the steps.
+        """
+        if not self.auto_threshold_share:
+            return self.threshold_share
+        steps = self.search_steps(n, *self.box(n, d))
+        for share in THRESHOLD_SHARES:
+            if rank_error_bound(steps, share * rho_rest, self.beta) <= n / 4.0:
+                return share
+        return THRESHOLD_SHARES[-1]
 
     def narrows(self, n: int, d: int) -> bool:
         """Whether the release narrows the median domains first (see the class notes): public."""

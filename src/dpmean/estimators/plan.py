@@ -16,7 +16,7 @@ from ..transforms import IDENTITY, RandomRotation, View
 from ..validation import check_fraction, check_number, check_positive, check_steps
 from .base import MeanEstimator
 from .clipped import noisy_clipped_mean, private_centre, private_radius
-from .iome import _Geometry, centre_stages, rotated_centre
+from .iome import THRESHOLD_SHARES, _Geometry, centre_stages, rotated_centre
 from .variance import (
     bernoulli_floor,
     bernoulli_std,
@@ -68,12 +68,14 @@ class _PlanBase(MeanEstimator):
 
     def __init__(
         self, rho: float | None = None, *, preprocess_share: float = 0.25,
-        threshold_share: float = 0.25, centre: str = "auto", quantile: str = "exponential",
+        threshold_share: float | str = "auto", centre: str = "auto",
+        quantile: str = "exponential",
         steps: int = 20, beta: float = 0.1, **common: Any,
     ) -> None:
         super().__init__(rho, **common)
         self.preprocess_share = check_fraction(preprocess_share, "preprocess_share")
-        self.threshold_share = check_fraction(threshold_share, "threshold_share")
+        self.threshold_share = (threshold_share if threshold_share == "auto" else
+                                check_fraction(threshold_share, "threshold_share"))
         if centre not in CENTRES:
             raise InvalidParameterError(f"centre must be one of {', '.join(CENTRES)}, got "
                                         f"{centre!r}")
@@ -96,11 +98,27 @@ class _PlanBase(MeanEstimator):
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         rest = self.rho * (1.0 - self.preprocess_share)
+        share = self.threshold_fraction(n, rest)
         return {
             **self.preprocess_stages(self.rho * self.preprocess_share, n, d),
-            "threshold": rest * self.threshold_share,
-            "noise": rest * (1.0 - self.threshold_share),
+            "threshold": rest * share,
+            "noise": rest * (1.0 - share),
         }
+
+    def threshold_fraction(self, n: int, rho_rest: float) -> float:
+        """The threshold's share of the budget ``rho_rest`` left after preprocessing.
+
+        ``threshold_share="auto"`` (default): the smallest of ``THRESHOLD_SHARES`` whose rank
+        error (``clip_count`` minus sqrt(n)) is at most sqrt(n), so that at most about twice the
+        paper's sqrt(n) rows are clipped, else 1/4 (the paper's). The rest goes to the noise,
+        which every coordinate carries. Public: n and the budget.
+        """
+        if self.threshold_share != "auto":
+            return self.threshold_share
+        for share in THRESHOLD_SHARES:
+            if self.clip_count(n, share * rho_rest) <= 3.0 * np.sqrt(n):
+                return share
+        return THRESHOLD_SHARES[-1]
 
     def clip_count(self, n: int, rho_threshold: float) -> float:
         """k: how many rows the threshold aims to clip (public: n, the budget, beta)."""
@@ -150,8 +168,8 @@ class _PlanBase(MeanEstimator):
     def centre_and_std(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
         rng: np.random.Generator,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The private centre, and the standard deviations the scaling uses."""
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The private centre, and the standard deviations the scaling uses (None: none)."""
         if self._centre_kind(engine) == "mean":
             centre = pooled_noisy_mean(engine, budget, CENTRE_STAGES, ledger=ledger, rng=rng,
                                        secure=self.secure_noise)
@@ -302,9 +320,9 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         if self.std is not None:
             centre, _ = super().centre_and_std(engine, budget, ledger, rng)
             return centre, known_std(self.std, engine.d)
-        if "variance" not in budget:  # the budget cannot resolve variances: a uniform scale
+        if "variance" not in budget:  # the budget cannot resolve variances: PLAN-noscale
             centre, _ = super().centre_and_std(engine, budget, ledger, rng)
-            return centre, np.ones(engine.d)
+            return centre, None
         kind = self._variance_kind(engine)
         if kind != "binary":
             centre, _ = super().centre_and_std(engine, budget, ledger, rng)
@@ -329,12 +347,16 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         std = bernoulli_std(frequencies, engine.lo, engine.hi, bernoulli_floor(engine.d))
         return centre, std
 
-    def scale(self, std: np.ndarray) -> np.ndarray:
+    def scale(self, std: np.ndarray | None) -> np.ndarray | None:
+        if std is None:
+            return None
         spread = std + std.mean() if self.regularise else std
         return spread ** (-2.0 / (self.p + 2.0))
 
     def norm_bound(self, engine: Engine, centre: np.ndarray, std: np.ndarray,
                    scale: np.ndarray | None) -> float:
+        if scale is None:
+            return super().norm_bound(engine, centre, std, scale)
         expected = float(np.sum((std * scale) ** 2))
         spread = max(np.log(engine.d), 0.5 * np.log(engine.n), 1.0)
         concentrated = np.sqrt(2.0 * spread * np.log(1.0 / self.beta) * expected)
