@@ -227,7 +227,8 @@ def test_threshold_share_auto_clips_at_most_three_root_n_rows(method):
     from dpmean.estimators import ESTIMATORS
     from dpmean.estimators.iome import THRESHOLD_SHARES
 
-    for n, rho, share in [(4000, 1.0, 0.01), (10000, 0.0625, 0.05), (200, 0.5, 0.1), (50, 0.01, 0.25)]:
+    for n, rho, share in [(4000, 1.0, 0.01), (10000, 0.0625, 0.05), (200, 0.5, 0.1),
+                          (50, 0.01, 0.25)]:
         estimator = ESTIMATORS[method](rho, bounds=(-10, 10))
         plan = estimator.budget_plan(n, 64)
         rest = rho * 0.75
