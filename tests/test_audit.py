@@ -151,7 +151,7 @@ def estimator_sample(method):
 
 
 @pytest.mark.parametrize("method", ["cm", "cm-fixed", "gaussian", "iome", "plan", "plan-noscale",
-                                    "trimmed", "coinpress", "coinpress-cov"])
+                                    "trimmed", "coinpress", "coinpress-cov", "auto"])
 def test_estimator_passes_at_its_claimed_level(method):
     # 2000 runs per dataset: enough to catch a gross leak (see the next test), not a subtle one.
     assert audit(estimator_sample(method), 2000) <= CLAIM

@@ -10,6 +10,7 @@ from dpmean.accounting import PrivacyLedger
 from dpmean.engines import InMemoryEngine
 from dpmean.errors import InsufficientDataWarning, InvalidParameterError
 from dpmean.estimators.variance import binary_std, known_std, pair_std
+from dpmean.estimators.plan import PrivateLimitAdaptedNoise as PLAN
 from dpmean.transforms import View
 
 
@@ -236,3 +237,81 @@ def test_threshold_share_auto_clips_at_most_three_root_n_rows(method):
         assert plan["threshold"] == pytest.approx(share * rest)
         smaller = [s for s in THRESHOLD_SHARES if s < share]
         assert all(estimator.clip_count(n, s * rest) > 3 * np.sqrt(n) for s in smaller)
+
+
+def test_log_domain_variances_are_accurate_where_the_box_is_loose():
+    """Zipf standard deviations 64 / i in a box +-50 * 64^1.5 (PLAN's Gaussian C at d = 64),
+    rho = 1: each coordinate's exponential mechanism gets eps = sqrt(8 * 0.176 / 64) = 0.148 on
+    m = 5000 pair values. Its rank error exceeds (2 / eps)(ln(46 / beta') + ln(1 / beta'))
+    ~ 232 ranks with probability at most beta' = 1e-4 per coordinate: the median pair value's
+    quantile is 0.5 +- 0.047 (+- 0.014 sampling), where chi^2_1 gives sigma 0.87-1.14 times the
+    truth (Wilson-Hilferty's 3.3 % low bias included). We allow [0.8, 1.25]."""
+    d, n = 64, 10000
+    std = d / np.arange(1, d + 1)
+    x = 10.0 + np.random.default_rng(2).standard_normal((n, d)) * std
+    half = 50 * d**1.5
+    result = dpmean.mean(x, rho=1.0, method="plan", bounds=(-half, half), random_state=2)
+    ratio = result.diagnostics["std"] / std
+    assert 0.8 <= ratio.min() and ratio.max() <= 1.25
+    # At rho = 0.01 (eps m / 4 = 18.5, about ln of the box's width over the data's) the
+    # paper's linear search puts most of them near the box's scale (median ratio 1.6e4 on this
+    # seed); the log search stays within 0.71-1.25 here (a regression check: its guarantee at
+    # this budget is weaker than this seed shows, so we assert only [0.5, 2]).
+    linear = dpmean.mean(x, rho=0.01, method="plan", bounds=(-half, half), random_state=2,
+                         log_range=None, spread_share=0, centre="median")
+    assert np.median(linear.diagnostics["std"] / std) > 100
+    ratio = dpmean.mean(x, rho=0.01, method="plan", bounds=(-half, half),
+                        random_state=2).diagnostics["std"] / std
+    assert 0.5 <= ratio.min() and ratio.max() <= 2
+
+
+def test_spread_caps_every_variance_search():
+    """The private spread (3/4-quantile of half squared pair distances) bounds each
+    coordinate's median pair value; with a budget too small for the per-coordinate searches
+    no noisy sigma exceeds sqrt(spread / wilson_hilferty_factor(1))."""
+    from dpmean.estimators.variance import pair_spread, wilson_hilferty_factor
+
+    d, n = 32, 2000
+    x = np.random.default_rng(4).standard_normal((n, d))
+    engine = InMemoryEngine(x, np.full(d, -1e4), np.full(d, 1e4))
+    ledger = PrivacyLedger.for_stages({"variance spread": 0.05})
+    spread = pair_spread(engine, np.random.default_rng(0).permutation(n), rho=0.05,
+                         ledger=ledger, rng=np.random.default_rng(1), log_range=46.0)
+    # half squared distances of N(0, I) pairs are chi^2_32 / 2 * 2 / 2: median ~ d - 2/3
+    assert d * 0.8 < spread < d * 1.5
+    ledger = PrivacyLedger.for_stages({"variance spread": 0.01, "variance": 1e-6})
+    std = pair_std(engine, rho=1e-6, ledger=ledger, rng=np.random.default_rng(3),
+                   log_range=46.0, spread_rho=0.01)
+    assert std.max() <= np.sqrt(2 * d / wilson_hilferty_factor(1))
+
+
+def test_guard_runs_plan_without_scaling_where_variances_cannot_be_resolved():
+    """PLAN's Gaussian A at d = 2048, rho = 1/16: each variance search would get
+    eps m / 4 = 3.4 < ln(46 / 0.1) = 6.1, so PLAN spends its preprocessing on the centre and
+    does not scale (public: n, d, rho); at rho = 1 it estimates them."""
+    from dpmean.estimators.variance import pair_median_resolves
+
+    plan = PLAN(0.0625, bounds=(-1, 1)).budget_plan(4000, 2048)
+    assert "variance" not in plan and "variance spread" not in plan
+    assert sum(plan.values()) == pytest.approx(0.0625)
+    assert not pair_median_resolves(4000, 2048, 0.0625 * 0.25 * 0.75 * 15 / 16,
+                                    log_range=46.0, beta=0.1)
+    assert "variance" in PLAN(1.0, bounds=(-1, 1)).budget_plan(4000, 2048)
+    x = np.random.default_rng(0).standard_normal((4000, 64))
+    guarded = dpmean.mean(x, rho=0.001, method="plan", bounds=(-10, 10), random_state=0)
+    assert "std" not in guarded.diagnostics and "variance" not in guarded.ledger
+
+
+def test_plan_does_not_collapse_on_isotropic_data_in_a_loose_box():
+    """Gaussian A at d = 1024, rho = 1/2 (box +-25 sqrt(d)): the median-centred PLAN of the
+    paper's recipe failed here in every run (error ~25x IOME's); now it stays within 1.25x of
+    IOME (both about 0.9; the sampling error alone is sqrt(d / n) = 0.51)."""
+    d, n = 1024, 4000
+    errors = {"plan": [], "iome": []}
+    for seed in range(2):
+        x = np.random.default_rng(seed).standard_normal((n, d))
+        for method in errors:
+            result = dpmean.mean(x, rho=0.5, method=method, bounds=(-25 * 32, 25 * 32),
+                                 random_state=seed)
+            errors[method].append(np.linalg.norm(result.mean))
+    assert np.mean(errors["plan"]) < 1.25 * np.mean(errors["iome"])

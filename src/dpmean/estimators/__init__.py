@@ -1,6 +1,7 @@
 """The central-model estimators, one class each, registered by their ``method=`` name."""
 
 from ..protocols import GRSKnownVar, GRSUnkVar, LocalIOME, ShuffleIOME
+from .auto import AutoMean
 from .base import MeanEstimator
 from .baselines import FixedQuantileClippedMean, GaussianMean
 from .coinpress import CoinPressCovMean, CoinPressMean
@@ -11,6 +12,7 @@ from .trimmed import TrimmedMean
 ESTIMATORS: dict[str, type[MeanEstimator]] = {
     cls.method: cls
     for cls in (
+        AutoMean,
         ClippedMean,
         FixedQuantileClippedMean,
         GaussianMean,
@@ -30,6 +32,7 @@ ESTIMATORS: dict[str, type[MeanEstimator]] = {
 
 __all__ = [
     "ESTIMATORS",
+    "AutoMean",
     "ClippedMean",
     "CoinPressCovMean",
     "CoinPressMean",

@@ -255,7 +255,8 @@ LOCAL_SPECS = tuple(_local_spec(f) for f in sorted(local.SWEEPS))
 
 PLAN_GAUSSIAN = (Method("PLAN", "plan", lambda s, data: {"p": 2.0, **_plan_box(s)}),
                  Method("PLAN-noscale", "plan-noscale", lambda s, data: _plan_box(s)),
-                 Method("IOME", "iome", lambda s, data: _plan_box(s)), NON_PRIVATE)
+                 Method("IOME", "iome", lambda s, data: _plan_box(s)),
+                 Method("auto", "auto", lambda s, data: _plan_box(s)), NON_PRIVATE)
 
 
 def _plan_box(s: Setting) -> dict[str, Any]:

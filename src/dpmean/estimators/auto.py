@@ -1,0 +1,151 @@
+"""``method="auto"``: a private choice between PLAN, IOME, CM and the plain Gaussian mechanism,
+from a few private scalars that predict each one's noise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..accounting import PrivacyLedger
+from ..engines import Engine, SparseEngine
+from ..mechanisms import exponential_quantile
+from ..transforms import IDENTITY
+from .base import MeanEstimator
+from .baselines import GaussianMean
+from .iome import ClippedMean, ShiftedClippedMean
+from .plan import PrivateLimitAdaptedNoise
+
+# The share of the budget the choice spends, split evenly between its private scalars.
+CHOICE_SHARE = 0.03
+CHOICE_STAGES = ("choice norms", "choice pair l2", "choice pair l1")
+# How far below the top of a norm search its log domain reaches (nats), as PLAN's variances.
+LOG_RANGE = 46.0
+# PLAN is chosen over IOME when its predicted noise is at most this fraction of IOME's: its
+# variances are estimated, not known, so a small predicted gain is not worth the risk.
+PLAN_MARGIN = 0.9
+CANDIDATES = {cls.method: cls for cls in (PrivateLimitAdaptedNoise, ShiftedClippedMean,
+                                          ClippedMean, GaussianMean)}
+
+
+def _private_median_norm(values: np.ndarray, top: float, *, rho: float, ledger: PrivacyLedger,
+                         rng: np.random.Generator, stage: str) -> float:
+    """The private median of non-negative ``values`` (one per row or pair, sensitivity 1) by
+    the exponential mechanism on log values over [top e^-LOG_RANGE, top]. Budget: ``rho``."""
+    floor = top * np.exp(-LOG_RANGE)
+    found = exponential_quantile(np.log(np.maximum(values, floor)), 0.5, np.log(floor),
+                                 np.log(top), rho=rho, rng=rng, ledger=ledger, stage=stage)
+    return float(np.exp(found[0]))
+
+
+class AutoMean(MeanEstimator):
+    """Choose the estimator privately, then run it on the rest of the budget.
+
+    The choice spends ``CHOICE_SHARE`` of rho (``CHOICE_STAGES``) on private medians (exponential
+    mechanism on log values, sensitivity 1: a row is in one value each) of
+        - r0, the row norms ||x_i|| (how far the data lies from the origin: CM's radius);
+        - l2 and l1, the norms ||a - b||_2 and ||a - b||_1 of differences of random row pairs
+          (dense input only): l2 / sqrt(2) is the typical distance of a row from the mean
+          (IOME's radius) and S = sqrt(pi / 2) l1 / (sqrt(d) l2) estimates
+          ||sigma||_1 / (sqrt(d) ||sigma||_2), which is 1 for equal coordinate variances and
+          small when a few coordinates carry the variance (where PLAN's scaling pays).
+    From them it predicts each candidate's l2 noise with the rest of the budget rho_r:
+        - gaussian: sqrt(d) ||hi - lo|| / (n sqrt(2 rho_r)) (public: the box);
+        - cm: sqrt(d) 2 k r0 / (n sqrt(2 rho_noise)), k = 1 + 3 / sqrt(d) (the clipping
+          radius sits above the median norm by a few standard deviations of the norms);
+        - iome: the same with l2 / sqrt(2) for r0 and IOME's noise share;
+        - plan: iome's prediction times min(1, 2^(1/4) S) / ``PLAN_MARGIN``. PLAN's noise
+          is proportional to sqrt(sum_j sigma_j^2 / D_j * sum_j D_j), D_j = sigma_j +
+          mean(sigma) (its regularised scale), IOME's to sqrt(d) ||sigma||_2; their ratio lies
+          between S and sqrt(2) S (Cauchy-Schwarz below; sigma_j^2 / D_j <= sigma_j and
+          <= sigma_j^2 / mean(sigma) above), and 2^(1/4) S is the geometric middle;
+    and runs the smallest (candidates whose minimum n is not met, a public check, are left
+    out). Sparse input (baskets) measures r0 only and chooses between gaussian, cm and plan
+    (PLAN's binary instantiation, predicted as cm). The choice is a function of the private
+    medians and public values only; the chosen estimator's whole plan is charged to the stage
+    "release" (its stages are in ``diagnostics["release_ledger"]``) and verified.
+    """
+
+    method = "auto"
+    supports_sparse = True
+    supports_secure_noise = True
+
+    def budget_plan(self, n: int, d: int) -> dict[str, float]:
+        choice = self.rho * CHOICE_SHARE
+        return {**{stage: choice / len(CHOICE_STAGES) for stage in CHOICE_STAGES},
+                "release": self.rho - choice}
+
+    def candidate(self, name: str, rho: float) -> MeanEstimator:
+        """The estimator ``name`` with budget ``rho`` and this one's common settings."""
+        return CANDIDATES[name](rho, bounds=self.bounds, secure_noise=self.secure_noise,
+                                engine=self.engine)
+
+    def predicted_noise(self, engine: Engine, rho_rest: float, ledger: PrivacyLedger,
+                        rng: np.random.Generator) -> dict[str, float]:
+        """Each candidate's predicted l2 noise (private: the medians; see the class notes)."""
+        n, d = engine.n, engine.d
+        planned = ledger.planned
+        reach = float(np.linalg.norm(np.maximum(np.abs(engine.lo), np.abs(engine.hi))))
+        width = float(np.linalg.norm(engine.hi - engine.lo))
+        norms = engine.sorted_norms(IDENTITY)
+
+        def median_norm(stage: str) -> float:
+            return _private_median_norm(norms, reach, rho=planned[stage], ledger=ledger,
+                                        rng=rng, stage=stage)
+
+        if isinstance(engine, SparseEngine):
+            # no pair questions on the sparse engine: every choice stage measures r0, and
+            # their geometric mean is used (post-processing)
+            r0 = float(np.exp(np.mean([np.log(median_norm(stage)) for stage in CHOICE_STAGES])))
+        else:
+            r0 = median_norm("choice norms")
+        spread = 1.0 + 3.0 / np.sqrt(d)
+
+        def clipped(radius: float, estimator: ClippedMean) -> float:
+            rho_noise = estimator.budget_plan(n, d)["noise"]
+            return float(np.sqrt(d) * 2.0 * spread * radius / (n * np.sqrt(2.0 * rho_noise)))
+
+        cm = clipped(r0, self.candidate("cm", rho_rest))
+        predicted = {"gaussian": float(np.sqrt(d) * width / (n * np.sqrt(2.0 * rho_rest))),
+                     "cm": cm}
+        if isinstance(engine, SparseEngine):
+            predicted["plan"] = cm
+            return predicted
+        order = rng.permutation(n)
+        l1 = np.zeros(n // 2)
+        l2 = np.zeros(n // 2)
+        for _, diffs in engine.pair_difference_blocks(IDENTITY, [order], engine.column_width()):
+            l1 += np.abs(diffs[0]).sum(axis=1)
+            l2 += np.einsum("ij,ij->i", diffs[0], diffs[0])
+        l2_med = _private_median_norm(np.sqrt(l2), width, rho=planned["choice pair l2"],
+                                      ledger=ledger, rng=rng, stage="choice pair l2")
+        l1_med = _private_median_norm(l1, float(np.sum(engine.hi - engine.lo)),
+                                      rho=planned["choice pair l1"], ledger=ledger, rng=rng,
+                                      stage="choice pair l1")
+        skew = float(np.sqrt(np.pi / 2.0) * l1_med / (np.sqrt(d) * l2_med))
+        predicted["iome"] = clipped(l2_med / np.sqrt(2.0), self.candidate("iome", rho_rest))
+        predicted["plan"] = predicted["iome"] * min(1.0, 2.0**0.25 * skew) / PLAN_MARGIN
+        return predicted
+
+    def release(
+        self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
+        rng: np.random.Generator,
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        n, d = engine.n, engine.d
+        rho_rest = budget["release"]
+        predicted = self.predicted_noise(engine, rho_rest, ledger, rng)
+        runnable = {}
+        for name, noise in predicted.items():
+            chosen = self.candidate(name, rho_rest)
+            plan = chosen.budget_plan(n, d)
+            if n >= chosen.minimum_rows(n, engine.lo, engine.hi, plan):  # public check
+                runnable[name] = noise
+        name = min(runnable, key=runnable.__getitem__) if runnable else "gaussian"
+        chosen = self.candidate(name, rho_rest)
+        inner = PrivacyLedger(rho_rest)
+        inner_budget = inner.plan(chosen.budget_plan(n, d))
+        ledger.charge("release", rho_rest)
+        mean, diagnostics = chosen.release(engine, inner_budget, inner, rng)
+        inner.verify()
+        return mean, {**diagnostics, "chosen": name, "predicted_noise": predicted,
+                      "release_ledger": dict(inner.spent)}

@@ -1,0 +1,99 @@
+"""method="auto": a private choice between plan, iome, cm and gaussian."""
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import dpmean
+from dpmean.estimators import auto as auto_module
+from dpmean.estimators.auto import CHOICE_SHARE, CHOICE_STAGES
+from dpmean.errors import InvalidParameterError
+
+
+def skewed(seed, n=10000, d=256):
+    """Zipf variances (d / i)^2 (PLAN's Gaussian C), mean 10, box +-50 d^1.5."""
+    rng = np.random.default_rng(seed)
+    std = d / np.arange(1, d + 1)
+    return 10.0 + rng.standard_normal((n, d)) * std, (-50 * d**1.5, 50 * d**1.5)
+
+
+def test_ledger_adds_up_and_the_release_spends_the_rest():
+    x, box = skewed(0, n=4000, d=32)
+    result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=1)
+    assert set(result.ledger) == {*CHOICE_STAGES, "release"}
+    assert sum(result.ledger.values()) == pytest.approx(0.5, rel=1e-12)
+    assert sum(result.ledger[s] for s in CHOICE_STAGES) == pytest.approx(0.5 * CHOICE_SHARE)
+    inner = result.diagnostics["release_ledger"]
+    assert sum(inner.values()) == pytest.approx(result.ledger["release"], rel=1e-12)
+    assert result.diagnostics["chosen"] in {"plan", "iome", "cm", "gaussian"}
+
+
+@pytest.mark.parametrize("case,expected", [
+    ("skewed", "plan"),        # a few coordinates carry the variance: PLAN's scaling pays
+    ("far", "iome"),           # isotropic, far from the origin, in a loose box: centre first
+    ("tight", "gaussian"),     # the box is the data's own range: nothing to clip
+])
+def test_clear_cases_choose_the_method_built_for_them(case, expected):
+    rng = np.random.default_rng(3)
+    if case == "skewed":
+        x, box = skewed(3)
+    elif case == "far":
+        x, box = rng.normal(300.0, 1.0, size=(4000, 64)), (-1000.0, 1000.0)
+    else:
+        x, box = rng.uniform(0.0, 1.0, size=(100000, 4)), (0.0, 1.0)
+    result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=3)
+    assert result.diagnostics["chosen"] == expected
+    # The predictions behind the choice differ by a wide margin in these cases (no coin flip);
+    # PLAN's is IOME's / PLAN_MARGIN on isotropic data, by construction.
+    predicted = result.diagnostics["predicted_noise"]
+    others = [v for k, v in predicted.items()
+              if k != expected and {k, expected} != {"iome", "plan"}]
+    assert predicted[expected] < 0.8 * min(others)
+
+
+def test_the_choice_depends_on_the_data_only_through_private_medians(monkeypatch):
+    """With the private medians fixed, two unrelated data sets of one shape get the same
+    choice and the same predictions: nothing else read from the data enters the decision."""
+    fixed = iter([2.0, 3.0, 40.0] * 2)
+    monkeypatch.setattr(auto_module, "_private_median_norm",
+                        lambda values, top, *, rho, ledger, rng, stage:
+                        ledger.charge(stage, rho) and next(fixed))
+    rng = np.random.default_rng(5)
+    answers = []
+    for x in (rng.normal(0.0, 1.0, size=(3000, 16)), rng.exponential(50.0, size=(3000, 16))):
+        result = dpmean.mean(x, rho=0.5, method="auto", bounds=(-100, 100), random_state=5)
+        answers.append((result.diagnostics["chosen"], result.diagnostics["predicted_noise"]))
+    assert answers[0] == answers[1]
+
+
+def test_predictions_follow_their_formulas():
+    x, box = skewed(1, n=4000, d=16)
+    result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=1)
+    predicted = result.diagnostics["predicted_noise"]
+    rho_rest = 0.5 * (1 - CHOICE_SHARE)
+    width = np.linalg.norm(np.full(16, box[1] - box[0]))
+    # The Gaussian mechanism's noise is public: sqrt(d) ||hi - lo|| / (n sqrt(2 rho)).
+    assert predicted["gaussian"] == pytest.approx(4 * width / (4000 * np.sqrt(2 * rho_rest)))
+    # PLAN is predicted from IOME's noise, never above IOME / PLAN_MARGIN.
+    assert predicted["plan"] <= predicted["iome"] / auto_module.PLAN_MARGIN * (1 + 1e-12)
+
+
+def test_sparse_baskets_choose_between_gaussian_cm_and_plan():
+    rng = np.random.default_rng(2)
+    x = scipy.sparse.random(3000, 50, density=0.05, format="csr", random_state=2)
+    x.data[:] = 1.0
+    result = dpmean.mean(x, rho=0.5, method="auto", bounds=(0.0, 1.0),
+                         random_state=int(rng.integers(9)))
+    assert set(result.diagnostics["predicted_noise"]) == {"gaussian", "cm", "plan"}
+    assert sum(result.ledger.values()) == pytest.approx(0.5, rel=1e-12)
+    assert result.mean.shape == (50,)
+
+
+def test_epsilon_delta_requests_and_bad_options():
+    x = np.random.default_rng(0).normal(0.0, 1.0, size=(2000, 4))
+    result = dpmean.mean(x, epsilon=1.0, delta=1e-6, method="auto", bounds=(-10, 10),
+                         random_state=0)
+    assert result.epsilon == 1.0 and result.delta == 1e-6
+    assert sum(result.ledger.values()) == pytest.approx(result.rho, rel=1e-12)
+    with pytest.raises(InvalidParameterError, match="unknown option"):
+        dpmean.mean(x, rho=1.0, method="auto", bounds=(-10, 10), threshold_share=0.1)
