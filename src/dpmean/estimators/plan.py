@@ -19,6 +19,7 @@ from .clipped import noisy_clipped_mean, private_centre, private_radius
 from .iome import THRESHOLD_SHARES, _Geometry, centre_stages, rotated_centre
 from .variance import (
     bernoulli_floor,
+    log_domain_quantile,
     bernoulli_std,
     known_std,
     pair_median_resolves,
@@ -70,9 +71,11 @@ class _PlanBase(MeanEstimator):
         self, rho: float | None = None, *, preprocess_share: float = 0.25,
         threshold_share: float | str = "auto", centre: str = "auto",
         quantile: str = "exponential",
-        steps: int = 20, beta: float = 0.1, **common: Any,
+        steps: int = 20, beta: float = 0.1, log_range: float | None = LOG_RANGE,
+        **common: Any,
     ) -> None:
         super().__init__(rho, **common)
+        self.log_range = None if log_range is None else check_positive(log_range, "log_range")
         self.preprocess_share = check_fraction(preprocess_share, "preprocess_share")
         self.threshold_share = (threshold_share if threshold_share == "auto" else
                                 check_fraction(threshold_share, "threshold_share"))
@@ -201,9 +204,9 @@ class _PlanBase(MeanEstimator):
         bound = self.norm_bound(engine, centre, std, scale)
         q = 1.0 - self.clip_count(n, budget["threshold"]) / n
         if self.quantile == "exponential":
-            radius = float(exponential_quantile(engine.sorted_norms(view), q, 0.0, bound,
-                                                rho=budget["threshold"], rng=rng,
-                                                ledger=ledger, stage="threshold")[0])
+            radius = log_domain_quantile(engine.sorted_norms(view), q, bound, self.log_range,
+                                         rho=budget["threshold"], rng=rng, ledger=ledger,
+                                         stage="threshold")
         else:
             radius = private_radius(engine, view, q * n, bound, steps=self.steps,
                                     rho=budget["threshold"], ledger=ledger, rng=rng,
@@ -260,8 +263,7 @@ class PrivateLimitAdaptedNoise(_PlanBase):
     def __init__(
         self, rho: float | None = None, *, p: float = 2.0, variance: str = "auto",
         std: Any = None, centre_share: float = 0.25, group_size: int = 1, pairings: int = 1,
-        regularise: bool = True, log_range: float | None = LOG_RANGE,
-        spread_share: float = SPREAD_SHARE, **options: Any,
+        regularise: bool = True, spread_share: float = SPREAD_SHARE, **options: Any,
     ) -> None:
         super().__init__(rho, **options)
         self.p = check_number(p, "p")
@@ -276,7 +278,6 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         self.group_size = check_steps(group_size, "group_size")
         self.pairings = check_steps(pairings, "pairings")
         self.regularise = bool(regularise)
-        self.log_range = None if log_range is None else check_positive(log_range, "log_range")
         self.spread_share = 0.0 if not spread_share else check_fraction(spread_share,
                                                                          "spread_share")
 

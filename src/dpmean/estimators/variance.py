@@ -114,12 +114,17 @@ def pair_median_resolves(n: int, d: int, rho: float, *, log_range: float, beta: 
     ``pairings``) over m = pairings * floor(n / 2 / group_size) group values puts at most
     (W / w) exp(-eps m / 4) of its mass, relative to the nat-wide middle of the data, on the
     empty ends of its domain (W = ``log_range`` nats wide, at rank distance >= m / 2 from the
-    median). We ask that to be at most ``beta``: eps m / 4 >= ln(log_range / beta). Below
-    that, noisy variances are mostly noise and scaling by them costs more than it gains.
+    median), so the expected number of the d coordinates whose search lands there is at most
+    d (W / w) exp(-eps m / 4). We ask that to be at most beta d^(3/4):
+    eps m / 4 >= ln(log_range / beta) + ln(d) / 4. Below that, noisy variances cost more than
+    scaling by them gains where there is no skew. The d^(3/4) is a choice measured on PLAN's
+    grids, not a theorem: d^(1/2) also skipped the variances of Gaussian C at d = 2048,
+    rho = 1/16 (eps m / 4 = 8.2), where they halve the error; d^1 kept them at Gaussian A,
+    d = 1024, rho = 1/8 (6.6), where they cost 30 %.
     """
     eps = np.sqrt(8.0 * rho / d) / pairings
     m = pairings * ((n // 2) // group_size)
-    return bool(eps * m / 4.0 >= np.log(log_range / beta))
+    return bool(eps * m / 4.0 >= np.log(log_range / beta) + 0.25 * np.log(d))
 
 
 def pair_spread(
@@ -142,11 +147,28 @@ def pair_spread(
     for _, diffs in engine.pair_difference_blocks(IDENTITY, [order], engine.column_width()):
         squared += 0.5 * np.einsum("ij,ij->i", diffs[0], diffs[0])
     top = 0.5 * float(np.sum((engine.hi - engine.lo) ** 2))
+    return log_domain_quantile(squared, q, top, log_range, rho=rho, rng=rng, ledger=ledger,
+                               stage=stage)
+
+
+def log_domain_quantile(
+    values: np.ndarray, q: float, top: float, log_range: float | None, *, rho: float,
+    rng: np.random.Generator, ledger: PrivacyLedger, stage: str,
+) -> float:
+    """A private q-quantile of non-negative ``values`` (one per person: sensitivity 1) by the
+    exponential mechanism on [0, top], or, with ``log_range``, on log v over
+    [log(top) - log_range, log(top)] (values below the floor raised to it).
+
+    log is monotone, so every rank, the utility and its sensitivity are the mechanism's on v;
+    only the base measure changes, from uniform in v to uniform in log v: the empty stretch
+    between the data and a loose ``top`` then weighs its width in nats, not in units of v.
+    Budget: ``rho`` (eps = sqrt(8 rho)), charged to ``stage``.
+    """
     if log_range is None:
-        return float(exponential_quantile(squared, q, 0.0, top, rho=rho, rng=rng,
+        return float(exponential_quantile(values, q, 0.0, top, rho=rho, rng=rng,
                                           ledger=ledger, stage=stage)[0])
     floor = top * np.exp(-log_range)
-    found = exponential_quantile(np.log(np.maximum(squared, floor)), q, np.log(floor),
+    found = exponential_quantile(np.log(np.maximum(values, floor)), q, np.log(floor),
                                  np.log(top), rho=rho, rng=rng, ledger=ledger, stage=stage)
     return float(np.exp(found[0]))
 
