@@ -182,8 +182,8 @@ def test_basket_file_without_items_is_refused_with_the_reason(capsys, tmp_path, 
 
 
 def test_option_values():
-    assert cli._parse_options(["a=3", "b=0.5", "c=1e-3", "d=true", "e=None", "f=text"]) == {
-        "a": 3, "b": 0.5, "c": 1e-3, "d": True, "e": None, "f": "text"}
+    options = cli.arguments.parse_options(["a=3", "b=0.5", "c=1e-3", "d=true", "e=None", "f=text"])
+    assert options == {"a": 3, "b": 0.5, "c": 1e-3, "d": True, "e": None, "f": "text"}
 
 
 def test_help_and_version(capsys):
@@ -367,7 +367,7 @@ def test_demo(capsys, tmp_path):
 
 
 def test_demo_missing_bundled_data(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(cli, "bundled_mnist", lambda: tmp_path / "gone" / "mnist-70k.npz")
+    monkeypatch.setattr(cli.demo, "bundled_mnist", lambda: tmp_path / "gone" / "mnist-70k.npz")
     code, out, err = run(capsys, "demo", "--out", tmp_path / "demo")
     assert_one_error_line(code, out, err)
     assert "bundled MNIST file is missing" in err

@@ -135,7 +135,7 @@ def test_overspend_is_refused_before_the_data_is_read(capsys, tmp_path, data, mo
     def boom(*args, **kwargs):
         raise AssertionError("the data was read")
 
-    monkeypatch.setattr("dpmean.cli._open_input", boom)
+    monkeypatch.setattr("dpmean.cli.estimate._open_input", boom)
     code, _, err = estimate(capsys, data, ledger, "--rho", 0.2)
     assert code == 2 and "refused" in err
 

@@ -229,7 +229,7 @@ def test_cli_engines_agree(tmp_path, monkeypatch, capsys, dask_client):
         assert code == 0, flags
         np.testing.assert_allclose(got, expected, atol=1e-9)
     # Above the size threshold the chunked engine is chosen without asking.
-    import dpmean.cli as cli
+    import dpmean.cli.estimate as cli
 
     chosen = []
     monkeypatch.setattr(cli, "CHUNKED_ABOVE_BYTES", 1000)

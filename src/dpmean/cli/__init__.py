@@ -1,0 +1,82 @@
+"""The ``dpmean`` command line: ``estimate``, ``demo``, ``reproduce`` and ``ledger``.
+
+Bad input gives one line on stderr, ``dpmean: error: ...``, exit code 2, and no output file.
+
+Layout: ``arguments.py`` holds the parser class, the usage error and the arguments the commands
+share (budget, bounds, seed, method and options, output files); each command is one module
+(``estimate.py``, ``demo.py``, ``reproduce.py``, ``ledger.py``) with ``register(subparsers)``,
+which adds its parser and sets ``run``, the function that carries it out and returns the exit
+code. Adding a command, e.g. ``budget``, is one module ``budget.py`` with ``register`` and one
+entry in ``COMMANDS`` below; ``main`` handles its errors like every other command's.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .. import __version__
+from ..errors import DPMeanError, InsufficientDataWarning
+from . import demo, estimate, ledger, reproduce
+from .arguments import EXIT_USAGE, Parser, ParserExit, UsageError
+
+__all__ = ["main"]
+
+# In the order of the help's list of commands.
+COMMANDS = (estimate, demo, reproduce, ledger)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``dpmean`` command.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit code: 0 success, 2 bad input (one ``dpmean: error:`` line on stderr), 130
+        interrupted.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.run(args)
+    except ParserExit as done:
+        return done.status
+    except (UsageError, DPMeanError) as exc:
+        return _fail(str(exc))
+    except InsufficientDataWarning as exc:
+        return _fail(f"too few rows for this budget; the command line does not publish the "
+                     f"zero vector the estimator falls back to, and wrote nothing. {exc}")
+    except KeyboardInterrupt:
+        print("dpmean: interrupted; nothing was written", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> Parser:
+    """The ``dpmean`` parser with every command of ``COMMANDS``.
+
+    Returns
+    -------
+    Parser
+        An argparse parser that raises ``UsageError`` and ``ParserExit`` instead of exiting.
+    """
+    parser = Parser(
+        prog="dpmean",
+        description="Differentially private mean estimation. Every number printed by "
+        "'estimate' is a private release; 'demo' also prints clearly labelled non-private "
+        "errors.",
+    )
+    parser.add_argument("--version", action="version", version=f"dpmean {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def _fail(message: str) -> int:
+    one_line = " ".join(message.split())
+    print(f"dpmean: error: {one_line}", file=sys.stderr)
+    return EXIT_USAGE

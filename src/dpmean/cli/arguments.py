@@ -1,0 +1,318 @@
+"""What every ``dpmean`` command shares: the parser and its two exceptions, the arguments that
+mean the same everywhere (budget, bounds, seed, method and options, output) and writing files.
+
+A command module adds its arguments through these helpers so that a flag has one spelling, one
+help text and one parser; the error messages they raise are part of the CLI's contract.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import available_methods
+from ..errors import InvalidParameterError
+from ..io import load_data, write_bytes_atomic, write_text_atomic
+
+EXIT_USAGE = 2
+NON_PRIVATE_HEADER = "NON-PRIVATE evaluation: the true means are used only to measure error"
+SEED_HELP = ("seed the noise (reproducible; for experiments only: anyone who knows the seed can "
+             "remove the noise). Default: a secure generator keyed from the OS")
+
+# argparse (before Python 3.13) takes "-1e3" for an option; bounds need such numbers.
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf(inity)?$", re.I)
+
+# Parameters of dpmean.mean that have flags of their own.
+_OWN_FLAGS = {"rho": "rho", "epsilon": "epsilon", "delta": "delta", "method": "method",
+              "bounds": "bounds", "random_state": "seed"}
+
+
+class UsageError(Exception):
+    """A command-line mistake found by argparse or by our own flag checks."""
+
+
+class ParserExit(Exception):
+    """argparse finished on purpose (--help, --version)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser that raises instead of exiting, so ``main`` prints one error line and
+    returns the exit code (tests and embedding callers keep their process)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        if message:
+            sys.stderr.write(message)
+        raise ParserExit(status)
+
+
+# ------------------------------------------------------------------------------------ budget
+
+
+def add_budget_arguments(parser: argparse.ArgumentParser, whose: str) -> None:
+    """Add --rho, or --epsilon with --delta: the one way every command takes a budget.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The command's parser; the flags go into a group of their own in its help.
+    whose : str
+        Whose budget it is, for the group's title (e.g. ``"the release's"``).
+    """
+    budget = parser.add_argument_group(
+        f"privacy budget, {whose} (give --rho, or --epsilon and --delta)")
+    budget.add_argument("--rho", type=float, metavar="R", help="zCDP budget rho > 0")
+    budget.add_argument("--epsilon", type=float, metavar="E",
+                        help="(epsilon, delta)-DP budget epsilon > 0, with --delta")
+    budget.add_argument("--delta", type=float, metavar="D", help="delta in (0, 1), with --epsilon")
+
+
+def budget_from(args: argparse.Namespace) -> dict[str, float]:
+    """Read back the budget of :func:`add_budget_arguments`.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments with ``rho``, ``epsilon`` and ``delta``.
+
+    Returns
+    -------
+    dict
+        ``{"rho": R}`` or ``{"epsilon": E, "delta": D}``: keyword arguments for the library.
+
+    Raises
+    ------
+    UsageError
+        When no budget, both kinds, or only one of epsilon and delta is given.
+    """
+    if args.rho is not None:
+        if args.epsilon is not None or args.delta is not None:
+            raise UsageError("give either --rho or --epsilon with --delta, not both")
+        return {"rho": args.rho}
+    if args.epsilon is None and args.delta is None:
+        raise UsageError("no privacy budget given: pass --rho R (zCDP), or --epsilon E and "
+                         "--delta D")
+    if args.epsilon is None or args.delta is None:
+        raise UsageError("--epsilon and --delta go together: give both (or --rho instead)")
+    return {"epsilon": args.epsilon, "delta": args.delta}
+
+
+# ------------------------------------------------------------------------------------ bounds
+
+
+def add_bounds_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add --bounds LO HI or --bounds-file FILE (one of them): the data's public range.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The command's parser.
+    """
+    bounds = parser.add_mutually_exclusive_group()
+    bounds.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"),
+                        help="public range of every coordinate, e.g. --bounds 0 255")
+    bounds.add_argument("--bounds-file", metavar="FILE.npy",
+                        help="per-coordinate public ranges: a (2, d) array, row 0 the lower "
+                        "bounds, row 1 the upper bounds (any format INPUT may have)")
+
+
+def bounds_from(args: argparse.Namespace) -> tuple[Any, Any] | None:
+    """Read back the range of :func:`add_bounds_arguments`, loading a bounds file.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments with ``bounds`` and ``bounds_file``.
+
+    Returns
+    -------
+    tuple or None
+        ``(lo, hi)``: two floats from --bounds, two float64 arrays of length d from
+        --bounds-file; None when neither was given.
+
+    Raises
+    ------
+    InvalidParameterError
+        When the bounds file does not hold a (2, d) array.
+    """
+    if args.bounds_file:
+        return _load_bounds(args.bounds_file)
+    return tuple(args.bounds) if args.bounds else None
+
+
+def _load_bounds(path: str) -> tuple[np.ndarray, np.ndarray]:
+    arr = load_data(path)
+    if not isinstance(arr, np.ndarray) or arr.ndim != 2 or arr.shape[0] != 2:
+        shape = getattr(arr, "shape", None)
+        raise InvalidParameterError(
+            f"{path}: a bounds file holds a (2, d) array (row 0 lower bounds, row 1 upper "
+            f"bounds), got shape {shape}"
+        )
+    return arr[0].astype(np.float64), arr[1].astype(np.float64)
+
+
+# ------------------------------------------------------------------------------------ seed
+
+
+def add_seed_argument(parser: argparse.ArgumentParser, help: str = SEED_HELP) -> None:
+    """Add --seed S (``args.seed``, None unless given: the secure, OS-keyed default).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The command's parser.
+    help : str, optional
+        The flag's help text, when the command says more than the general warning.
+    """
+    parser.add_argument("--seed", type=int, metavar="S", help=help)
+
+
+# ------------------------------------------------------------------------- method and options
+
+
+def add_method_argument(parser: argparse.ArgumentParser) -> None:
+    """Add --method M (default iome), whose help lists the registered methods.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The command's parser.
+    """
+    parser.add_argument("--method", default="iome", metavar="M",
+                        help=f"estimator: {', '.join(available_methods())} (default: iome)")
+
+
+def add_option_argument(parser: argparse.ArgumentParser) -> None:
+    """Add --option NAME=VALUE (repeatable), an estimator parameter; see :func:`parse_options`.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The command's parser.
+    """
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                        help="an estimator parameter, e.g. --option threshold_share=0.3; values "
+                        "are read as int, float, true/false/none, else text (repeatable)")
+
+
+def parse_options(items: Sequence[str]) -> dict[str, Any]:
+    """Turn ``--option NAME=VALUE`` items into estimator keyword arguments.
+
+    Parameters
+    ----------
+    items : sequence of str
+        The items as given; dashes in a name become underscores.
+
+    Returns
+    -------
+    dict
+        Name to value; a value is read as int, float, true/false/none, else kept as text.
+
+    Raises
+    ------
+    UsageError
+        For an item without ``=``, a name given twice, or a parameter that has its own flag.
+    """
+    options: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name.isidentifier():
+            raise UsageError(f"--option expects NAME=VALUE, got {item!r}")
+        if name in options:
+            raise UsageError(f"--option {name} is given twice")
+        if name in _OWN_FLAGS:
+            raise UsageError(f"--option {name}=... is not an estimator option; use --"
+                             f"{_OWN_FLAGS[name]}")
+        options[name] = _parse_value(raw.strip())
+    return options
+
+
+def _parse_value(raw: str) -> Any:
+    for convert in (int, float):
+        try:
+            return convert(raw)
+        except ValueError:
+            pass
+    lowered = raw.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "none":
+        return None
+    return raw
+
+
+# ------------------------------------------------------------------------------------ output
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add --output FILE (the JSON result in a file) and --json (the JSON result on stdout).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The command's parser.
+    """
+    parser.add_argument("--output", metavar="FILE", help="write the result as JSON to FILE")
+    parser.add_argument("--json", action="store_true",
+                        help="print the JSON result on stdout (the summary then goes to stderr)")
+
+
+def check_writable(path: Path) -> None:
+    """Refuse an output path that cannot be written, before any work (or privacy) is spent.
+
+    Parameters
+    ----------
+    path : Path
+        The file the command will write.
+
+    Raises
+    ------
+    UsageError
+        When the path is a directory or its directory does not exist.
+    """
+    parent = path.parent
+    if path.is_dir():
+        raise UsageError(f"cannot write {path}: it is a directory")
+    if not parent.is_dir():
+        raise UsageError(f"cannot write {path}: directory {parent} does not exist")
+
+
+def write_file(path: Path, content: str | bytes) -> None:
+    """Write a file atomically: a failed write leaves no file, or the old one.
+
+    Parameters
+    ----------
+    path : Path
+        Where to write.
+    content : str or bytes
+        Text (UTF-8) or bytes.
+
+    Raises
+    ------
+    UsageError
+        When the write fails (full disk, no permission), with the system's reason.
+    """
+    try:
+        if isinstance(content, bytes):
+            write_bytes_atomic(path, content)
+        else:
+            write_text_atomic(path, content)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,300 @@
+"""``dpmean estimate``: a private mean of the rows of a data file, as a summary and JSON.
+
+The estimator is built from public values only (flags, file name and size) and, with
+``--ledger``, charged to the ledger file before the data is opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from .. import ledger_file
+from ..api import build_estimator
+from ..engines import ENGINES, open_source
+from ..errors import DPMeanError, InsufficientDataWarning, InvalidDataError
+from ..io import load_data
+from ..result import MeanResult
+from ..session import Session, release_events
+from .arguments import (
+    UsageError,
+    add_bounds_arguments,
+    add_budget_arguments,
+    add_method_argument,
+    add_option_argument,
+    add_output_arguments,
+    add_seed_argument,
+    bounds_from,
+    budget_from,
+    check_writable,
+    parse_options,
+    write_file,
+)
+
+# Files above this size are read by the chunked engine unless --engine says otherwise: the
+# in-memory engine would hold the data plus IOME's rotated copy (about 2x the file).
+CHUNKED_ABOVE_BYTES = 1 << 30
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``estimate`` command to the ``dpmean`` parser.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subparsers of the top-level parser.
+    """
+    p = sub.add_parser(
+        "estimate",
+        help="release a private mean of the rows of a data file",
+        description="Release a differentially private mean of the rows of INPUT "
+        "(.npy, .npz, .csv with optional header, .parquet, or .dat baskets). Give the budget as "
+        "--rho (zCDP) or as --epsilon with --delta, and the public range of the data with "
+        "--bounds LO HI (the same for every column) or --bounds-file (one range per column). "
+        "The range must be chosen without looking at the data; values outside are clamped.",
+    )
+    # The order of the calls is the order of the flags in the help and usage lines.
+    p.add_argument("input", metavar="INPUT", help="the data file (rows are people)")
+    add_budget_arguments(p, "the release's")
+    add_method_argument(p)
+    add_bounds_arguments(p)
+    add_seed_argument(p)
+    p.add_argument("--key", metavar="K", help="the array to use from an .npz INPUT")
+    p.add_argument("--items", type=int, metavar="D",
+                   help="for a .dat basket INPUT (required for one): the public number of "
+                   "items, the length d of the released mean; item ids must lie in 0..D-1 "
+                   "(ids 1..K need D = K + 1). Never read from the data, where one basket "
+                   "could change it")
+    add_output_arguments(p)
+    add_option_argument(p)
+    p.add_argument("--p", type=float, metavar="P",
+                   help="the lp error to target, for estimators that take it (plan: 2 for l2, "
+                   "the default; 1 for l1, e.g. on baskets)")
+    p.add_argument("--engine", choices=ENGINES,
+                   help="how the data is read: memory, chunked (bounded row chunks, one pass per "
+                   "aggregate; chosen automatically for .npy/.csv/.parquet files above "
+                   f"{CHUNKED_ABOVE_BYTES >> 30} GiB), sparse (.dat/.npz sparse input, any "
+                   "method that supports it), dask (a dask.distributed cluster, see --scheduler)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a dask.distributed scheduler, e.g. tcp://host:8786 (implies --engine "
+                   "dask; needs pip install \"dpmean[dask]\")")
+    p.add_argument("--ledger", metavar="FILE",
+                   help="charge this release to a ledger file (see 'dpmean ledger init'): "
+                   "refused, before the data is read and with nothing written, if it would "
+                   "overspend the ledger's budget")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Release the mean, print the summary, write the JSON.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``estimate`` arguments.
+
+    Returns
+    -------
+    int
+        0; every failure raises (``UsageError``, ``DPMeanError``, ``InsufficientDataWarning``)
+        and ``dpmean.cli.main`` turns it into one error line.
+    """
+    budget = budget_from(args)
+    options = _estimator_options(args)
+    output = Path(args.output) if args.output else None
+    if output is not None:
+        check_writable(output)
+    engine = _choose_engine(args)
+    if engine is not None:
+        options["engine"] = engine
+    _check_input_flags(args)
+    # Built from public values only: its budget is what a ledger is charged, before any data.
+    estimator = build_estimator(args.method, **budget, bounds=_bounds(args),
+                                random_state=args.seed, **options)
+    result, session, index = _release(args, estimator, engine)
+    payload = result.to_dict()
+    if "epsilon" in budget:
+        payload["epsilon"] = budget["epsilon"]
+        payload["delta"] = budget["delta"]
+    text = json.dumps(payload, indent=2, default=_json_default) + "\n"
+    if output is not None:
+        write_file(output, text)
+    summary_to = sys.stderr if args.json else sys.stdout
+    if args.json:
+        sys.stdout.write(text)
+    _print_summary(result, budget, args, output, summary_to)
+    if session is not None:
+        print(f"charged to ledger {args.ledger} as release #{index}: {session.spent:.6g} "
+              f"{session.unit} of {session.budget} spent, {session.remaining:.6g} remaining",
+              file=summary_to)
+    return 0
+
+
+def _estimator_options(args: argparse.Namespace) -> dict[str, Any]:
+    options = parse_options(args.option)
+    if args.p is not None:
+        if "p" in options:
+            raise UsageError("give p once: --p or --option p=..., not both")
+        options["p"] = args.p
+    return options
+
+
+def _bounds(args: argparse.Namespace) -> tuple[Any, Any] | None:
+    # No bounds is for the methods with other public inputs (coinpress, iome-gaussian); the
+    # others refuse it with the library's explanation. A .dat basket file is 0/1 by its format,
+    # so its box is (0, 1) without looking at the data.
+    bounds = bounds_from(args)
+    if bounds is None and Path(args.input).suffix.lower() == ".dat":
+        return (0.0, 1.0)
+    return bounds
+
+
+def _release(args: argparse.Namespace, estimator: Any,
+             engine: str | None) -> tuple[MeanResult, Session | None, int | None]:
+    """Run the estimator on INPUT, charged to --ledger first when one is given."""
+    index = None
+    if args.ledger is not None:
+        if not Path(args.input).exists():
+            raise UsageError(f"{args.input}: no such file (nothing was charged to the ledger)")
+        index, _ = ledger_file.reserve(args.ledger, estimator.method, estimator.budget,
+                                       release_events(estimator))
+    try:
+        x = _open_input(args, engine)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", InsufficientDataWarning)
+            try:
+                with _dask_client(args.scheduler):
+                    result = estimator.estimate(x)
+            except InvalidDataError as exc:
+                raise InvalidDataError(f"{args.input}: {exc}") from None
+    except BaseException:
+        if index is not None:
+            # The data may have been read: the release stays charged, as failed.
+            with contextlib.suppress(DPMeanError):
+                ledger_file.settle(args.ledger, index, "failed")
+        raise
+    session = (ledger_file.settle(args.ledger, index, "released", result.spent)
+               if index is not None else None)
+    return result, session, index
+
+
+def _choose_engine(args: argparse.Namespace) -> str | None:
+    """--engine, else dask with --scheduler, else chunked for a big chunkable file."""
+    if args.scheduler is not None and args.engine not in (None, "dask"):
+        raise UsageError(f"--scheduler runs on the dask engine, not --engine {args.engine}")
+    if args.engine is not None or args.scheduler is not None:
+        return args.engine or "dask"
+    path = Path(args.input)
+    if path.suffix.lower() in (".npy", ".csv", ".parquet") and path.is_file() and (
+            path.stat().st_size > CHUNKED_ABOVE_BYTES):
+        return "chunked"
+    return None
+
+
+def _check_input_flags(args: argparse.Namespace) -> None:
+    if args.items is not None and Path(args.input).suffix.lower() != ".dat":
+        raise UsageError("--items is the number of items of a .dat basket file; INPUT is not "
+                         "one")
+
+
+def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
+    """The data as the engine reads it: a row source, a dask array, or loaded in memory."""
+    _check_input_flags(args)
+    is_dat = Path(args.input).suffix.lower() == ".dat"
+    # The readers refuse a .dat file without --items, with the reason.
+    items = {"n_items": args.items} if is_dat else {}
+    if engine in ("chunked", "dask") and Path(args.input).suffix.lower() != ".npz":
+        if engine == "chunked":
+            return open_source(args.input, **items)
+        try:
+            from ..engines.dask import dask_array_from_file
+        except ImportError:
+            raise UsageError('--engine dask needs dask: pip install "dpmean[dask]"') from None
+        return dask_array_from_file(args.input, **items)
+    return load_data(args.input, key=args.key, **items)
+
+
+def _dask_client(address: str | None) -> Any:
+    """A dask.distributed client for the run (it becomes Dask's scheduler), or nothing."""
+    if address is None:
+        return contextlib.nullcontext()
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError('--scheduler needs dask.distributed: pip install "dpmean[dask]"') \
+            from None
+    try:
+        return Client(address, timeout="10s")
+    except OSError as exc:
+        raise UsageError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+
+
+# ------------------------------------------------------------------------------------ summary
+
+
+def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespace,
+                   output: Path | None, out: TextIO) -> None:
+    lines = [
+        f"dpmean estimate: method {result.method}, n = {result.n} rows, d = {result.d} columns",
+        _privacy_line(result),
+    ]
+    if "epsilon" in budget:
+        lines.append(f"  requested as (epsilon, delta) = ({budget['epsilon']:g}, "
+                     f"{budget['delta']:g})-DP")
+    lines.append(f"ledger ({result.unit} per stage):")
+    width = max((len(k) for k in result.ledger), default=0)
+    lines += [f"  {stage:<{width}}  {rho:.6g}" for stage, rho in result.ledger.items()]
+    if result.diagnostics:
+        lines.append("private diagnostics:")
+        width = max(len(k) for k in result.diagnostics)
+        lines += [f"  {name:<{width}}  {_describe(value)}"
+                  for name, value in result.diagnostics.items()]
+    shown = min(result.d, 8)
+    lines.append(f"private mean (first {shown} of {result.d}): "
+                 f"{_format_values(result.mean[:shown])}{' ...' if result.d > shown else ''}")
+    if args.seed is not None:
+        lines.append("note: --seed makes the noise reproducible; use it for experiments only")
+    if output is not None:
+        lines.append(f"wrote {output}")
+    print("\n".join(lines), file=out)
+
+
+def _privacy_line(result: Any) -> str:
+    # The budget names its own unit: a rho is only ever printed as a rho.
+    budget = result.budget
+    line = (f"privacy: {budget.unit} = {result.spent:.6g} spent of {budget.total:.6g} "
+            f"({budget.notion})")
+    if budget.unit == "epsilon" and budget.delta is not None:
+        line += f", delta = {budget.delta:g}"
+    if budget.omega is not None:
+        line += f", omega = {budget.omega:g}"
+    return line
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        shown = min(value.size, 5)
+        rest = " ..." if value.size > shown else ""
+        return f"array of {value.size}: {_format_values(value.ravel()[:shown])}{rest}"
+    if isinstance(value, (bool, np.bool_, str)):
+        return str(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _format_values(values: np.ndarray) -> str:
+    return ", ".join(f"{v:.6g}" for v in np.asarray(values, dtype=np.float64))
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return str(obj)

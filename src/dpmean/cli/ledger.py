@@ -1,0 +1,99 @@
+"""``dpmean ledger init`` and ``dpmean ledger show``: a budget file several ``estimate`` runs share.
+
+The file format, its locking and its checks live in ``dpmean.ledger_file``; this module only
+creates and prints ledgers (``estimate --ledger`` charges them).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .. import ledger_file
+from ..session import Session, event_to_dict
+from .arguments import add_budget_arguments, budget_from
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``ledger`` command and its actions ``init`` and ``show`` to the parser.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subparsers of the top-level parser.
+    """
+    p = sub.add_parser(
+        "ledger",
+        help="a privacy budget shared by several 'estimate' runs on the same data",
+        description="A ledger file holds a total privacy budget and every release charged to "
+        "it ('dpmean estimate ... --ledger FILE'). Releases compose as in dpmean.Session; one "
+        "that would overspend is refused before the data is read.",
+    )
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    init = actions.add_parser("init", help="create a ledger file with a total budget",
+                              description="Create FILE (never overwriting one) with a total "
+                              "budget: --rho (a zCDP ledger) or --epsilon with --delta.")
+    init.add_argument("file", metavar="FILE")
+    add_budget_arguments(init, "the ledger's total")
+    init.set_defaults(run=run_init)
+    show = actions.add_parser("show", help="print a ledger's budget, releases and what remains",
+                              description="Verify FILE and print its budget, each release and "
+                              "what remains.")
+    show.add_argument("file", metavar="FILE")
+    show.set_defaults(run=run_show)
+
+
+def run_init(args: argparse.Namespace) -> int:
+    """Create the ledger file with its total budget (never over an existing file).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``ledger init`` arguments.
+
+    Returns
+    -------
+    int
+        0; failures raise and become one error line.
+    """
+    session = Session(**budget_from(args))
+    ledger_file.create(args.file, session)
+    print(f"created ledger {args.file}: budget {session.budget}")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """Verify the ledger file and print its budget, its releases and what remains.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``ledger show`` arguments.
+
+    Returns
+    -------
+    int
+        0; a missing or corrupt file raises and becomes one error line.
+    """
+    session = ledger_file.read(args.file)
+    lines = [f"ledger {args.file}: budget {session.budget}"]
+    if session.ledger:
+        lines.append("releases:")
+        for release in session.ledger:
+            accounted = ", ".join(_describe_event(e) for e in release.events)
+            lines.append(f"  #{release.index}  {release.method:<12}  {release.budget}  "
+                         f"{release.status}  (spent {release.spent:.6g} {release.budget.unit}; "
+                         f"accounted as {accounted})")
+    else:
+        lines.append("releases: none")
+    lines.append(f"spent: {session.spent:.6g} {session.unit} (composed)")
+    lines.append(f"remaining: {session.remaining:.6g} {session.unit}")
+    print("\n".join(lines))
+    return 0
+
+
+def _describe_event(event: Any) -> str:
+    fields = event_to_dict(event)
+    kind = fields.pop("kind")
+    return f"{kind}(" + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                                  for k, v in fields.items()) + ")"
