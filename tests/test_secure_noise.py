@@ -38,8 +38,8 @@ def x():
 
 
 def test_the_sweep_covers_every_central_method():
-    assert set(CENTRAL) == {"cm", "cm-fixed", "coinpress", "coinpress-cov", "gaussian", "iome",
-                            "iome-gaussian", "plan", "plan-noscale", "trimmed"}
+    assert set(CENTRAL) == {"auto", "cm", "cm-fixed", "coinpress", "coinpress-cov", "gaussian",
+                            "iome", "iome-gaussian", "plan", "plan-noscale", "trimmed"}
 
 
 def _release(method, x, **extra):
