@@ -12,6 +12,7 @@ from .accounting import (
 )
 from .api import available_methods, mean
 from .errors import (
+    BoxIntervalWarning,
     BudgetExceededError,
     DPMeanError,
     InsufficientDataWarning,
@@ -42,6 +43,7 @@ from .session import Session
 __version__ = "0.1.0"
 
 __all__ = [
+    "BoxIntervalWarning",
     "BudgetExceededError",
     "ClippedMean",
     "CoinPressCovMean",
