@@ -165,3 +165,45 @@ def test_level_is_checked():
                          random_state=0)
     with pytest.raises(dpmean.InvalidParameterError):
         result.confidence_interval(1.0)
+
+
+@pytest.mark.parametrize("rho", [0.1, 1.0])
+def test_accuracy_is_exact_for_the_gaussian_mechanism(rho):
+    x = gaussian_rows(9)
+    result = dpmean.mean(x, rho=rho, method="gaussian", bounds=BOX, random_state=0)
+    planned = dpmean.accuracy("gaussian", N, D, BOX, rho, level=0.95)
+    lo, hi = result.confidence_interval(0.95)
+    assert planned == pytest.approx(1.959963984540054 * result.diagnostics["noise_std"],
+                                    rel=1e-12)
+    assert planned == pytest.approx(((hi - lo) / 2).max(), rel=1e-9)
+
+
+@pytest.mark.parametrize("method", ["cm", "cm-fixed", "iome", "plan-noscale"])
+@pytest.mark.parametrize("data", ["gaussian", "outliers"])
+def test_accuracy_bounds_the_noise_of_clipped_releases(method, data):
+    x = gaussian_rows(10) if data == "gaussian" else outlier_rows(10)
+    options = {"quantile": "binary-search"} if method == "plan-noscale" else {}
+    planned = dpmean.accuracy(method, N, D, BOX, 1.0, level=0.9, **options)
+    for seed in range(10):
+        result = dpmean.mean(x, rho=1.0, method=method, bounds=BOX, random_state=seed,
+                             **options)
+        assert planned >= 1.6448536269514722 * result.diagnostics["noise_std"]
+
+
+def test_accuracy_with_epsilon_delta_and_refusals():
+    by_eps = dpmean.accuracy("gaussian", N, D, BOX, epsilon=1.0, delta=1e-6)
+    rho = dpmean.GaussianMean(epsilon=1.0, delta=1e-6, bounds=BOX).rho
+    assert by_eps == pytest.approx(dpmean.accuracy("gaussian", N, D, BOX, rho))
+    with pytest.raises(dpmean.InvalidParameterError, match="no a priori"):
+        dpmean.accuracy("plan", N, D, BOX, 1.0)
+    with pytest.raises(dpmean.InvalidParameterError, match="fallback"):
+        dpmean.accuracy("cm", 5, D, BOX, 0.01)
+
+
+@pytest.mark.parametrize("method", ["gaussian", "cm", "iome"])
+def test_rho_for_accuracy_inverts_accuracy(method):
+    target = 0.05
+    rho = dpmean.rho_for_accuracy(method, N, D, BOX, target, level=0.9)
+    assert dpmean.accuracy(method, N, D, BOX, rho, level=0.9) <= target
+    if method == "gaussian":  # monotone: just below, the target is missed
+        assert dpmean.accuracy(method, N, D, BOX, rho * (1 - 1e-6), level=0.9) > target

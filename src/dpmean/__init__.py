@@ -5,6 +5,7 @@
     >>> result.mean, result.ledger
 """
 
+from .accuracy import accuracy, rho_for_accuracy
 from .accounting import (
     PrivacyLedger,
     approx_dp_to_zcdp,
@@ -68,8 +69,10 @@ __all__ = [
     "ShiftedClippedMean",
     "ShuffleIOME",
     "TrimmedMean",
+    "accuracy",
     "approx_dp_to_zcdp",
     "available_methods",
     "mean",
+    "rho_for_accuracy",
     "zcdp_to_approx_dp",
 ]
