@@ -371,6 +371,12 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     shown = min(result.d, 8)
     lines.append(f"private mean (first {shown} of {result.d}): "
                  f"{_format_values(result.mean[:shown])}{' ...' if result.d > shown else ''}")
+    from .intervals import interval_summary  # noqa: PLC0415 (error bars, issue 19)
+
+    ci = interval_summary(result)
+    lines.append(f"{ci['level']:.0%} interval per coordinate ({ci['basis']}): lo "
+                 f"{_format_values(ci['lo'][:shown])}; hi {_format_values(ci['hi'][:shown])}")
+    lines.append(f"{ci['level']:.0%} l2 radius of the whole vector: {ci['radius']:.6g}")
     if args.seed is not None:
         lines.append("note: --seed makes the noise reproducible; use it for experiments only")
     if output is not None:
