@@ -126,6 +126,7 @@ def test_auto_delegates_to_the_chosen_estimator():
     ("trimmed", {}),
     ("cm", {"secure_noise": True}),
     ("iome", {"quantized": True}),
+    ("iome-local", {}),
 ])
 def test_box_and_warning_where_no_honest_interval(method, options):
     x = gaussian_rows(5)
