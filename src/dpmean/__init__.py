@@ -5,6 +5,7 @@
     >>> result.mean, result.ledger
 """
 
+from .accuracy import accuracy, rho_for_accuracy
 from .accounting import (
     PrivacyLedger,
     approx_dp_to_zcdp,
@@ -12,6 +13,7 @@ from .accounting import (
 )
 from .api import available_methods, mean
 from .errors import (
+    BoxIntervalWarning,
     BudgetExceededError,
     DPMeanError,
     InsufficientDataWarning,
@@ -42,6 +44,7 @@ from .session import Session
 __version__ = "0.1.0"
 
 __all__ = [
+    "BoxIntervalWarning",
     "BudgetExceededError",
     "ClippedMean",
     "CoinPressCovMean",
@@ -66,8 +69,10 @@ __all__ = [
     "ShiftedClippedMean",
     "ShuffleIOME",
     "TrimmedMean",
+    "accuracy",
     "approx_dp_to_zcdp",
     "available_methods",
     "mean",
+    "rho_for_accuracy",
     "zcdp_to_approx_dp",
 ]

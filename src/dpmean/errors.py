@@ -33,3 +33,9 @@ class InsufficientDataWarning(UserWarning):
 class SecureNoiseWarning(UserWarning):
     """``secure_noise=True`` was asked of an estimator none of whose stages is a Gaussian
     mechanism (the trimmed mean's smooth-sensitivity noise): nothing in it is drawn exactly."""
+
+
+class BoxIntervalWarning(UserWarning):
+    """A confidence interval fell back to the public box: the release has no honest narrower
+    interval (a fallback release, or an estimator whose error cannot be bounded from private
+    values yet); the message says why."""

@@ -119,6 +119,21 @@ class MeanResult:
         """The epsilon spent (the ledger's total) where the ledger is in epsilon; else None."""
         return self.spent if self.unit == "epsilon" else None
 
+    def confidence_interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+        """Per-coordinate (lo, hi), each containing the exact mean of the data clamped to the
+        box with probability >= ``level`` over the release's noise (noise and clipping bias;
+        no assumption on the data). See ``dpmean.intervals.confidence_interval``."""
+        from .intervals import confidence_interval
+
+        return confidence_interval(self, level)
+
+    def confidence_radius(self, level: float = 0.95) -> float:
+        """An l2 radius about ``mean`` containing the clamped data's exact mean (the whole
+        vector) with probability >= ``level``. See ``dpmean.intervals.confidence_radius``."""
+        from .intervals import confidence_radius
+
+        return confidence_radius(self, level)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (arrays become lists); budget fields named by unit."""
         out: dict[str, Any] = {
@@ -133,4 +148,10 @@ class MeanResult:
             "diagnostics": _jsonable(dict(self.diagnostics)),
             "fallback": self.fallback,
         }
+        from .intervals import interval_summary
+
+        summary = interval_summary(self)
+        out["confidence_interval"] = {key: summary[key] for key in ("level", "lo", "hi")}
+        out["confidence_radius"] = summary["radius"]
+        out["confidence_basis"] = summary["basis"]
         return out

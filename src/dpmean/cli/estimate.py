@@ -20,6 +20,7 @@ from .. import ledger_file
 from ..api import build_estimator
 from ..engines import ENGINES, open_source
 from ..errors import DPMeanError, InsufficientDataWarning, InvalidDataError
+from ..intervals import interval_summary
 from ..io import load_data
 from ..result import MeanResult
 from ..session import Session, release_events
@@ -259,6 +260,10 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     shown = min(result.d, 8)
     lines.append(f"private mean (first {shown} of {result.d}): "
                  f"{_format_values(result.mean[:shown])}{' ...' if result.d > shown else ''}")
+    ci = interval_summary(result)
+    lines.append(f"{ci['level']:.0%} interval per coordinate ({ci['basis']}): lo "
+                 f"{_format_values(ci['lo'][:shown])}; hi {_format_values(ci['hi'][:shown])}")
+    lines.append(f"{ci['level']:.0%} l2 radius of the whole vector: {ci['radius']:.6g}")
     if args.seed is not None:
         lines.append("note: --seed makes the noise reproducible; use it for experiments only")
     if output is not None:

@@ -174,11 +174,20 @@ class MeanEstimator(ABC):
         # Every stage must have been charged its plan by the mechanism that spent it.
         ledger.verify()
         return MeanResult(mean=mean, method=self.method, n=n, d=d, budget=self.budget,
-                          ledger=ledger.spent, diagnostics=self.describe(diagnostics))
+                          ledger=ledger.spent,
+                          diagnostics=self.public_settings(self.describe(diagnostics), lo, hi))
 
     def describe(self, diagnostics: dict[str, Any]) -> dict[str, Any]:
         """The diagnostics a result carries (subclasses add public settings)."""
         return diagnostics
+
+    def public_settings(self, diagnostics: dict[str, Any], lo: np.ndarray,
+                        hi: np.ndarray) -> dict[str, Any]:
+        """``diagnostics`` with the public settings every result carries: the box the data was
+        clamped to (``bounds_lo``, ``bounds_hi``) and ``secure_noise``; confidence intervals
+        need them (``dpmean.intervals``)."""
+        return {**diagnostics, "bounds_lo": lo, "bounds_hi": hi,
+                "secure_noise": self.secure_noise}
 
     def _fallback(
         self, n: int, d: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float],
@@ -192,7 +201,9 @@ class MeanEstimator(ABC):
             stacklevel=3,
         )
         return MeanResult(mean=np.zeros(d), method=self.method, n=n, d=d, budget=self.budget,
-                          ledger=ledger.spent, diagnostics=self.describe({}), fallback=True)
+                          ledger=ledger.spent,
+                          diagnostics=self.public_settings(self.describe({}), lo, hi),
+                          fallback=True)
 
 
 def _public_shape(x: Any) -> tuple[int, int]:

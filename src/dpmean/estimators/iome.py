@@ -91,7 +91,9 @@ class ClippedMean(MeanEstimator):
                                 secure=self.secure_noise)
         mean, noise_std = noisy_clipped_mean(engine, IDENTITY, radius, rho=budget["noise"],
                                              ledger=ledger, rng=rng, secure=self.secure_noise)
-        return mean, {"threshold": radius, "target_rank": rank, "noise_std": noise_std}
+        return mean, {"threshold": radius, "target_rank": rank, "noise_std": noise_std,
+                      "norm_bound": norm_bound, "threshold_steps": self.threshold_steps,
+                      "threshold_rho": budget["threshold"]}
 
 
 # The radius search's shares that threshold_share="auto" tries, smallest first.
@@ -255,6 +257,9 @@ class ShiftedClippedMean(ClippedMean):
             "padded_dim": geometry.d_pad,
             "quantized": quantizer is not None,
             "centre_reach": reach,
+            "norm_bound": norm_bound,
+            "threshold_steps": None if quantizer else self.threshold_steps,
+            "threshold_rho": budget["threshold"],
         }
 
     def preclip(self, n: int, d: int) -> float | None:

@@ -214,9 +214,13 @@ class _PlanBase(MeanEstimator):
         noisy, noise_std = noisy_clipped_mean(engine, view, radius, rho=budget["noise"],
                                               ledger=ledger, rng=rng, secure=self.secure_noise)
         diagnostics = {"threshold": radius, "target_quantile": q, "norm_bound": bound,
-                       "noise_std": noise_std, "centre": centre}
+                       "noise_std": noise_std, "centre": centre,
+                       "view_norm_bound": _PlanBase.norm_bound(self, engine, centre, std, scale),
+                       "threshold_search": self.quantile, "threshold_steps": self.steps,
+                       "threshold_rho": budget["threshold"]}
         if scale is not None:
             diagnostics["std"] = std
+            diagnostics["scale"] = scale
         return view.restore(noisy), diagnostics
 
 

@@ -1,0 +1,143 @@
+"""A priori accuracy: the noise part of a release's confidence interval before any data is read,
+and the budget a target accuracy needs.
+
+The half-width is that of the per-coordinate noise interval of ``dpmean.intervals`` at
+``level`` (z_{1 - alpha / 2} times the noise's standard deviation), for a release of shape
+(n, d) in the public box. It is exact for ``gaussian`` (sensitivity ||hi - lo|| / n, all of rho
+on the noise). For the clipped family the noise's standard deviation is 2 C / (n sqrt(2
+rho_noise)) with C the private radius, which is at most the top of the searched interval, a
+public number: ||max(|lo|, |hi|)|| for ``cm`` and ``cm-fixed``; for ``iome`` (real-valued path)
+the box's radius ||hi - lo|| / 2 plus the farthest the private centre can lie from the rotated
+box centre (sqrt(d_pad) times the half-width of the median domains); ||hi - lo|| for
+``plan-noscale`` (the centre is clamped to the box). rho_noise is the estimator's own
+``budget_plan(n, d)["noise"]``. So for those it is an upper bound: the worst case over every
+radius the search can return. The clipping bias is not included (it depends on the private
+radius); PLAN with scaling and ``auto`` have no a priori noise bound (their noise depends on
+private variances or a private choice) and are refused.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+from .api import build_estimator
+from .errors import InvalidParameterError
+from .estimators.iome import _Geometry
+
+PLANNED = ("gaussian", "cm", "cm-fixed", "iome", "plan-noscale")
+
+
+def _noise_std(estimator: Any, n: int, d: int) -> float:
+    """The worst-case noise standard deviation of ``estimator``'s release of shape (n, d)."""
+    lo, hi = estimator.box(n, d)
+    plan = estimator.budget_plan(n, d)
+    if n < estimator.minimum_rows(n, lo, hi, plan):
+        raise InvalidParameterError(
+            f"{estimator.method}: n={n} rows is too few for {estimator.budget} in d={d} "
+            f"dimensions: the release would be the zero-vector fallback")
+    method = estimator.method
+    if method == "gaussian":
+        return float(np.linalg.norm(hi - lo)) / n / math.sqrt(2.0 * plan["noise"])
+    if method in ("cm", "cm-fixed"):
+        top = float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi))))
+    elif method == "plan-noscale":
+        top = float(np.linalg.norm(hi - lo))
+    else:  # iome, real-valued path
+        if estimator.quantized:
+            raise InvalidParameterError("accuracy: IOME's quantized path is not planned yet")
+        geometry = _Geometry(None, lo, hi)
+        domain_lo, domain_hi = geometry.centre_domain(np.zeros(geometry.d_pad), n,
+                                                      estimator.beta)
+        half = float(np.max(domain_hi - domain_lo)) / 2.0
+        top = geometry.box_radius + half * math.sqrt(geometry.d_pad)
+    return 2.0 * top / n / math.sqrt(2.0 * plan["noise"])
+
+
+def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None, *,
+             epsilon: float | None = None, delta: float | None = None, level: float = 0.95,
+             **options: Any) -> float:
+    """The a priori half-width of the noise part of a per-coordinate confidence interval.
+
+    Parameters
+    ----------
+    method : str
+        One of "gaussian", "cm", "cm-fixed", "iome", "plan-noscale".
+    n, d : int
+        The public shape of the data.
+    bounds : tuple
+        The public box ``(lo, hi)`` (scalars or length-d arrays).
+    rho : float, optional
+        The zCDP budget; or ``epsilon`` and ``delta``, converted as the estimator converts them.
+    level : float
+        The interval's coverage per coordinate.
+    **options
+        The estimator's own options (e.g. ``threshold_share``).
+
+    Returns
+    -------
+    float
+        z_{1 - (1 - level) / 2} times the noise's standard deviation: exact for "gaussian", an
+        upper bound (the largest radius the search can return) for the clipped family. The
+        clipping bias of a release is not included.
+    """
+    if method not in PLANNED:
+        raise InvalidParameterError(
+            f"accuracy: method {method!r} has no a priori noise bound; choose one of "
+            f"{', '.join(PLANNED)}")
+    if not 0.0 < level < 1.0:
+        raise InvalidParameterError(f"level must lie strictly between 0 and 1, got {level}")
+    if int(n) != n or n < 1 or int(d) != d or d < 1:
+        raise InvalidParameterError(f"n and d must be positive integers, got {n}, {d}")
+    estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, bounds=bounds,
+                                **options)
+    return float(norm.isf((1.0 - level) / 2.0)) * _noise_std(estimator, int(n), int(d))
+
+
+def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float, *,
+                     level: float = 0.95, **options: Any) -> float:
+    """The rho at which ``accuracy(method, n, d, bounds, rho, level=level)`` is at most
+    ``half_width`` (the inverse of ``accuracy``).
+
+    Bisection on log rho over [1e-12, 1e12]; the returned rho always meets the target as
+    computed (the upper end of the bracket is kept). Budget splits that depend on rho (IOME's
+    ``threshold_share="auto"``) can make the accuracy jump, so the rho found meets the target
+    and is within a relative 1e-9 of a point where it stops meeting it, but a smaller rho may
+    also meet it.
+
+    Returns
+    -------
+    float
+        The rho; raises InvalidParameterError when even rho = 1e12 does not reach the target.
+    """
+    if not (np.isfinite(half_width) and half_width > 0):
+        raise InvalidParameterError(f"half_width must be finite and > 0, got {half_width}")
+
+    def meets(rho: float) -> bool:
+        try:
+            return accuracy(method, n, d, bounds, rho, level=level, **options) <= half_width
+        except InvalidParameterError as exc:
+            if "fallback" in str(exc):
+                return False
+            raise
+
+    low, high = math.log(1e-12), math.log(1e12)
+    if not meets(math.exp(high)):
+        raise InvalidParameterError(
+            f"rho_for_accuracy: {method} cannot reach half-width {half_width:g} at n={n}, "
+            f"d={d} with any rho up to 1e12")
+    if meets(math.exp(low)):
+        return math.exp(low)
+    while high - low > 1e-9:
+        mid = (low + high) / 2.0
+        if meets(math.exp(mid)):
+            high = mid
+        else:
+            low = mid
+    return math.exp(high)
+
+
+__all__ = ["accuracy", "rho_for_accuracy"]
