@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test typecheck lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -13,9 +13,15 @@ run: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[plots]"
 	$(BIN)/dpmean demo
 
+# mypy first: a type error fails the target (and CI, which runs it) before the suite starts.
 test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -n 2 -q
+
+typecheck: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m mypy
 
 lint: $(BIN)/python
 	$(BIN)/ruff check src tests benchmarks
@@ -25,4 +31,4 @@ bench: $(BIN)/python
 	$(BIN)/python benchmarks/bench_estimators.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache

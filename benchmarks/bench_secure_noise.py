@@ -20,8 +20,8 @@ from measure import best_time
 
 import dpmean
 from dpmean.errors import SecureNoiseWarning
-from dpmean.estimators import ESTIMATORS
 from dpmean.protocols.base import ProtocolEstimator
+from dpmean.registry import ESTIMATORS
 
 CENTRAL = sorted(m for m, cls in ESTIMATORS.items() if not issubclass(cls, ProtocolEstimator))
 

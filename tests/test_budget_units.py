@@ -13,9 +13,9 @@ import dpmean
 from dpmean.accounting import approx_dp_to_zcdp, zcdp_to_approx_dp
 from dpmean.budget import NOTIONS, Budget
 from dpmean.errors import InvalidParameterError
-from dpmean.estimators import ESTIMATORS
 from dpmean.mechanisms.smooth_noise import NOISES
 from dpmean.pld import gaussian_delta
+from dpmean.registry import ESTIMATORS
 
 RHO_NOTIONS = {"zCDP", "tCDP", "local-zCDP"}
 

@@ -15,8 +15,9 @@ from dpmean.errors import (
     InvalidDataError,
     InvalidParameterError,
 )
-from dpmean.estimators import ESTIMATORS, MeanEstimator
+from dpmean.estimators import MeanEstimator
 from dpmean.pld import gaussian_delta, gaussian_rho_for_approx_dp
+from dpmean.registry import ESTIMATORS
 
 D, N, RHO = 128, 4000, 0.5
 R = 50 * np.sqrt(D)  # the a priori box of IOME's experiments: +-50 sqrt(d) per coordinate

@@ -225,8 +225,8 @@ def test_invalid_options_raise(options):
 def test_threshold_share_auto_clips_at_most_three_root_n_rows(method):
     """The smallest share whose clip count k = sqrt(n) + rank error is at most 3 sqrt(n), else
     the paper's 1/4; threshold and noise share what preprocessing leaves."""
-    from dpmean.estimators import ESTIMATORS
     from dpmean.estimators.iome import THRESHOLD_SHARES
+    from dpmean.registry import ESTIMATORS
 
     for n, rho, share in [(4000, 1.0, 0.01), (10000, 0.0625, 0.05), (200, 0.5, 0.1),
                           (50, 0.01, 0.25)]:

@@ -13,12 +13,12 @@ import scipy.sparse as sp
 import dpmean
 from dpmean.accounting import PrivacyLedger
 from dpmean.errors import InvalidParameterError, SecureNoiseWarning
-from dpmean.estimators import ESTIMATORS
 from dpmean.mechanisms import discrete_gaussian as dg
 from dpmean.mechanisms import gaussian as gaussian_module
 from dpmean.mechanisms import quantiles as quantiles_module
 from dpmean.mechanisms.matrix import symmetric_gaussian_mechanism
 from dpmean.protocols.base import ProtocolEstimator
+from dpmean.registry import ESTIMATORS
 
 N, D, RHO = 1500, 5, 1.0
 CENTRAL = sorted(m for m, cls in ESTIMATORS.items() if not issubclass(cls, ProtocolEstimator))

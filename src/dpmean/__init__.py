@@ -28,16 +28,13 @@ from .estimators import (
     FixedQuantileClippedMean,
     GaussianIOME,
     GaussianMean,
-    GRSKnownVar,
-    GRSUnkVar,
-    LocalIOME,
     MeanEstimator,
     PlanNoScale,
     PrivateLimitAdaptedNoise,
     ShiftedClippedMean,
-    ShuffleIOME,
     TrimmedMean,
 )
+from .protocols import GRSKnownVar, GRSUnkVar, LocalIOME, ShuffleIOME
 from .result import MeanResult
 from .session import Session
 

@@ -6,7 +6,8 @@ import inspect
 from typing import Any
 
 from .errors import InvalidParameterError
-from .estimators import ESTIMATORS, MeanEstimator
+from .estimators import MeanEstimator
+from .registry import ESTIMATORS
 from .result import MeanResult
 from .rng import RandomState
 
@@ -67,11 +68,11 @@ def build_estimator(
                **options)
 
 
-def _check_options(cls: type, options: dict[str, Any]) -> None:
+def _check_options(cls: type[MeanEstimator], options: dict[str, Any]) -> None:
     allowed = set()
     for klass in cls.__mro__:
         if "__init__" in vars(klass):
-            params = inspect.signature(klass.__init__).parameters.values()
+            params = inspect.signature(vars(klass)["__init__"]).parameters.values()
             allowed |= {p.name for p in params if p.kind is p.KEYWORD_ONLY}
     allowed -= {"epsilon", "delta", "bounds", "random_state"}
     unknown = sorted(set(options) - allowed)

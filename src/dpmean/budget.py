@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsFloat
 
 from .errors import InvalidParameterError
 
@@ -123,10 +123,9 @@ class Budget:
 
 
 def _checked(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(
-            value, "__float__"):
+    if isinstance(value, bool) or not isinstance(value, SupportsFloat):
         raise InvalidParameterError(f"{name} must be a number, got {type(value).__name__}")
-    number = float(value)  # type: ignore[arg-type]
+    number = float(value)
     if not math.isfinite(number) or number <= 0:
         raise InvalidParameterError(f"{name} must be positive and finite, got {number:g}")
     if name == "delta" and number >= 1:

@@ -44,7 +44,7 @@ def check_n_items(n_items) -> int:
     if n_items is None:
         raise InvalidParameterError(f"no number of items given: {N_ITEMS_HELP}")
     if isinstance(n_items, bool) or not isinstance(n_items, numbers.Integral) or not (
-            1 <= n_items <= _MAX_ITEM_ID + 1):
+            1 <= int(n_items) <= _MAX_ITEM_ID + 1):
         raise InvalidParameterError(
             f"n_items must be an integer from 1 to {_MAX_ITEM_ID + 1}, got {n_items!r}")
     return int(n_items)
@@ -100,6 +100,7 @@ def load_data(
     if ext == ".npz":
         return _load_npz(p, key)
     if ext == ".dat":
+        assert n_items is not None  # checked above, before the file is touched
         return _load_dat(p, n_items)
     return _READERS[ext](p)
 
@@ -255,7 +256,8 @@ def _parse_cell(cell: str) -> float | None:
 
 def _parse_row(line: str) -> list[float] | None:
     values = [_parse_cell(c) for c in line.split(",")]
-    return None if any(v is None for v in values) else values
+    numbers_ = [v for v in values if v is not None]
+    return numbers_ if len(numbers_) == len(values) else None
 
 
 def cell_error(p: Path, lineno: int, column: int) -> InvalidDataError:
@@ -275,7 +277,7 @@ def find_bad_cell(line: str) -> int | None:
 
 
 def _scan_csv(p: Path, body: list[str], start: int) -> np.ndarray:
-    rows = []
+    rows: list[list[float]] = []
     for i, line in enumerate(body):
         lineno = start + i + 1
         if not line.strip():

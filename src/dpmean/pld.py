@@ -614,9 +614,9 @@ def _bounds(events: list[Event], grid: float) -> list[_Bound]:
         for e in included:
             key = ("br" if e.bounded_range else "kov", e.epsilon, 0.0)
             out[key] = out.get(key, 0) + e.count
-        for e in approx:
-            key = ("kov", e.epsilon, e.delta)
-            out[key] = out.get(key, 0) + e.count
+        for a in approx:
+            key = ("kov", a.epsilon, a.delta)
+            out[key] = out.get(key, 0) + a.count
         return out
 
     def as_zcdp(e: PureDPEvent) -> float:
@@ -777,32 +777,30 @@ def calibrate_scale(
         return min(b.delta(epsilon) for b in bounds) <= delta
 
     if meets(scale):
-        lo, hi = scale, None
-        while hi is None:
-            candidate = lo * 4.0
-            if candidate > 1e300:
+        lo = scale
+        while True:
+            hi = lo * 4.0
+            if hi > 1e300:
                 raise InvalidParameterError(
                     "events_at(s) meets (epsilon, delta) at every scale up to 1e300; it must "
                     "spend more privacy as s grows"
                 )
-            if meets(candidate):
-                lo = candidate
-            else:
-                hi = candidate
+            if not meets(hi):
+                break
+            lo = hi
     else:
-        lo, hi = None, scale
-        while lo is None:
-            candidate = hi / 4.0
-            if candidate < 1e-300:
+        hi = scale
+        while True:
+            lo = hi / 4.0
+            if lo < 1e-300:
                 raise InvalidParameterError(
                     f"events_at(s) does not meet epsilon={epsilon:g}, delta={delta:g} at any "
                     f"scale down to 1e-300 (an (epsilon, delta) black box with a larger "
                     f"delta or epsilon?)"
                 )
-            if meets(candidate):
-                lo = candidate
-            else:
-                hi = candidate
+            if meets(lo):
+                break
+            hi = lo
     while hi > lo * (1.0 + rtol):
         mid = math.sqrt(lo * hi)
         if meets(mid):

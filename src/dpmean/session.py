@@ -26,7 +26,6 @@ from .accounting import _exceeds, pure_dp_to_zcdp, zcdp_to_approx_dp
 from .api import build_estimator
 from .budget import Budget
 from .errors import BudgetExceededError, InvalidParameterError
-from .estimators import ESTIMATORS
 from .pld import (
     ApproxDPEvent,
     Event,
@@ -36,6 +35,7 @@ from .pld import (
     budget_events,
     compose_epsilon,
 )
+from .registry import ESTIMATORS
 from .result import MeanResult
 
 # 2: every release carries its accountant events. Version 1 files (no events) are still read:
@@ -357,8 +357,8 @@ class Session:
             return events
         cls = ESTIMATORS.get(method) if isinstance(method, str) else None
         gaussian = cls is not None and cls.gaussian_stages
-        if (gaussian and budget.notion == "zCDP"
-                and events == [GaussianEvent(budget.rho)]):  # type: ignore[arg-type]
+        if (gaussian and budget.notion == "zCDP" and budget.rho is not None
+                and events == [GaussianEvent(budget.rho)]):
             return events
         raise InvalidParameterError(
             f"the events {events} do not match a {method!r} release granted {budget} (expected "

@@ -169,7 +169,8 @@ def check_positive(value, name: str) -> float:
 
 
 def check_steps(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= 60:
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+            or not 1 <= int(value) <= 60):
         raise InvalidParameterError(f"{name} must be an integer from 1 to 60, got {value!r}")
     return int(value)
 

@@ -10,7 +10,7 @@ import os
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -193,7 +193,7 @@ def join_columns(blocks: Iterable[tuple[slice, np.ndarray]], out: np.ndarray) ->
     return out
 
 
-def scratch_array(shape: tuple[int, int], *, order: str = "C") -> np.ndarray:
+def scratch_array(shape: tuple[int, int], *, order: Literal["C", "F"] = "C") -> np.ndarray:
     """A zero-filled float64 array for an answer too big to hold in memory: in memory up to
     COLUMN_BLOCK_BYTES, above that backed by a temporary file (memory-mapped).
 
@@ -234,7 +234,7 @@ def spilled_column_blocks(
         for rows in row_blocks:
             columns = np.asfortranarray(rows, dtype=np.float64)
             for j in range(k):  # column j of the block goes to rows start.. of column j
-                os.pwrite(file.fileno(), columns[:, j], 8 * (j * n + start))
+                os.pwrite(file.fileno(), columns[:, j].data, 8 * (j * n + start))
             start += rows.shape[0]
         for cols in column_slices(k, width):
             block = np.empty((cols.stop - cols.start, n))  # the block's transpose, C order
@@ -244,7 +244,7 @@ def spilled_column_blocks(
 
 def _read_exactly(file: Any, out: np.ndarray, offset: int) -> None:
     """Fill the C-contiguous ``out`` with the file's bytes from ``offset``."""
-    view = memoryview(out).cast("B")
+    view = out.data.cast("B")
     done = 0
     while done < len(view):
         got = os.preadv(file.fileno(), [view[done:]], offset + done)

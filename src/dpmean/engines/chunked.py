@@ -203,6 +203,7 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None) -> RowSo
                                    f"{x.shape} of {x.dtype}")
         return ArraySource(x)
     if ext == ".dat":
+        assert n_items is not None  # checked above, before the file is touched
         return DatSource(p, n_items)
     readers: dict[str, Callable[[Path], RowSource]] = {".csv": CsvSource,
                                                        ".parquet": ParquetSource}

@@ -54,21 +54,29 @@ class InMemoryEngine(Engine):
     def _clamped(self, rows: slice | np.ndarray) -> np.ndarray:
         return clamp(self._x[rows], self.lo, self.hi)
 
-    def _base_reader(self, view: View) -> tuple[int, Callable[[slice], np.ndarray]]:
-        """Width of the view's base (clip, quantize, rotate) and a reader of its row blocks."""
-        key = (view.preclip, view.quantizer, view.rotation)
-        if key == (None, None, None):
+    def _base_reader(
+        self, view: View,
+    ) -> tuple[int, Callable[[slice | np.ndarray], np.ndarray]]:
+        """Width of the view's base (clip, quantize, rotate) and a reader of its rows (a block
+        as a slice, or an integer array of row indices)."""
+        if (view.preclip, view.quantizer, view.rotation) == (None, None, None):
             return self.d, self._clamped
-        if self._base_key is None or key != self._base_key:
-            self._base = np.empty((self.n, view.output_dim(self.d)))
+        base = self._cached_base(view)
+        return base.shape[1], lambda rows: base[rows]
+
+    def _cached_base(self, view: View) -> np.ndarray:
+        """The view's base over all rows, computed once per base (the last one asked is kept)."""
+        key = (view.preclip, view.quantizer, view.rotation)
+        base = self._base
+        if base is None or key != self._base_key:
+            base = np.empty((self.n, view.output_dim(self.d)))
 
             def fill(rows: slice) -> None:
-                self._base[rows] = view.apply_base(self._clamped(rows))
+                base[rows] = view.apply_base(self._clamped(rows))
 
-            self._each_block(self._base.shape[1], fill)
-            self._base_key = key
-        base = self._base
-        return base.shape[1], lambda rows: base[rows]
+            self._each_block(base.shape[1], fill)
+            self._base, self._base_key = base, key
+        return base
 
     def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
         width, read = self._base_reader(view)
@@ -91,7 +99,7 @@ class InMemoryEngine(Engine):
             below = (read(rows) <= limit).view(np.uint8)
             return np.add.reduce(below, axis=0, dtype=np.int32)
 
-        return np.sum(self._each_block(width, block_counts), axis=0, dtype=np.int64)
+        return np.asarray(np.sum(self._each_block(width, block_counts), axis=0, dtype=np.int64))
 
     def row_norms(self, view: View) -> np.ndarray:
         width, read = self._base_reader(view)
@@ -148,8 +156,7 @@ class InMemoryEngine(Engine):
         """Columns ``cols`` of the view's base (clip, quantize, rotate) over all rows: a copy."""
         if (view.preclip, view.quantizer, view.rotation) == (None, None, None):
             return clamp(self._x[:, cols], self.lo[cols], self.hi[cols])
-        self._base_reader(view)  # fills the cache
-        return np.array(self._base[:, cols])
+        return np.array(self._cached_base(view)[:, cols])
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
         width, read = self._base_reader(view)

@@ -1,6 +1,6 @@
-"""The central-model estimators, one class each, registered by their ``method=`` name."""
+"""The central-model estimators, one class each, named by its ``method=`` name (the registry of
+names is ``dpmean.registry``; the local and shuffle protocols are in ``dpmean.protocols``)."""
 
-from ..protocols import GRSKnownVar, GRSUnkVar, LocalIOME, ShuffleIOME
 from .auto import AutoMean
 from .base import MeanEstimator
 from .baselines import FixedQuantileClippedMean, GaussianMean
@@ -9,29 +9,7 @@ from .iome import ClippedMean, GaussianIOME, ShiftedClippedMean
 from .plan import PlanNoScale, PrivateLimitAdaptedNoise
 from .trimmed import TrimmedMean
 
-ESTIMATORS: dict[str, type[MeanEstimator]] = {
-    cls.method: cls
-    for cls in (
-        AutoMean,
-        ClippedMean,
-        FixedQuantileClippedMean,
-        GaussianMean,
-        ShiftedClippedMean,
-        GaussianIOME,
-        CoinPressMean,
-        CoinPressCovMean,
-        PrivateLimitAdaptedNoise,
-        PlanNoScale,
-        TrimmedMean,
-        LocalIOME,
-        ShuffleIOME,
-        GRSKnownVar,
-        GRSUnkVar,
-    )
-}
-
 __all__ = [
-    "ESTIMATORS",
     "AutoMean",
     "ClippedMean",
     "CoinPressCovMean",
@@ -39,13 +17,9 @@ __all__ = [
     "FixedQuantileClippedMean",
     "GaussianIOME",
     "GaussianMean",
-    "GRSKnownVar",
-    "GRSUnkVar",
-    "LocalIOME",
     "MeanEstimator",
     "PlanNoScale",
     "PrivateLimitAdaptedNoise",
     "ShiftedClippedMean",
-    "ShuffleIOME",
     "TrimmedMean",
 ]

@@ -101,7 +101,7 @@ class AutoMean(MeanEstimator):
             r0 = median_norm("choice norms")
         spread = 1.0 + 3.0 / np.sqrt(d)
 
-        def clipped(radius: float, estimator: ClippedMean) -> float:
+        def clipped(radius: float, estimator: MeanEstimator) -> float:
             rho_noise = estimator.budget_plan(n, d)["noise"]
             return float(np.sqrt(d) * 2.0 * spread * radius / (n * np.sqrt(2.0 * rho_noise)))
 

@@ -46,7 +46,8 @@ class MeanEstimator(ABC):
     method: ClassVar[str]
     # The privacy notion of the release; the budget is granted in it (``grant``) and the result
     # states it. Subclasses whose guarantee is not zCDP declare theirs here and in ``grant``.
-    notion: ClassVar[str] = "zCDP"
+    # Not a ClassVar: TrimmedMean's notion follows its ``noise`` parameter, per instance.
+    notion: str = "zCDP"
     # Estimators whose release asks only questions the SparseEngine answers set this, and then
     # receive scipy.sparse input on a SparseEngine (never densified); others refuse it.
     supports_sparse: ClassVar[bool] = False

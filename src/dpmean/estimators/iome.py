@@ -4,7 +4,7 @@ and the statistical Gaussian wrapper (section 3.4)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -162,7 +162,7 @@ class ShiftedClippedMean(ClippedMean):
         **common: Any,
     ) -> None:
         auto_share = threshold_share == "auto"
-        super().__init__(rho, threshold_share=0.25 if auto_share else threshold_share,
+        super().__init__(rho, threshold_share=0.25 if auto_share else cast(float, threshold_share),
                          threshold_steps=threshold_steps, beta=beta, **common)
         self.auto_threshold_share = auto_share
         self.centre_share = check_fraction(centre_share, "centre_share")

@@ -117,7 +117,7 @@ class _PlanBase(MeanEstimator):
         which every coordinate carries. Public: n and the budget.
         """
         if self.threshold_share != "auto":
-            return self.threshold_share
+            return float(self.threshold_share)
         for share in THRESHOLD_SHARES:
             if self.clip_count(n, share * rho_rest) <= 3.0 * np.sqrt(n):
                 return share
@@ -182,11 +182,11 @@ class _PlanBase(MeanEstimator):
             centre = self.private_medians(engine, budget["centre"], ledger, rng)
         return np.clip(centre, engine.lo, engine.hi), np.ones(engine.d)
 
-    def scale(self, std: np.ndarray) -> np.ndarray | None:
+    def scale(self, std: np.ndarray | None) -> np.ndarray | None:
         """Coordinate scale factors (None: no scaling)."""
         return None
 
-    def norm_bound(self, engine: Engine, centre: np.ndarray, std: np.ndarray,
+    def norm_bound(self, engine: Engine, centre: np.ndarray, std: np.ndarray | None,
                    scale: np.ndarray | None) -> float:
         """Public upper end of the norm universe: the largest norm a clamped row can have after
         the shift and scale (a function of the box and of private values only)."""
@@ -321,7 +321,7 @@ class PrivateLimitAdaptedNoise(_PlanBase):
     def centre_and_std(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
         rng: np.random.Generator,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         if self.std is not None:
             centre, _ = super().centre_and_std(engine, budget, ledger, rng)
             return centre, known_std(self.std, engine.d)
@@ -358,10 +358,11 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         spread = std + std.mean() if self.regularise else std
         return spread ** (-2.0 / (self.p + 2.0))
 
-    def norm_bound(self, engine: Engine, centre: np.ndarray, std: np.ndarray,
+    def norm_bound(self, engine: Engine, centre: np.ndarray, std: np.ndarray | None,
                    scale: np.ndarray | None) -> float:
         if scale is None:
             return super().norm_bound(engine, centre, std, scale)
+        assert std is not None  # scale() is None exactly when std is
         expected = float(np.sum((std * scale) ** 2))
         spread = max(np.log(engine.d), 0.5 * np.log(engine.n), 1.0)
         concentrated = np.sqrt(2.0 * spread * np.log(1.0 / self.beta) * expected)

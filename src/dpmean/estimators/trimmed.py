@@ -352,8 +352,9 @@ class TrimmedMean(MeanEstimator):
         """t -> the calibration for one coordinate's share of the budget."""
         cls = NOISES[self.noise]
         if self.notion == "approx-DP":
-            assert self.budget.delta is not None
-            return lambda t: cls.calibrate(share, self.budget.delta * share / self.total, t)
+            delta = self.budget.delta
+            assert delta is not None
+            return lambda t: cls.calibrate(share, delta * share / self.total, t)
         if self.notion == "tCDP":
             return lambda t: cls.calibrate(share, t, self.omega)
         epsilon = math.sqrt(2.0 * share)
@@ -398,9 +399,9 @@ class TrimmedMean(MeanEstimator):
             "smoothing": np.array([cal.t for _, cal in per_coordinate]),
             "shift": np.array([cal.s for _, cal in per_coordinate]),
         }
-        shape = getattr(per_coordinate[0][1].noise, "sigma", None)
-        if shape is not None:
-            diagnostics["sigma"] = np.array([cal.noise.sigma for _, cal in per_coordinate])
+        sigmas = [getattr(cal.noise, "sigma", None) for _, cal in per_coordinate]
+        if sigmas[0] is not None:
+            diagnostics["sigma"] = np.array(sigmas)
         if self.noise == "student-t":
             diagnostics["dof"] = self.dof
             diagnostics["pure_dp_epsilon_per_coordinate"] = math.sqrt(2.0 * share)

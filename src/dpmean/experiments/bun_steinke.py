@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -113,8 +114,8 @@ def default_tuning_excess(n: int, noise: str = "lln", *, trials: int = 2000,
     (rho = 1/2), with its assumption assumed_std = 1 (true here): (excess, m, t)."""
     from ..estimators.trimmed import TrimmedMean
 
-    budget = {"epsilon": 1.0, "delta": DELTA} if NOISES[noise].notion == "approx-DP" \
-        else {"rho": 0.5}
+    budget: dict[str, Any] = {"epsilon": 1.0, "delta": DELTA} \
+        if NOISES[noise].notion == "approx-DP" else {"rho": 0.5}
     estimator = TrimmedMean(bounds=BOUNDS, noise=noise, assumed_std=1.0, **budget)
     m, calibration = estimator.settings(n, BOUNDS[1] - BOUNDS[0], estimator.rho)
     grid = excess_grid(n, [m], [calibration.t], trials=trials, seed=seed)

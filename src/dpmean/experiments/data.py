@@ -103,7 +103,7 @@ def baskets(name: str) -> sparse.csr_matrix:
 
     items = BASKET_ITEMS[name]
     # Ids are 1-based: read with n_items = items + 1 and drop the always-empty column 0.
-    return load_data(DATA_DIR / name, n_items=items + 1)[:, 1:].tocsr()
+    return sparse.csr_matrix(load_data(DATA_DIR / name, n_items=items + 1)[:, 1:])
 
 
 def basket_data(name: str, rows: int | None = None) -> Dataset:

@@ -49,6 +49,11 @@ def budget(setting: Setting) -> dict[str, float]:
     return {"epsilon": setting["epsilon"], "delta": setting["delta"]}
 
 
+def _mahalanobis(estimate: np.ndarray, data: Dataset) -> float:
+    assert data.covariance is not None, "the Mahalanobis metric needs data of known covariance"
+    return mahalanobis_error(estimate, data.truth, data.covariance)
+
+
 def _tvd(estimate: np.ndarray, data: Dataset) -> float:
     """PLAN's binary error, 1/2 ||p - p_hat||_1 over unnormalised item frequencies."""
     return 0.5 * float(np.abs(estimate - data.truth).sum())
@@ -56,8 +61,7 @@ def _tvd(estimate: np.ndarray, data: Dataset) -> float:
 
 METRICS: dict[str, tuple[str, Callable[[np.ndarray, Dataset], float]]] = {
     "l2": ("l2 error ||mu_hat - mu||_2", lambda e, data: l2_error(e, data.truth)),
-    "mahalanobis": ("Mahalanobis error ||Sigma^-1/2 (mu_hat - mu)||_2",
-                    lambda e, data: mahalanobis_error(e, data.truth, data.covariance)),
+    "mahalanobis": ("Mahalanobis error ||Sigma^-1/2 (mu_hat - mu)||_2", _mahalanobis),
     "tvd": ("TVD 1/2 ||p - p_hat||_1", _tvd),
 }
 AGGREGATIONS = {
@@ -104,6 +108,7 @@ class Spec:
     def run_trial(self, setting: Setting, rng: np.random.Generator) -> list[dict[str, Any]]:
         if self.trial is not None:
             return self.trial(setting, rng)
+        assert self.data is not None  # __post_init__: exactly one of trial and data
         data = self.data(setting, rng)
         metric = METRICS[self.metric][1]
         rows = []

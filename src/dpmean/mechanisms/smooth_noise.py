@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from scipy import special, stats
@@ -74,6 +75,9 @@ class SmoothNoise(ABC):
 
     name: str
     notion: str
+    # Each noise's classmethod ``calibrate(level..., t) -> Calibration``; its level arguments
+    # differ by notion (epsilon; epsilon and delta; rho and omega; Student's T adds its dof).
+    calibrate: ClassVar[Callable[..., Calibration]]
 
     @abstractmethod
     def sample(self, size: int | tuple[int, ...], rng: np.random.Generator) -> np.ndarray:

@@ -5,6 +5,7 @@ clipped mean, each step one round of messages from every user."""
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -45,15 +46,17 @@ def _histogram_round(
     return messages.permuted(rng.permutation(engine.n)) if shuffled else messages
 
 
-def _bucket(values: np.ndarray, low: np.ndarray, high: np.ndarray, u: int) -> np.ndarray:
+def _bucket(values: np.ndarray, low: np.ndarray | float, high: np.ndarray | float, u: int
+            ) -> np.ndarray:
     """The bucket in [u] of each value on the uniform grid of [low, high] (clamped)."""
     position = (values - low) / (high - low) * u
     return np.clip(np.floor(position), 0, u - 1).astype(np.int64)
 
 
-class _IOMEProtocol:
-    """The three rounds both models share; subclasses give each round's epsilon, whether
-    messages are shuffled, the threshold's target quantile and the mean round."""
+class _IOMEProtocol(ProtocolEstimator):
+    """The three rounds both models share; subclasses give each round's epsilon
+    (``_round_epsilon``), whether messages are shuffled, the threshold's target quantile
+    (``_clipped_rows``) and the mean round (``_noisy_mean``)."""
 
     shuffled: bool
     # Per model: the local protocol gives its weakest round, the centre, more budget and a
@@ -85,6 +88,20 @@ class _IOMEProtocol:
         self.beta = check_fraction(beta, "beta")
         self.min_quantile = check_fraction(min_quantile, "min_quantile")
 
+    @abstractmethod
+    def _round_epsilon(self, stage: str, engine: Engine) -> float:
+        """The epsilon of each user's report in round ``stage`` ("centre" or "threshold")."""
+
+    @abstractmethod
+    def _clipped_rows(self, engine: Engine) -> float:
+        """How many rows the threshold round aims to leave above the clipping radius."""
+
+    @abstractmethod
+    def _noisy_mean(self, engine: Engine, view: View, radius: float, rng: np.random.Generator
+                    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Round 3: the mean of the rows of ``view`` clipped to ``radius``, and its
+        diagnostics."""
+
     def _split(self, total: float) -> dict[str, float]:
         rest = total * (1.0 - self.centre_share)
         return {"centre": total * self.centre_share, "threshold": rest * self.threshold_share,
@@ -96,6 +113,7 @@ class _IOMEProtocol:
         domain (Lemma 3.7); the analyser takes every coordinate's median bucket midpoint.
         Returns (centre, the rotated box centre)."""
         rotation = view.rotation
+        assert rotation is not None  # release asks only about rotated views
         k = rotation.padded_dim
         mid, half = (engine.lo + engine.hi) / 2.0, (engine.hi - engine.lo) / 2.0
         rotated_mid = rotation.apply(mid)
@@ -208,7 +226,7 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
     def _noisy_mean(self, engine: Engine, view: View, radius: float, rng: np.random.Generator
                     ) -> tuple[np.ndarray, dict[str, Any]]:
         rho = self._split(self.rho)["noise"]
-        total = np.zeros(view.rotation.padded_dim)
+        total = np.zeros(view.output_dim(engine.d))
         for block in engine.user_rows(view):
             total += local_gaussian(clip_rows(block, radius), 2.0 * radius, rho, rng).sum(axis=0)
         return total / engine.n, {"user_noise_std": 2.0 * radius / math.sqrt(2.0 * rho)}

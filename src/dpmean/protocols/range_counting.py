@@ -116,8 +116,8 @@ def _consistent_leaves(estimates: list[np.ndarray], variances: list[np.ndarray],
     b = branching
     h = len(estimates)
     groups = estimates[0].shape[0]
-    z = [None] * h
-    z[h - 1], var = estimates[h - 1], variances[h - 1]
+    z = list(estimates)  # the deepest level stays as estimated; the loop replaces the others
+    var = variances[h - 1]
     for depth in range(h - 2, -1, -1):
         children = z[depth + 1].reshape(groups, -1, b).sum(axis=2)
         own = (1.0 / variances[depth]) / (1.0 / variances[depth] + 1.0 / (b * var))
