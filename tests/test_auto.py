@@ -5,9 +5,9 @@ import pytest
 import scipy.sparse
 
 import dpmean
+from dpmean.errors import InvalidParameterError
 from dpmean.estimators import auto as auto_module
 from dpmean.estimators.auto import CHOICE_SHARE, CHOICE_STAGES
-from dpmean.errors import InvalidParameterError
 
 
 def skewed(seed, n=10000, d=256):

@@ -9,8 +9,8 @@ import dpmean
 from dpmean.accounting import PrivacyLedger
 from dpmean.engines import InMemoryEngine
 from dpmean.errors import InsufficientDataWarning, InvalidParameterError
-from dpmean.estimators.variance import binary_std, known_std, pair_std
 from dpmean.estimators.plan import PrivateLimitAdaptedNoise as PLAN
+from dpmean.estimators.variance import binary_std, known_std, pair_std
 from dpmean.transforms import View
 
 

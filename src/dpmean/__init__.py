@@ -5,12 +5,12 @@
     >>> result.mean, result.ledger
 """
 
-from .accuracy import accuracy, rho_for_accuracy
 from .accounting import (
     PrivacyLedger,
     approx_dp_to_zcdp,
     zcdp_to_approx_dp,
 )
+from .accuracy import accuracy, rho_for_accuracy
 from .api import available_methods, mean
 from .errors import (
     BoxIntervalWarning,

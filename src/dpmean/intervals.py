@@ -240,7 +240,9 @@ def half_widths(model: ErrorModel, level: float,
         bias = model.clip.view_bias(beta)
         if bias is None:
             return None
-        half = half + bias * model.bias_factor
+        # a clipping model always carries its per-coordinate factor (1 for orthogonal views)
+        factor = 1.0 if model.bias_factor is None else model.bias_factor
+        half = half + bias * factor
     return half
 
 

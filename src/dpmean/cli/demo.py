@@ -225,7 +225,7 @@ def _release_all(groups: list[np.ndarray], rho: float, seed: int | None,
         for (method, group), state in zip(runs, seeds, strict=True):
             result = mean(group, rho=rho, method=method, bounds=BOUNDS, random_state=state)
             private[method].append(np.asarray(result.mean))
-            spent[method].append(result.rho_spent)
+            spent[method].append(result.spent)  # the demo's budgets are zCDP: rho
             bar.update()
     return private, spent
 

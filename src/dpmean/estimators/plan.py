@@ -10,7 +10,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..engines import Engine, SparseEngine
 from ..errors import InvalidParameterError
-from ..mechanisms import exponential_quantile, rank_error_bound
+from ..mechanisms import rank_error_bound
 from ..mechanisms.column_quantiles import check_quantile_method, column_quantiles
 from ..transforms import IDENTITY, RandomRotation, View
 from ..validation import check_fraction, check_number, check_positive, check_steps
@@ -19,9 +19,9 @@ from .clipped import noisy_clipped_mean, private_centre, private_radius
 from .iome import THRESHOLD_SHARES, _Geometry, centre_stages, rotated_centre
 from .variance import (
     bernoulli_floor,
-    log_domain_quantile,
     bernoulli_std,
     known_std,
+    log_domain_quantile,
     pair_median_resolves,
     pair_std,
     pooled_noisy_mean,
