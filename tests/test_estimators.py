@@ -449,3 +449,20 @@ def test_iome_threshold_share_auto_keeps_the_rank_error_within_a_quarter(n, d, r
     # the paper's split stays reachable
     paper = ShiftedClippedMean(rho, bounds=(-1, 1), threshold_share=0.25).budget_plan(n, d)
     assert paper["threshold"] == pytest.approx(0.25 * rest)
+
+
+@pytest.mark.parametrize("method", ["iome", "plan", "cm", "auto", "trimmed", "iome-local"])
+def test_estimators_show_and_return_their_parameters_as_given(method):
+    from dpmean.registry import ESTIMATORS
+
+    cls = ESTIMATORS[method]
+    estimator = cls(epsilon=1.0, delta=1e-6, bounds=(-3, 3), random_state=4)
+    assert repr(estimator) == (f"{cls.__name__}(epsilon=1.0, delta=1e-06, bounds=(-3, 3), "
+                               f"random_state=4)")
+    params = estimator.get_params()
+    # as given, not converted: no rho appears for an (epsilon, delta) request
+    assert params["rho"] is None and params["epsilon"] == 1.0 and params["bounds"] == (-3, 3)
+    clone = cls(**params)
+    assert clone.get_params() == params
+    x = np.random.default_rng(0).normal(0.0, 1.0, size=(3000, 3))
+    np.testing.assert_array_equal(clone.estimate(x).mean, estimator.estimate(x).mean)

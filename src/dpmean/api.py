@@ -30,16 +30,55 @@ def mean(
 ) -> MeanResult:
     """Release a differentially private mean of the rows of ``x``.
 
-    Args:
-        x: array of shape (n, d) (or (n,) for one variable).
-        rho: the zCDP budget; or give ``epsilon`` and ``delta`` instead.
-        method: one of ``available_methods()``; ``"iome"`` (default) is instance-optimal.
-        bounds: ``(lo, hi)``, scalars or length-d arrays: the public a priori box.
-        random_state: None for a real release (secure, OS-keyed); an int only for experiments.
-        **options: the estimator's own parameters (see its class, e.g. ``ShiftedClippedMean``).
+    Parameters
+    ----------
+    x : array_like, scipy.sparse matrix, dask array or row source
+        The data, shape (n, d) (or (n,) for one variable). n and d are public; values outside
+        ``bounds`` are clamped to them silently (counting them would leak).
+    rho : float, optional
+        The zCDP budget (> 0). Give either ``rho`` or both ``epsilon`` and ``delta``.
+    epsilon, delta : float, optional
+        An (epsilon, delta)-DP budget instead (epsilon > 0, 0 < delta < 1). Estimators made only
+        of Gaussian stages calibrate it exactly (the analytic Gaussian); the others convert it
+        to the largest rho that implies it (Canonne-Kamath-Steinke).
+    method : str, default "iome"
+        One of ``available_methods()``: ``"iome"`` (instance-optimal), ``"plan"``
+        (variance-aware), ``"auto"`` (a private choice between plan, iome, cm and gaussian),
+        the baselines and the local and shuffle protocols (README).
+    bounds : (lo, hi), optional
+        The public a priori box: scalars or length-d arrays. Required by most methods; never
+        derived from the data.
+    random_state : None, int or numpy.random.Generator
+        None (default) for a real release: noise from the OS-keyed secure generator. An int
+        only for experiments and tests (the noise becomes reproducible).
+    **options
+        The estimator's own parameters (see its class, e.g. ``ShiftedClippedMean``); unknown
+        names are refused.
 
-    Returns:
-        A ``MeanResult`` whose ledger sums to at most the budget.
+    Returns
+    -------
+    MeanResult
+        The private mean, its typed budget, a ledger (stage -> cost) that sums to at most the
+        budget, and private diagnostics.
+
+    Raises
+    ------
+    InvalidParameterError
+        Unknown method or option, a budget that is missing, non-positive or given twice, bad
+        bounds.
+    InvalidDataError
+        Data that is empty, not 1-D/2-D, non-numeric, or holds NaN or infinity.
+
+    Warns
+    -----
+    InsufficientDataWarning
+        n too small for the budget (a public check): the zero vector is released.
+
+    Privacy
+    -------
+    The release satisfies the returned ``result.budget`` (``rho``-zCDP, or the notion the
+    method states, e.g. shuffle-approx-DP) under replace-one neighbours; docs/privacy.md gives
+    each method's stages and their costs.
     """
     estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, bounds=bounds,
                                 random_state=random_state, **options)

@@ -5,6 +5,7 @@ Subclasses state their budget split (``budget_plan``) and their release (``relea
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
@@ -58,6 +59,45 @@ class MeanEstimator(ABC):
     # release, an adaptive composition of Gaussians of total rho, is exactly sqrt(2 rho)-GDP
     # (Dong-Roth-Su 2019, Cor. 3.3), so an (epsilon, delta) request is calibrated exactly.
     gaussian_stages: ClassVar[bool] = False
+
+    _given: tuple[tuple[Any, ...], dict[str, Any]]
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> MeanEstimator:
+        # Keep the parameters exactly as the caller gave them (before any validation or
+        # conversion), for get_params and repr.
+        self = super().__new__(cls)
+        self._given = (args, dict(kwargs))
+        return self
+
+    def get_params(self) -> dict[str, Any]:
+        """The estimator's parameters: every keyword of its constructors (this class and the
+        classes it extends) with its default, overridden by the values given, as given.
+
+        Returns
+        -------
+        dict
+            Parameter name -> value; ``type(self)(**self.get_params())`` builds an equal
+            estimator (same parameters; a fresh random state unless one was given).
+        """
+        params: dict[str, Any] = {}
+        for klass in reversed(type(self).__mro__):
+            init = vars(klass).get("__init__")
+            if init is None or klass is object:
+                continue
+            for p in inspect.signature(init).parameters.values():
+                if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                    params[p.name] = None if p.default is p.empty else p.default
+        args, kwargs = self._given
+        names = [p.name for p in inspect.signature(type(self).__init__).parameters.values()
+                 if p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self"]
+        params.update(zip(names, args, strict=False))
+        params.update(kwargs)
+        return params
+
+    def __repr__(self) -> str:
+        args, kwargs = self._given
+        shown = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     def __init__(
         self,
