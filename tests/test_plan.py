@@ -315,3 +315,13 @@ def test_plan_does_not_collapse_on_isotropic_data_in_a_loose_box():
                                  random_state=seed)
             errors[method].append(np.linalg.norm(result.mean))
     assert np.mean(errors["plan"]) < 1.25 * np.mean(errors["iome"])
+
+
+def test_group_size_is_a_count_not_a_step_number():
+    x = np.random.default_rng(0).normal(0.0, 1.0, size=(4000, 4))
+    result = dpmean.mean(x, rho=1.0, method="plan", bounds=(-10, 10), random_state=0,
+                         variance="generic", group_size=64)
+    assert result.mean.shape == (4,)
+    for bad in (0, 2.5, True):
+        with pytest.raises(InvalidParameterError, match="group_size must be a positive integer"):
+            dpmean.mean(x, rho=1.0, method="plan", bounds=(-10, 10), group_size=bad)

@@ -175,6 +175,13 @@ def check_steps(value, name: str) -> int:
     return int(value)
 
 
+def check_count(value, name: str) -> int:
+    """A positive integer with no upper limit (a group size, a number of pairings)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
+        raise InvalidParameterError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
 def check_number(value, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidParameterError(f"{name} must be a number, got {value!r}")

@@ -13,7 +13,13 @@ from ..errors import InvalidParameterError
 from ..mechanisms import rank_error_bound
 from ..mechanisms.column_quantiles import check_quantile_method, column_quantiles
 from ..transforms import IDENTITY, RandomRotation, View
-from ..validation import check_fraction, check_number, check_positive, check_steps
+from ..validation import (
+    check_count,
+    check_fraction,
+    check_number,
+    check_positive,
+    check_steps,
+)
 from .base import MeanEstimator
 from .clipped import noisy_clipped_mean, private_centre, private_radius
 from .iome import THRESHOLD_SHARES, _Geometry, centre_stages, rotated_centre
@@ -279,8 +285,9 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         self.variance = variance
         self.std = std
         self.centre_share = check_fraction(centre_share, "centre_share")
-        self.group_size = check_steps(group_size, "group_size")
-        self.pairings = check_steps(pairings, "pairings")
+        # sizes, not search steps: no 60 cap (group_size=64 was refused as "from 1 to 60")
+        self.group_size = check_count(group_size, "group_size")
+        self.pairings = check_count(pairings, "pairings")
         self.regularise = bool(regularise)
         self.spread_share = 0.0 if not spread_share else check_fraction(spread_share,
                                                                          "spread_share")
