@@ -9,18 +9,17 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 from ..engines import Engine, SparseEngine
-from ..mechanisms import exponential_quantile
+from ..mechanisms import log_domain_quantile
 from ..transforms import IDENTITY
 from .base import MeanEstimator
 from .baselines import GaussianMean
 from .iome import ClippedMean, ShiftedClippedMean
-from .plan import PrivateLimitAdaptedNoise
+from .plan import LOG_RANGE, PrivateLimitAdaptedNoise
+from .variance import pair_distances
 
 # The share of the budget the choice spends, split evenly between its private scalars.
 CHOICE_SHARE = 0.03
 CHOICE_STAGES = ("choice norms", "choice pair l2", "choice pair l1")
-# How far below the top of a norm search its log domain reaches (nats), as PLAN's variances.
-LOG_RANGE = 46.0
 # PLAN is chosen over IOME when its predicted noise is at most this fraction of IOME's: its
 # variances are estimated, not known, so a small predicted gain is not worth the risk.
 PLAN_MARGIN = 0.9
@@ -30,12 +29,10 @@ CANDIDATES = {cls.method: cls for cls in (PrivateLimitAdaptedNoise, ShiftedClipp
 
 def _private_median_norm(values: np.ndarray, top: float, *, rho: float, ledger: PrivacyLedger,
                          rng: np.random.Generator, stage: str) -> float:
-    """The private median of non-negative ``values`` (one per row or pair, sensitivity 1) by
-    the exponential mechanism on log values over [top e^-LOG_RANGE, top]. Budget: ``rho``."""
-    floor = top * np.exp(-LOG_RANGE)
-    found = exponential_quantile(np.log(np.maximum(values, floor)), 0.5, np.log(floor),
-                                 np.log(top), rho=rho, rng=rng, ledger=ledger, stage=stage)
-    return float(np.exp(found[0]))
+    """The private median of non-negative ``values`` (one per row or pair, sensitivity 1) on
+    log values over [top e^-LOG_RANGE, top] (``log_domain_quantile``). Budget: ``rho``."""
+    return log_domain_quantile(values, 0.5, top, LOG_RANGE, rho=rho, rng=rng, ledger=ledger,
+                               stage=stage)
 
 
 class AutoMean(MeanEstimator):
@@ -111,13 +108,8 @@ class AutoMean(MeanEstimator):
         if isinstance(engine, SparseEngine):
             predicted["plan"] = cm
             return predicted
-        order = rng.permutation(n)
-        l1 = np.zeros(n // 2)
-        l2 = np.zeros(n // 2)
-        for _, diffs in engine.pair_difference_blocks(IDENTITY, [order], engine.column_width()):
-            l1 += np.abs(diffs[0]).sum(axis=1)
-            l2 += np.einsum("ij,ij->i", diffs[0], diffs[0])
-        l2_med = _private_median_norm(np.sqrt(l2), width, rho=planned["choice pair l2"],
+        l1, squared = pair_distances(engine, rng.permutation(n))
+        l2_med = _private_median_norm(np.sqrt(squared), width, rho=planned["choice pair l2"],
                                       ledger=ledger, rng=rng, stage="choice pair l2")
         l1_med = _private_median_norm(l1, float(np.sum(engine.hi - engine.lo)),
                                       rho=planned["choice pair l1"], ledger=ledger, rng=rng,
@@ -134,16 +126,14 @@ class AutoMean(MeanEstimator):
         n, d = engine.n, engine.d
         rho_rest = budget["release"]
         predicted = self.predicted_noise(engine, rho_rest, ledger, rng)
-        runnable = {}
-        for name, noise in predicted.items():
-            chosen = self.candidate(name, rho_rest)
-            plan = chosen.budget_plan(n, d)
-            if n >= chosen.minimum_rows(n, engine.lo, engine.hi, plan):  # public check
-                runnable[name] = noise
-        name = min(runnable, key=runnable.__getitem__) if runnable else "gaussian"
-        chosen = self.candidate(name, rho_rest)
+        candidates = {name: self.candidate(name, rho_rest) for name in predicted}
+        plans = {name: c.budget_plan(n, d) for name, c in candidates.items()}
+        runnable = [name for name, c in candidates.items()  # a public check
+                    if n >= c.minimum_rows(n, engine.lo, engine.hi, plans[name])]
+        name = min(runnable, key=predicted.__getitem__) if runnable else "gaussian"
+        chosen = candidates[name]
         inner = PrivacyLedger(rho_rest)
-        inner_budget = inner.plan(chosen.budget_plan(n, d))
+        inner_budget = inner.plan(plans[name])
         ledger.charge("release", rho_rest)
         mean, diagnostics = chosen.release(engine, inner_budget, inner, rng)
         inner.verify()

@@ -10,7 +10,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..engines import Engine, SparseEngine
 from ..errors import InvalidParameterError
-from ..mechanisms import rank_error_bound
+from ..mechanisms import log_domain_quantile, rank_error_bound
 from ..mechanisms.column_quantiles import check_quantile_method, column_quantiles
 from ..transforms import IDENTITY, RandomRotation, View
 from ..validation import (
@@ -27,7 +27,6 @@ from .variance import (
     bernoulli_floor,
     bernoulli_std,
     known_std,
-    log_domain_quantile,
     pair_median_resolves,
     pair_std,
     pooled_noisy_mean,
@@ -117,10 +116,10 @@ class _PlanBase(MeanEstimator):
     def threshold_fraction(self, n: int, rho_rest: float) -> float:
         """The threshold's share of the budget ``rho_rest`` left after preprocessing.
 
-        ``threshold_share="auto"`` (default): the smallest of ``THRESHOLD_SHARES`` whose rank
-        error (``clip_count`` minus sqrt(n)) is at most sqrt(n), so that at most about twice the
-        paper's sqrt(n) rows are clipped, else 1/4 (the paper's). The rest goes to the noise,
-        which every coordinate carries. Public: n and the budget.
+        ``threshold_share="auto"`` (default): the smallest of ``THRESHOLD_SHARES`` whose clip
+        count (sqrt(n) plus the rank error) is at most 3 sqrt(n), so that at most about three
+        times the paper's sqrt(n) rows are clipped, else 1/4 (the paper's). The rest goes to the
+        noise, which every coordinate carries. Public: n and the budget.
         """
         if self.threshold_share != "auto":
             return float(self.threshold_share)

@@ -13,7 +13,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..engines import Engine
 from ..errors import InvalidParameterError
-from ..mechanisms import exponential_quantile, gaussian_mechanism
+from ..mechanisms import gaussian_mechanism, log_domain_quantile
 from ..mechanisms.column_quantiles import column_quantiles
 from ..mechanisms.exponential import columns_per_draw
 from ..transforms import IDENTITY
@@ -143,34 +143,22 @@ def pair_spread(
     over ``log_range`` nats below the top when given): a row sits in one pair, so replacing
     it moves one value, sensitivity 1. Budget: ``rho`` charged to ``stage``.
     """
+    _, squared = pair_distances(engine, order)
+    top = 0.5 * float(np.sum((engine.hi - engine.lo) ** 2))
+    return log_domain_quantile(0.5 * squared, q, top, log_range, rho=rho, rng=rng,
+                               ledger=ledger, stage=stage)
+
+
+def pair_distances(engine: Engine, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the disjoint row pairs (a, b) of ``order``: ||a - b||_1 and ||a - b||_2^2 of the
+    clamped rows, each of length n // 2, in one pass over the columns. Exact statistics:
+    only a mechanism may release anything computed from them."""
+    l1 = np.zeros(engine.n // 2)
     squared = np.zeros(engine.n // 2)
     for _, diffs in engine.pair_difference_blocks(IDENTITY, [order], engine.column_width()):
-        squared += 0.5 * np.einsum("ij,ij->i", diffs[0], diffs[0])
-    top = 0.5 * float(np.sum((engine.hi - engine.lo) ** 2))
-    return log_domain_quantile(squared, q, top, log_range, rho=rho, rng=rng, ledger=ledger,
-                               stage=stage)
-
-
-def log_domain_quantile(
-    values: np.ndarray, q: float, top: float, log_range: float | None, *, rho: float,
-    rng: np.random.Generator, ledger: PrivacyLedger, stage: str,
-) -> float:
-    """A private q-quantile of non-negative ``values`` (one per person: sensitivity 1) by the
-    exponential mechanism on [0, top], or, with ``log_range``, on log v over
-    [log(top) - log_range, log(top)] (values below the floor raised to it).
-
-    log is monotone, so every rank, the utility and its sensitivity are the mechanism's on v;
-    only the base measure changes, from uniform in v to uniform in log v: the empty stretch
-    between the data and a loose ``top`` then weighs its width in nats, not in units of v.
-    Budget: ``rho`` (eps = sqrt(8 rho)), charged to ``stage``.
-    """
-    if log_range is None:
-        return float(exponential_quantile(values, q, 0.0, top, rho=rho, rng=rng,
-                                          ledger=ledger, stage=stage)[0])
-    floor = top * np.exp(-log_range)
-    found = exponential_quantile(np.log(np.maximum(values, floor)), q, np.log(floor),
-                                 np.log(top), rho=rho, rng=rng, ledger=ledger, stage=stage)
-    return float(np.exp(found[0]))
+        l1 += np.abs(diffs[0]).sum(axis=1)
+        squared += np.einsum("ij,ij->i", diffs[0], diffs[0])
+    return l1, squared
 
 
 def noisy_mean(

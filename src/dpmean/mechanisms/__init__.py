@@ -1,7 +1,7 @@
 """The only code that adds noise: the Gaussian mechanism, private quantiles and the
 smooth-sensitivity noises."""
 
-from .exponential import exponential_epsilon, exponential_quantile
+from .exponential import exponential_epsilon, exponential_quantile, log_domain_quantile
 from .gaussian import gaussian_mechanism, gaussian_noise, gaussian_noise_std
 from .matrix import symmetric_gaussian_mechanism
 from .quantiles import (
@@ -40,6 +40,7 @@ __all__ = [
     "count_noise_std",
     "exponential_epsilon",
     "exponential_quantile",
+    "log_domain_quantile",
     "gaussian_mechanism",
     "gaussian_noise",
     "gaussian_noise_std",

@@ -77,6 +77,28 @@ def exponential_quantile(
     return exponential_draws(*checked, q, rho=rho, rng=rng, sensitivity=sensitivity)
 
 
+def log_domain_quantile(
+    values: np.ndarray, q: float, top: float, log_range: float | None, *, rho: float,
+    rng: np.random.Generator, ledger: PrivacyLedger, stage: str,
+) -> float:
+    """A private q-quantile of non-negative ``values`` (one per person: sensitivity 1) by the
+    exponential mechanism on [0, top], or, with ``log_range``, on log v over
+    [log(top) - log_range, log(top)] (values below the floor raised to it).
+
+    log is monotone, so every rank, the utility and its sensitivity are the mechanism's on v;
+    only the base measure changes, from uniform in v to uniform in log v: the empty stretch
+    between the data and a loose ``top`` then weighs its width in nats, not in units of v.
+    Budget: ``rho`` (eps = sqrt(8 rho)), charged to ``stage``.
+    """
+    if log_range is None:
+        return float(exponential_quantile(values, q, 0.0, top, rho=rho, rng=rng,
+                                          ledger=ledger, stage=stage)[0])
+    floor = top * np.exp(-log_range)
+    found = exponential_quantile(np.log(np.maximum(values, floor)), q, np.log(floor),
+                                 np.log(top), rho=rho, rng=rng, ledger=ledger, stage=stage)
+    return float(np.exp(found[0]))
+
+
 def _check_exponential(rho: float, q: float, sensitivity: float) -> None:
     exponential_epsilon(rho)  # validates rho
     if not (np.isfinite(sensitivity) and sensitivity > 0):
