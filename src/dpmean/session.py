@@ -217,7 +217,7 @@ class Session:
 
     @property
     def unit(self) -> str:
-        """"rho" for a zCDP session, "epsilon" for an (epsilon, delta) session."""
+        """The ledger's unit: "rho" in a zCDP session, "epsilon" in an (epsilon, delta) one."""
         return self._budget.unit
 
     @property
@@ -227,13 +227,15 @@ class Session:
 
     @property
     def spent(self) -> float:
-        """The composed cost of every charged release, in ``unit``: the sum of rho (zCDP
-        session) or the composed epsilon at the session's delta (approximate-DP session)."""
+        """The composed cost of every charged release, in ``unit``.
+
+        The sum of rho in a zCDP session; the composed epsilon at the session's delta in an
+        approximate-DP session."""
         return self._total([(r.budget, r.events) for r in self._releases])
 
     @property
     def remaining(self) -> float:
-        """``budget.total - spent``, never negative, in ``unit``.
+        """What is left: ``budget.total - spent``, never negative, in ``unit``.
 
         In a zCDP session it is the rho any further zCDP release may still take. In an
         (epsilon, delta) session it is the epsilon not yet used under the current (PLD)
@@ -249,8 +251,10 @@ class Session:
 
     def mean(self, x: Any, /, *, rho: float | None = None, epsilon: float | None = None,
              delta: float | None = None, method: str = "iome", **options: Any) -> MeanResult:
-        """Release ``dpmean.mean(x, rho=.. | epsilon=.., delta=.., method=.., **options)`` and
-        charge it to the session.
+        """Release a private mean of ``x`` (as ``dpmean.mean``) and charge it to the session.
+
+        Give ``rho``, or ``epsilon`` and ``delta``, for this release, and the method and its
+        options as ``dpmean.mean`` takes them.
 
         Raises BudgetExceededError, before ``x`` is read, when the release does not fit (see
         the class docstring), and InvalidParameterError when no per-release budget is given.

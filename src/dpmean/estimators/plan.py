@@ -240,15 +240,17 @@ class PrivateLimitAdaptedNoise(_PlanBase):
 
     Standard deviations (``variance``), from ``preprocess_share * (1 - centre_share)`` of rho
     (stage "variance"; the paper gives 1/4 of the preprocessing budget to the centre):
-        - ``"gaussian"``: ``pair_std`` with the Wilson-Hilferty correction, groups of
-          ``group_size`` (default 1, as the paper) and ``pairings`` random pairings;
-        - ``"generic"``: ``pair_std`` without correction (Algorithm 2, any distribution with a
-          bounded fourth moment; use group_size >= 4 or so);
-        - ``"binary"``: ``binary_std``, Gaussian-mechanism frequencies clamped to
-          [d^-0.4, 1 - d^-0.4]; with a "mean" centre the two noisy frequency vectors (centre
-          and variance stage) are averaged with weights proportional to their budgets, which is
-          as accurate as one release with both budgets (post-processing);
-        - ``"auto"``: ``"binary"`` for scipy.sparse input, else ``"gaussian"``.
+
+    - ``"gaussian"``: ``pair_std`` with the Wilson-Hilferty correction, groups of
+      ``group_size`` (default 1, as the paper) and ``pairings`` random pairings;
+    - ``"generic"``: ``pair_std`` without correction (Algorithm 2, any distribution with a
+      bounded fourth moment; use group_size >= 4 or so);
+    - ``"binary"``: ``binary_std``, Gaussian-mechanism frequencies clamped to
+      [d^-0.4, 1 - d^-0.4]; with a "mean" centre the two noisy frequency vectors (centre
+      and variance stage) are averaged with weights proportional to their budgets, which is
+      as accurate as one release with both budgets (post-processing);
+    - ``"auto"``: ``"binary"`` for scipy.sparse input, else ``"gaussian"``.
+
     ``std=`` (a number or length-d array) gives known standard deviations instead: no variance
     stage, the whole preprocessing share goes to the centre.
 

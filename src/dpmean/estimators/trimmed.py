@@ -224,23 +224,36 @@ class TrimmedMean(MeanEstimator):
     box afterwards (``truncation="output"``, for heavier tails), S^t its exact t-smooth
     sensitivity (Prop. 11; see ``trimmed_smooth_sensitivity``) and Z the chosen noise.
 
-    Parameters (besides rho / epsilon, delta, bounds, random_state, engine):
-        noise: ``"lln"`` (default), ``"uln"``, ``"arsinh"`` ((1/2) eps^2-CDP, eps = sqrt(2 rho)),
-            ``"student-t"`` (pure eps-DP with eps = sqrt(2 rho), which implies rho-zCDP: the
-            ledger is in rho), ``"laplace"`` or ``"gaussian"`` (NRS 2007, (eps, delta)-DP: give
-            ``epsilon`` and ``delta``, not rho; the result's notion is "approx-DP" and its ledger
-            is in epsilon) or ``"gaussian-tcdp"`` ((rho, omega)-tCDP; notion "tCDP"; epsilon and
-            delta are turned into rho by ``accounting.approx_dp_to_tcdp``, which uses only the
-            orders alpha <= omega and refuses pairs no rho can meet).
-        smoothing: t > 0; default chosen by ``tune_trimmed_mean`` (for laplace and gaussian, the
-            NRS smoothing fixed by (eps, delta), which is also the largest t allowed).
-        trim: m, an integer count (0 <= 2m < n) or a fraction of n in (0, 0.5); default tuned.
-        truncation: ``"input"`` (default) or ``"output"``.
-        assumed_std: the public assumption behind the default m and t: the data's standard
-            deviation, for data roughly Gaussian (default (hi - lo) / 1000). Never read from data.
-        dof: Student's T degrees of freedom (>= 3; default 3, as in the paper).
-        omega: the tCDP order bound (default 10, as in the paper).
+    Parameters
+    ----------
+    noise : str, default "lln"
+        ``"lln"``, ``"uln"``, ``"arsinh"`` ((1/2) eps^2-CDP, eps = sqrt(2 rho)),
+        ``"student-t"`` (pure eps-DP with eps = sqrt(2 rho), which implies rho-zCDP: the
+        ledger is in rho), ``"laplace"`` or ``"gaussian"`` (NRS 2007, (eps, delta)-DP: give
+        ``epsilon`` and ``delta``, not rho; the result's notion is "approx-DP" and its ledger
+        is in epsilon) or ``"gaussian-tcdp"`` ((rho, omega)-tCDP; notion "tCDP"; epsilon and
+        delta are turned into rho by ``accounting.approx_dp_to_tcdp``, which uses only the
+        orders alpha <= omega and refuses pairs no rho can meet).
+    smoothing : float, optional
+        t > 0; default chosen by ``tune_trimmed_mean`` (for laplace and gaussian, the NRS
+        smoothing fixed by (eps, delta), which is also the largest t allowed).
+    trim : int or float, optional
+        m, an integer count (0 <= 2m < n) or a fraction of n in (0, 0.5); default tuned.
+    truncation : str, default "input"
+        ``"input"`` or ``"output"``.
+    assumed_std : float, optional
+        The public assumption behind the default m and t: the data's standard deviation, for
+        data roughly Gaussian (default (hi - lo) / 1000). Never read from data.
+    dof : float, default 3
+        Student's T degrees of freedom (>= 3, as in the paper).
+    omega : float, default 10
+        The tCDP order bound (as in the paper).
 
+    The budget (rho, or epsilon and delta), bounds, random_state and engine are those of
+    ``MeanEstimator``.
+
+    Notes
+    -----
     For d > 1 (our extension; the paper is 1-D) each coordinate is released separately with an
     equal share of the budget: rho/d each (zCDP and tCDP compose additively), or eps/d and
     delta/d (basic composition) for approx-DP. The exact smooth sensitivity never leaves the

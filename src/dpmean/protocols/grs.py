@@ -77,7 +77,7 @@ class _GRS(ApproxDPProtocol):
 class GRSKnownVar(_GRS):
     """GRS KnownVar (Algorithm 1) per coordinate: data N(mu_j, sigma^2), sigma known.
 
-    Round 1 (group 1): bins of width sigma centred at mid_j + i sigma, |i| <= ceil(R_j / sigma)
+    Round 1 (group 1): bins of width sigma centred at mid_j + i sigma, ``|i| <= ceil(R_j / sigma)``
     (R_j the box half-width); each member unary-encodes its bin (``unary_encoding``, eps0-LDP);
     the analyser takes the bin with the largest debiased count. Round 2 (the rest): clamp to
     that bin's centre +- D, D = 2 sigma + sigma sqrt(2 ln(8 n / beta)), local Gaussian noise.
