@@ -277,11 +277,11 @@ def test_no_bounds_needed_and_bounds_still_clamp():
     np.testing.assert_allclose(clamped.mean, 1.0, atol=0.15)
 
 
-def test_center_shifts_the_ball():
-    # The a priori ball B(center, R) must contain the mean; a small ball around it works, the
+def test_centre_shifts_the_ball():
+    # The a priori ball B(centre, R) must contain the mean; a small ball around it works, the
     # same ball around the origin pulls the estimate towards the origin.
     x = np.random.default_rng(5).normal(loc=40.0, size=(3000, 4))
-    near = dpmean.mean(x, rho=1.0, method="coinpress", radius=2, center=[40] * 4, t=3,
+    near = dpmean.mean(x, rho=1.0, method="coinpress", radius=2, centre=[40] * 4, t=3,
                        random_state=0)
     far = dpmean.mean(x, rho=1.0, method="coinpress", radius=2, t=3, random_state=0)
     np.testing.assert_allclose(near.mean, 40.0, atol=0.15)
@@ -291,8 +291,8 @@ def test_center_shifts_the_ball():
 @pytest.mark.parametrize("options, message", [
     ({}, "needs radius"),
     ({"radius": -1}, "radius"),
-    ({"radius": 1, "center": [1.0, 2.0]}, "center has length"),
-    ({"radius": 1, "center": "x"}, "center"),
+    ({"radius": 1, "centre": [1.0, 2.0]}, "centre has length"),
+    ({"radius": 1, "centre": "x"}, "centre"),
     ({"radius": 1, "t": 0}, "t must be"),
     ({"radius": 1, "beta": 1.5}, "beta"),
 ])
@@ -337,3 +337,14 @@ def test_metrics():
         mahalanobis_error(estimate, truth, -np.eye(2))
     with pytest.raises(InvalidParameterError, match="one length"):
         l2_error(estimate, np.zeros(3))
+
+
+def test_center_is_a_deprecated_alias_of_centre():
+    # The old spelling still works for one release and gives the same release, with a warning.
+    x = np.random.default_rng(3).normal(40.0, 1.0, size=(500, 4))
+    new = dpmean.mean(x, rho=1.0, method="coinpress", radius=2, centre=[40] * 4, t=3,
+                      random_state=5)
+    with pytest.warns(FutureWarning, match="centre="):
+        old = dpmean.mean(x, rho=1.0, method="coinpress", radius=2, center=[40] * 4, t=3,
+                          random_state=5)
+    np.testing.assert_array_equal(old.mean, new.mean)

@@ -4,6 +4,7 @@ mean, and MVCRec-then-MVMRec as IOME section 6 runs it (reference notes, part A)
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -151,33 +152,39 @@ def mvc_rec(
 class _CoinPress(MeanEstimator):
     """What both CoinPress estimators share: the a priori ball and no need for ``bounds``.
 
-    Public inputs: ``radius`` R and ``center`` c (a number or a length-d vector, default the
+    Public inputs: ``radius`` R and ``centre`` c (a number or a length-d vector, default the
     origin) with ||mu - c||_2 <= R assumed, ``beta`` the failure probability of each step's
     Gaussian tail bound. ``bounds``, if given, still clamp the rows; without them the ball and
-    the covariance bound are the only public geometry.
+    the covariance bound are the only public geometry. ``center`` is the deprecated spelling of
+    ``centre`` (the library spells it one way everywhere); it still works, with a FutureWarning,
+    for one release.
     """
 
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
     supports_secure_noise = True
 
     def __init__(
-        self, rho: float | None = None, *, radius: float | None = None, center: Any = 0.0,
-        beta: float = 0.01, **common: Any,
+        self, rho: float | None = None, *, radius: float | None = None, centre: Any = 0.0,
+        beta: float = 0.01, center: Any = None, **common: Any,
     ) -> None:
         super().__init__(rho, **common)
+        if center is not None:
+            warnings.warn("center= is deprecated: use centre= (the same a priori centre)",
+                          FutureWarning, stacklevel=2)
+            centre = center
         if radius is None:
             raise InvalidParameterError(
-                f"{self.method} needs radius=R: a public bound ||mean - center|| <= R, chosen "
+                f"{self.method} needs radius=R: a public bound ||mean - centre|| <= R, chosen "
                 f"without looking at the data (CoinPress's experiments use 10 sqrt(d), IOME's "
                 f"50 sqrt(d))")
         self.radius = check_positive(radius, "radius")
         try:
-            self.center = np.asarray(center, dtype=np.float64)
+            self.centre = np.asarray(centre, dtype=np.float64)
         except (TypeError, ValueError):
             raise InvalidParameterError(
-                f"center must be a number or a vector, got {center!r}") from None
-        if self.center.ndim > 1 or not np.isfinite(self.center).all():
-            raise InvalidParameterError("center must be a finite number or a finite vector")
+                f"centre must be a number or a vector, got {centre!r}") from None
+        if self.centre.ndim > 1 or not np.isfinite(self.centre).all():
+            raise InvalidParameterError("centre must be a finite number or a finite vector")
         self.beta = check_fraction(beta, "beta")
 
     def box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -186,17 +193,17 @@ class _CoinPress(MeanEstimator):
         return super().box(n, d)
 
     def prior_centre(self, d: int) -> np.ndarray:
-        if self.center.ndim == 1 and self.center.shape[0] != d:
+        if self.centre.ndim == 1 and self.centre.shape[0] != d:
             raise InvalidParameterError(
-                f"center has length {self.center.shape[0]}, the data has d = {d} columns")
-        return np.broadcast_to(self.center, (d,)).copy()
+                f"centre has length {self.centre.shape[0]}, the data has d = {d} columns")
+        return np.broadcast_to(self.centre, (d,)).copy()
 
 
 class CoinPressMean(_CoinPress):
     """MVMRec (CoinPress, Algorithm MVMRec; code version of the reference notes A.1-A.2).
 
     Assumes rows N(mu, Sigma) with Sigma <= sigma^2 I (``sigma`` = 1: CoinPress's N(mu, I)) and
-    ||mu - center|| <= radius; privacy holds for any data. ``t`` steps shrink the ball; the last
+    ||mu - centre|| <= radius; privacy holds for any data. ``t`` steps shrink the ball; the last
     spends 3/4 of rho and the first t - 1 share the rest (the schedule of every CoinPress
     experiment). Ledger: one stage per step, ``mean-step-1`` ... ``mean-step-t``. The default
     t = 2 is CoinPress's demo; IOME tries t = 1, 2, 3, 4, 10.

@@ -154,7 +154,7 @@ IOME_SPECS = (
 # IOME Figs. 7-8: MNIST digits (d = 784, pixels 0..255) vs rho, R = 50 sqrt(d); the authors'
 # script runs digits 0, 1, 2 at rho in {0.1, 0.2, 0.4, 0.8, 1.6}.
 MNIST_RADIUS = 50 * math.sqrt(784)
-MNIST_COINPRESS = {"radius": MNIST_RADIUS, "center": 127.5}
+MNIST_COINPRESS = {"radius": MNIST_RADIUS, "centre": 127.5}
 MNIST_IOME = Method("IOME", "iome", {"bounds": (0.0, 255.0)})
 MNIST_SETTINGS = tuple({"digit": k, "rho": r} for k in (0, 1, 2) for r in (0.1, 0.2, 0.4, 0.8, 1.6))
 MNIST_QUICK = tuple({"digit": 0, "rho": r} for r in (0.1, 1.6))
