@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -108,15 +109,22 @@ def build_estimator(
 
 
 def _check_options(cls: type[MeanEstimator], options: dict[str, Any]) -> None:
-    allowed = set()
-    for klass in cls.__mro__:
-        if "__init__" in vars(klass):
-            params = inspect.signature(vars(klass)["__init__"]).parameters.values()
-            allowed |= {p.name for p in params if p.kind is p.KEYWORD_ONLY}
-    allowed -= {"epsilon", "delta", "bounds", "random_state"}
+    allowed = _keyword_options(cls)
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise InvalidParameterError(
             f"unknown option(s) {', '.join(unknown)} for method {cls.method!r}; "
             f"it accepts {', '.join(sorted(allowed)) or 'no options'}"
         )
+
+
+@functools.cache
+def _keyword_options(cls: type[MeanEstimator]) -> frozenset[str]:
+    # The keyword-only parameters of every constructor in the class's MRO (cached: signatures
+    # are slow to read and a class's never change).
+    allowed = set()
+    for klass in cls.__mro__:
+        if "__init__" in vars(klass):
+            params = inspect.signature(vars(klass)["__init__"]).parameters.values()
+            allowed |= {p.name for p in params if p.kind is p.KEYWORD_ONLY}
+    return frozenset(allowed - {"epsilon", "delta", "bounds", "random_state"})

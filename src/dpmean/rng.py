@@ -27,12 +27,28 @@ def make_rng(random_state: RandomState = None) -> np.random.Generator:
       only (anyone who knows the seed can subtract the noise).
     - a ``Generator``: used as is, so one stream can be threaded through several calls.
     """
+    check_random_state(random_state)
     if isinstance(random_state, np.random.Generator):
         return random_state
     if random_state is None:
         return np.random.Generator(AESCounter(key=secrets.randbits(128)))
     if isinstance(random_state, np.random.SeedSequence):
         return np.random.Generator(np.random.PCG64(random_state))
+    return np.random.Generator(np.random.PCG64(int(random_state)))
+
+
+def check_random_state(random_state: RandomState) -> None:
+    """Refuse what ``make_rng`` cannot turn into a generator, without building one (estimators
+    check their ``random_state`` when constructed and make the generator in ``estimate``).
+
+    Raises
+    ------
+    InvalidParameterError
+        Anything but None, a non-negative integer, a SeedSequence or a Generator.
+    """
+    if random_state is None or isinstance(random_state, (np.random.Generator,
+                                                         np.random.SeedSequence)):
+        return
     is_integer = isinstance(random_state, (int, np.integer))
     if isinstance(random_state, (bool, np.bool_)) or not is_integer:
         raise InvalidParameterError(
@@ -41,4 +57,3 @@ def make_rng(random_state: RandomState = None) -> np.random.Generator:
         )
     if random_state < 0:
         raise InvalidParameterError(f"random_state must be non-negative, got {random_state}")
-    return np.random.Generator(np.random.PCG64(int(random_state)))

@@ -17,7 +17,7 @@ from ..budget import Budget
 from ..engines import Engine, check_engine, is_deferred, make_engine
 from ..errors import InsufficientDataWarning, InvalidDataError, InvalidParameterError
 from ..result import MeanResult
-from ..rng import RandomState, make_rng
+from ..rng import RandomState, check_random_state, make_rng
 from ..validation import check_bounds, check_data, check_sparse_data, is_sparse
 
 
@@ -119,7 +119,7 @@ class MeanEstimator(ABC):
         self.engine = check_engine(engine)
         self.budget = self.grant(rho, epsilon, delta)
         self.bounds = bounds
-        make_rng(random_state)  # validates it now; each estimate() makes its own generator
+        check_random_state(random_state)  # each estimate() makes its own generator
         self.random_state = random_state
 
     def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
