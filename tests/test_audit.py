@@ -178,3 +178,85 @@ def test_estimator_without_its_final_noise_is_caught(method, mechanism, monkeypa
                         lambda value, *args, **options: value)
     with pytest.raises(PrivacyAccountingError, match="does not add up to its plan"):
         estimator_sample(method)(0, np.random.default_rng(0), 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Replay audits (tests/privacy_replay.py): the exact privacy loss of one neighbouring pair, draw
+# by draw, along the trajectory the estimator took. Deterministic and fast, so each estimator
+# gets several worst-case pairs and seeds where the sampling audit above gets one pair.
+
+from privacy_replay import realised_rho  # noqa: E402
+
+REPLAY_METHODS = {
+    "cm": {}, "cm-fixed": {}, "gaussian": {}, "iome": {}, "plan": {},
+    "iome-gaussian": {"mean_radius": 2.0, "sigma_min": 0.1, "sigma_max": 1.0},
+    "plan-noscale": {}, "auto": {}, "coinpress": {"radius": 2.0}, "coinpress-cov": {"radius": 2.0},
+    "plan-paper": {"centre": "median", "log_range": None, "spread_share": 0.0,
+                   "threshold_share": 0.25},
+    "iome-paper": {"threshold_share": 0.25},
+}
+
+
+def replay_pairs(d):
+    """Neighbouring pairs where the privacy loss concentrates: one row moved between the
+    centre of the data and a corner of the box, between opposite corners, and from the bulk to
+    an extreme of one coordinate only (rank statistics: every order statistic of one column
+    shifts)."""
+    data = np.random.default_rng(11).uniform(-0.3, 0.3, size=(200, d))
+    corner, opposite, edge = np.ones(d), -np.ones(d), np.zeros(d)
+    edge[0] = 1.0
+    pairs = []
+    for start, end in ((np.zeros(d), corner), (opposite, corner), (data[0], edge)):
+        x, x_prime = data.copy(), data.copy()
+        x[0], x_prime[0] = start, end
+        pairs.append((x, x_prime))
+    return pairs
+
+
+@pytest.mark.parametrize("name", sorted(REPLAY_METHODS))
+@pytest.mark.parametrize("d", [3, 8])
+def test_replay_privacy_loss_within_budget(name, d, monkeypatch):
+    method = name.removesuffix("-paper")
+    for x, x_prime in replay_pairs(d):
+        for seed in range(3):
+            for a, b in ((x, x_prime), (x_prime, x)):
+                with monkeypatch.context() as patch:
+                    replay = realised_rho(patch, method, a, b, rho=RHO, seed=seed,
+                                          bounds=(-1, 1), **REPLAY_METHODS[name])
+                assert replay.draws > 0
+                assert replay.rho <= RHO * (1 + 1e-9), (name, seed, replay.costs)
+
+
+def test_replay_catches_an_understated_sensitivity(monkeypatch):
+    # cm's final mean released with noise for half its sensitivity (charged in full): the pair
+    # centre -> corner realises about 4x the final stage's rho, over the total budget.
+    from dpmean.estimators import clipped
+
+    honest = clipped.gaussian_mechanism
+
+    def half_noise(value, sensitivity, rho, rng, **options):
+        return honest(value, sensitivity / 2, rho, rng, **options)
+
+    monkeypatch.setattr(clipped, "gaussian_mechanism", half_noise)
+    x, x_prime = replay_pairs(3)[0]
+    with monkeypatch.context() as patch:
+        replay = realised_rho(patch, "cm", x, x_prime, rho=RHO, seed=0, bounds=(-1, 1))
+    assert replay.rho > RHO
+
+
+def test_replay_catches_a_diagnostic_read_from_the_data(monkeypatch):
+    # A diagnostic that is not post-processing of the draws (here the exact sum of the rows)
+    # differs between the neighbours once every draw is replayed.
+    from dpmean.estimators.iome import ClippedMean
+    from dpmean.transforms import View
+
+    honest = ClippedMean.release
+
+    def leaky(self, engine, budget, ledger, rng):
+        mean, diagnostics = honest(self, engine, budget, ledger, rng)
+        return mean, {**diagnostics, "sum": engine.clipped_sum(View(), np.inf)}
+
+    monkeypatch.setattr(ClippedMean, "release", leaky)
+    x, x_prime = replay_pairs(3)[0]
+    with monkeypatch.context() as patch, pytest.raises(AssertionError, match="moved"):
+        realised_rho(patch, "cm", x, x_prime, rho=RHO, seed=0, bounds=(-1, 1))

@@ -65,3 +65,26 @@ def test_any_bounds_give_a_clear_error_or_a_release(bounds, method):
             assert str(exc)
             return
     assert np.all(np.isfinite(result.mean))
+
+
+
+def _methods_with_required_options():
+    from dpmean.api import _keyword_options
+    from dpmean.registry import ESTIMATORS
+
+    return {name: sorted(_keyword_options(cls)[1]) for name, cls in ESTIMATORS.items()
+            if _keyword_options(cls)[1]}
+
+
+def test_a_method_missing_its_required_options_says_which():
+    # Methods with public inputs that have no default (a prior, a radius) refuse a call without
+    # them with the library's error naming them, not Python's TypeError.
+    required = _methods_with_required_options()
+    assert "iome-gaussian" in required
+    for method, names in required.items():
+        try:
+            dpmean.mean(np.zeros((10, 2)), rho=1.0, method=method, bounds=(0, 1))
+        except dpmean.InvalidParameterError as error:
+            assert all(name in str(error) for name in names), (method, str(error))
+        else:
+            raise AssertionError(f"{method} ran without {names}")

@@ -109,22 +109,31 @@ def build_estimator(
 
 
 def _check_options(cls: type[MeanEstimator], options: dict[str, Any]) -> None:
-    allowed = _keyword_options(cls)
+    allowed, required = _keyword_options(cls)
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise InvalidParameterError(
             f"unknown option(s) {', '.join(unknown)} for method {cls.method!r}; "
             f"it accepts {', '.join(sorted(allowed)) or 'no options'}"
         )
+    missing = sorted(required - set(options))
+    if missing:
+        raise InvalidParameterError(
+            f"method {cls.method!r} needs the public option(s) {', '.join(missing)} "
+            f"(see {cls.__name__}'s documentation)"
+        )
 
 
 @functools.cache
-def _keyword_options(cls: type[MeanEstimator]) -> frozenset[str]:
-    # The keyword-only parameters of every constructor in the class's MRO (cached: signatures
-    # are slow to read and a class's never change).
-    allowed = set()
+def _keyword_options(cls: type[MeanEstimator]) -> tuple[frozenset[str], frozenset[str]]:
+    # The keyword-only parameters of every constructor in the class's MRO, and those without a
+    # default (cached: signatures are slow to read and a class's never change).
+    allowed, required = set(), set()
     for klass in cls.__mro__:
         if "__init__" in vars(klass):
             params = inspect.signature(vars(klass)["__init__"]).parameters.values()
             allowed |= {p.name for p in params if p.kind is p.KEYWORD_ONLY}
-    return frozenset(allowed - {"epsilon", "delta", "bounds", "random_state"})
+            required |= {p.name for p in params
+                         if p.kind is p.KEYWORD_ONLY and p.default is p.empty}
+    common = {"epsilon", "delta", "bounds", "random_state"}
+    return frozenset(allowed - common), frozenset(required - common)
