@@ -1,13 +1,13 @@
-"""The ``dpmean`` command line: ``estimate``, ``demo``, ``reproduce`` and ``ledger``.
+"""The ``dpmean`` command line: ``estimate``, ``budget``, ``demo``, ``reproduce`` and ``ledger``.
 
 Bad input gives one line on stderr, ``dpmean: error: ...``, exit code 2, and no output file.
 
 Layout: ``arguments.py`` holds the parser class, the usage error and the arguments the commands
 share (budget, bounds, seed, method and options, output files); each command is one module
-(``estimate.py``, ``demo.py``, ``reproduce.py``, ``ledger.py``) with ``register(subparsers)``,
-which adds its parser and sets ``run``, the function that carries it out and returns the exit
-code. Adding a command, e.g. ``budget``, is one module ``budget.py`` with ``register`` and one
-entry in ``COMMANDS`` below; ``main`` handles its errors like every other command's.
+(``estimate.py``, ``budget.py``, ``demo.py``, ``reproduce.py``, ``ledger.py``) with
+``register(subparsers)``, which adds its parser and sets ``run``, the function that carries it
+out and returns the exit code. Adding a command is one module with ``register`` and one entry in
+``COMMANDS`` below; ``main`` handles its errors like every other command's.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import sys
 
 from .. import __version__
 from ..errors import DPMeanError, InsufficientDataWarning
-from . import demo, estimate, ledger, reproduce
+from . import budget, demo, estimate, ledger, reproduce
 from .arguments import EXIT_USAGE, Parser, ParserExit, UsageError
 
 __all__ = ["main"]
 
 # In the order of the help's list of commands.
-COMMANDS = (estimate, demo, reproduce, ledger)
+COMMANDS = (estimate, budget, demo, reproduce, ledger)
 
 
 def main(argv: list[str] | None = None) -> int:

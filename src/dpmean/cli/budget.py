@@ -1,0 +1,127 @@
+"""``dpmean budget``: plan a release before touching data (``dpmean.accuracy`` and its inverse).
+
+Nothing is read but public values (n, d, the box, the method and its options), so the command
+spends no privacy: it says how wide the noise part of a release's per-coordinate interval will
+be at a budget, or which budget a target width needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..accounting import zcdp_to_approx_dp
+from ..accuracy import PLANNED, accuracy, rho_for_accuracy
+from .arguments import (
+    UsageError,
+    add_bounds_arguments,
+    add_option_argument,
+    bounds_from,
+    parse_options,
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``budget`` command to the parser.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subparsers of the top-level parser.
+    """
+    p = sub.add_parser(
+        "budget",
+        help="plan a release: the noise half-width at a budget, or the budget for a width",
+        description="A priori accuracy, from public values only (no data is read, no budget "
+        "is spent): with --rho (or --epsilon and --delta), the half-width of the noise part "
+        "of each coordinate's confidence interval; with --half-width H, the rho that makes it "
+        "at most H (and, with --delta, the epsilon that rho gives). The clipping bias of a "
+        "release is not part of this number: the release's own interval adds it. Methods: "
+        f"{', '.join(PLANNED)}.",
+    )
+    p.add_argument("--method", default="iome", choices=PLANNED, metavar="M",
+                   help=f"estimator: {', '.join(PLANNED)} (default: iome)")
+    p.add_argument("--n", type=int, required=True, metavar="N", help="number of rows (public)")
+    p.add_argument("--d", type=int, required=True, metavar="D",
+                   help="number of columns (public)")
+    add_bounds_arguments(p)
+    planned = p.add_argument_group("what to plan (give a budget, or --half-width)")
+    planned.add_argument("--rho", type=float, metavar="R", help="zCDP budget rho > 0")
+    planned.add_argument("--epsilon", type=float, metavar="E",
+                         help="(epsilon, delta)-DP budget epsilon > 0, with --delta")
+    planned.add_argument("--delta", type=float, metavar="D",
+                         help="delta in (0, 1): with --epsilon, the budget; with --half-width, "
+                         "also print the epsilon the rho found gives at this delta")
+    planned.add_argument("--half-width", type=float, metavar="H",
+                         help="target half-width of each coordinate's noise interval")
+    p.add_argument("--level", type=float, default=0.95, metavar="L",
+                   help="coverage of each coordinate's interval (default 0.95)")
+    add_option_argument(p)
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the planned half-width, or the budget a target half-width needs.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``budget`` arguments.
+
+    Returns
+    -------
+    int
+        0; bad input raises and becomes one error line.
+    """
+    bounds = bounds_from(args)
+    if bounds is None:
+        raise UsageError("budget needs the public box: --bounds LO HI or --bounds-file FILE")
+    options = parse_options(args.option)
+    shape = {"method": args.method, "n": args.n, "d": args.d, "level": args.level}
+    if args.half_width is not None:
+        if args.rho is not None or args.epsilon is not None:
+            raise UsageError("give either a budget (--rho, or --epsilon and --delta) or "
+                             "--half-width, not both")
+        rho = rho_for_accuracy(args.method, args.n, args.d, bounds, args.half_width,
+                               level=args.level, **options)
+        plan = {**shape, "half_width": args.half_width, "rho": rho}
+        if args.delta is not None:
+            plan.update(delta=args.delta, epsilon=zcdp_to_approx_dp(rho, args.delta))
+    else:
+        budget = _budget(args)
+        half_width = accuracy(args.method, args.n, args.d, bounds, level=args.level,
+                              **budget, **options)
+        plan = {**shape, **budget, "half_width": half_width}
+    _print(plan, args.json)
+    return 0
+
+
+def _budget(args: argparse.Namespace) -> dict[str, float]:
+    if args.rho is not None:
+        if args.epsilon is not None:
+            raise UsageError("give either --rho or --epsilon with --delta, not both")
+        return {"rho": args.rho}
+    if args.epsilon is None or args.delta is None:
+        raise UsageError("nothing to plan: give --rho R (or --epsilon E and --delta D) for the "
+                         "half-width at that budget, or --half-width H for the budget")
+    return {"epsilon": args.epsilon, "delta": args.delta}
+
+
+def _print(plan: dict, as_json: bool) -> None:
+    if as_json:
+        json.dump(plan, sys.stdout, indent=2)
+        print()
+        return
+    setting = (f"{plan['method']}, n = {plan['n']}, d = {plan['d']}, each coordinate's "
+               f"{plan['level']:.0%} noise interval")
+    if "epsilon" in plan and "rho" not in plan:
+        budget = f"epsilon = {plan['epsilon']:g}, delta = {plan['delta']:g}"
+    else:
+        budget = f"rho = {plan['rho']:.6g}"
+        if "epsilon" in plan:
+            budget += f" (epsilon = {plan['epsilon']:.4g} at delta = {plan['delta']:g})"
+    print(f"{setting}: half-width {plan['half_width']:.6g} at {budget}")
+    print("public values only: no data was read and no budget was spent; the clipping bias of "
+          "a release is not included (its confidence_interval adds it)")

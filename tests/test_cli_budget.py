@@ -1,0 +1,73 @@
+"""dpmean budget: a priori half-widths and the budget for a target, from public values only."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import dpmean
+from dpmean.accounting import zcdp_to_approx_dp
+from dpmean.cli import main
+
+SHAPE = ("--n", 5000, "--d", 16, "--bounds", 0, 1)
+
+
+def run(capsys, *argv):
+    code = main(["budget", *(str(a) for a in argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("method", ["gaussian", "cm", "iome", "plan-noscale"])
+def test_half_width_is_the_library_accuracy(capsys, method):
+    code, out, _ = run(capsys, "--method", method, *SHAPE, "--rho", 0.5, "--json")
+    assert code == 0
+    plan = json.loads(out)
+    assert plan["half_width"] == dpmean.accuracy(method, 5000, 16, (0, 1), 0.5)
+    assert plan["rho"] == 0.5 and plan["level"] == 0.95
+
+
+def test_half_width_round_trips_through_the_budget(capsys):
+    code, out, _ = run(capsys, "--method", "cm", *SHAPE, "--half-width", 0.01, "--delta", 1e-6,
+                       "--json")
+    assert code == 0
+    plan = json.loads(out)
+    assert dpmean.accuracy("cm", 5000, 16, (0, 1), plan["rho"]) <= 0.01
+    assert plan["epsilon"] == zcdp_to_approx_dp(plan["rho"], 1e-6)
+
+
+def test_text_output_names_the_setting_and_what_it_leaves_out(capsys):
+    code, out, _ = run(capsys, "--method", "gaussian", *SHAPE, "--epsilon", 1, "--delta", 1e-6,
+                       "--level", 0.9)
+    assert code == 0
+    assert "gaussian, n = 5000, d = 16" in out and "90% noise interval" in out
+    assert "epsilon = 1, delta = 1e-06" in out and "clipping bias" in out
+    assert "no data was read" in out
+
+
+def test_per_coordinate_bounds_file(capsys, tmp_path):
+    bounds = tmp_path / "b.npy"
+    np.save(bounds, np.array([np.zeros(16), np.full(16, 2.0)]))
+    code, out, _ = run(capsys, "--method", "gaussian", "--n", 5000, "--d", 16, "--bounds-file",
+                       bounds, "--rho", 0.5, "--json")
+    assert code == 0
+    assert json.loads(out)["half_width"] == dpmean.accuracy("gaussian", 5000, 16, (0, 2), 0.5)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (SHAPE, "nothing to plan"),
+    ((*SHAPE, "--rho", 1, "--half-width", 0.1), "not both"),
+    (("--n", 5000, "--d", 16, "--rho", 1), "public box"),
+    (("--method", "plan", *SHAPE, "--rho", 1), "invalid choice"),
+    (("--n", 10, "--d", 16, "--bounds", 0, 1, "--rho", 1), "fallback"),
+    ((*SHAPE, "--rho", -1), "rho"),
+    ((*SHAPE, "--half-width", 0), "half_width"),
+    ((*SHAPE, "--rho", 1, "--level", 1.5), "level"),
+    ((*SHAPE, "--rho", 1, "--option", "colour=blue"), "unknown option"),
+])
+def test_bad_input_is_one_error_line(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("dpmean: error:") and err.count("\n") == 1 and message in err
