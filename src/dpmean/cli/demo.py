@@ -17,7 +17,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from ..errors import InsufficientDataWarning
 from ..io import load_data
 from ..session import Session
 from .arguments import NON_PRIVATE_HEADER, UsageError, add_seed_argument, write_file
+
+if TYPE_CHECKING:  # matplotlib is an optional extra, imported when the picture is drawn
+    from matplotlib.figure import Figure
 
 METHODS = ("iome", "cm", "gaussian")
 # rho per release. At 0.5 the ~7,000 images of a digit make privacy almost free and the methods
@@ -268,7 +271,7 @@ def _release_all(groups: list[np.ndarray], budgets: tuple[float, ...], seed: int
 
 
 def plot(result: DemoResult) -> bytes:
-    """Draw the true mean images above each budget's block of private ones, with their errors.
+    """The picture of :func:`figure` as PNG.
 
     Parameters
     ----------
@@ -278,9 +281,31 @@ def plot(result: DemoResult) -> bytes:
     Returns
     -------
     bytes
-        The picture as PNG.
+        The PNG file's content.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = figure(result)
+    FigureCanvasAgg(fig)
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
+    return png.getvalue()
+
+
+def figure(result: DemoResult) -> Figure:
+    """Draw the true mean images above each budget's block of private ones, with their errors.
+
+    Parameters
+    ----------
+    result : DemoResult
+        What :func:`compute` returned.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Every number in it (errors, counts, rho) is the one :func:`table` and :func:`report`
+        give, rounded.
+    """
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
 
@@ -290,7 +315,6 @@ def plot(result: DemoResult) -> bytes:
     # The rows fill the rectangle between the title and the footnote, which are drawn apart.
     fig = Figure(figsize=(12, total), dpi=100,
                  layout=ConstrainedLayoutEngine(rect=(0, foot / total, 1, height / total)))
-    FigureCanvasAgg(fig)
     blocks: Any = fig.subfigures(  # an array of subfigures (matplotlib types it loosely)
         1 + len(result.budgets), 1, height_ratios=[1.25] + [len(METHODS)] * len(result.budgets))
     true_row = blocks[0].subplots()
@@ -322,9 +346,7 @@ def plot(result: DemoResult) -> bytes:
              f"rho = {result.composed[0]:g} (zCDP). "
              f"Seed: {result.seed if result.seed is not None else 'none (secure noise)'}.",
              ha="center", va="bottom", fontsize=9)
-    png = io.BytesIO()
-    fig.savefig(png, format="png")
-    return png.getvalue()
+    return fig
 
 
 def _image_row(ax: Any, images: list[np.ndarray], label: str, notes: list[str],
