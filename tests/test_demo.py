@@ -9,26 +9,13 @@ import os
 
 import numpy as np
 import pytest
+from test_cli import assert_one_error_line, run
 
 from dpmean import cli
-from dpmean.cli import demo, main
+from dpmean.cli import demo
 
 D = demo.SIDE * demo.SIDE
 WIDTH = demo.BOUNDS[1] - demo.BOUNDS[0]
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_error_line(code, out, err):
-    assert code == 2
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("dpmean: error: ")
 
 
 @pytest.fixture(scope="module")

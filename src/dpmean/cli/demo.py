@@ -2,9 +2,10 @@
 errors, in one picture (IOME section 6 compares the same methods on MNIST).
 
 Three steps, each a function: :func:`compute` (the private releases, composed per digit in a
-:class:`dpmean.Session`, and, NON-PRIVATE, their errors), :func:`plot` (the picture) and
-:func:`write` (the PNG and the JSON report into --out); :func:`run` checks the inputs, chains
-them and prints the table, which holds the same numbers as the picture and the JSON.
+:class:`dpmean.Session`, and, NON-PRIVATE, their errors), :func:`figure` (the picture; :func:`plot`
+renders it as PNG) and :func:`write` (the PNG and the JSON report into --out); :func:`run`
+checks the inputs, chains them and prints the table, which holds the numbers of the picture and
+the JSON.
 """
 
 from __future__ import annotations
@@ -271,18 +272,7 @@ def _release_all(groups: list[np.ndarray], budgets: tuple[float, ...], seed: int
 
 
 def plot(result: DemoResult) -> bytes:
-    """The picture of :func:`figure` as PNG.
-
-    Parameters
-    ----------
-    result : DemoResult
-        What :func:`compute` returned.
-
-    Returns
-    -------
-    bytes
-        The PNG file's content.
-    """
+    """The picture of :func:`figure` for ``result`` (from :func:`compute`), as PNG bytes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     fig = figure(result)
