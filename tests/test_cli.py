@@ -1,4 +1,5 @@
-"""The ``dpmean`` command end to end: estimate and demo, and one clear line for every bad input."""
+"""The ``dpmean`` command end to end: estimate (demo: test_demo.py), and one clear line for every
+bad input."""
 
 from __future__ import annotations
 
@@ -338,52 +339,6 @@ def test_failed_write_leaves_no_file(capsys, data, tmp_path, monkeypatch):
 ])
 def test_usage_errors(capsys, argv):
     code, out, err = run(capsys, *argv)
-    assert_one_error_line(code, out, err)
-
-
-# -------------------------------------------------------------------------------------- demo
-
-
-def test_demo(capsys, tmp_path):
-    pytest.importorskip("matplotlib")
-    out_dir = tmp_path / "demo"
-    code, out, err = run(capsys, "demo", "--out", out_dir, "--seed", 0)
-    assert code == 0, err
-    assert "NON-PRIVATE evaluation: the true means are used only to measure error" in out
-    png = out_dir / "mnist-private-means.png"
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    report = json.loads((out_dir / "mnist-private-means.json").read_text())
-    assert [row["digit"] for row in report["digits"]] == list(range(10))
-    assert sum(row["n"] for row in report["digits"]) == 70000
-    for row in report["digits"]:
-        assert set(row["l2_error"]) == {"iome", "cm", "gaussian"}
-        # a private mean image of ~7000 digits at rho = 0.5 is far closer than the image's norm
-        assert all(0 < e < 200 for e in row["l2_error"].values())
-    assert sorted(os.listdir(out_dir)) == ["mnist-private-means.json", "mnist-private-means.png"]
-    import matplotlib.image
-
-    height, width = matplotlib.image.imread(png).shape[:2]
-    assert width > height > 200
-
-
-def test_demo_missing_bundled_data(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(cli.demo, "bundled_mnist", lambda: tmp_path / "gone" / "mnist-70k.npz")
-    code, out, err = run(capsys, "demo", "--out", tmp_path / "demo")
-    assert_one_error_line(code, out, err)
-    assert "bundled MNIST file is missing" in err
-    assert not (tmp_path / "demo").exists()
-
-
-def test_demo_bad_budget_writes_nothing(capsys, tmp_path):
-    pytest.importorskip("matplotlib")
-    code, out, err = run(capsys, "demo", "--out", tmp_path / "demo", "--rho", 0)
-    assert_one_error_line(code, out, err)
-    assert not (tmp_path / "demo").exists()
-
-
-def test_demo_out_is_a_file(capsys, tmp_path):
-    (tmp_path / "taken").write_text("x")
-    code, out, err = run(capsys, "demo", "--out", tmp_path / "taken")
     assert_one_error_line(code, out, err)
 
 

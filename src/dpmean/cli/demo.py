@@ -1,8 +1,11 @@
-"""``dpmean demo``: private mean images of the MNIST digits, and their NON-PRIVATE errors.
+"""``dpmean demo``: private mean images of the MNIST digits at two budgets, and their NON-PRIVATE
+errors, in one picture (IOME section 6 compares the same methods on MNIST).
 
-Three steps, each a function: :func:`compute` (the private releases and, NON-PRIVATE, their
-errors), :func:`plot` (the picture) and :func:`write` (the PNG and the JSON report into --out);
-:func:`run` checks the inputs, chains them and prints the table.
+Three steps, each a function: :func:`compute` (the private releases, composed per digit in a
+:class:`dpmean.Session`, and, NON-PRIVATE, their errors), :func:`figure` (the picture; :func:`plot`
+renders it as PNG) and :func:`write` (the PNG and the JSON report into --out); :func:`run`
+checks the inputs, chains them and prints the table, which holds the numbers of the picture and
+the JSON.
 """
 
 from __future__ import annotations
@@ -15,52 +18,65 @@ import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import mean
+from ..budget import Budget
 from ..errors import InsufficientDataWarning
 from ..io import load_data
+from ..session import Session
 from .arguments import NON_PRIVATE_HEADER, UsageError, add_seed_argument, write_file
 
+if TYPE_CHECKING:  # matplotlib is an optional extra, imported when the picture is drawn
+    from matplotlib.figure import Figure
+
 METHODS = ("iome", "cm", "gaussian")
+# rho per release. At 0.5 the ~7,000 images of a digit make privacy almost free and the methods
+# differ by less than the eye sees; at 0.005 the noise shows and the methods' errors differ
+# several-fold. Both are public choices, made without looking at the data.
+BUDGETS = (0.5, 0.005)
 PNG_NAME = "mnist-private-means.png"
 JSON_NAME = "mnist-private-means.json"
 DIGITS = tuple(range(10))
 # The pixel range: public, it holds for every MNIST image whatever the data.
 BOUNDS = (0, 255)
+SIDE = 28  # an MNIST image is 28 x 28 pixels
 
 
 @dataclass(frozen=True)
 class DemoResult:
-    """The demo's numbers, per method and digit: private releases and NON-PRIVATE errors.
+    """The demo's numbers, per budget, method and digit: private releases and NON-PRIVATE errors.
 
     Attributes
     ----------
-    rho : float
-        zCDP budget of each release.
+    budgets : tuple of float
+        The zCDP budget of each release, one block of the picture each.
     seed : int or None
         The seed of the noise, None for the secure default.
     counts : list of int
-        Images per digit (each digit is its own dataset).
+        Images per digit (each digit is its own dataset; the counts are treated as public).
     true_means : list of ndarray
         NON-PRIVATE: the exact mean image of each digit, only to measure and show the error.
-    private : dict
-        Method to the private mean image of each digit.
-    spent : dict
-        Method to the rho each release spent.
-    errors : dict
-        Method to the NON-PRIVATE l2 error of each digit's release.
+    private : list of dict
+        Per budget, method to the private mean image of each digit, projected onto the public
+        pixel box (post-processing, free): what the picture shows and the errors measure.
+    spent : list of dict
+        Per budget, method to the rho each digit's release spent (its own ledger's total).
+    errors : list of dict
+        Per budget, method to the NON-PRIVATE l2 error of each digit's (projected) release.
+    composed : list of float
+        Per digit, the rho its session composed over all its releases.
     """
 
-    rho: float
+    budgets: tuple[float, ...]
     seed: int | None
     counts: list[int]
     true_means: list[np.ndarray]
-    private: dict[str, list[np.ndarray]]
-    spent: dict[str, list[float]]
-    errors: dict[str, list[float]]
+    private: list[dict[str, list[np.ndarray]]]
+    spent: list[dict[str, list[float]]]
+    errors: list[dict[str, list[float]]]
+    composed: list[float]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -75,13 +91,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "demo",
         help="private mean images of the bundled MNIST digits",
         description="For each MNIST digit 0-9, release the private mean image with the methods "
-        f"{', '.join(METHODS)}, print their l2 errors (a NON-PRIVATE evaluation against the "
-        f"true means) and save a picture, {PNG_NAME}, and the table, {JSON_NAME}, in --out.",
+        f"{', '.join(METHODS)} at each budget, print their l2 errors (a NON-PRIVATE evaluation "
+        f"against the true means) and save one picture of the true and private means with "
+        f"their errors, {PNG_NAME}, and the table, {JSON_NAME}, in --out.",
     )
     p.add_argument("--out", default="dpmean-demo", metavar="DIR",
                    help="folder for the PNG and the JSON table (default: dpmean-demo)")
-    p.add_argument("--rho", type=float, default=0.5, metavar="R",
-                   help="zCDP budget of each release (default: 0.5)")
+    p.add_argument("--rho", type=float, nargs="+", default=list(BUDGETS), metavar="R",
+                   help="zCDP budget of each release, one or more values; each draws a block of "
+                   f"the picture (default: {' '.join(f'{b:g}' for b in BUDGETS)})")
     add_seed_argument(p, "seed the noise for a reproducible picture (default: secure, OS-keyed)")
     p.add_argument("--data", metavar="FILE.npz",
                    help="an MNIST .npz with arrays 'images' (n, 784) and 'digits' (n,) "
@@ -115,11 +133,12 @@ def run(args: argparse.Namespace) -> int:
         0; bad inputs raise before any release, and nothing is written unless all succeed.
     """
     _require_matplotlib()
+    budgets = _budgets(args.rho)
     data = _data_file(args.data)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a directory")
-    result = compute(load_digits(data), args.rho, args.seed)
+    result = compute(load_digits(data), budgets, args.seed)
     png, report_file = write(out, plot(result), report(result))
     print(table(result))
     print(f"wrote {png} and {report_file}")
@@ -127,13 +146,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _require_matplotlib() -> None:
-    # Checked first: a missing matplotlib should stop the demo before thirty releases, not after.
+    # Checked first: a missing matplotlib should stop the demo before sixty releases, not after.
     try:
         import matplotlib.backends.backend_agg  # noqa: F401
         import matplotlib.figure  # noqa: F401
     except ImportError:
         raise UsageError('the demo draws its picture with matplotlib: '
                          'pip install "dpmean[plots]"') from None
+
+
+def _budgets(given: list[float]) -> tuple[float, ...]:
+    # Checked before any release: a bad second value should not cost the first block's releases.
+    for rho in given:
+        Budget.zcdp(rho)
+    if len(set(given)) != len(given):
+        raise UsageError(f"--rho values must differ, got {' '.join(f'{r:g}' for r in given)}")
+    return tuple(given)
 
 
 def _data_file(given: str | None) -> Path:
@@ -166,7 +194,7 @@ def load_digits(path: Path) -> list[np.ndarray]:
     """
     images = load_data(path, key="images")
     digits = load_data(path, key="digits")
-    if images.ndim != 2 or images.shape[1] != 784 or digits.shape != (images.shape[0],):
+    if images.ndim != 2 or images.shape[1] != SIDE * SIDE or digits.shape != (images.shape[0],):
         raise UsageError(f"{path}: expected 'images' of shape (n, 784) and 'digits' of shape "
                          f"(n,), got {images.shape} and {digits.shape}")
     groups = [images[digits == k] for k in DIGITS]
@@ -178,15 +206,17 @@ def load_digits(path: Path) -> list[np.ndarray]:
 # ------------------------------------------------------------------------------------ compute
 
 
-def compute(groups: list[np.ndarray], rho: float, seed: int | None) -> DemoResult:
-    """Release each digit's mean image with each method, then measure the errors.
+def compute(groups: list[np.ndarray], budgets: tuple[float, ...], seed: int | None,
+            ) -> DemoResult:
+    """Release each digit's mean image with each method at each budget, then measure the errors.
 
     Parameters
     ----------
     groups : list of ndarray
         Each digit's images, as from :func:`load_digits`.
-    rho : float
-        zCDP budget of each release (the methods see the same images: 3 x rho in all).
+    budgets : tuple of float
+        zCDP budget of each release. A digit's images are released ``len(METHODS)`` times at
+        each budget, so its session composes ``len(METHODS) * sum(budgets)``.
     seed : int or None
         Seeds every release's noise reproducibly; None for the secure default.
 
@@ -198,43 +228,62 @@ def compute(groups: list[np.ndarray], rho: float, seed: int | None) -> DemoResul
     Raises
     ------
     InsufficientDataWarning
-        As an error, when a digit has too few images for the budget.
+        As an error, when a digit has too few images for a budget.
     """
-    private, spent = _release_all(groups, rho, seed)
+    private, spent, composed = _release_all(groups, budgets, seed)
     # NON-PRIVATE: the true means are computed only to measure the error of the releases.
     true_means = [g.mean(axis=0, dtype=np.float64) for g in groups]
-    errors = {m: [float(np.linalg.norm(private[m][k] - true_means[k])) for k in DIGITS]
-              for m in METHODS}
-    return DemoResult(rho=rho, seed=seed, counts=[len(g) for g in groups],
-                      true_means=true_means, private=private, spent=spent, errors=errors)
+    errors = [{m: [float(np.linalg.norm(block[m][k] - true_means[k])) for k in DIGITS]
+               for m in METHODS} for block in private]
+    return DemoResult(budgets=budgets, seed=seed, counts=[len(g) for g in groups],
+                      true_means=true_means, private=private, spent=spent, errors=errors,
+                      composed=composed)
 
 
-def _release_all(groups: list[np.ndarray], rho: float, seed: int | None,
-                 ) -> tuple[dict[str, list[np.ndarray]], dict[str, list[float]]]:
+def _release_all(groups: list[np.ndarray], budgets: tuple[float, ...], seed: int | None,
+                 ) -> tuple[list[dict[str, list[np.ndarray]]], list[dict[str, list[float]]],
+                            list[float]]:
     from tqdm import tqdm
 
-    runs = list(itertools.product(METHODS, groups))
+    # One session per digit (each digit is its own dataset): it charges every release of that
+    # digit's images and refuses, before reading them, one that would exceed the total.
+    sessions = [Session(rho=len(METHODS) * sum(budgets)) for _ in DIGITS]
+    runs = list(itertools.product(range(len(budgets)), METHODS, DIGITS))
     seeds = (np.random.SeedSequence(seed).spawn(len(runs)) if seed is not None
              else [None] * len(runs))
-    private: dict[str, list[np.ndarray]] = {m: [] for m in METHODS}
-    spent: dict[str, list[float]] = {m: [] for m in METHODS}
+    private: list[dict[str, list[np.ndarray]]] = [{m: [] for m in METHODS} for _ in budgets]
+    spent: list[dict[str, list[float]]] = [{m: [] for m in METHODS} for _ in budgets]
     # disable=None: a bar on a terminal, nothing in logs and pipes.
     with tqdm(total=len(runs), desc="private releases", unit="release", file=sys.stderr,
               disable=None) as bar, warnings.catch_warnings():
         warnings.simplefilter("error", InsufficientDataWarning)
-        for (method, group), state in zip(runs, seeds, strict=True):
-            result = mean(group, rho=rho, method=method, bounds=BOUNDS, random_state=state)
-            private[method].append(np.asarray(result.mean))
-            spent[method].append(result.spent)  # the demo's budgets are zCDP: rho
+        for (b, method, k), state in zip(runs, seeds, strict=True):
+            result = sessions[k].mean(groups[k], rho=budgets[b], method=method, bounds=BOUNDS,
+                                      random_state=state)
+            # Projecting onto the public pixel box is post-processing: it costs no privacy and
+            # never moves a release away from the true mean, which lies in the box.
+            private[b][method].append(np.clip(np.asarray(result.mean, dtype=float), *BOUNDS))
+            spent[b][method].append(result.spent)  # the demo's budgets are zCDP: rho
             bar.update()
-    return private, spent
+    return private, spent, [s.spent for s in sessions]
 
 
 # ------------------------------------------------------------------------------------ plot
 
 
 def plot(result: DemoResult) -> bytes:
-    """Draw the true mean images above each method's private ones.
+    """The picture of :func:`figure` for ``result`` (from :func:`compute`), as PNG bytes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = figure(result)
+    FigureCanvasAgg(fig)
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
+    return png.getvalue()
+
+
+def figure(result: DemoResult) -> Figure:
+    """Draw the true mean images above each budget's block of private ones, with their errors.
 
     Parameters
     ----------
@@ -243,35 +292,75 @@ def plot(result: DemoResult) -> bytes:
 
     Returns
     -------
-    bytes
-        The picture as PNG.
+    matplotlib.figure.Figure
+        Every number in it (errors, counts, rho) is the one :func:`table` and :func:`report`
+        give, rounded.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-    fig = Figure(figsize=(12, 5.4), dpi=100)
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(1 + len(METHODS), len(DIGITS))
-    rows = [("true mean\n(non-private)", result.true_means)] + [
-        (f"{m}\nrho={result.rho:g}", result.private[m]) for m in METHODS]
-    for r, (row_label, imgs) in enumerate(rows):
-        for k in DIGITS:
-            ax = axes[r, k]
-            # Clamping to the public pixel range is post-processing; it does not cost privacy.
-            ax.imshow(np.clip(imgs[k], *BOUNDS).reshape(28, 28), cmap="gray", vmin=BOUNDS[0],
-                      vmax=BOUNDS[1])
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if r == 0:
-                ax.set_title(str(k))
-            if k == 0:
-                ax.set_ylabel(row_label, fontsize=9)
-    fig.suptitle(f"Private mean images of MNIST digits (rho = {result.rho:g} zCDP per mean "
-                 f"image, bounds 0-255); top row: true means, shown for comparison only")
-    fig.tight_layout()
-    png = io.BytesIO()
-    fig.savefig(png, format="png")
-    return png.getvalue()
+    rows = 1 + len(result.budgets) * len(METHODS)
+    head, foot, height = 0.95, 0.7, 1.3 * rows + 0.6  # inches: title, footnote, all rows
+    total = head + height + foot
+    # The rows fill the rectangle between the title and the footnote, which are drawn apart.
+    fig = Figure(figsize=(12, total), dpi=100,
+                 layout=ConstrainedLayoutEngine(rect=(0, foot / total, 1, height / total)))
+    blocks: Any = fig.subfigures(  # an array of subfigures (matplotlib types it loosely)
+        1 + len(result.budgets), 1, height_ratios=[1.25] + [len(METHODS)] * len(result.budgets))
+    true_row = blocks[0].subplots()
+    label = _image_row(true_row, result.true_means, "true mean\n(NON-PRIVATE)",
+                       [f"digit {k}\nn = {n:,}" for k, n in zip(DIGITS, result.counts,
+                                                               strict=True)], above=True)
+    label.set_color("firebrick")  # not a release: marked apart
+    for b, rho in enumerate(result.budgets):
+        block = blocks[1 + b]
+        block.suptitle(f"private means, rho = {rho:g} per release", fontsize=11,
+                       fontweight="bold")
+        best = np.argmin([result.errors[b][m] for m in METHODS], axis=0)
+        for r, (m, ax) in enumerate(zip(METHODS, block.subplots(len(METHODS), 1), strict=True)):
+            errors = result.errors[b][m]
+            _image_row(ax, result.private[b][m], f"{m}\nmean error\n{np.mean(errors):.0f}",
+                       [f"{e:.0f}" for e in errors], bold=best == r)
+    fig.text(0.5, 1 - 0.12 / total, "dpmean demo: the mean image of each MNIST digit, "
+             "released with differential privacy", ha="center", va="top", fontsize=14)
+    fig.text(0.5, 1 - 0.45 / total, "Each private mean is rho-zCDP: no single image moves "
+             "it much; smaller rho, a stronger guarantee and more noise.\nThe true means (top, "
+             "NON-PRIVATE) are shown only to judge the private ones.", ha="center", va="top",
+             fontsize=10)
+    fig.text(0.5, 0.1 / total,
+             f"Under each image: its l2 error ||private - true|| over the {SIDE * SIDE} "
+             f"pixels, each 0-255 (divide by {SIDE} for a typical pixel's error),\na "
+             f"NON-PRIVATE evaluation; bold: the smallest for that digit and rho.\n"
+             f"Each digit's images are one dataset; its "
+             f"{len(METHODS) * len(result.budgets)} releases compose to "
+             f"rho = {result.composed[0]:g} (zCDP). "
+             f"Seed: {result.seed if result.seed is not None else 'none (secure noise)'}.",
+             ha="center", va="bottom", fontsize=9)
+    return fig
+
+
+def _image_row(ax: Any, images: list[np.ndarray], label: str, notes: list[str],
+               above: bool = False, bold: Any = None) -> Any:
+    """The ten digit images side by side in one axes (one axes per row keeps drawing quick),
+    on the pixel scale, with a note under (or ``above``) each, in bold where ``bold`` is set;
+    returns the row's label (a matplotlib Text)."""
+    import matplotlib
+
+    # Tiles separated by NaN columns, drawn in the background colour.
+    gap = np.full((SIDE, SIDE // 4), np.nan)
+    tiles = [part for image in images for part in (image.reshape(SIDE, SIDE), gap)][:-1]
+    cmap = matplotlib.colormaps["gray"].with_extremes(bad="white")
+    ax.imshow(np.hstack(tiles), cmap=cmap, vmin=BOUNDS[0], vmax=BOUNDS[1],
+              interpolation="nearest")
+    ax.set_axis_off()
+    text = ax.text(-SIDE // 8, SIDE / 2, label, rotation=90, ha="right", va="center",
+                   fontsize=9)
+    step = SIDE + gap.shape[1]
+    for k, note in enumerate(notes):
+        weight = "bold" if bold is not None and bold[k] else "normal"
+        ax.text(k * step + (SIDE - 1) / 2, -1.5 if above else SIDE + 0.5, note, ha="center",
+                va="bottom" if above else "top", fontsize=9, fontweight=weight)
+    return text
 
 
 # ------------------------------------------------------------------------------------ write
@@ -288,33 +377,37 @@ def table(result: DemoResult) -> str:
     Returns
     -------
     str
-        The table, without a final newline.
+        The table, without a final newline: the numbers of the picture, to one decimal.
     """
     rule = "=" * 72
-    head = f"{'digit':>5}  {'n':>6}  " + "  ".join(f"{m:>10}" for m in METHODS)
+    columns = [(b, m) for b in range(len(result.budgets)) for m in METHODS]
+    head = f"{'digit':>5}  {'n':>6}  " + "  ".join(f"{m:>10}" for _, m in columns)
+    over = f"{'':>5}  {'rho':>6}  " + "  ".join(f"{result.budgets[b]:>10g}" for b, _ in columns)
     lines = [
         rule,
         NON_PRIVATE_HEADER + ".",
         "The errors below are NOT private; only the mean images are private releases.",
         rule,
-        f"l2 error ||private mean - true mean|| in pixel units (0-255), d = 784, "
-        f"rho = {result.rho:g} zCDP per release",
-        "(each digit is its own dataset; the 3 methods see the same images, 3 x rho in total)",
+        f"l2 error ||private mean - true mean|| in pixel units (0-255), d = {SIDE * SIDE}, "
+        f"at each rho (zCDP per release)",
+        f"(each digit is its own dataset; its {len(columns)} releases compose to rho = "
+        f"{result.composed[0]:g})",
         "",
+        over,
         head,
         "-" * len(head),
     ]
     for k, n in zip(DIGITS, result.counts, strict=True):
-        lines.append(f"{k:>5}  {n:>6}  " + "  ".join(f"{result.errors[m][k]:>10.1f}"
-                                                      for m in METHODS))
+        lines.append(f"{k:>5}  {n:>6}  " + "  ".join(f"{result.errors[b][m][k]:>10.1f}"
+                                                      for b, m in columns))
     lines.append("-" * len(head))
-    lines.append(f"{'mean':>5}  {'':>6}  " + "  ".join(f"{np.mean(result.errors[m]):>10.1f}"
-                                                       for m in METHODS))
+    lines.append(f"{'mean':>5}  {'':>6}  " + "  ".join(
+        f"{np.mean(result.errors[b][m]):>10.1f}" for b, m in columns))
     return "\n".join(lines)
 
 
 def report(result: DemoResult) -> dict[str, Any]:
-    """The JSON report: settings, rho spent and the NON-PRIVATE errors per digit.
+    """The JSON report: settings, rho spent and the NON-PRIVATE errors per budget and digit.
 
     Parameters
     ----------
@@ -327,19 +420,22 @@ def report(result: DemoResult) -> dict[str, Any]:
         JSON-ready; the private images themselves are in the picture, not here.
     """
     return {
-        "note": NON_PRIVATE_HEADER + ". Each digit's images are treated as a separate dataset; "
-        "the three methods run on the same images, so together they cost 3 x rho.",
-        "rho_per_release": result.rho,
+        "note": NON_PRIVATE_HEADER + ". Each digit's images are treated as a separate dataset "
+        "(the counts as public); every method runs on the same images at every budget, and a "
+        "session per digit composes the releases (rho_per_digit).",
         "bounds": list(BOUNDS),
         "seed": result.seed,
         "methods": list(METHODS),
-        "rho_spent": {m: result.spent[m] for m in METHODS},
-        "digits": [
-            {"digit": k, "n": result.counts[k],
-             "l2_error": {m: result.errors[m][k] for m in METHODS}}
-            for k in DIGITS
+        "rho_per_digit": result.composed,
+        "budgets": [
+            {"rho_per_release": rho,
+             "rho_spent": result.spent[b],
+             "digits": [{"digit": k, "n": result.counts[k],
+                         "l2_error": {m: result.errors[b][m][k] for m in METHODS}}
+                        for k in DIGITS],
+             "mean_l2_error": {m: float(np.mean(result.errors[b][m])) for m in METHODS}}
+            for b, rho in enumerate(result.budgets)
         ],
-        "mean_l2_error": {m: float(np.mean(result.errors[m])) for m in METHODS},
     }
 
 
