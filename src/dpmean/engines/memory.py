@@ -1,8 +1,10 @@
 """The in-memory numpy engine: the default way estimators reach a dense array.
 
 Works on row blocks that fit in cache, one thread per core (numpy releases the GIL). Rows are
-clamped to the box block by block as they are read, and the clipped/quantized/rotated copy of
-the data, the expensive part of a view (O(n d log d)), is computed once and cached.
+clamped to the box block by block as they are read. A rotated view (IOME, section 3.3) is
+rotated once, into a column-major copy that answers the medians' coordinate counts
+(``ColumnCounter``); row norms and clipped sums of an orthogonal rotation never touch it, as
+||R x - s|| = ||x - R^T s|| and sum_i w_i (R x_i - s) = R (sum_i w_i x_i) - (sum_i w_i) s.
 """
 
 from __future__ import annotations
@@ -10,12 +12,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..transforms import View, clamp, clip_weights
 from .base import Engine, column_slices
+
+if TYPE_CHECKING:
+    from .column_counts import ColumnCounter
 
 # Rows per block: a block and its temporaries stay in the per-core cache (measured fastest for
 # both the transform's small matrix products and the counting loop's comparisons).
@@ -26,7 +32,9 @@ _THREADS = max(1, min(os.cpu_count() or 1, 8))
 class InMemoryEngine(Engine):
     """Answers aggregate questions with numpy about ``x`` (n, d) clamped to [lo, hi].
 
-    ``x`` is read, never written, and never copied whole: only a view's rotated copy is kept.
+    ``x`` is read, never written, and never copied whole: only a view's rotated copy is kept
+    (n x d_pad float64, column-major for the coordinate counts; row-major for the column
+    questions, pair differences and linear maps, built only when they are asked).
     """
 
     def __init__(self, x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
@@ -36,31 +44,39 @@ class InMemoryEngine(Engine):
         self._x = x
         self._base_key: tuple | None = None
         self._base: np.ndarray | None = None
+        self._counter_key: tuple | None = None
+        self._counter: ColumnCounter | None = None
 
-    def _each_block(self, width: int, fn: Callable[[slice], np.ndarray | None]) -> list:
+    def _each_block(self, width: int, fn: Callable[[slice], Any]) -> list:
         """fn over row blocks; each thread takes a contiguous run of blocks. Results come back
         in block order, so sums over them are reproducible whatever the threads' timing."""
         step = max(1, _BLOCK_BYTES // (8 * max(width, 1)))
         blocks = [slice(i, min(i + step, self.n)) for i in range(0, self.n, step)]
         runs = [blocks[len(blocks) * t // _THREADS: len(blocks) * (t + 1) // _THREADS]
                 for t in range(_THREADS)]
-        if len(blocks) <= 1 or _THREADS == 1:
-            return [fn(rows) for rows in blocks]
-        # BLAS would start its own threads inside ours and spin on the same cores.
-        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(_THREADS) as pool:
-            done = pool.map(lambda run: [fn(rows) for rows in run], runs)
-            return [result for run in done for result in run]
+        # One BLAS thread even when we run one: the blocks' small products (the transform's
+        # 16 x 16 stages) gain nothing from BLAS threads, whose start-up and spinning made the
+        # transform 20x slower; with our threads they would also fight over the same cores.
+        with threadpool_limits(limits=1, user_api="blas"):
+            if len(blocks) <= 1 or _THREADS == 1:
+                return [fn(rows) for rows in blocks]
+            with ThreadPoolExecutor(_THREADS) as pool:
+                done = pool.map(lambda run: [fn(rows) for rows in run], runs)
+                return [result for run in done for result in run]
 
     def _clamped(self, rows: slice | np.ndarray) -> np.ndarray:
         return clamp(self._x[rows], self.lo, self.hi)
 
     def _base_reader(
-        self, view: View,
+        self, view: View, *, once: bool = False,
     ) -> tuple[int, Callable[[slice | np.ndarray], np.ndarray]]:
         """Width of the view's base (clip, quantize, rotate) and a reader of its rows (a block
-        as a slice, or an integer array of row indices)."""
+        as a slice, or an integer array of row indices). ``once``: the caller reads each row
+        once, so an uncached base is computed block by block rather than cached whole."""
         if (view.preclip, view.quantizer, view.rotation) == (None, None, None):
             return self.d, self._clamped
+        if once and self._base_key != (view.preclip, view.quantizer, view.rotation):
+            return view.output_dim(self.d), lambda rows: view.apply_base(self._clamped(rows))
         base = self._cached_base(view)
         return base.shape[1], lambda rows: base[rows]
 
@@ -79,19 +95,16 @@ class InMemoryEngine(Engine):
         return base
 
     def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
-        width, read = self._base_reader(view)
         limit = np.asarray(thresholds, dtype=np.float64)
+        if view.rotation is not None and view.linear is None:
+            return self._column_counter(view).counts(self._base_limit(view, limit))
+        width, read = self._base_reader(view)
         if view.linear is not None:
             # A dense map mixes coordinates: no per-coordinate shortcut, compare finished rows.
             base_read = read
             read = lambda rows: view.finish(base_read(rows))  # noqa: E731
         else:
-            # v_j <= t_j  <=>  based_j <= t_j / scale_j + shift_j, for the positive scales views
-            # use.
-            if view.scale is not None:
-                limit = limit / view.scale
-            if view.shift is not None:
-                limit = limit + view.shift
+            limit = self._base_limit(view, limit)
 
         def block_counts(rows: slice) -> np.ndarray:
             # Summing the comparison's bytes row by row vectorises; count_nonzero along axis 0
@@ -101,29 +114,91 @@ class InMemoryEngine(Engine):
 
         return np.asarray(np.sum(self._each_block(width, block_counts), axis=0, dtype=np.int64))
 
+    @staticmethod
+    def _base_limit(view: View, limit: np.ndarray) -> np.ndarray:
+        """Thresholds on the view's base: v_j <= t_j  <=>  based_j <= t_j / scale_j + shift_j,
+        for the positive scales views use (no linear map)."""
+        if view.scale is not None:
+            limit = limit / view.scale
+        if view.shift is not None:
+            limit = limit + view.shift
+        return limit
+
+    def _column_counter(self, view: View) -> ColumnCounter:
+        """The view's base over all rows, one coordinate per row of a (d_pad, n) array, ready
+        for coordinate counts; computed once per base (the last one asked is kept)."""
+        key = (view.preclip, view.quantizer, view.rotation)
+        if self._counter is None or key != self._counter_key:
+            # Imported here: numba's import and first compiled call cost a second, which only
+            # rotated views should pay (not `import dpmean`, nor the CLI's start-up).
+            from .column_counts import ColumnCounter
+
+            self._counter = None  # let the old copy go before the new one is made
+            k = view.output_dim(self.d)
+            values = np.empty((k, self.n))
+
+            def fill(rows: slice) -> tuple[np.ndarray, np.ndarray]:
+                block = view.apply_base(self._clamped(rows))
+                values[:, rows] = block.T
+                return block.min(axis=0), block.max(axis=0)
+
+            lows, highs = zip(*self._each_block(k, fill), strict=True)
+            self._counter = ColumnCounter(values, np.min(lows, axis=0), np.max(highs, axis=0),
+                                          threads=_THREADS)
+            self._counter_key = key
+        return self._counter
+
+    def _norms_reader(
+        self, view: View,
+    ) -> tuple[int, Callable[[slice], np.ndarray], float,
+               Callable[[np.ndarray, float], np.ndarray]]:
+        """(width, read, extra, finish) for the questions about row norms and clipped sums: the
+        view row of each row read has squared norm ||read(rows)_i||^2 + extra, and
+        ``finish(sum_i w_i read_i, sum_i w_i)`` is sum_i w_i v(x_i).
+
+        An orthogonal rotation is undone on the shift instead of applied to every row: with
+        u = R^T s, ||R p - s||^2 = ||p - u[:d]||^2 + ||u[d:]||^2 (p zero-padded) and
+        sum w (R p - s) = R (sum w (p - u[:d])) + (sum w) (R u[:d] - s), so these questions
+        read the unrotated rows, d wide, and never the rotated copy."""
+        rotation = view.rotation
+        if (rotation is None or not rotation.normalized or view.scale is not None
+                or view.linear is not None):
+            width, read = self._base_reader(view, once=True)
+            return width, lambda rows: view.finish(read(rows)), 0.0, lambda total, _: total
+        shift = np.zeros(rotation.padded_dim) if view.shift is None else view.shift
+        back = rotation.invert_padded(shift)
+        inside, outside = back[: self.d], back[self.d:]
+        unrotated = View(preclip=view.preclip, quantizer=view.quantizer)
+        offset = rotation.apply(inside) - shift
+        return (self.d,
+                lambda rows: unrotated.apply_base(self._clamped(rows)) - inside,
+                float(outside @ outside),
+                lambda total, weight: rotation.apply(total) + weight * offset)
+
     def row_norms(self, view: View) -> np.ndarray:
-        width, read = self._base_reader(view)
+        width, read, extra, _ = self._norms_reader(view)
         norms = np.empty(self.n)
 
         def fill(rows: slice) -> None:
-            block = view.finish(read(rows))
-            norms[rows] = np.sqrt(np.einsum("ij,ij->i", block, block))
+            block = read(rows)
+            norms[rows] = np.sqrt(np.einsum("ij,ij->i", block, block) + extra)
 
         self._each_block(width, fill)
         return norms
 
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
-        width, read = self._base_reader(view)
+        width, read, extra, finish = self._norms_reader(view)
 
-        def block_sum(rows: slice) -> np.ndarray:
-            block = view.finish(read(rows))
-            weights = clip_weights(np.sqrt(np.einsum("ij,ij->i", block, block)), radius)
-            return weights @ block
+        def block_sum(rows: slice) -> tuple[np.ndarray, float]:
+            block = read(rows)
+            weights = clip_weights(np.sqrt(np.einsum("ij,ij->i", block, block) + extra), radius)
+            return weights @ block, float(weights.sum())
 
-        return np.sum(self._each_block(width, block_sum), axis=0)
+        sums, weights = zip(*self._each_block(width, block_sum), strict=True)
+        return finish(np.sum(sums, axis=0), float(np.sum(weights)))
 
     def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
-        width, read = self._base_reader(view)
+        width, read = self._base_reader(view, once=True)
 
         def block_outer(rows: slice) -> np.ndarray:
             block = view.finish(read(rows))
@@ -159,7 +234,7 @@ class InMemoryEngine(Engine):
         return np.array(self._cached_base(view)[:, cols])
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
-        width, read = self._base_reader(view)
+        width, read = self._base_reader(view, once=True)
         step = max(1, _BLOCK_BYTES // (8 * max(width, 1)))
         for start in range(0, self.n, step):
             yield view.finish(read(slice(start, min(start + step, self.n))))

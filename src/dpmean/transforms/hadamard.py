@@ -94,8 +94,13 @@ class RandomRotation:
 
     def invert(self, y: np.ndarray) -> np.ndarray:
         """Undo ``apply`` and drop the padding: shape (..., d_pad) -> (..., dim)."""
+        return self.invert_padded(y)[..., : self.dim]
+
+    def invert_padded(self, y: np.ndarray) -> np.ndarray:
+        """The inverse of the square map H D (scaled), padding kept: (..., d_pad) -> (..., d_pad).
+        When ``normalized`` the map is orthogonal and this is its transpose R^T y."""
         y = np.asarray(y, dtype=np.float64)
         # (c H D)^{-1} = D H / (c d_pad) since H H = d_pad I and D D = I.
         out = fwht(y) / (self.scale * self.padded_dim)
         out *= self.signs
-        return out[..., : self.dim]
+        return out

@@ -1,0 +1,102 @@
+"""Exact per-column counts #{i: y_ij <= t_j} for a sequence of threshold vectors, each column
+partitioned lazily (a quicksort that stops where the questions stop): IOME's medians (sec. 3.3).
+
+A binary search asks every column once per halving. Comparing all n values each time reads the
+whole n x k matrix per halving; here each column keeps the pivots it was asked about, values
+left of a pivot's position being exactly those <= it, so a question only partitions the values
+between the two pivots around its threshold. Under a bisection that segment shrinks with every
+halving: about 2n element visits per column in all instead of steps x n. Exact: answers equal
+the plain comparison's for any thresholds, in any order (NaN-free values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from numba import njit
+
+# Pivots a column remembers (two are the sentinels -inf and +inf): a bisection of 64 halvings
+# fits; further questions are still answered exactly, by partitioning without remembering.
+_PIVOTS = 66
+
+
+@njit(nogil=True, cache=True)
+def _count_columns(values, pivot_values, pivot_positions, pivot_counts, thresholds, out,
+                   first, stop):  # pragma: no cover - compiled
+    n = values.shape[1]
+    for j in range(first, stop):
+        t = thresholds[j]
+        m = pivot_counts[j]
+        # The last pivot i with pivot_values[j, i] <= t (pivot 0 is -inf, so i >= 0).
+        lo, hi = 0, m - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if pivot_values[j, mid] <= t:
+                lo = mid
+            else:
+                hi = mid - 1
+        i = lo
+        if i == m - 1 or pivot_values[j, i] == t:
+            out[j] = n if i == m - 1 else pivot_positions[j, i]
+            continue
+        # Values in [start, end) lie in (pivot i, pivot i+1]: move those <= t to the front,
+        # row[start:a] <= t < row[a:q] at every q. Branch-free (Lomuto with an unconditional
+        # swap): a comparison that goes either way at random costs no misprediction.
+        row = values[j]
+        a = pivot_positions[j, i]
+        for q in range(a, pivot_positions[j, i + 1]):
+            x = row[q]
+            row[q] = row[a]
+            row[a] = x
+            a += x <= t
+        out[j] = a
+        if m < pivot_values.shape[1]:
+            for q in range(m, i + 1, -1):
+                pivot_values[j, q] = pivot_values[j, q - 1]
+                pivot_positions[j, q] = pivot_positions[j, q - 1]
+            pivot_values[j, i + 1] = t
+            pivot_positions[j, i + 1] = a
+            pivot_counts[j] = m + 1
+
+
+class ColumnCounter:
+    """Counts #{i: values[j, i] <= t_j} for each row j of ``values`` (k, n), which it owns
+    and reorders within each row (one coordinate's n values per row, so each is contiguous).
+
+    ``low`` and ``high`` (k,) must bound each row's values (its minimum and maximum, say):
+    questions outside them are answered without reading the row. Memory: the values plus
+    O(k) pivots. Each call reorders rows; calls must not overlap.
+    """
+
+    def __init__(self, values: np.ndarray, low: np.ndarray, high: np.ndarray,
+                 threads: int = 1) -> None:
+        k, n = values.shape
+        self.values = values
+        self.threads = threads
+        self._pivot_values = np.empty((k, _PIVOTS))
+        self._pivot_positions = np.empty((k, _PIVOTS), dtype=np.int64)
+        # Sentinels -inf (position 0) and +inf (position n), and the known bounds: nothing is
+        # below low (so "<= the float just below low" counts 0) and everything is <= high.
+        self._pivot_values[:, :4] = np.column_stack(
+            [np.full(k, -np.inf), np.nextafter(low, -np.inf), high, np.full(k, np.inf)])
+        self._pivot_positions[:, :4] = [0, 0, n, n]
+        self._pivot_counts = np.full(k, 4, dtype=np.int64)
+
+    def counts(self, thresholds: np.ndarray) -> np.ndarray:
+        """#{i: values[j, i] <= thresholds[j]} for every j: (k,) int64."""
+        thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
+        k = self.values.shape[0]
+        out = np.empty(k, dtype=np.int64)
+        run: Callable[[tuple[int, int]], None] = lambda span: _count_columns(  # noqa: E731
+            self.values, self._pivot_values, self._pivot_positions, self._pivot_counts,
+            thresholds, out, span[0], span[1])
+        spans = [(k * t // self.threads, k * (t + 1) // self.threads)
+                 for t in range(self.threads)]
+        if self.threads == 1:
+            run(spans[0])
+        else:
+            with ThreadPoolExecutor(self.threads) as pool:
+                list(pool.map(run, spans))
+        return out

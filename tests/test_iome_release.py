@@ -1,0 +1,69 @@
+"""IOME's releases against the previous release (commit 59c63aa, tests/data) for the same seed,
+and the column counter behind its medians against the plain comparison it replaces."""
+
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpmean
+from dpmean.engines.column_counts import ColumnCounter
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "mnist-70k.npz"
+BEFORE = np.load(Path(__file__).parent / "data" / "iome-release-59c63aa.npz")
+
+
+def _mnist(n: int) -> np.ndarray:
+    with np.load(DATA) as archive:
+        return archive["images"][:n]
+
+
+def test_real_path_matches_previous_release():
+    # The medians' counts are exact, so centre and radius are the same numbers; the clipped
+    # sum is now formed on the unrotated rows (R^T applied to the shift), which changes only
+    # rounding. Each way of summing n clipped rows (norm <= C) errs by at most n u C per
+    # coordinate of the mean (recursive summation, gamma_n), the norms behind the clipping
+    # weights by (d_pad + 2) u relative, and the rotation back by log2(d_pad) u: twice that
+    # bounds the difference of the two releases.
+    x = _mnist(3000)
+    result = dpmean.mean(x, rho=0.5, method="iome", bounds=(0, 255), random_state=7)
+    np.testing.assert_array_equal(result.diagnostics["centre"], BEFORE["real_centre"])
+    radius = result.diagnostics["threshold"]
+    assert radius == BEFORE["real_threshold"]
+    d_pad = result.diagnostics["padded_dim"]
+    u = np.finfo(np.float64).eps / 2.0
+    tolerance = 2.0 * (x.shape[0] + d_pad + 2 + np.log2(d_pad)) * u * radius
+    np.testing.assert_allclose(result.mean, BEFORE["real"], rtol=0.0, atol=tolerance)
+
+
+def test_integer_paths_match_previous_release_exactly():
+    # The quantized paths rotate integers without normalising: every value is an exact
+    # integer, so no order of summation can change a bit.
+    x = _mnist(3000)
+    quantized = dpmean.mean(x, rho=0.5, method="iome", bounds=(0, 255), random_state=7,
+                            quantized=True)
+    np.testing.assert_array_equal(quantized.mean, BEFORE["quantized"])
+    g = np.random.default_rng(3).normal(2.0, 1.0, size=(2000, 50))
+    gaussian = dpmean.mean(g, rho=1.0, method="iome-gaussian", random_state=7,
+                           mean_radius=50.0, sigma_min=0.5, sigma_max=2.0)
+    np.testing.assert_array_equal(gaussian.mean, BEFORE["gaussian"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    columns=st.integers(1, 5), rows=st.integers(1, 40), seed=st.integers(0, 2**32 - 1),
+    questions=st.integers(1, 80), threads=st.sampled_from([1, 2]),
+)
+def test_column_counter_equals_plain_comparison(columns, rows, seed, questions, threads):
+    # Small integers make ties with the thresholds common; questions come in any order, on
+    # the bounds and outside them, more of them than a column keeps pivots for.
+    rng = np.random.default_rng(seed)
+    values = rng.integers(-4, 5, size=(columns, rows)).astype(np.float64)
+    counter = ColumnCounter(values.copy(), values.min(axis=1), values.max(axis=1), threads)
+    for _ in range(questions):
+        thresholds = rng.integers(-6, 7, size=columns) + rng.choice([0.0, 0.5], size=columns)
+        expected = (values <= thresholds[:, None]).sum(axis=1)
+        np.testing.assert_array_equal(counter.counts(thresholds), expected)
+    # The counter only reorders each column.
+    np.testing.assert_array_equal(np.sort(counter.values, axis=1), np.sort(values, axis=1))
