@@ -6,10 +6,9 @@ The half-width is that of the per-coordinate noise interval of ``dpmean.interval
 (n, d) in the public box. It is exact for ``gaussian`` (sensitivity ||hi - lo|| / n, all of rho
 on the noise). For the clipped family the noise's standard deviation is 2 C / (n sqrt(2
 rho_noise)) with C the private radius, which is at most the top of the searched interval, a
-public number: ||max(|lo|, |hi|)|| for ``cm`` and ``cm-fixed``; for ``iome`` (real-valued path)
-the box's radius ||hi - lo|| / 2 plus the farthest the private centre can lie from the rotated
-box centre (sqrt(d_pad) times the half-width of the median domains); ||hi - lo|| for
-``plan-noscale`` (the centre is clamped to the box). rho_noise is the estimator's own
+public number: ||max(|lo|, |hi|)|| for ``cm`` and ``cm-fixed``; ||hi - lo|| for ``iome``
+(real-valued path) and ``plan-noscale``, whose private centres are projected onto the box, so
+that no clamped row lies farther than the box's diameter. rho_noise is the estimator's own
 ``budget_plan(n, d)["noise"]``. So for those it is an upper bound: the worst case over every
 radius the search can return. The clipping bias is not included (it depends on the private
 radius); PLAN with scaling and ``auto`` have no a priori noise bound (their noise depends on
@@ -26,7 +25,6 @@ from scipy.stats import norm
 
 from .api import build_estimator
 from .errors import InvalidParameterError
-from .estimators.iome import _Geometry
 
 PLANNED = ("gaussian", "cm", "cm-fixed", "iome", "plan-noscale")
 
@@ -46,14 +44,10 @@ def _noise_std(estimator: Any, n: int, d: int) -> float:
         top = float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi))))
     elif method == "plan-noscale":
         top = float(np.linalg.norm(hi - lo))
-    else:  # iome, real-valued path
+    else:  # iome, real-valued path: the centre is projected onto the box (settle_centre)
         if estimator.quantized:
             raise InvalidParameterError("accuracy: IOME's quantized path is not planned yet")
-        geometry = _Geometry(None, lo, hi)
-        domain_lo, domain_hi = geometry.centre_domain(np.zeros(geometry.d_pad), n,
-                                                      estimator.beta)
-        half = float(np.max(domain_hi - domain_lo)) / 2.0
-        top = geometry.box_radius + half * math.sqrt(geometry.d_pad)
+        top = float(np.linalg.norm(hi - lo))
     return 2.0 * top / n / math.sqrt(2.0 * plan["noise"])
 
 

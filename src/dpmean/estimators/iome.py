@@ -241,7 +241,7 @@ class ShiftedClippedMean(ClippedMean):
                                        secure=self.secure_noise)
 
         view = base.with_shift(centre)
-        norm_bound = geometry.shifted_norm_bound(mid_rotated, centre)
+        norm_bound = geometry.shifted_norm_bound(mid_rotated, centre, rotation)
         radius = private_radius(
             engine, view, rank, norm_bound, steps=None if quantizer else self.threshold_steps,
             rho=budget["threshold"], ledger=ledger, rng=rng, secure=self.secure_noise)
@@ -274,6 +274,7 @@ class _Geometry:
         self.quantizer = quantizer
         if quantizer is not None:
             lo, hi = quantizer.universe(lo, hi)
+        self.lo, self.hi = lo, hi
         self.d = lo.shape[0]
         self.d_pad = next_power_of_two(self.d)
         self.mid = (lo + hi) / 2.0
@@ -312,17 +313,31 @@ class _Geometry:
             return real_steps
         return integer_search_steps(*self.centre_domain(np.zeros(self.d_pad), n, beta))
 
-    def settle_centre(self, centre: np.ndarray) -> np.ndarray:
-        """Post-processing of the private centre before the data is shifted to it."""
-        return centre
+    def settle_centre(self, centre: np.ndarray, rotation: RandomRotation) -> np.ndarray:
+        """Post-processing of the private centre before the data is shifted to it.
 
-    def shifted_norm_bound(self, mid_rotated: np.ndarray, centre: np.ndarray) -> float:
-        """A bound on the shifted row norms. Shifted rows lie within box_radius of R(mid), a
-        known distance from the private centre; the integer path searches the public worst
-        case so its rank (which depends on the number of steps) is public."""
+        On the real path the centre is projected onto the rotated box (rotated back, clamped
+        to [lo, hi], rotated again): every row lies in the box, and projection onto a convex
+        set that holds them moves the centre closer to each (non-expansive), so the clipped
+        rows and the radius can only shrink; no privacy cost. At small budgets the medians are
+        coarse and can put the centre far outside the box (MNIST at rho = 0.005: radius 9,000
+        where the box's diameter is 7,140). The integer path keeps its lattice centre."""
+        if self.quantizer is not None:
+            return centre
+        inside = np.clip(rotation.invert(centre), self.lo, self.hi)
+        return rotation.apply(inside)
+
+    def shifted_norm_bound(self, mid_rotated: np.ndarray, centre: np.ndarray,
+                           rotation: RandomRotation) -> float:
+        """A bound on the shifted row norms. On the real path: the distance from the (settled)
+        centre to the farthest corner of the box, which holds every clamped row (the rotation
+        is orthogonal, so distances are those of the original space); the integer path searches
+        the public worst case so its rank (which depends on the number of steps) is public."""
         if self.quantizer is not None:
             return self.norm_bound_public
-        return self.box_radius + float(np.linalg.norm(mid_rotated - centre))
+        centre_in_box = rotation.invert(centre)
+        reach = np.maximum(self.hi - centre_in_box, centre_in_box - self.lo)
+        return float(np.linalg.norm(np.maximum(reach, 0.0)))
 
 
 def centre_stages(geometry: _Geometry, n: int, rho: float, beta: float,
@@ -361,7 +376,8 @@ def rotated_centre(
     centre = private_centre(
         engine, base, centre_lo, centre_hi, steps=None if quantizer else steps,
         rho=budget["centre"], ledger=ledger, rng=rng, secure=secure, beta=beta)
-    return geometry.settle_centre(centre), reach
+    assert base.rotation is not None  # IOME's centre is always searched in a rotated space
+    return geometry.settle_centre(centre, base.rotation), reach
 
 
 class _BallGeometry(_Geometry):
@@ -393,14 +409,15 @@ class _BallGeometry(_Geometry):
         half_width *= min(1.0, rotated_spread(self.d_pad, n, beta))
         return -half_width, half_width
 
-    def settle_centre(self, centre: np.ndarray) -> np.ndarray:
+    def settle_centre(self, centre: np.ndarray, rotation: RandomRotation) -> np.ndarray:
         norm = float(np.linalg.norm(centre))
         if norm > self.ball_radius:
             centre = centre * (self.ball_radius / norm)
         # the integer path shifts integer rows by an integer centre, keeping squared norms integer
         return np.rint(centre) if self.quantizer is not None else centre
 
-    def shifted_norm_bound(self, mid_rotated: np.ndarray, centre: np.ndarray) -> float:
+    def shifted_norm_bound(self, mid_rotated: np.ndarray, centre: np.ndarray,
+                           rotation: RandomRotation) -> float:
         if self.quantizer is not None:
             return self.norm_bound_public
         return self.ball_radius + float(np.linalg.norm(centre))
