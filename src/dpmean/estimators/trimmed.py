@@ -248,6 +248,9 @@ class TrimmedMean(MeanEstimator):
     """
 
     method = "trimmed"
+    # Coordinate-wise, with each coordinate's noise from its own box already: nothing to even
+    # out (and ``assumed_std`` is in the data's units).
+    box_normalised = False
     # Accepted, but it covers nothing here: no stage is a Gaussian mechanism (the smooth-
     # sensitivity noises are drawn in floating point). A SecureNoiseWarning says so.
     supports_secure_noise = True
@@ -347,6 +350,10 @@ class TrimmedMean(MeanEstimator):
             # The data are trimmed unclamped; only the trimmed mean is clamped to [lo, hi].
             return np.full(d, -np.inf), np.full(d, np.inf)
         return lo, hi
+
+    def release_box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+        # The caller's box, also with output truncation (which clamps the data to nothing).
+        return check_bounds(self.bounds, d)
 
     def _calibrator(self, share: float) -> Callable[[float | None], Calibration]:
         """t -> the calibration for one coordinate's share of the budget."""

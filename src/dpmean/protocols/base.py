@@ -23,6 +23,8 @@ class ProtocolEstimator(MeanEstimator):
     """
 
     model: ClassVar[str]
+    # The users' randomisers work on their rows in the data's units (GRS's sigma is in them).
+    box_normalised = False
 
     def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
         # A local zCDP protocol takes its budget exactly as the central estimators do.
