@@ -190,3 +190,40 @@ def test_accuracy_plans_each_column_in_its_own_units():
                                rtol=1e-12)
     rho = dpmean.rho_for_accuracy("gaussian", N, D, (0.0, HI), 5.0, level=0.95)
     assert np.max(dpmean.accuracy("gaussian", N, D, (0.0, HI), rho)) <= 5.0
+
+
+def test_signed_bins_are_monotone_and_their_edges_hold_the_values():
+    from dpmean.estimators.private_bounds import bin_edges, signed_bins
+
+    values = np.array([-1.7e308, -3.0, -1.0, -0.75, -5e-324, 0.0, 5e-324, 0.3, 1.0, 2.0,
+                       1e300, 1.7e308])
+    bins = signed_bins(values)
+    assert np.all(np.diff(bins) >= 0)
+    lower, upper = bin_edges(bins)
+    assert np.all((lower <= values) & (values <= upper))
+
+
+def test_without_bounds_a_private_box_is_bought_and_stated():
+    rng = np.random.default_rng(0)
+    x = rng.normal(1000.0, 1.0, size=(4000, 8))
+    result = dpmean.mean(x, rho=0.5, random_state=0)
+    # The stage is in the ledger, the whole budget is spent, and the box is a DP output.
+    assert result.ledger["bounds"] == pytest.approx(0.05)
+    assert result.rho_spent == pytest.approx(0.5)
+    assert result.diagnostics["private_bounds"]
+    lo, hi = result.diagnostics["bounds_lo"], result.diagnostics["bounds_hi"]
+    # N(1000, 1) lies in the bin [512, 1024) (no row reaches 1024 at 24 sigma): with one bin
+    # of margin on each side, [256, 2048].
+    assert np.all((lo == 256.0) & (hi == 2048.0))
+    assert np.linalg.norm(result.mean - x.mean(axis=0)) < 0.1
+
+
+def test_without_bounds_where_no_box_can_be_found_the_error_says_so():
+    with pytest.raises(dpmean.InvalidParameterError, match="sparse input needs bounds"):
+        dpmean.mean(scipy.sparse.random(50, 4, density=0.5, format="csr"), rho=1.0,
+                    method="plan")
+    with pytest.raises(dpmean.InvalidParameterError, match="zCDP budget"):
+        dpmean.mean(np.ones((50, 2)), epsilon=1.0, delta=1e-6, method="trimmed",
+                    noise="laplace")
+    with pytest.raises(dpmean.InvalidParameterError, match="bounds"):
+        dpmean.mean(np.ones((50, 2)), rho=1.0, method="iome-local")

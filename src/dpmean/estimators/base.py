@@ -75,6 +75,10 @@ class MeanEstimator(ABC):
     # public inputs are in the data's own units and not the box's: CoinPress's ball, the
     # Gaussian wrapper's sigma bounds, and the trimmed mean, which is coordinate-wise already).
     box_normalised: ClassVar[bool] = True
+    # Estimators that, given no bounds, spend BOUNDS_SHARE of a rho budget on a private box
+    # (``private_bounds``) and run in it; the others take other public geometry without bounds
+    # (CoinPress, the Gaussian wrapper) or run in the local model (protocols).
+    finds_bounds: ClassVar[bool] = True
 
     _given: tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -234,6 +238,8 @@ class MeanEstimator(ABC):
     def estimate(self, x: Any) -> MeanResult:
         """Release the private mean of ``x`` (shape (n, d), or (n,) for one variable)."""
         n, d = _public_shape(x)
+        if self.bounds is None and self.finds_bounds:
+            return self._estimate_in_private_box(x, n, d)
         lo, hi = self.box(n, d)
         scale = self.box_scale(n, d)
         unit_lo, unit_hi = self.unit_box(n, d)
@@ -258,6 +264,39 @@ class MeanEstimator(ABC):
                                                              scale))
         warn_if_mostly_noise(result)
         return result
+
+    def _estimate_in_private_box(self, x: Any, n: int, d: int) -> MeanResult:
+        """Without bounds: ``BOUNDS_SHARE`` of rho buys a private box over the whole float64
+        range (stage "bounds", ``private_bounds.private_box``); the same estimator then runs
+        in it with the rest (its stages keep their names in the ledger). The box is a DP
+        output: the result carries it (``bounds_lo``, ``bounds_hi``, ``private_bounds``)."""
+        from .private_bounds import BOUNDS_SHARE, private_box
+
+        if self.budget.unit != "rho" or self.budget.notion != "zCDP":
+            raise InvalidParameterError(
+                f"{self.method}: finding the bounds privately needs a zCDP budget (rho, or "
+                f"epsilon and delta); with a {self.budget.notion} budget give bounds=(lo, hi)")
+        if is_sparse(x):
+            raise InvalidParameterError(
+                f"{self.method}: sparse input needs bounds (baskets: bounds=(0, 1)); a private "
+                f"box would read every column densely")
+        rho_box = self.rho * BOUNDS_SHARE
+        ledger = PrivacyLedger(self.total)
+        ledger.plan({"bounds": rho_box})
+        data = x if is_deferred(x) else check_data(x)
+        unbounded = np.full(d, np.inf)
+        rng = make_rng(self.random_state)
+        lo, hi = private_box(make_engine(data, -unbounded, unbounded, self.engine), rho_box,
+                             rng, ledger=ledger, secure=self.secure_noise)
+        ledger.verify()
+        # The rest of the budget, the same options, the private box, and the same stream.
+        inner = type(self)(**{**self.get_params(), "rho": self.rho - rho_box, "epsilon": None,
+                              "delta": None, "bounds": (lo, hi), "random_state": rng})
+        result = inner.estimate(data)
+        return MeanResult(mean=result.mean, method=self.method, n=n, d=d, budget=self.budget,
+                          ledger={**ledger.spent, **result.ledger},
+                          diagnostics={**result.diagnostics, "private_bounds": True},
+                          fallback=result.fallback)
 
     def project(self, mean: np.ndarray, n: int, d: int) -> np.ndarray:
         """``mean`` projected onto the public ``release_box`` (coordinate by coordinate, the

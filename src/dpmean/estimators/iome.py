@@ -429,6 +429,7 @@ class GaussianIOME(ShiftedClippedMean):
     # sigma_min, sigma_max and the mean radius are in the data's units (and its box is a cube
     # unless bounds narrow it): runs in the data's own units.
     box_normalised = False
+    finds_bounds = False  # its box comes from mean_radius and sigma_max
 
     def __init__(
         self, rho: float | None = None, *, mean_radius: float, sigma_min: float,
