@@ -1,8 +1,11 @@
 """Accuracy without bounds (private box, 10% of rho) against a generous user box (+-50 sqrt(d)):
 N(0, I) and N(mu, I) (||mu|| = R/2 as IOME Fig. 1), n = 4000, mean l2 error over runs."""
 import sys
+
 import numpy as np
+
 import dpmean
+
 runs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 print("| data | d | rho | method | user box | no bounds | ratio |")
 print("|---|---|---|---|---|---|---|")
