@@ -289,6 +289,17 @@ class MeanEstimator(ABC):
         lo, hi = private_box(make_engine(data, -unbounded, unbounded, self.engine), rho_box,
                              rng, ledger=ledger, secure=self.secure_noise)
         ledger.verify()
+        if np.isnan(lo).any():  # no bin cleared the threshold somewhere: post-processing
+            warnings.warn(
+                f"{self.method}: n={n} rows is too few for {self.budget} to find a private "
+                f"box (no bin of a column's histogram clears its noise); releasing the zero "
+                f"vector. Give bounds=(lo, hi), a larger budget or more rows.",
+                InsufficientDataWarning, stacklevel=3)
+            return MeanResult(mean=np.zeros(d), method=self.method, n=n, d=d,
+                              budget=self.budget, ledger=ledger.spent,
+                              diagnostics={"private_bounds": True,
+                                           "secure_noise": self.secure_noise},
+                              fallback=True)
         # The rest of the budget, the same options, the private box, and the same stream.
         inner = type(self)(**{**self.get_params(), "rho": self.rho - rho_box, "epsilon": None,
                               "delta": None, "bounds": (lo, hi), "random_state": rng})

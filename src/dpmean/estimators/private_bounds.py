@@ -61,9 +61,8 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
     down and one up in each coordinate, so the d x BINS counts have l2 sensitivity sqrt(2 d):
     one Gaussian mechanism of ``rho`` (charged to ``stage``), drawn a block of columns at a
     time. Coordinate j's box spans the bins from the lowest to the highest whose noisy count
-    exceeds tau = sigma z(beta / (d BINS)), and always the bin of its largest noisy count
-    (post-processing: defined even when no bin clears tau), widened by MARGIN_BINS bins on
-    each side. Values outside it are clamped by
+    exceeds tau = sigma z(beta / (d BINS)), widened by MARGIN_BINS bins on each side; NaN
+    where no bin clears tau (too few rows for the budget). Values outside it are clamped by
     the release that follows; an empty bin clears tau with probability at most beta overall.
     """
     d = engine.d
@@ -79,11 +78,12 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
         counts = np.bincount(flat.ravel(), minlength=k * BINS).reshape(k, BINS)
         noisy = gaussian_noise(counts.astype(np.float64), sensitivity, rho, rng, secure=secure)
         loud = noisy > tau
-        peak = np.argmax(noisy, axis=1)
-        first = np.where(loud.any(axis=1), np.argmax(loud, axis=1), peak)
-        last = np.where(loud.any(axis=1), BINS - 1 - np.argmax(loud[:, ::-1], axis=1), peak)
-        lo[cols] = bin_edges(np.maximum(np.minimum(first, peak) - MARGIN_BINS, 0))[0]
-        hi[cols] = bin_edges(np.minimum(np.maximum(last, peak) + MARGIN_BINS, BINS - 1))[1]
+        first = np.argmax(loud, axis=1)
+        last = BINS - 1 - np.argmax(loud[:, ::-1], axis=1)
+        found = loud.any(axis=1)
+        lo[cols] = np.where(found, bin_edges(np.maximum(first - MARGIN_BINS, 0))[0], np.nan)
+        hi[cols] = np.where(found, bin_edges(np.minimum(last + MARGIN_BINS, BINS - 1))[1],
+                            np.nan)
     return lo, hi
 
 
