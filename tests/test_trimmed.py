@@ -308,6 +308,39 @@ def test_a_budget_too_small_for_the_noise_is_a_clear_error():
     with pytest.raises(InvalidParameterError, match="budget is too small"):
         dpmean.mean(x, rho=1e-6, method="trimmed", bounds=(-1, 1), random_state=0,
                     smoothing=0.1, trim=0.1)
-    # The data-free tuning avoids such shapes: it releases (with a lot of noise).
-    tuned = dpmean.mean(x, rho=1e-6, method="trimmed", bounds=(-1, 1), random_state=0)
-    assert np.all(np.isfinite(tuned.mean))
+    # The data-free tuning refuses such a budget before any shape is drawn: 100 rows are far
+    # fewer than its trimming needs (Theorem 8), and the fallback is released with a warning.
+    with pytest.warns(dpmean.InsufficientDataWarning, match="trimmed: n=100"):
+        tuned = dpmean.mean(x, rho=1e-6, method="trimmed", bounds=(-1, 1), random_state=0)
+    assert tuned.fallback and np.all(tuned.mean == 0.0)
+
+
+def test_default_trimming_follows_n_and_the_budget_not_a_fixed_share():
+    # An 8x8-digits-like table (1797 rows, 64 pixels in 0..16, most pixels skewed towards 0):
+    # the old default trimmed 754 rows a side at every budget. Now at most n / 3 (Prop. 13),
+    # fewer as the budget grows, and the bias on skewed columns stays below the old 0.19.
+    rng = np.random.default_rng(0)
+    x = np.minimum(16.0, np.floor(rng.exponential(rng.uniform(0.2, 8.0, 64), (1797, 64))))
+    trims = []
+    for rho in (1.0, 10.0):
+        result = dpmean.mean(x, rho=rho, method="trimmed", bounds=(0, 16), random_state=0)
+        trims.append(int(result.diagnostics["trim"][0]))
+        assert np.all(result.diagnostics["trim"] < 1797 / 3)
+    assert trims[1] < trims[0]
+    result = dpmean.mean(x, rho=10.0, method="trimmed", bounds=(0, 16), random_state=0)
+    # Bias of the chosen trimming alone (non-private check of the tuning, no noise): the
+    # trimmed means of the sorted columns against the plain means.
+    m = int(result.diagnostics["trim"][0])
+    sorted_x = np.sort(x, axis=0)
+    bias = np.abs(trimmed_means(sorted_x, m) - x.mean(axis=0))
+    assert np.mean(bias) < 0.19
+
+
+def test_too_few_rows_for_the_budget_refuse_as_the_other_estimators():
+    with pytest.warns(dpmean.InsufficientDataWarning, match="trimmed: n=1 rows"):
+        result = dpmean.mean(np.array([[3.0]]), rho=1.0, method="trimmed", bounds=(0, 16),
+                             random_state=0)
+    assert result.fallback and result.mean[0] == 0.0
+    # A trimming the caller gives is the caller's choice: no refusal.
+    assert not dpmean.mean(np.full(5, 3.0), rho=1.0, method="trimmed", bounds=(0, 16),
+                           trim=1, random_state=0).fallback

@@ -29,9 +29,18 @@ from .errors import InvalidParameterError
 PLANNED = ("gaussian", "cm", "cm-fixed", "iome", "plan-noscale")
 
 
-def _noise_std(estimator: Any, n: int, d: int) -> float:
-    """The worst-case noise standard deviation of ``estimator``'s release of shape (n, d)."""
-    lo, hi = estimator.box(n, d)
+def _noise_std(estimator: Any, n: int, d: int) -> float | np.ndarray:
+    """The worst-case noise standard deviation of ``estimator``'s release of shape (n, d): a
+    number, or per coordinate (in the data's units) for a box-normalised release."""
+    scale = estimator.box_scale(n, d)
+    std = _unit_noise_std(estimator, n, d)
+    return std if scale is None else std / scale
+
+
+def _unit_noise_std(estimator: Any, n: int, d: int) -> float:
+    """``_noise_std`` in the space the release runs in (``unit_box``), where the noise is
+    isotropic."""
+    lo, hi = estimator.unit_box(n, d)
     plan = estimator.budget_plan(n, d)
     if n < estimator.minimum_rows(n, lo, hi, plan):
         raise InvalidParameterError(
@@ -53,7 +62,7 @@ def _noise_std(estimator: Any, n: int, d: int) -> float:
 
 def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None, *,
              epsilon: float | None = None, delta: float | None = None, level: float = 0.95,
-             **options: Any) -> float:
+             **options: Any) -> float | np.ndarray:
     """The a priori half-width of the noise part of a per-coordinate confidence interval.
 
     Parameters
@@ -73,10 +82,12 @@ def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None,
 
     Returns
     -------
-    float
+    float or numpy.ndarray
         z_{1 - (1 - level) / 2} times the noise's standard deviation: exact for "gaussian", an
         upper bound (the largest radius the search can return) for the clipped family. The
-        clipping bias of a release is not included.
+        clipping bias of a release is not included. Per coordinate (shape (d,), in the data's
+        units) when the box's widths differ: the release then runs in the box-normalised space
+        and each column's noise is proportional to its width.
     """
     if method not in PLANNED:
         raise InvalidParameterError(
@@ -94,7 +105,8 @@ def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None,
 def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float, *,
                      level: float = 0.95, **options: Any) -> float:
     """The rho at which ``accuracy(method, n, d, bounds, rho, level=level)`` is at most
-    ``half_width`` (the inverse of ``accuracy``).
+    ``half_width`` (the inverse of ``accuracy``; on every coordinate, for per-coordinate
+    accuracies).
 
     Bisection on log rho over [1e-12, 1e12]; the returned rho always meets the target as
     computed (the upper end of the bracket is kept). Budget splits that depend on rho (IOME's
@@ -112,7 +124,8 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
 
     def meets(rho: float) -> bool:
         try:
-            return accuracy(method, n, d, bounds, rho, level=level, **options) <= half_width
+            planned = accuracy(method, n, d, bounds, rho, level=level, **options)
+            return bool(np.max(planned) <= half_width)
         except InvalidParameterError as exc:
             if "fallback" in str(exc):
                 return False

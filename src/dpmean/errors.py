@@ -39,3 +39,8 @@ class BoxIntervalWarning(UserWarning):
     """A confidence interval fell back to the public box: the release has no honest narrower
     interval (a fallback release, or an estimator whose error cannot be bounded from private
     values yet); the message says why."""
+
+
+class NoisyReleaseWarning(UserWarning):
+    """The release's noise standard deviation exceeds the public box's width on most
+    coordinates: the answer is mostly noise. The message says what budget or n would help."""

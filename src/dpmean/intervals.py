@@ -12,10 +12,12 @@ Two parts of the error, and the failure probability each uses (``alpha = 1 - lev
   (``diagnostics["noise_std"]``, in the space the rows were clipped in). It is mapped to the
   original coordinates through the view: PLAN divides coordinate j by its scale b_j, so its
   standard deviation there is noise_std / b_j; IOME's rotation is orthogonal, so an isotropic
-  Gaussian stays isotropic with the same standard deviation. Per coordinate the half-width is
-  the exact two-sided Gaussian quantile at ``alpha_noise``; in l2 it is the chi distribution's
-  quantile (isotropic) or the Laurent-Massart (2000, Lemma 1) bound for a weighted sum of
-  chi-squares (PLAN's unequal scales).
+  Gaussian stays isotropic with the same standard deviation. A box-normalised release (per-
+  coordinate widths w_j, coordinate j multiplied by s_j = 1 / w_j before the estimator ran)
+  reports noise_std already mapped back, noise_std / s_j per coordinate. Per coordinate the
+  half-width is the exact two-sided Gaussian quantile at ``alpha_noise``; in l2 it is the chi
+  distribution's quantile (isotropic) or the Laurent-Massart (2000, Lemma 1) bound for a
+  weighted sum of chi-squares (unequal scales: PLAN's, or a box-normalised release's).
 - **Clipping bias** (``cm``, ``cm-fixed``, ``iome``, ``plan`` and ``plan-noscale`` with
   ``quantile="binary-search"``). The radius C is PrivQuant's binary search over ``steps``
   halvings of [0, top] for rank m, each count noised by N(0, s^2), s^2 = steps / (2 rho).
@@ -36,7 +38,9 @@ Two parts of the error, and the failure probability each uses (``alpha = 1 - lev
   top < B, and then the public box is returned). The second term covers rows between C and the
   search's right end. In original coordinates, IOME's bias is the same l2 bound (rotation
   orthogonal, padding dropped), which also bounds every coordinate; PLAN's coordinate j is at
-  most that bound divided by b_j, and its l2 at most the bound divided by min_j b_j.
+  most that bound divided by b_j, and its l2 at most the bound divided by min_j b_j. In a
+  box-normalised release (``box_scale`` s in the diagnostics) the view-space bound is divided
+  by s_j (times b_j for PLAN) per coordinate, and by the smallest such factor in l2.
 
 The interval uses ``beta_search = search_share * alpha`` for the search and
 ``alpha_noise = alpha - beta_search`` for the noise, so it fails with probability at most
@@ -164,11 +168,15 @@ def error_model(result: Any) -> ErrorModel | str:
     if missing:
         return missing
     d = result.d
-    sigma = float(diagnostics["noise_std"])
+    # Per coordinate, in the data's units: a box-normalised release has mapped its noise_std
+    # back already (``estimators.base.restore_diagnostics``); its bias is mapped here.
+    sigma = np.broadcast_to(np.asarray(diagnostics["noise_std"], dtype=np.float64), (d,))
+    box_scale = diagnostics.get("box_scale")
+    box_scale = np.ones(d) if box_scale is None else np.asarray(box_scale, dtype=np.float64)
     if method == "gaussian":
-        return ErrorModel(np.full(d, sigma), True)
+        return ErrorModel(sigma.copy(), _equal(sigma))
     if method in ("plan", "plan-noscale"):
-        return _plan_model(result, sigma)
+        return _plan_model(result, sigma, box_scale)
     if method == "iome" and diagnostics.get("quantized"):
         return "IOME's quantized path (integer search, rounding) is not covered yet"
     missing = _need(diagnostics, "norm_bound", "threshold_steps", "threshold_rho",
@@ -179,10 +187,15 @@ def error_model(result: Any) -> ErrorModel | str:
     clip = ClipBound(result.n, float(diagnostics["target_rank"]),
                      int(diagnostics["threshold_steps"]), float(diagnostics["threshold_rho"]),
                      bound, bound, float(diagnostics["threshold"]))
-    return ErrorModel(np.full(d, sigma), True, clip, np.ones(d), 1.0)
+    return ErrorModel(sigma.copy(), _equal(sigma), clip, 1.0 / box_scale,
+                      float(1.0 / np.min(box_scale)))
 
 
-def _plan_model(result: Any, sigma: float) -> ErrorModel | str:
+def _equal(values: np.ndarray) -> bool:
+    return bool(np.all(values == values[0]))
+
+
+def _plan_model(result: Any, sigma: np.ndarray, box_scale: np.ndarray) -> ErrorModel | str:
     diagnostics = result.diagnostics
     if diagnostics.get("threshold_search") != "binary-search":
         return ("PLAN's exponential-mechanism threshold has no data-independent rank "
@@ -199,8 +212,10 @@ def _plan_model(result: Any, sigma: float) -> ErrorModel | str:
                      int(diagnostics["threshold_steps"]), float(diagnostics["threshold_rho"]),
                      float(diagnostics["norm_bound"]), float(diagnostics["view_norm_bound"]),
                      float(diagnostics["threshold"]))
-    return ErrorModel(sigma / scale, bool(np.all(scale == scale[0])), clip, 1.0 / scale,
-                      float(1.0 / np.min(scale)))
+    # The view multiplies coordinate j by scale_j (PLAN) after box_scale_j (normalisation).
+    total = scale * box_scale
+    noise = sigma / scale
+    return ErrorModel(noise, _equal(noise), clip, 1.0 / total, float(1.0 / np.min(total)))
 
 
 def _split(level: float, clip: ClipBound | None, search_share: float) -> tuple[float, float]:

@@ -126,7 +126,9 @@ def add_bounds_arguments(parser: argparse.ArgumentParser) -> None:
     """
     bounds = parser.add_mutually_exclusive_group()
     bounds.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"),
-                        help="public range of every coordinate, e.g. --bounds 0 255")
+                        help="public range of every coordinate, e.g. --bounds 0 255; without "
+                        "--bounds or --bounds-file, 10%% of a rho budget buys a private box "
+                        "(ledger stage 'bounds')")
     bounds.add_argument("--bounds-file", metavar="FILE.npy",
                         help="per-coordinate public ranges: a (2, d) array, row 0 the lower "
                         "bounds, row 1 the upper bounds (any format INPUT may have)")

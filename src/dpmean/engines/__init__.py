@@ -34,8 +34,11 @@ def check_engine(kind: str | None) -> str | None:
     return kind
 
 
-def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None) -> Engine:
-    """The engine of kind ``kind`` over validated input ``x`` clamped to [lo, hi].
+def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None, *,
+                scale: np.ndarray | None = None) -> Engine:
+    """The engine of kind ``kind`` over validated input ``x`` clamped to [lo, hi] and, when
+    ``scale`` is given, rescaled coordinate by coordinate (``transforms.BoxClamp``): the
+    estimator then sees the box [lo * scale, hi * scale].
 
     ``kind=None`` chooses by the input's type (never its values): scipy.sparse -> sparse, a
     RowSource (``open_source(path)``) -> chunked, a dask.array -> dask, else memory.
@@ -49,7 +52,7 @@ def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None)
     if kind == "sparse":
         if not is_sparse(x):
             raise InvalidParameterError("engine='sparse' needs scipy.sparse input")
-        return SparseEngine(x, lo, hi)
+        return SparseEngine(x, lo, hi, scale)
     if is_sparse(x):
         raise InvalidParameterError(f"engine={kind!r} needs dense input; sparse input runs on "
                                     f"engine='sparse'")
@@ -62,14 +65,14 @@ def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None)
             x = x.read_all() if isinstance(x, RowSource) else x
             x = da.from_array(np.asarray(x), chunks=(max(1, (64 << 20) // (8 * x.shape[1])),
                                                       -1))
-        return DaskEngine(x, lo, hi)
+        return DaskEngine(x, lo, hi, scale)
     if is_dask_array(x):
         x = check_data(x.compute())
     if kind == "chunked":
-        return ChunkedEngine(x, lo, hi)
+        return ChunkedEngine(x, lo, hi, scale=scale)
     if isinstance(x, RowSource):
         x = x.read_all()
-    return InMemoryEngine(x, lo, hi)
+    return InMemoryEngine(x, lo, hi, scale)
 
 
 __all__ = ["ENGINES", "ChunkedEngine", "Engine", "InMemoryEngine", "RowSource", "SparseEngine",

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import InvalidDataError, InvalidParameterError
 from ..io import cell_error, check_basket, check_n_items, find_bad_cell
-from ..transforms import View
+from ..transforms import BoxClamp, View
 from ..validation import check_data
 from .base import Engine, spilled_column_blocks
 from .memory import InMemoryEngine
@@ -224,9 +224,9 @@ class ChunkedEngine(Engine):
     """
 
     def __init__(self, source: RowSource | np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                 chunk_rows: int | None = None) -> None:
-        self.lo = np.asarray(lo, dtype=np.float64)
-        self.hi = np.asarray(hi, dtype=np.float64)
+                 chunk_rows: int | None = None, scale: np.ndarray | None = None) -> None:
+        self._box = BoxClamp.of(lo, hi, scale)
+        self.lo, self.hi = self._box.out_lo, self._box.out_hi
         self._source = source if isinstance(source, RowSource) else ArraySource(source)
         self.n, self.d = self._source.shape
         # A rotation pads to at most 2 d columns.
@@ -234,7 +234,8 @@ class ChunkedEngine(Engine):
 
     def _each_chunk(self, question: Callable[[InMemoryEngine], np.ndarray]) -> Iterator:
         for chunk in self._source.chunks(self._rows):
-            yield question(InMemoryEngine(check_data(chunk), self.lo, self.hi))
+            yield question(InMemoryEngine(check_data(chunk), self._box.lo, self._box.hi,
+                                          self._box.scale))
 
     def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
         return sum(self._each_chunk(lambda e: e.coordinate_counts(view, thresholds)))
@@ -257,7 +258,7 @@ class ChunkedEngine(Engine):
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
         for chunk in self._source.chunks(self._rows):
-            yield view.apply(np.clip(check_data(chunk), self.lo, self.hi))
+            yield view.apply(self._box(check_data(chunk)))
 
     def paired(self, order: np.ndarray) -> Engine:
         # The differences go to a temporary file when large (``pair_differences``), and a

@@ -11,24 +11,25 @@ from typing import Any
 
 import numpy as np
 
-from ..transforms import View
+from ..transforms import BoxClamp, View
 from ..validation import check_data
 from .base import Engine, spilled_column_blocks
 from .memory import InMemoryEngine
 
 
-def _answer(block: np.ndarray, lo: np.ndarray, hi: np.ndarray, question: str,
-            *args: Any) -> np.ndarray:
+def _answer(block: np.ndarray, box: BoxClamp, question: str, *args: Any) -> np.ndarray:
     """One block's answer, by the in-memory engine's own per-block computation."""
-    return getattr(InMemoryEngine(check_data(block), lo, hi), question)(*args)
+    return getattr(InMemoryEngine(check_data(block), box.lo, box.hi, box.scale),
+                   question)(*args)
 
 
-def _based(block: np.ndarray, lo: np.ndarray, hi: np.ndarray, view: View) -> np.ndarray:
-    return view.apply_base(np.clip(check_data(block), lo, hi))
+def _based(block: np.ndarray, box: BoxClamp, view: View) -> np.ndarray:
+    return view.apply_base(box(check_data(block)))
 
 
 class DaskEngine(Engine):
-    """Answers aggregate questions about a dask.array ``x`` (n, d) clamped to [lo, hi].
+    """Answers aggregate questions about a dask.array ``x`` (n, d) clamped to [lo, hi] (and
+    rescaled by ``scale``, if given: ``BoxClamp``).
 
     Uses whatever scheduler is active: a ``dask.distributed.Client`` when one exists (e.g.
     ``Client("tcp://host:8786")``), else Dask's local threads. Row blocks keep all columns.
@@ -38,9 +39,10 @@ class DaskEngine(Engine):
     differences) stream the finished blocks to a temporary file on the client, block by block.
     """
 
-    def __init__(self, x: Any, lo: np.ndarray, hi: np.ndarray) -> None:
-        self.lo = np.asarray(lo, dtype=np.float64)
-        self.hi = np.asarray(hi, dtype=np.float64)
+    def __init__(self, x: Any, lo: np.ndarray, hi: np.ndarray,
+                 scale: np.ndarray | None = None) -> None:
+        self._box = BoxClamp.of(lo, hi, scale)
+        self.lo, self.hi = self._box.out_lo, self._box.out_hi
         if x.ndim == 1:
             x = x[:, None]
         self._x = x.rechunk({1: -1})
@@ -48,27 +50,27 @@ class DaskEngine(Engine):
         self._base_key: tuple | None = None
         self._base: Any = None
 
-    def _for(self, view: View) -> tuple[Any, View, np.ndarray, np.ndarray]:
+    def _for(self, view: View) -> tuple[Any, View, BoxClamp]:
         """(blocks, rest of the view, box) that the per-block engine answers about."""
         key = (view.preclip, view.quantizer, view.rotation)
         if key == (None, None, None):
-            return self._x, view, self.lo, self.hi
+            return self._x, view, self._box
         if self._base_key is None or key != self._base_key:
             width = view.output_dim(self.d)
             self._base = self._x.map_blocks(
-                _based, self.lo, self.hi, view.base(), dtype=np.float64,
+                _based, self._box, view.base(), dtype=np.float64,
                 chunks=(self._x.chunks[0], (width,))).persist()
             self._base_key = key
         # The base is clamped and rotated already: the per-block engine must not clamp again.
         width = self._base.shape[1]
         rest = View(shift=view.shift, scale=view.scale, linear=view.linear)
-        return self._base, rest, np.full(width, -np.inf), np.full(width, np.inf)
+        return self._base, rest, BoxClamp.of(np.full(width, -np.inf), np.full(width, np.inf))
 
     def _reduce(self, view: View, question: str, shape: tuple[int, ...], *args: Any) -> Any:
         """sum over blocks of the per-block answer (of the given shape): one reduction."""
-        blocks, rest, lo, hi = self._for(view)
+        blocks, rest, box = self._for(view)
         per_block = blocks.map_blocks(
-            lambda b: _answer(b, lo, hi, question, rest, *args)[None],
+            lambda b: _answer(b, box, question, rest, *args)[None],
             dtype=np.float64, chunks=((1,) * blocks.numblocks[0], *((s,) for s in shape)),
             new_axis=list(range(2, len(shape) + 1)) if len(shape) > 1 else None)
         return per_block.sum(axis=0).compute()
@@ -79,8 +81,8 @@ class DaskEngine(Engine):
         return np.rint(counts).astype(np.int64)
 
     def row_norms(self, view: View) -> np.ndarray:
-        blocks, rest, lo, hi = self._for(view)
-        return blocks.map_blocks(lambda b: _answer(b, lo, hi, "row_norms", rest),
+        blocks, rest, box = self._for(view)
+        return blocks.map_blocks(lambda b: _answer(b, box, "row_norms", rest),
                                  drop_axis=1, dtype=np.float64).compute()
 
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
@@ -91,8 +93,8 @@ class DaskEngine(Engine):
         return self._reduce(view, "clipped_outer_sum", (k, k), radius)
 
     def _finished(self, view: View) -> Any:
-        blocks, rest, lo, hi = self._for(view)
-        return blocks.map_blocks(lambda b: rest.finish(np.clip(check_data(b), lo, hi)),
+        blocks, rest, box = self._for(view)
+        return blocks.map_blocks(lambda b: rest.finish(box(check_data(b))),
                                  dtype=np.float64,
                                  chunks=(blocks.chunks[0], (view.output_dim(self.d),)))
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..transforms import View, clamp, clip_weights
+from ..transforms import BoxClamp, View, clip_weights
 from .base import Engine, column_slices
 
 if TYPE_CHECKING:
@@ -30,16 +30,18 @@ _THREADS = max(1, min(os.cpu_count() or 1, 8))
 
 
 class InMemoryEngine(Engine):
-    """Answers aggregate questions with numpy about ``x`` (n, d) clamped to [lo, hi].
+    """Answers aggregate questions with numpy about ``x`` (n, d) clamped to [lo, hi] (and
+    rescaled coordinate by coordinate by ``scale``, if given: ``BoxClamp``).
 
     ``x`` is read, never written, and never copied whole: only a view's rotated copy is kept
     (n x d_pad float64, column-major for the coordinate counts; row-major for the column
     questions, pair differences and linear maps, built only when they are asked).
     """
 
-    def __init__(self, x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
-        self.lo = np.asarray(lo, dtype=np.float64)
-        self.hi = np.asarray(hi, dtype=np.float64)
+    def __init__(self, x: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                 scale: np.ndarray | None = None) -> None:
+        self._box = BoxClamp.of(lo, hi, scale)
+        self.lo, self.hi = self._box.out_lo, self._box.out_hi
         self.n, self.d = x.shape
         self._x = x
         self._base_key: tuple | None = None
@@ -65,7 +67,7 @@ class InMemoryEngine(Engine):
                 return [result for run in done for result in run]
 
     def _clamped(self, rows: slice | np.ndarray) -> np.ndarray:
-        return clamp(self._x[rows], self.lo, self.hi)
+        return self._box(self._x[rows])
 
     def _base_reader(
         self, view: View, *, once: bool = False,
@@ -230,7 +232,7 @@ class InMemoryEngine(Engine):
     def _base_columns(self, view: View, cols: slice) -> np.ndarray:
         """Columns ``cols`` of the view's base (clip, quantize, rotate) over all rows: a copy."""
         if (view.preclip, view.quantizer, view.rotation) == (None, None, None):
-            return clamp(self._x[:, cols], self.lo[cols], self.hi[cols])
+            return self._box(self._x[:, cols], cols)
         return np.array(self._cached_base(view)[:, cols])
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:

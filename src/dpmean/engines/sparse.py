@@ -15,7 +15,7 @@ import scipy.sparse
 from threadpoolctl import threadpool_limits
 
 from ..errors import InvalidParameterError
-from ..transforms import RandomRotation, View, clip_weights
+from ..transforms import BoxClamp, RandomRotation, View, clip_weights
 from .base import Engine
 
 # Rows of one block of rotated rows (float64 at the padded width) in rotated coordinate counts.
@@ -23,7 +23,8 @@ _BLOCK_BYTES = 32 << 20
 
 
 class SparseEngine(Engine):
-    """Answers aggregate questions about a CSR matrix ``x`` (n, d) clamped to [lo, hi].
+    """Answers aggregate questions about a CSR matrix ``x`` (n, d) clamped to [lo, hi] (and
+    rescaled by ``scale``, if given: ``BoxClamp``).
 
     The box must contain 0 in every coordinate: clamping keeps the implicit zeros at zero, so
     only the stored values are clamped (once, into a private copy of ``x.data``). Views may
@@ -38,9 +39,10 @@ class SparseEngine(Engine):
     differences, the d x d outer sum).
     """
 
-    def __init__(self, x: scipy.sparse.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> None:
-        self.lo = np.asarray(lo, dtype=np.float64)
-        self.hi = np.asarray(hi, dtype=np.float64)
+    def __init__(self, x: scipy.sparse.csr_matrix, lo: np.ndarray, hi: np.ndarray,
+                 scale: np.ndarray | None = None) -> None:
+        box = BoxClamp.of(lo, hi, scale)
+        self.lo, self.hi = box.out_lo, box.out_hi
         if not ((self.lo <= 0.0) & (self.hi >= 0.0)).all():
             raise InvalidParameterError(
                 "sparse data needs bounds that contain 0 in every coordinate (the implicit "
@@ -48,7 +50,10 @@ class SparseEngine(Engine):
             )
         x = scipy.sparse.csr_matrix(x)
         self.n, self.d = x.shape
-        data = np.clip(x.data.astype(np.float64), self.lo[x.indices], self.hi[x.indices])
+        # Only the stored values: a rescaled zero stays zero (the box scales, never shifts).
+        data = np.clip(x.data.astype(np.float64), box.lo[x.indices], box.hi[x.indices])
+        if box.scale is not None:
+            data *= box.scale[x.indices]
         self._x = scipy.sparse.csr_matrix((data, x.indices, x.indptr), shape=x.shape)
         self._squares = scipy.sparse.csr_matrix((data * data, x.indices, x.indptr),
                                                 shape=x.shape)

@@ -6,6 +6,7 @@ Subclasses state their budget split (``budget_plan``) and their release (``relea
 from __future__ import annotations
 
 import inspect
+import math
 import warnings
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
@@ -15,9 +16,15 @@ import numpy as np
 from ..accounting import PrivacyLedger, resolve_budget
 from ..budget import Budget
 from ..engines import Engine, check_engine, is_deferred, make_engine
-from ..errors import InsufficientDataWarning, InvalidDataError, InvalidParameterError
+from ..errors import (
+    InsufficientDataWarning,
+    InvalidDataError,
+    InvalidParameterError,
+    NoisyReleaseWarning,
+)
 from ..result import MeanResult
 from ..rng import RandomState, check_random_state, make_rng
+from ..transforms import box_scale
 from ..validation import check_bounds, check_data, check_sparse_data, is_sparse
 
 
@@ -28,7 +35,12 @@ class MeanEstimator(ABC):
         rho: the zCDP budget; or ``epsilon`` and ``delta``, converted with the tight
             Canonne-Kamath-Steinke bound to the largest rho that meets them.
         bounds: ``(lo, hi)``, scalars or length-d arrays: the public box the data is assumed to
-            lie in. Values outside are clamped (silently: reporting how many would leak).
+            lie in. Values outside are clamped (silently: reporting how many would leak). With
+            per-coordinate widths that differ, the estimator runs in the box-normalised space
+            (coordinate j multiplied by the public 1 / (hi_j - lo_j), ``box_scale``) and its
+            release is mapped back, so each column's noise follows its own declared range
+            (docs/privacy.md, "Scale-aware releases"). The release is then projected onto the
+            box (post-processing: the clamped data's mean lies in it).
         random_state: None (a cryptographically secure generator keyed from the OS: use this for
             real releases), an int (reproducible, for experiments and tests) or a Generator.
         secure_noise: draw every Gaussian mechanism exactly in integer arithmetic: discrete
@@ -59,6 +71,14 @@ class MeanEstimator(ABC):
     # release, an adaptive composition of Gaussians of total rho, is exactly sqrt(2 rho)-GDP
     # (Dong-Roth-Su 2019, Cor. 3.3), so an (epsilon, delta) request is calibrated exactly.
     gaussian_stages: ClassVar[bool] = False
+    # Estimators whose public geometry is the box set this (all central ones but those whose
+    # public inputs are in the data's own units and not the box's: CoinPress's ball, the
+    # Gaussian wrapper's sigma bounds, and the trimmed mean, which is coordinate-wise already).
+    box_normalised: ClassVar[bool] = True
+    # Estimators that, given no bounds, spend BOUNDS_SHARE of a rho budget on a private box
+    # (``private_bounds``) and run in it; the others take other public geometry without bounds
+    # (CoinPress, the Gaussian wrapper) or run in the local model (protocols).
+    finds_bounds: ClassVar[bool] = True
 
     _given: tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -197,10 +217,32 @@ class MeanEstimator(ABC):
         """The public box the engine clamps to."""
         return check_bounds(self.bounds, d)
 
+    def release_box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """The public box the released mean is projected onto (default: ``box``)."""
+        return self.box(n, d)
+
+    def box_scale(self, n: int, d: int) -> np.ndarray | None:
+        """The public factors of the box-normalised space the release runs in (coordinate j
+        multiplied by 1 / (hi_j - lo_j)), or None when it runs in the data's own units (equal
+        widths, an unbounded box, or an estimator that is not ``box_normalised``)."""
+        return box_scale(*self.box(n, d)) if self.box_normalised else None
+
+    def unit_box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """The box the release runs in, the one its engine reports: ``box`` rescaled by
+        ``box_scale`` (the box-normalised space), else ``box`` itself. Public settings that
+        follow the box (search domains, budget splits) are taken in it."""
+        lo, hi = self.box(n, d)
+        scale = self.box_scale(n, d)
+        return (lo, hi) if scale is None else (lo * scale, hi * scale)
+
     def estimate(self, x: Any) -> MeanResult:
         """Release the private mean of ``x`` (shape (n, d), or (n,) for one variable)."""
         n, d = _public_shape(x)
+        if self.bounds is None and self.finds_bounds:
+            return self._estimate_in_private_box(x, n, d)
         lo, hi = self.box(n, d)
+        scale = self.box_scale(n, d)
+        unit_lo, unit_hi = self.unit_box(n, d)
         ledger = PrivacyLedger(self.total, self.budget.unit)
         # The split is fixed from public values and checked against the budget before any data
         # value is read.
@@ -208,27 +250,87 @@ class MeanEstimator(ABC):
         sparse = is_sparse(x) and (self.supports_sparse or self.engine == "sparse")
         # Deferred inputs (row sources, dask arrays) are validated chunk by chunk as read.
         data = check_sparse_data(x) if sparse else x if is_deferred(x) else check_data(x)
-        if n < self.minimum_rows(n, lo, hi, budget):
+        if n < self.minimum_rows(n, unit_lo, unit_hi, budget):
             return self._fallback(n, d, lo, hi, budget, ledger)
-        engine = make_engine(data, lo, hi, self.engine)
+        engine = make_engine(data, lo, hi, self.engine, scale=scale)
         mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
         # Every stage must have been charged its plan by the mechanism that spent it.
         ledger.verify()
-        return MeanResult(mean=mean, method=self.method, n=n, d=d, budget=self.budget,
-                          ledger=ledger.spent,
-                          diagnostics=self.public_settings(self.describe(diagnostics), lo, hi))
+        if scale is not None:
+            mean, diagnostics = mean / scale, restore_diagnostics(diagnostics, scale)
+        result = MeanResult(mean=self.project(mean, n, d), method=self.method, n=n, d=d,
+                            budget=self.budget, ledger=ledger.spent,
+                            diagnostics=self.public_settings(self.describe(diagnostics), lo, hi,
+                                                             scale))
+        warn_if_mostly_noise(result)
+        return result
+
+    def _estimate_in_private_box(self, x: Any, n: int, d: int) -> MeanResult:
+        """Without bounds: ``BOUNDS_SHARE`` of rho buys a private box over the whole float64
+        range (stage "bounds", ``private_bounds.private_box``); the same estimator then runs
+        in it with the rest (its stages keep their names in the ledger). The box is a DP
+        output: the result carries it (``bounds_lo``, ``bounds_hi``, ``private_bounds``)."""
+        from .private_bounds import BOUNDS_SHARE, private_box
+
+        if self.budget.unit != "rho" or self.budget.notion != "zCDP":
+            raise InvalidParameterError(
+                f"{self.method}: finding the bounds privately needs a zCDP budget (rho, or "
+                f"epsilon and delta); with a {self.budget.notion} budget give bounds=(lo, hi)")
+        if is_sparse(x):
+            raise InvalidParameterError(
+                f"{self.method}: sparse input needs bounds (baskets: bounds=(0, 1)); a private "
+                f"box would read every column densely")
+        rho_box = self.rho * BOUNDS_SHARE
+        ledger = PrivacyLedger(self.total)
+        ledger.plan({"bounds": rho_box})
+        data = x if is_deferred(x) else check_data(x)
+        unbounded = np.full(d, np.inf)
+        rng = make_rng(self.random_state)
+        lo, hi = private_box(make_engine(data, -unbounded, unbounded, self.engine), rho_box,
+                             rng, ledger=ledger, secure=self.secure_noise)
+        ledger.verify()
+        if np.isnan(lo).any():  # no bin cleared the threshold somewhere: post-processing
+            warnings.warn(
+                f"{self.method}: n={n} rows is too few for {self.budget} to find a private "
+                f"box (no bin of a column's histogram clears its noise); releasing the zero "
+                f"vector. Give bounds=(lo, hi), a larger budget or more rows.",
+                InsufficientDataWarning, stacklevel=3)
+            return MeanResult(mean=np.zeros(d), method=self.method, n=n, d=d,
+                              budget=self.budget, ledger=ledger.spent,
+                              diagnostics={"private_bounds": True,
+                                           "secure_noise": self.secure_noise},
+                              fallback=True)
+        # The rest of the budget, the same options, the private box, and the same stream.
+        inner = type(self)(**{**self.get_params(), "rho": self.rho - rho_box, "epsilon": None,
+                              "delta": None, "bounds": (lo, hi), "random_state": rng})
+        result = inner.estimate(data)
+        return MeanResult(mean=result.mean, method=self.method, n=n, d=d, budget=self.budget,
+                          ledger={**ledger.spent, **result.ledger},
+                          diagnostics={**result.diagnostics, "private_bounds": True},
+                          fallback=result.fallback)
+
+    def project(self, mean: np.ndarray, n: int, d: int) -> np.ndarray:
+        """``mean`` projected onto the public ``release_box`` (coordinate by coordinate, the
+        nearest point of the box): post-processing that never moves a release away from any
+        point of the box, the clamped data's exact mean included. No-op for unbounded boxes."""
+        lo, hi = self.release_box(n, d)
+        return np.clip(mean, lo, hi)
 
     def describe(self, diagnostics: dict[str, Any]) -> dict[str, Any]:
         """The diagnostics a result carries (subclasses add public settings)."""
         return diagnostics
 
     def public_settings(self, diagnostics: dict[str, Any], lo: np.ndarray,
-                        hi: np.ndarray) -> dict[str, Any]:
+                        hi: np.ndarray, scale: np.ndarray | None = None) -> dict[str, Any]:
         """``diagnostics`` with the public settings every result carries: the box the data was
-        clamped to (``bounds_lo``, ``bounds_hi``) and ``secure_noise``; confidence intervals
-        need them (``dpmean.intervals``)."""
-        return {**diagnostics, "bounds_lo": lo, "bounds_hi": hi,
-                "secure_noise": self.secure_noise}
+        clamped to (``bounds_lo``, ``bounds_hi``), ``secure_noise`` and, for a box-normalised
+        release, the factors ``box_scale``; confidence intervals need them
+        (``dpmean.intervals``)."""
+        out = {**diagnostics, "bounds_lo": lo, "bounds_hi": hi,
+               "secure_noise": self.secure_noise}
+        if scale is not None:
+            out["box_scale"] = scale
+        return out
 
     def _fallback(
         self, n: int, d: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float],
@@ -237,14 +339,58 @@ class MeanEstimator(ABC):
         warnings.warn(
             f"{self.method}: n={n} rows is too few for {self.budget} in d={d} dimensions "
             f"(needs at least {self.minimum_rows(n, lo, hi, budget):.0f}); releasing the zero "
-            f"vector, as the paper does. Give a larger budget or more rows.",
+            f"vector (projected onto the box), as the paper does. Give a larger budget or more "
+            f"rows.",
             InsufficientDataWarning,
             stacklevel=3,
         )
-        return MeanResult(mean=np.zeros(d), method=self.method, n=n, d=d, budget=self.budget,
-                          ledger=ledger.spent,
+        return MeanResult(mean=self.project(np.zeros(d), n, d), method=self.method, n=n, d=d,
+                          budget=self.budget, ledger=ledger.spent,
                           diagnostics=self.public_settings(self.describe({}), lo, hi),
                           fallback=True)
+
+
+# Diagnostics that are coordinates of the data (or lengths along one coordinate): in a
+# box-normalised release they are mapped back to the data's units, coordinate j divided by
+# box_scale_j. An isotropic noise_std becomes the per-coordinate vector it is in those units.
+# Everything else (radii, norm bounds, PLAN's scale factors, predicted noises) describes the
+# normalised space and stays in it.
+COORDINATE_DIAGNOSTICS = ("noise_std", "centre", "std")
+
+
+def restore_diagnostics(diagnostics: dict[str, Any], scale: np.ndarray) -> dict[str, Any]:
+    """``diagnostics`` of a release in the box-normalised space, with the coordinates in
+    ``COORDINATE_DIAGNOSTICS`` mapped back to the data's units (divided by ``scale``)."""
+    out = dict(diagnostics)
+    for key in COORDINATE_DIAGNOSTICS:
+        value = out.get(key)
+        if value is not None and np.ndim(value) <= 1:
+            out[key] = np.asarray(value, dtype=np.float64) / scale
+    return out
+
+
+def warn_if_mostly_noise(result: MeanResult) -> None:
+    """A ``NoisyReleaseWarning`` when the release's noise standard deviation (released in its
+    diagnostics: post-processing) exceeds the box's width on most coordinates, with the budget
+    or n that would bring it within the width (noise scales as 1 / (n sqrt(rho)))."""
+    from ..intervals import error_model  # intervals reads results; results do not need it
+
+    model = error_model(result)
+    lo, hi = result.diagnostics.get("bounds_lo"), result.diagnostics.get("bounds_hi")
+    if isinstance(model, str) or lo is None or hi is None:
+        return
+    ratio = model.noise_std / (np.asarray(hi) - np.asarray(lo))
+    loud = int(np.count_nonzero(ratio > 1.0))
+    if 2 * loud <= result.d:
+        return
+    factor = float(np.median(ratio))
+    more_rho = (f"rho >= {result.rho * factor**2:.3g}" if result.rho is not None
+                else f"{factor**2:.3g} times the budget")
+    warnings.warn(
+        f"{result.method}: the noise's standard deviation exceeds the box's width on {loud} of "
+        f"{result.d} coordinates (median {factor:.3g} widths): the release is mostly noise. "
+        f"About {more_rho} or n >= {math.ceil(result.n * factor)} rows would bring it within "
+        f"the width.", NoisyReleaseWarning, stacklevel=3)
 
 
 def _public_shape(x: Any) -> tuple[int, int]:

@@ -162,6 +162,10 @@ class _CoinPress(MeanEstimator):
 
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
     supports_secure_noise = True
+    # The ball (radius, center) and the covariance bound are in the data's units, and a ball
+    # rescaled coordinate by coordinate is no ball: runs in the data's own units.
+    box_normalised = False
+    finds_bounds = False  # the ball is its geometry
 
     def __init__(
         self, rho: float | None = None, *, radius: float | None = None, centre: Any = 0.0,

@@ -173,7 +173,7 @@ class ShiftedClippedMean(ClippedMean):
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         rest = self.rho * (1.0 - self.centre_share)
         share = self.threshold_fraction(n, d, rest)
-        return {**centre_stages(self._geometry(n, *self.box(n, d)), n,
+        return {**centre_stages(self._geometry(n, *self.unit_box(n, d)), n,
                                 self.rho * self.centre_share, self.beta, self.median_steps),
                 "threshold": rest * share, "noise": rest * (1.0 - share)}
 
@@ -190,11 +190,15 @@ class ShiftedClippedMean(ClippedMean):
         """
         if not self.auto_threshold_share:
             return self.threshold_share
-        steps = self.search_steps(n, *self.box(n, d))
+        steps = self.search_steps(n, *self.unit_box(n, d))
         for share in THRESHOLD_SHARES:
             if rank_error_bound(steps, share * rho_rest, self.beta) <= n / 4.0:
                 return share
         return THRESHOLD_SHARES[-1]
+
+    def box_scale(self, n: int, d: int) -> np.ndarray | None:
+        # A given ``bucket`` is a grid in the data's units: no rescaling under it.
+        return None if self.bucket is not None else super().box_scale(n, d)
 
     def narrows(self, n: int, d: int) -> bool:
         """Whether the release narrows the median domains first (see the class notes): public."""
@@ -439,6 +443,10 @@ class GaussianIOME(ShiftedClippedMean):
     """
 
     method = "iome-gaussian"
+    # sigma_min, sigma_max and the mean radius are in the data's units (and its box is a cube
+    # unless bounds narrow it): runs in the data's own units.
+    box_normalised = False
+    finds_bounds = False  # its box comes from mean_radius and sigma_max
 
     def __init__(
         self, rho: float | None = None, *, mean_radius: float, sigma_min: float,

@@ -101,7 +101,7 @@ class _PlanBase(MeanEstimator):
         its median domains first (public: n, d, the box, rho)."""
         if self.centre not in ("auto", "rotated"):
             return {"centre": rho}
-        return centre_stages(_Geometry(None, *self.box(n, d)), n, rho, self.beta, self.steps,
+        return centre_stages(_Geometry(None, *self.unit_box(n, d)), n, rho, self.beta, self.steps,
                              always_narrow=True)
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
@@ -332,7 +332,10 @@ class PrivateLimitAdaptedNoise(_PlanBase):
     ) -> tuple[np.ndarray, np.ndarray | None]:
         if self.std is not None:
             centre, _ = super().centre_and_std(engine, budget, ledger, rng)
-            return centre, known_std(self.std, engine.d)
+            std = known_std(self.std, engine.d)
+            # Known deviations are in the data's units; the engine's rows may be rescaled.
+            scale = self.box_scale(engine.n, engine.d)
+            return centre, std if scale is None else std * scale
         if "variance" not in budget:  # the budget cannot resolve variances: PLAN-noscale
             centre, _ = super().centre_and_std(engine, budget, ledger, rng)
             return centre, None

@@ -173,23 +173,37 @@ def gaussian_trimmed_variance(n: int, m: int) -> float:
     return ((1.0 - 2 * p) - 2.0 * z * phi + 2.0 * p * z * z) / (1.0 - 2 * p) ** 2
 
 
+def trimming_bias_factor(n: int, m: int) -> float:
+    """A bound on (trim_m(x) - mean(x))^2 / sigma^2 for any data of standard deviation sigma:
+    the 2m trimmed values, a share p = 2m / n of the rows, sum to within
+    sigma sqrt(n 2m (1 - p)) of 2m times the mean (Cauchy-Schwarz on the centred values), and
+    the kept n - 2m rows carry the opposite deviation, so the squared shift is at most
+    sigma^2 p / (1 - p). Zero for symmetric data; what trimming can cost on skewed columns
+    (Bun-Steinke's Theorem 8, general distributions, pays for it in m / n)."""
+    p = 2.0 * m / n
+    return p / (1.0 - p)
+
+
 def tune_trimmed_mean(
     n: int, candidates: list[Calibration], width: float, assumed_std: float, *,
-    output_truncation: bool = False, trim: int | None = None,
+    output_truncation: bool = False, trim: int | None = None, symmetric: bool = False,
 ) -> tuple[int, Calibration]:
     """Choose m (unless given) and the calibration (hence t) from public values only.
 
     Assumption: the data are N(mu, assumed_std^2) with mu anywhere in a box of width ``width``.
-    Predicted MSE = assumed_std^2 gaussian_trimmed_variance(n, m) / n + S^2 Var[Z] / s^2, with S
+    Predicted MSE = assumed_std^2 (gaussian_trimmed_variance(n, m) / n
+    + trimming_bias_factor(n, m)) + S^2 Var[Z] / s^2 (the bias term unless ``symmetric``: the
+    data need not be symmetric, as Bun-Steinke's Theorem 8 allows), with S
     the smooth sensitivity of the expected sample (Blom's order-statistic approximation),
     max(max_{k<m} e^{-kt} G_k, e^{-mt} (b - a)) / (n - 2m) where G_k is the symmetric gap
     x_(n-m+1+k-l) - x_(m+1-l), l = ceil(k/2) (the widest for a symmetric sample), and padding is
     reached first at distance m, conservatively counted as the whole width (mu at an end).
-    Minimised over m on a geometric grid and over the candidate calibrations.
+    Minimised over m on a geometric grid up to (n - 1) / 3 (Proposition 13 assumes n > 3m) and
+    over the candidate calibrations.
     """
     z = special.ndtri((np.arange(1, n + 1) - 0.375) / (n + 0.25)) * assumed_std
     if trim is None:
-        grid = np.geomspace(1, (n - 1) // 2, 40) if n >= 3 else np.zeros(0)
+        grid = np.geomspace(1, (n - 1) // 3, 40) if n >= 4 else np.zeros(0)
         m_grid = np.unique(np.concatenate(([0], np.round(grid).astype(int))))
     else:
         m_grid = np.array([trim])
@@ -200,7 +214,8 @@ def tune_trimmed_mean(
         lag = (k + 1) // 2  # l in Prop. 11
         gaps = z[n - m + k - lag] - z[m - lag]  # 0-based x_(n-m+1+k-l) - x_(m+1-l)
         padding = width if not output_truncation else width * (n - 2 * m)
-        trim_error = assumed_std**2 * gaussian_trimmed_variance(n, m) / n
+        bias = 0.0 if symmetric else trimming_bias_factor(n, m)
+        trim_error = assumed_std**2 * (gaussian_trimmed_variance(n, m) / n + bias)
         for cal in candidates:
             gap_term = np.max(np.exp(-cal.t * k) * gaps, initial=0.0)
             smooth = max(gap_term, math.exp(-cal.t * m) * padding) / (n - 2 * m)
@@ -238,12 +253,22 @@ class TrimmedMean(MeanEstimator):
         t > 0; default chosen by ``tune_trimmed_mean`` (for laplace and gaussian, the NRS
         smoothing fixed by (eps, delta), which is also the largest t allowed).
     trim : int or float, optional
-        m, an integer count (0 <= 2m < n) or a fraction of n in (0, 0.5); default tuned.
+        m, an integer count (0 <= 2m < n) or a fraction of n in (0, 0.5); default tuned with
+        ``smoothing`` (``tune_trimmed_mean``): at most n / 3 (Proposition 13) and charged the
+        trimming's worst-case bias on skewed data (Theorem 8's regime, about
+        ln(n (b - a) / sigma) / epsilon rows a side). Too few rows for that trimming
+        (``minimum_rows``) releases the box's nearest point to zero with an
+        InsufficientDataWarning, as the other estimators do.
     truncation : str, default "input"
         ``"input"`` or ``"output"``.
     assumed_std : float, optional
         The public assumption behind the default m and t: the data's standard deviation, for
         data roughly Gaussian (default (hi - lo) / 1000). Never read from data.
+    symmetric : bool, default False
+        Assume the data symmetric about their mean (Bun-Steinke's Theorems 6 and 7, their
+        experiments): trimming then costs no bias, and the default trims far more. False
+        (Theorem 8, any distribution): skewed columns are not biased by a trimming tuned for
+        Gaussians.
     dof : float, default 3
         Student's T degrees of freedom (>= 3, as in the paper).
     omega : float, default 10
@@ -261,6 +286,9 @@ class TrimmedMean(MeanEstimator):
     """
 
     method = "trimmed"
+    # Coordinate-wise, with each coordinate's noise from its own box already: nothing to even
+    # out (and ``assumed_std`` is in the data's units).
+    box_normalised = False
     # Accepted, but it covers nothing here: no stage is a Gaussian mechanism (the smooth-
     # sensitivity noises are drawn in floating point). A SecureNoiseWarning says so.
     supports_secure_noise = True
@@ -282,6 +310,7 @@ class TrimmedMean(MeanEstimator):
         assumed_std: float | None = None,
         dof: int = 3,
         omega: float = 10.0,
+        symmetric: bool = False,
     ) -> None:
         if noise not in NOISES:
             raise InvalidParameterError(
@@ -317,6 +346,7 @@ class TrimmedMean(MeanEstimator):
         self.assumed_std = None if assumed_std is None else check_positive(assumed_std,
                                                                            "assumed_std")
         self.dof = StudentT(dof).dof if noise == "student-t" else dof
+        self.symmetric = bool(symmetric)
 
     def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
         if self.notion == "approx-DP":
@@ -354,12 +384,35 @@ class TrimmedMean(MeanEstimator):
         self._trim_count(n)  # a public check, before any data is read
         return {"noise": self.total}
 
+    def minimum_rows(
+        self, n: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float]
+    ) -> float:
+        """Bun-Steinke's Theorem 8 needs n >= ln(n (b - a) / sigma) / epsilon (its trimming m
+        is of that order) and Proposition 13 needs n > 3 m: n must exceed three times that
+        trimming on every coordinate (with epsilon = sqrt(2 rho) of each coordinate's share, or
+        its share of epsilon for approx-DP). Public: n, the box, the budget, ``assumed_std``.
+        A given ``trim`` is the caller's choice: no refusal then."""
+        if self.trim is not None:
+            return 1.0
+        d = lo.shape[0]
+        widths = self.release_box(n, d)[1] - self.release_box(n, d)[0]
+        share = budget["noise"] / d
+        epsilon = share if self.budget.unit == "epsilon" else math.sqrt(2.0 * share)
+        std = (self.assumed_std if self.assumed_std is not None
+               else _DEFAULT_STD_FRACTION * widths)
+        trimming = np.ceil(np.log(n * widths / std) / epsilon)
+        return float(3.0 * np.max(trimming) + 1.0)
+
     def box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = check_bounds(self.bounds, d)
         if self.truncation == "output":
             # The data are trimmed unclamped; only the trimmed mean is clamped to [lo, hi].
             return np.full(d, -np.inf), np.full(d, np.inf)
         return lo, hi
+
+    def release_box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+        # The caller's box, also with output truncation (which clamps the data to nothing).
+        return check_bounds(self.bounds, d)
 
     def _calibrator(self, share: float) -> Callable[[float | None], Calibration]:
         """t -> the calibration for one coordinate's share of the budget."""
@@ -390,7 +443,8 @@ class TrimmedMean(MeanEstimator):
                     continue
         std = self.assumed_std if self.assumed_std is not None else _DEFAULT_STD_FRACTION * width
         return tune_trimmed_mean(n, candidates, width, std, trim=self._trim_count(n),
-                                 output_truncation=self.truncation == "output")
+                                 output_truncation=self.truncation == "output",
+                                 symmetric=self.symmetric)
 
     def release(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,

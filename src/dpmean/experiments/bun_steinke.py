@@ -111,12 +111,14 @@ PAPER_CLAIMS = {201: "about 0.5 ('only a factor of two higher than non-privately
 def default_tuning_excess(n: int, noise: str = "lln", *, trials: int = 2000,
                           seed: int = 0) -> tuple[float, int, float]:
     """Excess variance of the ``trimmed`` estimator's own data-independent (m, t) at eps = 1
-    (rho = 1/2), with its assumption assumed_std = 1 (true here): (excess, m, t)."""
+    (rho = 1/2), with the paper's assumptions assumed_std = 1 and symmetric data (true here):
+    (excess, m, t)."""
     from ..estimators.trimmed import TrimmedMean
 
     budget: dict[str, Any] = {"epsilon": 1.0, "delta": DELTA} \
         if NOISES[noise].notion == "approx-DP" else {"rho": 0.5}
-    estimator = TrimmedMean(bounds=BOUNDS, noise=noise, assumed_std=1.0, **budget)
+    estimator = TrimmedMean(bounds=BOUNDS, noise=noise, assumed_std=1.0, symmetric=True,
+                            **budget)
     m, calibration = estimator.settings(n, BOUNDS[1] - BOUNDS[0], estimator.rho)
     grid = excess_grid(n, [m], [calibration.t], trials=trials, seed=seed)
     return grid.best(noise, 1.0)

@@ -23,6 +23,9 @@ class ProtocolEstimator(MeanEstimator):
     """
 
     model: ClassVar[str]
+    # The users' randomisers work on their rows in the data's units (GRS's sigma is in them).
+    box_normalised = False
+    finds_bounds = False  # a private box is a central-model release: give the bounds
 
     def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
         # A local zCDP protocol takes its budget exactly as the central estimators do.

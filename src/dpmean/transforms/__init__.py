@@ -3,13 +3,15 @@
 from .clip import clamp, clip_rows, clip_weights
 from .hadamard import RandomRotation, fwht, next_power_of_two
 from .quantize import Quantizer
-from .view import IDENTITY, View
+from .view import IDENTITY, BoxClamp, View, box_scale
 
 __all__ = [
     "IDENTITY",
+    "BoxClamp",
     "Quantizer",
     "RandomRotation",
     "View",
+    "box_scale",
     "clamp",
     "clip_rows",
     "clip_weights",

@@ -1,7 +1,9 @@
 """A view of the data: clip -> quantize -> rotate -> shift -> linear -> scale, on every row.
 
 Estimators describe the transformed data they want to ask about as a View; engines apply it (or
-an algebraic shortcut of it) while answering aggregate questions. Pure and non-private.
+an algebraic shortcut of it) while answering aggregate questions. Before any view, an engine
+clamps each row to the public box and may rescale each coordinate by a public factor
+(``BoxClamp``: the box-normalised space of docs/privacy.md). Pure and non-private.
 """
 
 from __future__ import annotations
@@ -10,9 +12,54 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .clip import clip_rows
+from .clip import clamp, clip_rows
 from .hadamard import RandomRotation
 from .quantize import Quantizer
+
+
+def box_scale(lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+    """The public factors 1 / (hi_j - lo_j) that give every coordinate of the box [lo, hi] width
+    1, or None when there is nothing to even out: every coordinate has the same width already
+    (a scalar box, baskets in [0, 1]) or some width is infinite (no box)."""
+    width = np.asarray(hi, dtype=np.float64) - np.asarray(lo, dtype=np.float64)
+    if width.size == 0 or not np.isfinite(width).all() or (width == width[0]).all():
+        return None
+    return 1.0 / width
+
+
+@dataclass(frozen=True, eq=False)
+class BoxClamp:
+    """x -> clamp(x, lo, hi) * scale: the rows an engine answers about, from the public box
+    [lo, hi] and optional public per-coordinate factors ``scale`` (``box_scale``).
+
+    Only a scale, never a shift: a shifted sparse matrix is dense, and the origin (about which
+    CM clips) stays where the caller put it. ``out_lo`` and ``out_hi`` are the box of the
+    rescaled rows (what the engine reports as its ``lo`` and ``hi``).
+    """
+
+    lo: np.ndarray
+    hi: np.ndarray
+    scale: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, lo: np.ndarray, hi: np.ndarray, scale: np.ndarray | None = None) -> BoxClamp:
+        return cls(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64),
+                   None if scale is None else np.asarray(scale, dtype=np.float64))
+
+    @property
+    def out_lo(self) -> np.ndarray:
+        return self.lo if self.scale is None else self.lo * self.scale
+
+    @property
+    def out_hi(self) -> np.ndarray:
+        return self.hi if self.scale is None else self.hi * self.scale
+
+    def __call__(self, x: np.ndarray, cols: slice = slice(None)) -> np.ndarray:
+        """Rows ``x`` (columns ``cols`` of the box) clamped and rescaled: a float64 copy."""
+        out = clamp(x, self.lo[cols], self.hi[cols])
+        if self.scale is not None:
+            out *= self.scale[cols]
+        return out
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,90 @@
+"""A private box when no bounds are given: noisy log-scale histograms over all float64 magnitudes.
+
+The idea of Google's approximate bounds (as PyDP applies it when bounds are omitted): every value
+falls in one bin of a public grid of signed powers of two covering the whole float64 range, the
+bins' counts are released with Gaussian noise, and each coordinate's box runs from the lowest to
+the highest bin whose noisy count clears a threshold that an empty bin passes with probability
+at most ``beta`` (all bins together). Nothing about the grid comes from the data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import norm
+
+from ..accounting import PrivacyLedger
+from ..engines import Engine
+from ..mechanisms import gaussian_noise, gaussian_noise_std
+from ..transforms import IDENTITY
+
+# The share of the budget a release without bounds spends on its private box (public).
+BOUNDS_SHARE = 0.1
+# The probability that some empty bin's noise clears the threshold (union bound over all bins).
+BOUNDS_BETA = 0.01
+# Bins added beyond the outermost loud bin on each side: up to tau rows may lie past it, and
+# clamping them would bias the release; one more power of two holds all but a sliver of a
+# tail that decays at all (a Gaussian's past 2 sigma: from 2.3 % to 0.003 % of the rows).
+MARGIN_BINS = 1
+# Binary exponents of float64 magnitudes: |v| in [2^(e-1), 2^e) for e = frexp(v)[1], from the
+# smallest subnormal (e = -1073) to the largest finite value (e = 1024). Level e of the positive
+# side also holds 0 at its lowest level.
+_E_MIN, _E_MAX = -1073, 1024
+_LEVELS = _E_MAX - _E_MIN + 1
+BINS = 2 * _LEVELS  # negative levels (mirrored) then positive levels, in increasing value
+
+
+def signed_bins(values: np.ndarray) -> np.ndarray:
+    """The bin of each value on the public grid, 0 .. BINS - 1, non-decreasing in the value:
+    negative values by decreasing magnitude, then 0 and positive values by increasing one."""
+    exponent = np.frexp(values)[1]
+    level = np.where(values == 0.0, 0, np.clip(exponent, _E_MIN, _E_MAX) - _E_MIN)
+    return np.where(values < 0.0, _LEVELS - 1 - level, _LEVELS + level)
+
+
+def bin_edges(bins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The lower and upper ends of each bin (the largest bin ends at the largest float64)."""
+    bins = np.asarray(bins)
+    positive = bins >= _LEVELS
+    level = np.where(positive, bins - _LEVELS, _LEVELS - 1 - bins)
+    small = np.where(level == 0, 0.0, np.ldexp(1.0, level + _E_MIN - 1))
+    with np.errstate(over="ignore"):
+        large = np.minimum(np.ldexp(1.0, level + _E_MIN), np.finfo(np.float64).max)
+    return np.where(positive, small, -large), np.where(positive, large, -small)
+
+
+def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
+                ledger: PrivacyLedger, stage: str = "bounds", beta: float = BOUNDS_BETA,
+                secure: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """A private box (lo, hi) for the d coordinates of ``engine`` (which must not clamp them).
+
+    Each coordinate's histogram over the BINS public bins; replacing one row moves one count
+    down and one up in each coordinate, so the d x BINS counts have l2 sensitivity sqrt(2 d):
+    one Gaussian mechanism of ``rho`` (charged to ``stage``), drawn a block of columns at a
+    time. Coordinate j's box spans the bins from the lowest to the highest whose noisy count
+    exceeds tau = sigma z(beta / (d BINS)), widened by MARGIN_BINS bins on each side; NaN
+    where no bin clears tau (too few rows for the budget). Values outside it are clamped by
+    the release that follows; an empty bin clears tau with probability at most beta overall.
+    """
+    d = engine.d
+    sensitivity = float(np.sqrt(2.0 * d))
+    tau = gaussian_noise_std(sensitivity, rho) * float(norm.isf(beta / (d * BINS)))
+    ledger.charge(stage, rho)
+    lo, hi = np.empty(d), np.empty(d)
+    # Columns a block: the engine's own width, and at most 64 MiB of counts.
+    width = min(engine.column_width(), max(1, (64 << 20) // (8 * BINS)))
+    for cols, values in engine.column_blocks(IDENTITY, width):
+        k = values.shape[1]
+        flat = signed_bins(values) + BINS * np.arange(k)
+        counts = np.bincount(flat.ravel(), minlength=k * BINS).reshape(k, BINS)
+        noisy = gaussian_noise(counts.astype(np.float64), sensitivity, rho, rng, secure=secure)
+        loud = noisy > tau
+        first = np.argmax(loud, axis=1)
+        last = BINS - 1 - np.argmax(loud[:, ::-1], axis=1)
+        found = loud.any(axis=1)
+        lo[cols] = np.where(found, bin_edges(np.maximum(first - MARGIN_BINS, 0))[0], np.nan)
+        hi[cols] = np.where(found, bin_edges(np.minimum(last + MARGIN_BINS, BINS - 1))[1],
+                            np.nan)
+    return lo, hi
+
+
+__all__ = ["BINS", "BOUNDS_BETA", "BOUNDS_SHARE", "bin_edges", "private_box", "signed_bins"]
