@@ -97,3 +97,21 @@ def test_epsilon_delta_requests_and_bad_options():
     assert sum(result.ledger.values()) == pytest.approx(result.rho, rel=1e-12)
     with pytest.raises(InvalidParameterError, match="unknown option"):
         dpmean.mean(x, rho=1.0, method="auto", bounds=(-10, 10), threshold_share=0.1)
+
+
+def test_plan_is_not_chosen_for_a_skew_its_budget_cannot_use():
+    # Skewed variances, but a budget at which PLAN's variance stage cannot place its medians
+    # (variance.pair_median_resolves, a public check): PLAN then runs without scaling, so the
+    # skew promises nothing and its larger preprocessing share makes it IOME with less noise
+    # budget; auto must not choose it on the skew alone.
+    from dpmean.api import build_estimator
+
+    x, box = skewed(4, n=4000, d=256)
+    rho = 0.002
+    rest = rho * (1 - CHOICE_SHARE)
+    assert "variance" not in build_estimator("plan", rest, bounds=box).budget_plan(4000, 256)
+    assert "variance" in build_estimator("plan", 1.0, bounds=box).budget_plan(4000, 256)
+    result = dpmean.mean(x, rho=rho, method="auto", bounds=box, random_state=2)
+    predicted = result.diagnostics["predicted_noise"]
+    assert predicted["plan"] > predicted["iome"]
+    assert result.diagnostics["chosen"] != "plan"

@@ -51,7 +51,9 @@ class AutoMean(MeanEstimator):
         - cm: sqrt(d) 2 k r0 / (n sqrt(2 rho_noise)), k = 1 + 3 / sqrt(d) (the clipping
           radius sits above the median norm by a few standard deviations of the norms);
         - iome: the same with l2 / sqrt(2) for r0 and IOME's noise share;
-        - plan: iome's prediction times min(1, 2^(1/4) S) / ``PLAN_MARGIN``. PLAN's noise
+        - plan: iome's prediction times sqrt(iome's noise share / plan's) times
+          min(1, 2^(1/4) S) / ``PLAN_MARGIN`` (S taken as 1 when PLAN's budget cannot resolve
+          its variances and it runs without scaling: a public check). PLAN's noise
           is proportional to sqrt(sum_j sigma_j^2 / D_j * sum_j D_j), D_j = sigma_j +
           mean(sigma) (its regularised scale), IOME's to sqrt(d) ||sigma||_2; their ratio lies
           between S and sqrt(2) S (Cauchy-Schwarz below; sigma_j^2 / D_j <= sigma_j and
@@ -115,8 +117,15 @@ class AutoMean(MeanEstimator):
                                       rho=planned["choice pair l1"], ledger=ledger, rng=rng,
                                       stage="choice pair l1")
         skew = float(np.sqrt(np.pi / 2.0) * l1_med / (np.sqrt(d) * l2_med))
-        predicted["iome"] = clipped(l2_med / np.sqrt(2.0), self.candidate("iome", rho_rest))
-        predicted["plan"] = predicted["iome"] * min(1.0, 2.0**0.25 * skew) / PLAN_MARGIN
+        iome = self.candidate("iome", rho_rest)
+        predicted["iome"] = clipped(l2_med / np.sqrt(2.0), iome)
+        plan = self.candidate("plan", rho_rest).budget_plan(n, d)
+        # PLAN's noise stage gets its own share of the budget (its preprocessing costs more
+        # than IOME's), and it scales only when its budget resolves the variances (a public
+        # check: without a "variance" stage it is PLAN without scaling, no skew gain).
+        shares = np.sqrt(iome.budget_plan(n, d)["noise"] / plan["noise"])
+        gain = min(1.0, 2.0**0.25 * skew) if "variance" in plan else 1.0
+        predicted["plan"] = predicted["iome"] * shares * gain / PLAN_MARGIN
         return predicted
 
     def release(
