@@ -10,6 +10,7 @@ import pytest
 from ledgers import stage
 from scipy import integrate, stats
 
+from dpmean.budget import Budget
 from dpmean.errors import InvalidParameterError
 from dpmean.mechanisms.smooth_noise import (
     NOISES,
@@ -40,6 +41,11 @@ EXAMPLES = {
     "gaussian-tcdp": GaussianTCDP(),
 }
 
+
+
+def cdp(epsilon):
+    """The rho-zCDP budget that (1/2) epsilon^2-CDP is."""
+    return Budget.zcdp(epsilon**2 / 2.0)
 
 def integral(values: np.ndarray) -> float:
     return float(integrate.trapezoid(values * DZ, U))
@@ -142,19 +148,20 @@ def test_gaussian_renyi_closed_form_matches_quadrature():
 
 
 def test_tcdp_calibration_is_tight_at_the_largest_order():
-    cal = GaussianTCDP.calibrate(0.5, 0.03, omega=10.0)
+    cal = GaussianTCDP.calibrate(Budget("tCDP", rho=0.5, omega=10.0), 0.03)
     alphas = np.linspace(1.001, 10.0, 500)
     for tp in (-0.03, 0.0, 0.03):
         assert np.all(gaussian_renyi(alphas, cal.s, tp) <= 0.5 * alphas + 1e-12)
     # The binding case is a narrower noise (t' = -t) at alpha = omega.
     assert gaussian_renyi(10.0, cal.s, -0.03) == pytest.approx(5.0, rel=1e-5)
     with pytest.raises(InvalidParameterError, match="too large"):
-        GaussianTCDP.calibrate(0.5, 0.06, omega=10.0)  # needs t < ln(10/9)/2 ~ 0.0527
+        # needs t < ln(10/9)/2 ~ 0.0527
+        GaussianTCDP.calibrate(Budget("tCDP", rho=0.5, omega=10.0), 0.06)
 
 
 def test_lln_calibration_solves_the_cubic_and_minimises_the_variance():
     eps, t = 1.0, 0.1
-    cal = LaplaceLogNormal.calibrate(eps, t)
+    cal = LaplaceLogNormal.calibrate(cdp(eps), t)
     sigma = cal.noise.sigma
     assert 5 * (eps / t) * sigma**3 - 5 * sigma**2 - 1 == pytest.approx(0.0, abs=1e-9)
     assert LaplaceLogNormal.epsilon(sigma, cal.s, t) == pytest.approx(eps)
@@ -167,28 +174,31 @@ def test_lln_calibration_solves_the_cubic_and_minimises_the_variance():
 
 
 def test_other_calibrations_meet_their_epsilon():
-    uln = UniformLogNormal.calibrate(1.0, 0.1)
+    uln = UniformLogNormal.calibrate(cdp(1.0), 0.1)
     assert uln.noise.sigma == pytest.approx(math.sqrt(2.0))
     assert UniformLogNormal.epsilon(uln.noise.sigma, uln.s, 0.1) == pytest.approx(1.0)
-    ars = ArsinhNormal.calibrate(1.0, 0.1)
+    ars = ArsinhNormal.calibrate(cdp(1.0), 0.1)
     assert ArsinhNormal.epsilon(ars.s, 0.1) == pytest.approx(1.0)
-    st = StudentT.calibrate(1.0, 0.1, dof=3)
+    st = StudentT.calibrate(Budget("pure-DP", epsilon=1.0), 0.1, dof=3)
     assert StudentT.epsilon(3, st.s, 0.1) == pytest.approx(1.0)
-    lap = LaplaceNRS.calibrate(1.0, 1e-6)
+    lap = LaplaceNRS.calibrate(Budget.approx_dp(1.0, 1e-6))
     assert (lap.s, lap.t) == pytest.approx((0.5, 1 / (2 * math.log(2e6))))
-    gauss = GaussianNRS.calibrate(1.0, 1e-6)
+    gauss = GaussianNRS.calibrate(Budget.approx_dp(1.0, 1e-6))
     assert (gauss.s, gauss.t) == pytest.approx((1 / (5 * math.sqrt(2 * math.log(2e6))),
                                                 1 / (4 * (1 + math.log(2e6)))))
 
 
 @pytest.mark.parametrize("call, message", [
     (lambda: UniformLogNormal(1.0), "sqrt"),
-    (lambda: ArsinhNormal.calibrate(1.0, 0.3), "too large"),
-    (lambda: StudentT.calibrate(1.0, 0.4), "too large"),
+    (lambda: ArsinhNormal.calibrate(cdp(1.0), 0.3), "too large"),
+    (lambda: StudentT.calibrate(Budget("pure-DP", epsilon=1.0), 0.4), "too large"),
     (lambda: StudentT(2), "dof"),
-    (lambda: LaplaceNRS.calibrate(1.0, 1e-6, t=0.1), "too large"),
-    (lambda: LaplaceNRS.calibrate(1.0, 1.5), "delta"),
-    (lambda: LaplaceLogNormal.calibrate(-1.0, 0.1), "epsilon"),
+    (lambda: LaplaceNRS.calibrate(Budget.approx_dp(1.0, 1e-6), t=0.1), "too large"),
+    (lambda: LaplaceNRS.calibrate(Budget.approx_dp(1.0, 1.5)), "delta"),
+    (lambda: LaplaceLogNormal.calibrate(Budget.zcdp(-0.5), 0.1), "rho"),
+    (lambda: LaplaceLogNormal.calibrate(Budget.approx_dp(1.0, 1e-6), 0.1), "not approx-DP"),
+    (lambda: LaplaceLogNormal.calibrate(cdp(1.0)), "needs the smoothing"),
+    (lambda: LaplaceNRS.calibrate(cdp(1.0)), "approx-DP budget"),
 ])
 def test_bad_parameters_are_refused(call, message):
     with pytest.raises(InvalidParameterError, match=message):
@@ -196,7 +206,7 @@ def test_bad_parameters_are_refused(call, message):
 
 
 def test_mechanism_scales_noise_by_sensitivity_over_shift():
-    cal = LaplaceNRS.calibrate(1.0, 1e-6)
+    cal = LaplaceNRS.calibrate(Budget.approx_dp(1.0, 1e-6))
     rng = np.random.default_rng(3)
     out = smooth_sensitivity_mechanism(np.zeros(200000), np.full(200000, 2.0), cal, rng, **stage())
     # Var = (2 / 0.5)^2 * 2 = 32; the sample variance of 2e5 Laplace draws has relative sd

@@ -16,6 +16,7 @@ from dpmean.accounting import (
     tcdp_to_approx_dp,
     zcdp_to_approx_dp,
 )
+from dpmean.budget import Budget
 from dpmean.errors import InvalidParameterError
 from dpmean.estimators.trimmed import TrimmedMean
 from dpmean.mechanisms.smooth_noise import GaussianTCDP
@@ -98,7 +99,8 @@ def test_regression_half_epsilon_at_1e6_is_refused():
 def test_old_zcdp_conversion_leaks_at_half_epsilon():
     # the test of the tester: the rho the zCDP conversion gave the tCDP noise at (0.5, 1e-6)
     # leaves delta far above 1e-6 on a worst-case pair at smoothing t = 0.04
-    calibration = GaussianTCDP.calibrate(approx_dp_to_zcdp(0.5, 1e-6), 0.04, OMEGA)
+    budget = Budget("tCDP", rho=approx_dp_to_zcdp(0.5, 1e-6), omega=OMEGA)
+    calibration = GaussianTCDP.calibrate(budget, 0.04)
     assert worst_case_delta(0.5, calibration.s, 0.04) > 10 * 1e-6
 
 
@@ -108,7 +110,7 @@ def test_trimmed_gaussian_tcdp_meets_epsilon_delta_numerically(epsilon, delta, t
     estimator = TrimmedMean(epsilon=epsilon, delta=delta, noise="gaussian-tcdp",
                             bounds=(0.0, 1.0), smoothing=t)
     assert estimator.rho == approx_dp_to_tcdp(epsilon, delta, OMEGA)
-    calibration = GaussianTCDP.calibrate(estimator.rho, t, OMEGA)
+    calibration = GaussianTCDP.calibrate(Budget("tCDP", rho=estimator.rho, omega=OMEGA), t)
     assert worst_case_delta(epsilon, calibration.s, t) <= delta
 
 

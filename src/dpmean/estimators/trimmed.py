@@ -415,18 +415,18 @@ class TrimmedMean(MeanEstimator):
         return check_bounds(self.bounds, d)
 
     def _calibrator(self, share: float) -> Callable[[float | None], Calibration]:
-        """t -> the calibration for one coordinate's share of the budget."""
-        cls = NOISES[self.noise]
+        """t -> the calibration for one coordinate's share of the budget (``share`` in the
+        ledger's unit: rho, or epsilon with delta split in the same proportion)."""
         if self.notion == "approx-DP":
             delta = self.budget.delta
             assert delta is not None
-            return lambda t: cls.calibrate(share, delta * share / self.total, t)
-        if self.notion == "tCDP":
-            return lambda t: cls.calibrate(share, t, self.omega)
-        epsilon = math.sqrt(2.0 * share)
-        if self.noise == "student-t":
-            return lambda t: cls.calibrate(epsilon, t, self.dof)
-        return lambda t: cls.calibrate(epsilon, t)
+            budget = Budget.approx_dp(share, delta * share / self.total)
+        elif self.notion == "tCDP":
+            budget = Budget("tCDP", rho=share, omega=self.omega)
+        else:
+            budget = Budget.zcdp(share)
+        noise = NOISES[self.noise]
+        return lambda t: noise.calibrate(budget, t, dof=self.dof)
 
     def settings(self, n: int, width: float, share: float) -> tuple[int, Calibration]:
         """(m, calibration) for one coordinate of box width ``width`` and budget ``share``,

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..accounting import PrivacyLedger
+from ..budget import Budget
 from ..errors import InvalidParameterError
 from ..estimators.trimmed import trimmed_means, trimmed_smooth_sensitivity
 from ..mechanisms.smooth_noise import NOISES, Calibration, smooth_sensitivity_mechanism
@@ -29,10 +30,12 @@ def paper_calibration(noise: str, epsilon: float, t: float) -> Calibration:
     smoothing), (eps^2/2, 10)-tCDP (gaussian-tcdp)."""
     cls = NOISES[noise]
     if cls.notion == "approx-DP":
-        return cls.calibrate(epsilon, DELTA, t)
+        return cls.calibrate(Budget.approx_dp(epsilon, DELTA), t)
     if cls.notion == "tCDP":
-        return cls.calibrate(epsilon**2 / 2.0, t, OMEGA)
-    return cls.calibrate(epsilon, t)
+        return cls.calibrate(Budget("tCDP", rho=epsilon**2 / 2.0, omega=OMEGA), t)
+    if noise == "student-t":
+        return cls.calibrate(Budget("pure-DP", epsilon=epsilon), t)
+    return cls.calibrate(Budget.zcdp(epsilon**2 / 2.0), t)
 
 
 def gaussian_datasets(n: int, trials: int, seed: int) -> np.ndarray:

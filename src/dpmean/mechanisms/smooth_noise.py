@@ -7,15 +7,16 @@ Privacy of the mechanism reduces to the noise: for neighbours x, y (replace-one)
 M(y) - f(x) = (S^t(y)/s) Z + f(y) - f(x), so comparing M(x) with M(y) is comparing Z with
 e^{t'} Z + s' where |s'| = s |f(y) - f(x)| / S^t(x) <= s (S^t bounds the local sensitivity) and
 |t'| = |ln(S^t(y) / S^t(x))| <= t (S^t is t-smooth). Each noise below states for which (s, t)
-that comparison meets its notion. ``calibrate`` returns, for a target privacy level and a
-smoothing t, the shape parameter and the largest s (the smallest noise), near-optimally.
+that comparison meets its notion. ``calibrate(budget, t)`` (one signature for every noise)
+returns, for a typed privacy budget and a smoothing t, the shape parameter and the largest s
+(the smallest noise), near-optimally.
 """
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -23,6 +24,7 @@ import numpy as np
 from scipy import special, stats
 
 from ..accounting import PrivacyLedger
+from ..budget import Budget
 from ..errors import InvalidParameterError
 from ..validation import check_positive
 
@@ -69,15 +71,54 @@ class Calibration:
 class SmoothNoise(ABC):
     """A noise distribution Z admissible for smooth sensitivity.
 
-    ``notion`` is the guarantee (``"zCDP"``, ``"approx-DP"`` or ``"tCDP"``); ``calibrate`` takes
-    the privacy level in that notion's parameters.
+    ``notion`` is the guarantee of a release with it (``"zCDP"``, ``"approx-DP"`` or
+    ``"tCDP"``); ``accepts`` the notions of the budgets ``calibrate`` takes.
     """
 
     name: str
     notion: str
-    # Each noise's classmethod ``calibrate(level..., t) -> Calibration``; its level arguments
-    # differ by notion (epsilon; epsilon and delta; rho and omega; Student's T adds its dof).
-    calibrate: ClassVar[Callable[..., Calibration]]
+    accepts: ClassVar[tuple[str, ...]] = ("zCDP",)
+
+    @classmethod
+    def calibrate(cls, budget: Budget, t: float | None = None, *, dof: int = 3) -> Calibration:
+        """The noise's shape and the largest shift s for ``budget`` at smoothing ``t``.
+
+        Parameters
+        ----------
+        budget : Budget
+            The privacy level of one release with this noise, in a notion of ``accepts``:
+            zCDP (rho; the CDP noises are (1/2) eps^2-CDP with eps = sqrt(2 rho)), pure-DP
+            (epsilon; Student's T, which also takes a zCDP budget as eps = sqrt(2 rho)),
+            approx-DP (epsilon, delta; the NRS noises) or tCDP (rho, omega).
+        t : float, optional
+            The smoothing of the smooth sensitivity the noise will be scaled to; required but
+            for the NRS noises, whose (eps, delta) fix it (any t up to that is admissible).
+        dof : int, default 3
+            Student's T degrees of freedom (ignored by the other noises).
+
+        Returns
+        -------
+        Calibration
+            The noise, t, s and the cost of one release in the budget's unit.
+
+        Raises
+        ------
+        InvalidParameterError
+            A budget in a notion the noise does not take, a missing or too large t, or a
+            budget too small for the noise.
+        """
+        if budget.notion not in cls.accepts:
+            raise InvalidParameterError(
+                f"{cls.name} noise is calibrated to a {' or '.join(cls.accepts)} budget, not "
+                f"{budget.notion}")
+        if t is None and cls.notion != "approx-DP":
+            raise InvalidParameterError(f"{cls.name} noise needs the smoothing t")
+        return cls._calibrate(budget, t, dof)
+
+    @classmethod
+    @abstractmethod
+    def _calibrate(cls, budget: Budget, t: float | None, dof: int) -> Calibration:
+        """``calibrate`` for a budget already checked to be one this noise takes."""
 
     @abstractmethod
     def sample(self, size: int | tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
@@ -93,7 +134,13 @@ class SmoothNoise(ABC):
         """Var[Z] (Z has mean zero)."""
 
 
-def _check_t(t: float, limit: float, why: str) -> float:
+def _cdp_epsilon(budget: Budget) -> float:
+    """The eps of (1/2) eps^2-CDP that a rho-zCDP budget is: sqrt(2 rho)."""
+    assert budget.rho is not None  # a zCDP Budget has its rho
+    return math.sqrt(2.0 * budget.rho)
+
+
+def _check_t(t: float | None, limit: float, why: str) -> float:
     t = check_positive(t, "smoothing t")
     if not t < limit:
         raise InvalidParameterError(
@@ -138,12 +185,12 @@ class LaplaceLogNormal(SmoothNoise):
         return t / sigma + _exp(1.5 * sigma**2) * s
 
     @classmethod
-    def calibrate(cls, epsilon: float, t: float) -> Calibration:
+    def _calibrate(cls, budget: Budget, t: float | None, dof: int) -> Calibration:
         """Near-optimal sigma for (1/2) epsilon^2-CDP at smoothing t: minimising
         Var[Z]/s^2 = 2 e^{5 sigma^2} / (eps - t/sigma)^2 gives the cubic
         5 (eps/t) sigma^3 - 5 sigma^2 - 1 = 0 (its real root has sigma > t/eps); then
         s = e^{-3 sigma^2 / 2} (eps - t / sigma)."""
-        epsilon = check_positive(epsilon, "epsilon")
+        epsilon = _cdp_epsilon(budget)
         t = check_positive(t, "smoothing t")
         roots = np.roots([5.0 * epsilon / t, -5.0, 0.0, -1.0])
         sigma = float(max(r.real for r in roots if abs(r.imag) < 1e-9 * max(1.0, abs(r))))
@@ -190,11 +237,11 @@ class UniformLogNormal(SmoothNoise):
         return t / sigma + _exp(1.5 * sigma**2) * math.sqrt(2.0 / (math.pi * sigma**2)) * s
 
     @classmethod
-    def calibrate(cls, epsilon: float, t: float) -> Calibration:
+    def _calibrate(cls, budget: Budget, t: float | None, dof: int) -> Calibration:
         """Var[Z]/s^2 = pi sigma^2 e^{5 sigma^2} / (6 (eps - t/sigma)^2) is stationary where
         5 eps sigma^2 - 5 t sigma - eps = 0; Prop. 4 needs sigma >= sqrt(2), which binds for
         every t < 9 eps / (5 sqrt(2)), so in practice sigma = sqrt(2)."""
-        epsilon = check_positive(epsilon, "epsilon")
+        epsilon = _cdp_epsilon(budget)
         t = _check_t(t, epsilon * math.sqrt(2.0), "uniform log-normal noise at sigma >= sqrt(2)")
         free = t / (2.0 * epsilon) + math.sqrt(t * t / (4.0 * epsilon**2) + 0.2)
         sigma = max(math.sqrt(2.0), free)
@@ -229,9 +276,9 @@ class ArsinhNormal(SmoothNoise):
         return 2.0 * math.sqrt(t) + 1.2 * s
 
     @classmethod
-    def calibrate(cls, epsilon: float, t: float) -> Calibration:
+    def _calibrate(cls, budget: Budget, t: float | None, dof: int) -> Calibration:
         """s = (eps - 2 sqrt(t)) / 1.2, kept inside (0, 1) as Prop. 5 requires."""
-        epsilon = check_positive(epsilon, "epsilon")
+        epsilon = _cdp_epsilon(budget)
         t = _check_t(t, min(1.0, epsilon**2 / 4.0), "arsinh-normal noise (2 sqrt(t) < eps)")
         s = min((epsilon - 2.0 * math.sqrt(t)) / 1.2, math.nextafter(1.0, 0.0))
         return Calibration(cls(), t, s, 0.5 * epsilon * epsilon)
@@ -277,10 +324,14 @@ class StudentT(SmoothNoise):
     def epsilon(dof: int, s: float, t: float) -> float:
         return dof * t + (dof + 1.0) * s / (2.0 * math.sqrt(dof))
 
+    accepts = ("pure-DP", "zCDP")
+
     @classmethod
-    def calibrate(cls, epsilon: float, t: float, dof: int = 3) -> Calibration:
-        """s = 2 sqrt(dof) (eps - dof t) / (dof + 1), for pure epsilon-DP."""
-        epsilon = check_positive(epsilon, "epsilon")
+    def _calibrate(cls, budget: Budget, t: float | None, dof: int) -> Calibration:
+        """s = 2 sqrt(dof) (eps - dof t) / (dof + 1), for pure epsilon-DP (eps = sqrt(2 rho)
+        for a zCDP budget: pure eps-DP implies eps^2 / 2-zCDP)."""
+        epsilon = (check_positive(budget.epsilon, "epsilon") if budget.notion == "pure-DP"
+                   else _cdp_epsilon(budget))
         noise = cls(dof)
         t = _check_t(t, epsilon / noise.dof, "Student's T noise (dof * t < eps)")
         return Calibration(noise, t, 2.0 * math.sqrt(noise.dof) * (epsilon - noise.dof * t)
@@ -298,12 +349,12 @@ class _NRSNoise(SmoothNoise):
     def parameters(epsilon: float, delta: float) -> tuple[float, float]:
         """(shift alpha = s, smoothing beta = largest t)."""
 
+    accepts = ("approx-DP",)
+
     @classmethod
-    def calibrate(cls, epsilon: float, delta: float, t: float | None = None) -> Calibration:
-        epsilon = check_positive(epsilon, "epsilon")
-        delta = check_positive(delta, "delta")
-        if delta >= 1:
-            raise InvalidParameterError(f"delta must be in (0, 1), got {delta:g}")
+    def _calibrate(cls, budget: Budget, t: float | None, dof: int) -> Calibration:
+        epsilon, delta = budget.epsilon, budget.delta
+        assert epsilon is not None and delta is not None  # an approx-DP Budget has both
         s, beta = cls.parameters(epsilon, delta)
         if t is not None:
             t = _check_t(t, math.nextafter(beta, math.inf), f"{cls.name} noise at (eps, delta)")
@@ -380,15 +431,17 @@ class GaussianTCDP(_StandardNormal, SmoothNoise):
     name = "gaussian-tcdp"
     notion = "tCDP"
 
+    accepts = ("tCDP",)
+
     @classmethod
-    def calibrate(cls, rho: float, t: float, omega: float = 10.0) -> Calibration:
+    def _calibrate(cls, budget: Budget, t: float | None, dof: int) -> Calibration:
         """The largest s with sup_{1<alpha<=omega, |t'|<=t} D_alpha / alpha <= rho. The bound
         D_alpha <= rho alpha reads
         s'^2 <= 2 v (rho alpha - t' - (2t' - ln v) / (2(alpha - 1))) / alpha,
         minimised over a fine grid of alpha and t' (smooth in both), then shrunk by 1e-6 to
         absorb the grid's resolution."""
-        rho = check_positive(rho, "rho")
-        omega = check_positive(omega, "omega")
+        rho, omega = budget.rho, budget.omega
+        assert rho is not None and omega is not None  # a tCDP Budget has both
         if omega <= 1:
             raise InvalidParameterError(f"tCDP needs omega > 1, got {omega:g}")
         t = _check_t(t, 0.5 * math.log(omega / (omega - 1.0)), f"tCDP with omega={omega:g}")
