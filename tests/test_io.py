@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import io
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
