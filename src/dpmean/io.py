@@ -109,11 +109,11 @@ def load_data(
     """
     p = Path(path)
     ext = p.suffix.lower()
-    table_options = {"columns": columns, "delimiter": delimiter, "header": header,
-                     "index_col": index_col}
-    _check_options(p, n_items=n_items, key=key, **table_options)
+    _check_options(p, n_items=n_items, key=key, columns=columns, delimiter=delimiter,
+                   header=header, index_col=index_col)
     if ext in (".csv", ".parquet"):
-        return open_table(p, **table_options).read()
+        return open_table(p, columns=columns, delimiter=delimiter, header=header,
+                          index_col=index_col).read()
     _check_readable(p)
     if ext == ".npz":
         return _load_npz(p, key)
@@ -153,15 +153,13 @@ def open_table(
     """
     p = Path(path)
     ext = p.suffix.lower()
-    table_options = {"columns": columns, "delimiter": delimiter, "header": header,
-                     "index_col": index_col}
     if ext not in (".csv", ".parquet"):
         raise InvalidParameterError(f"{p}: open_table reads .csv and .parquet files")
-    _check_options(p, **table_options)
+    _check_options(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col)
     _check_readable(p)
     if ext == ".parquet":
         return ParquetTable(p, columns=columns)
-    return CsvTable(p, **table_options)
+    return CsvTable(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col)
 
 
 def _check_readable(p: Path) -> None:

@@ -248,9 +248,10 @@ class Session:
     # Releasing
 
     def mean(self, x: Any, /, *, rho: float | None = None, epsilon: float | None = None,
-             delta: float | None = None, method: str = "iome", **options: Any) -> MeanResult:
-        """Release ``dpmean.mean(x, rho=.. | epsilon=.., delta=.., method=.., **options)`` and
-        charge it to the session.
+             delta: float | None = None, method: str = "iome",
+             columns: Sequence[str] | str | None = None, **options: Any) -> MeanResult:
+        """Release ``dpmean.mean(x, rho=.. | epsilon=.., delta=.., method=.., columns=..,
+        **options)`` and charge it to the session.
 
         Raises BudgetExceededError, before ``x`` is read, when the release does not fit (see
         the class docstring), and InvalidParameterError when no per-release budget is given.
@@ -264,7 +265,7 @@ class Session:
         estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, **options)
         index = self.reserve(estimator.method, estimator.budget, release_events(estimator))
         try:
-            result = estimator.estimate(x)
+            result = estimator.estimate(x, columns)
         except BaseException:
             self.settle(index, "failed")
             raise

@@ -19,7 +19,7 @@ import numpy as np
 
 from .errors import InvalidDataError, InvalidParameterError
 
-__all__ = ["CsvTable", "ParquetTable", "is_table", "table_data"]
+__all__ = ["CsvTable", "ParquetTable", "data_columns", "is_table", "table_data"]
 
 # Delimiters tried, in this order on ties, when none is given (see ``sniff_delimiter``).
 DELIMITERS = (",", "\t", ";", "|")
@@ -37,6 +37,22 @@ def is_table(x: Any) -> bool:
         return hasattr(x, "column_names")
     return hasattr(x, "columns") and (hasattr(x, "__arrow_c_stream__")
                                       or hasattr(x, "__dataframe__"))
+
+
+def data_columns(x: Any, columns: Sequence[str] | str | None = None
+                 ) -> tuple[Any, tuple[str, ...] | None]:
+    """``x`` as the estimators read it, with its column names where it has them: a data frame
+    or table becomes the array of its chosen ``columns`` (``table_data``); a row source of a
+    CSV or Parquet file keeps its ``column_names``; other input is unnamed (and ``columns``
+    does not apply to it)."""
+    if is_table(x):
+        return table_data(x, columns)
+    if columns is not None:
+        raise InvalidParameterError(
+            f"columns= chooses columns of a data frame or table by name, and the data is a "
+            f"{type(x).__name__}; index an array by position, or pass columns= to "
+            f"dpmean.io.load_data or dpmean.engines.open_source for a file")
+    return x, getattr(x, "column_names", None)
 
 
 def table_data(x: Any, columns: Sequence[str] | str | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,6 +19,7 @@ from ..engines import Engine, check_engine, is_deferred, make_engine
 from ..errors import InsufficientDataWarning, InvalidDataError, InvalidParameterError
 from ..result import MeanResult
 from ..rng import RandomState, make_rng
+from ..tables import data_columns
 from ..validation import check_bounds, check_data, check_sparse_data, is_sparse
 
 
@@ -197,8 +199,15 @@ class MeanEstimator(ABC):
         """The public box the engine clamps to."""
         return check_bounds(self.bounds, d)
 
-    def estimate(self, x: Any) -> MeanResult:
-        """Release the private mean of ``x`` (shape (n, d), or (n,) for one variable)."""
+    def estimate(self, x: Any, columns: Sequence[str] | str | None = None) -> MeanResult:
+        """Release the private mean of ``x``: an array of shape (n, d) (or (n,) for one
+        variable), a scipy.sparse matrix, a row source, a dask array, or a data frame or Arrow
+        table (pandas, polars, pyarrow) whose numeric ``columns`` (default all) are used, by
+        name; the result then carries the names (``MeanResult.columns``)."""
+        x, names = data_columns(x, columns)
+        return self._estimate(x).named(names)
+
+    def _estimate(self, x: Any) -> MeanResult:
         n, d = _public_shape(x)
         lo, hi = self.box(n, d)
         ledger = PrivacyLedger(self.total, self.budget.unit)

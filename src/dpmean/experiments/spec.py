@@ -41,7 +41,7 @@ class Method:
                         **options).mean
 
 
-def budget(setting: Setting) -> dict[str, float]:
+def budget(setting: Setting) -> dict[str, Any]:
     """The privacy budget a setting states: rho (zCDP), or epsilon and delta (the local-model
     figures, IOME section 6.2, which compare (epsilon, delta)-DP protocols)."""
     if "rho" in setting:
