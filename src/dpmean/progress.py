@@ -64,16 +64,16 @@ def _tick() -> None:
 
 @contextlib.contextmanager
 def shown_passes(description: str, *, quiet: bool = False, file: Any = None,
-                 delay: float = 2.0) -> Iterator[None]:
+                 delay: float = 2.0) -> Iterator[Any]:
     """Show the passes of the releases run inside as a tqdm bar on ``file`` (default stderr):
     only when it is a terminal (nothing on a pipe or file), only once the release has taken
-    ``delay`` seconds, and never with ``quiet``."""
+    ``delay`` seconds, and never with ``quiet``. Yields the bar (``.n`` counts the passes)."""
     from tqdm import tqdm
 
     with tqdm(desc=description, unit=" pass", file=file or sys.stderr, delay=delay,
               leave=False, disable=True if quiet else None) as bar:
         previous, _state["tick"] = _state["tick"], (lambda: bar.update(1))
         try:
-            yield
+            yield bar
         finally:
             _state["tick"] = previous
