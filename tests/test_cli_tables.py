@@ -78,7 +78,7 @@ def test_baskets_run_with_the_default_method(capsys, folder):
 
 @pytest.mark.parametrize("argv, message", [
     (["frame.csv", "--columns", "x,nope"], "frame.csv has no column named 'nope'"),
-    (["frame.csv"], "line 2, column 5 ('label') is not a number"),
+    (["frame.csv"], "line 2, column 5 is not a number (column 'label'; "),
     (["index-only.csv"], "index column but no data columns"),
     (["b.dat", "--items", "4"], "line 1, item 3: the item id is not below n_items=4"),
     (["b.dat", "--items", "5", "--method", "trimmed"],

@@ -161,7 +161,7 @@ def test_csv_nan_and_inf_parse_as_floats(tmp_path):
     pytest.param("a,b,c\n1,2,3\n4,5,6\n7,8\n",
                  r"x\.csv: line 4 has 2 values but the header \(line 1\) has 3",
                  id="ragged-row-names-line-and-counts"),
-    pytest.param("a,b\n1,2\n3,oops\n", r"x\.csv: line 3, column 2 \('b'\) is not a number",
+    pytest.param("a,b\n1,2\n3,oops\n", r"x\.csv: line 3, column 2 is not a number \(column 'b'; ",
                  id="non-numeric-cell-names-line-and-column"),
     pytest.param("1,2\n3,\n", r"line 2, column 2 is not a number", id="empty-cell"),
     pytest.param("1,2\n\n3,x\n", r"line 3, column 2 is not", id="blank-lines-keep-line-numbers"),

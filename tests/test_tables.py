@@ -107,7 +107,7 @@ def test_index_col_drops_a_named_first_column(tmp_path):
     path = tmp_path / "x.csv"
     frame().drop(columns="name").rename_axis("id").to_csv(path)
     assert open_table(path).names == ("id", "height", "weight", "age")
-    with pytest.raises(InvalidDataError, match=r"line 2, column 1 \('id'\) is not a number"):
+    with pytest.raises(InvalidDataError, match=r"line 2, column 1 is not a number \(column 'id'; "):
         load_data(path)
     assert open_table(path, index_col=True).names == ("height", "weight", "age")
 

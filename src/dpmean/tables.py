@@ -310,9 +310,9 @@ class CsvTable:
         if column:
             number = int(column.group(1)) + 1
             name = self._all_names[number - 1]
-            named = f" ({name!r})" if self.header else ""
+            named = f"column {name!r}; " if self.header else ""
             return InvalidDataError(
-                f"{self.path}: {at}, column {number}{named} is not a number (empty, text, or a "
+                f"{self.path}: {at}, column {number} is not a number ({named}empty, text, or a "
                 f"malformed number); fix the cell, remove the row, or choose other columns")
         return InvalidDataError(f"{self.path}: not a valid CSV file ({type(exc).__name__} at "
                                 f"{at})")
