@@ -166,3 +166,15 @@ def test_bun_steinke_epsilons_share_their_datasets():
             line[("n=201, eps=0.2", "trim non-priv", m)]
         for noise in ("lln", "student-t", "global sens"):
             assert line[("n=201, eps=0.2", noise, m)] > line[("n=201, eps=1", noise, m)]
+
+
+def test_quick_titles_state_the_settings_that_ran():
+    # issue 18: iome-fig2 --quick titled its plot "n = 4000" while it ran n = 2000.
+    from dpmean.experiments.runner import get_spec
+
+    full, quick = get_spec("iome-fig2"), get_spec("iome-fig2", quick=True)
+    assert "n = 4000" in full.title
+    assert {s["n"] for s in quick.settings} == {2000}
+    assert "n = 4000" not in quick.title.split(" [")[0] and "n = 2000" in quick.title
+    assert "3 trials (full run: 100)" in quick.title
+    assert "rho = 0.03, 0.3 (full run: 0.01, 0.03, 0.1, 0.3, 1)" in quick.title

@@ -78,7 +78,8 @@ def test_estimators_validate_sparse_input():
     with pytest.raises(InvalidDataError, match="NaN"):
         dpmean.mean(x, rho=1.0, method="plan", bounds=(0, 1))
     with pytest.raises(InvalidDataError, match="sparse input is not supported"):
-        dpmean.mean(scipy.sparse.csr_matrix(np.eye(3)), rho=1.0, method="cm", bounds=(0, 1))
+        dpmean.mean(scipy.sparse.csr_matrix(np.eye(3)), rho=1.0, method="trimmed",
+                    bounds=(0, 1))
     inf = scipy.sparse.csr_matrix(np.array([[np.inf, 0.0], [0.0, 1.0]]))
     with pytest.raises(InvalidDataError, match="infinite"):
         dpmean.mean(inf, rho=1.0, method="plan-noscale", bounds=(0, 1))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Sequence
 from typing import Any
 
 from .errors import InvalidParameterError
@@ -27,15 +28,18 @@ def mean(
     method: str = "iome",
     bounds: Any = None,
     random_state: RandomState = None,
+    columns: Sequence[str] | str | None = None,
     **options: Any,
 ) -> MeanResult:
     """Release a differentially private mean of the rows of ``x``.
 
     Parameters
     ----------
-    x : array_like, scipy.sparse matrix, dask array or row source
+    x : array_like, data frame, scipy.sparse matrix, dask array or row source
         The data, shape (n, d) (or (n,) for one variable). n and d are public; values outside
-        ``bounds`` are clamped to them silently (counting them would leak).
+        ``bounds`` are clamped to them silently (counting them would leak). A pandas or polars
+        data frame, a pyarrow Table (anything ``pyarrow.table`` converts) is read through its
+        numeric ``columns``.
     rho : float, optional
         The zCDP budget (> 0). Give either ``rho`` or both ``epsilon`` and ``delta``.
     epsilon, delta : float, optional
@@ -52,6 +56,9 @@ def mean(
     random_state : None, int or numpy.random.Generator
         None (default) for a real release: noise from the OS-keyed secure generator. An int
         only for experiments and tests (the noise becomes reproducible).
+    columns : sequence of str or str, optional
+        For a data frame or table: the columns to use, by name, in this order (default every
+        column; each must be numeric or boolean). The result's ``columns`` are their names.
     **options
         The estimator's own parameters (see its class, e.g. ``ShiftedClippedMean``); unknown
         names are refused.
@@ -68,7 +75,8 @@ def mean(
         Unknown method or option, a budget that is missing, non-positive or given twice, bad
         bounds.
     InvalidDataError
-        Data that is empty, not 1-D/2-D, non-numeric, or holds NaN or infinity.
+        Data that is empty, not 1-D/2-D, non-numeric, or holds NaN or infinity; a column name
+        the table does not have, or a chosen column that is not numeric.
 
     Warns
     -----
@@ -83,7 +91,7 @@ def mean(
     """
     estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, bounds=bounds,
                                 random_state=random_state, **options)
-    return estimator.estimate(x)
+    return estimator.estimate(x, columns)
 
 
 def build_estimator(

@@ -11,16 +11,18 @@ import re
 import secrets
 import zipfile
 import zlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse
 
 from .errors import InvalidDataError, InvalidParameterError
+from .tables import CsvTable, ParquetTable
 from .validation import dtype_kind
 
-__all__ = ["SUPPORTED_EXTENSIONS", "cell_error", "check_basket", "check_n_items",
-           "find_bad_cell", "load_data", "write_bytes_atomic", "write_text_atomic"]
+__all__ = ["SUPPORTED_EXTENSIONS", "BasketFile", "check_basket", "check_n_items", "load_data",
+           "open_table", "write_bytes_atomic", "write_text_atomic"]
 
 SUPPORTED_EXTENSIONS = (".npy", ".npz", ".csv", ".parquet", ".dat")
 
@@ -51,18 +53,24 @@ def check_n_items(n_items) -> int:
 
 
 def load_data(
-    path: str | os.PathLike, *, key: str | None = None, n_items: int | None = None
+    path: str | os.PathLike, *, key: str | None = None, n_items: int | None = None,
+    columns: Sequence[str] | str | None = None, delimiter: str | None = None,
+    header: bool | None = None, index_col: bool | None = None,
 ) -> np.ndarray | scipy.sparse.csr_matrix:
     """Read a data file, choosing the reader by the file's extension.
 
     - ``.npy``: one array (``allow_pickle=False``: object arrays are refused).
     - ``.npz``: ``key`` names the array; a file holding a single array needs no key. A file
       written by ``scipy.sparse.save_npz`` is read (without a key) as a sparse matrix.
-    - ``.csv``: comma-separated numbers, one row per line; a first line that does not parse as
-      numbers is taken as a header. ``nan``/``inf`` cells are read as floats (the estimators
-      reject them with a clear message).
-    - ``.parquet``: a table of numeric (or boolean) columns, as an (n_rows, n_columns) array;
-      needs pyarrow (``pip install "dpmean[parquet]"``).
+    - ``.csv``: read by ``pyarrow.csv`` (quoted cells, CRLF, a UTF-8 byte-order mark; blank
+      lines skipped). The delimiter is ``delimiter`` or sniffed from the first line (comma, tab,
+      semicolon or bar). The first line is a header when one of its cells is not a number, or
+      when ``header=True`` (needed for a header of numbers, e.g. pandas' default names
+      0 .. d-1); ``header=False`` reads it as data. An empty first header cell marks pandas'
+      index column, which is dropped (``index_col=True`` drops the first column always,
+      ``False`` never). ``nan``/``inf`` cells are read as floats (the estimators reject them).
+      Details: ``dpmean.tables.CsvTable``.
+    - ``.parquet``: a table of numeric (or boolean) columns (a pandas index is not a column).
     - ``.dat``: a transaction file, one basket per line, space-separated item ids from 0 to
       ``n_items - 1``; returns a ``scipy.sparse.csr_matrix`` of 0/1 float64 of shape
       (n_baskets, n_items). ``n_items`` is required: the number of columns d is public (it is
@@ -78,31 +86,80 @@ def load_data(
         The array to read from an ``.npz`` archive.
     n_items : int, optional
         For ``.dat`` files only, and required for them: the public number of items (columns).
+    columns : sequence of str or str, optional
+        For ``.csv`` (with a header) and ``.parquet``: the columns to read, by name, in order;
+        default all (each must then be numeric).
+    delimiter, header, index_col : optional
+        For ``.csv`` only, as described above.
+
+    Returns
+    -------
+    numpy.ndarray or scipy.sparse.csr_matrix
+        The rows; ``open_table`` also gives a table's column names.
 
     Raises
     ------
     InvalidDataError
         The file is missing, is a directory, is empty, has an unknown extension, is not what
         its extension says, or its contents are malformed (an item id outside 0 .. n_items - 1
-        included). Messages name the file and the line or column, never a value read from it.
+        included), or a chosen column is missing or not numeric. Messages name the file and the
+        line or column, never a value read from it.
     InvalidParameterError
-        A ``.dat`` file without ``n_items``, or ``n_items`` for another format.
+        A ``.dat`` file without ``n_items``, or an option of another format.
     """
     p = Path(path)
     ext = p.suffix.lower()
-    if ext == ".dat":
-        n_items = check_n_items(n_items)
-    elif n_items is not None:
-        raise InvalidParameterError(f"{p}: n_items ({n_items!r}) only applies to .dat files")
+    _check_options(p, n_items=n_items, key=key, columns=columns, delimiter=delimiter,
+                   header=header, index_col=index_col)
+    if ext in (".csv", ".parquet"):
+        return open_table(p, columns=columns, delimiter=delimiter, header=header,
+                          index_col=index_col).read()
     _check_readable(p)
-    if key is not None and ext != ".npz":
-        raise InvalidDataError(f"{p}: a key ({key!r}) only applies to .npz files")
     if ext == ".npz":
         return _load_npz(p, key)
     if ext == ".dat":
         assert n_items is not None  # checked above, before the file is touched
-        return _load_dat(p, n_items)
-    return _READERS[ext](p)
+        return BasketFile(p, n_items).read()
+    return _load_npy(p)
+
+
+# The formats each reader option applies to.
+_OPTION_FORMATS = {"key": (".npz",), "n_items": (".dat",), "columns": (".csv", ".parquet"),
+                   "delimiter": (".csv",), "header": (".csv",), "index_col": (".csv",)}
+
+
+def _check_options(p: Path, **options) -> None:
+    """Refuse a reader option given for a format it does not apply to; require n_items for a
+    .dat file (before the file is touched)."""
+    ext = p.suffix.lower()
+    if ext == ".dat":
+        check_n_items(options.get("n_items"))
+    for name, value in options.items():
+        if value is not None and ext not in _OPTION_FORMATS[name]:
+            # A key names something in the file (a data error since the first release).
+            error = InvalidDataError if name == "key" else InvalidParameterError
+            raise error(
+                f"{p}: {name} ({value!r}) only applies to "
+                f"{' and '.join(_OPTION_FORMATS[name])} files")
+
+
+def open_table(
+    path: str | os.PathLike, *, columns: Sequence[str] | str | None = None,
+    delimiter: str | None = None, header: bool | None = None, index_col: bool | None = None,
+) -> CsvTable | ParquetTable:
+    """A ``.csv`` or ``.parquet`` file opened for reading (layout and chosen columns checked, no
+    rows read yet); options as in ``load_data``. ``.names`` are the chosen columns' names
+    (None for a CSV file without a header), ``.read()`` the rows, ``.batches()`` row blocks.
+    """
+    p = Path(path)
+    ext = p.suffix.lower()
+    if ext not in (".csv", ".parquet"):
+        raise InvalidParameterError(f"{p}: open_table reads .csv and .parquet files")
+    _check_options(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col)
+    _check_readable(p)
+    if ext == ".parquet":
+        return ParquetTable(p, columns=columns)
+    return CsvTable(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col)
 
 
 def _check_readable(p: Path) -> None:
@@ -124,20 +181,6 @@ def _check_readable(p: Path) -> None:
         raise InvalidDataError(f"{p}: cannot read: permission denied")
     if st.st_size == 0:
         raise InvalidDataError(f"{p}: the file is empty")
-
-
-def _read_bytes(p: Path) -> bytes:
-    try:
-        return p.read_bytes()
-    except OSError as exc:
-        raise InvalidDataError(f"{p}: cannot read: {exc.strerror or exc}") from None
-
-
-def _read_text(p: Path, kind: str) -> str:
-    try:
-        return _read_bytes(p).decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InvalidDataError(f"{p}: not a text {kind} file (it is not valid UTF-8)") from None
 
 
 def _check_numeric(p: Path, arr: np.ndarray, what: str = "") -> np.ndarray:
@@ -213,152 +256,68 @@ def _npy_reason(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _load_csv(p: Path) -> np.ndarray:
-    lines = _read_text(p, "CSV").split("\n")
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if not lines:
-        raise InvalidDataError(f"{p}: the file holds no rows")
-    start = 0 if _parse_row(lines[0]) is not None else 1
-    header = None if start == 0 else lines[0]
-    body = lines[start:]
-    if not body:
-        raise InvalidDataError(f"{p}: the file holds a header line but no rows of numbers")
-    try:
-        arr = np.loadtxt(body, delimiter=",", dtype=np.float64, ndmin=2, comments=None,
-                         quotechar='"')
-    except ValueError:
-        arr = None
-    # loadtxt skips blank lines and rejects a few spellings float() takes; the careful scan
-    # names the line and column of the first problem, or reads the file if there is none.
-    if arr is None or arr.shape[0] != len(body):
-        arr = _scan_csv(p, body, start)
-    if header is not None:
-        n_names = len(header.split(","))
-        if n_names != arr.shape[1]:
-            raise InvalidDataError(
-                f"{p}: the header (line 1) has {n_names} names but the rows have "
-                f"{arr.shape[1]} values"
-            )
-    return arr
+class BasketFile:
+    """A ``.dat`` basket file: one basket per line, whitespace-separated item ids from 0 to
+    ``n_items - 1`` (``n_items`` public: see N_ITEMS_HELP). The one parser of the format: the
+    in-memory reader takes all of it as one CSR matrix, the chunked engine block by block."""
 
+    def __init__(self, path: Path, n_items: int) -> None:
+        self.path = path
+        self.n_items = check_n_items(n_items)
 
-def _parse_cell(cell: str) -> float | None:
-    cell = cell.strip()
-    if len(cell) >= 2 and cell[0] == cell[-1] == '"':
-        cell = cell[1:-1].strip()
-    try:
-        return float(cell)
-    except ValueError:
-        return None
-
-
-def _parse_row(line: str) -> list[float] | None:
-    values = [_parse_cell(c) for c in line.split(",")]
-    numbers_ = [v for v in values if v is not None]
-    return numbers_ if len(numbers_) == len(values) else None
-
-
-def cell_error(p: Path, lineno: int, column: int) -> InvalidDataError:
-    """The error for a CSV cell that is not a number. It says where (line and column, counted
-    from 1) but not what the cell holds: a service that forwards error messages would leak it."""
-    return InvalidDataError(
-        f"{p}: line {lineno}, column {column} is not a number (empty, text, or a malformed "
-        f"number); fix the cell or remove the row")
-
-
-def find_bad_cell(line: str) -> int | None:
-    """The 1-based column of the first cell of a CSV line that is not a number, if any."""
-    for j, cell in enumerate(line.split(",")):
-        if _parse_cell(cell) is None:
-            return j + 1
-    return None
-
-
-def _scan_csv(p: Path, body: list[str], start: int) -> np.ndarray:
-    rows: list[list[float]] = []
-    for i, line in enumerate(body):
-        lineno = start + i + 1
-        if not line.strip():
-            raise InvalidDataError(
-                f"{p}: line {lineno} is empty (only empty lines at the end are allowed)"
-            )
-        cells = line.split(",")
-        if rows and len(cells) != len(rows[0]):
-            raise InvalidDataError(
-                f"{p}: line {lineno} has {len(cells)} values but line {start + 1} has "
-                f"{len(rows[0])}"
-            )
-        row = []
-        for j, cell in enumerate(cells):
-            value = _parse_cell(cell)
-            if value is None:
-                raise cell_error(p, lineno, j + 1)
-            row.append(value)
-        rows.append(row)
-    return np.array(rows, dtype=np.float64)
-
-
-def _load_parquet(p: Path) -> np.ndarray:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise InvalidDataError(
-            f'{p}: reading .parquet files needs pyarrow: pip install "dpmean[parquet]"'
-        ) from None
-    try:
-        table = pq.read_table(p)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InvalidDataError(f"{p}: not a valid .parquet file ({reason})") from None
-    if table.num_columns == 0:
-        raise InvalidDataError(f"{p}: the table has no columns")
-    columns = []
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        t = column.type
-        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
-            raise InvalidDataError(
-                f"{p}: column {name!r} has type {t}; only numeric columns can be used"
-            )
-        # Nulls become NaN, which the estimators then report.
-        values = column.cast(pa.float64()) if column.null_count else column
-        columns.append(np.asarray(values.to_numpy()))
-    return np.column_stack(columns)
-
-
-def _load_dat(p: Path, n_items: int) -> scipy.sparse.csr_matrix:
-    text = _read_text(p, "transaction (.dat)")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline ending the last basket does not start another
-    baskets = [line.split() for line in lines]
-    if not baskets:
-        raise InvalidDataError(f"{p}: the file holds no baskets")
-    counts = np.fromiter((len(b) for b in baskets), dtype=np.int64, count=len(baskets))
-    flat = [tok for b in baskets for tok in b]
-    if not flat:
-        raise InvalidDataError(f"{p}: the file holds {len(baskets)} baskets but no item ids")
-    ids = None
-    # numpy's str -> int parsing is fast but lenient ("+5", non-ASCII digits); use it only when
-    # the text is plain digits and whitespace, and let the careful scan judge anything else.
-    if _PLAIN_BASKETS.fullmatch(text):
+    def blocks(self, lines: int) -> Iterator[scipy.sparse.csr_matrix]:
+        """Consecutive 0/1 CSR blocks of at most ``lines`` baskets, of width ``n_items``."""
+        start, batch = 1, []
         try:
-            ids = np.array(flat).astype(np.int64)
-        except (ValueError, OverflowError):
-            ids = None
-    if ids is None or ids.min() < 0 or ids.max() >= n_items:
-        ids = _scan_dat(p, baskets, n_items)
-    indptr = np.zeros(len(baskets) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    # The width is the public n_items, never the largest id: see N_ITEMS_HELP.
-    mat = scipy.sparse.csr_matrix(
-        (np.ones(ids.shape[0], dtype=np.float64), ids, indptr), shape=(len(baskets), n_items)
-    )
-    mat.sum_duplicates()
-    mat.data[:] = 1.0  # a repeated item in one basket counts once
-    return mat
+            with open(self.path, encoding="utf-8-sig") as f:
+                for line in f:
+                    batch.append(line)
+                    if len(batch) == lines:
+                        yield self._parse(batch, start)
+                        start, batch = start + len(batch), []
+        except UnicodeDecodeError:
+            raise InvalidDataError(f"{self.path}: not a text transaction (.dat) file (it is "
+                                   f"not valid UTF-8)") from None
+        except OSError as exc:
+            raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        if batch or start == 1:
+            yield self._parse(batch, start)
+
+    def read(self) -> scipy.sparse.csr_matrix:
+        """Every basket as one (n_baskets, n_items) CSR matrix of 0/1 float64."""
+        mat = scipy.sparse.vstack(list(self.blocks(1 << 16)), format="csr")
+        if mat.shape[0] == 0:
+            raise InvalidDataError(f"{self.path}: the file holds no baskets")
+        if mat.nnz == 0:
+            raise InvalidDataError(f"{self.path}: the file holds {mat.shape[0]} baskets but no "
+                                   f"item ids")
+        return mat
+
+    def _parse(self, lines: list[str], start: int) -> scipy.sparse.csr_matrix:
+        baskets = [line.split() for line in lines]
+        counts = np.fromiter((len(b) for b in baskets), dtype=np.int64, count=len(baskets))
+        flat = [tok for b in baskets for tok in b]
+        ids = None
+        # numpy's str -> int parsing is fast but lenient ("+5", non-ASCII digits): only for
+        # plain digits and whitespace; the careful scan judges anything else and says where.
+        if all(_PLAIN_BASKETS.fullmatch(line) for line in lines):
+            try:
+                ids = np.array(flat, dtype=np.str_).astype(np.int64) if flat else np.zeros(
+                    0, dtype=np.int64)
+            except (ValueError, OverflowError):
+                ids = None
+        if ids is None or (ids.size and (ids.min() < 0 or ids.max() >= self.n_items)):
+            ids = np.array([i for j, b in enumerate(baskets)
+                            for i in check_basket(self.path, start + j, b, self.n_items)],
+                           dtype=np.int64)
+        indptr = np.zeros(len(baskets) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        # The width is the public n_items, never the largest id: see N_ITEMS_HELP.
+        mat = scipy.sparse.csr_matrix((np.ones(ids.shape[0]), ids, indptr),
+                                      shape=(len(baskets), self.n_items))
+        mat.sum_duplicates()
+        mat.data[:] = 1.0  # a repeated item in one basket counts once
+        return mat
 
 
 def check_basket(p: Path, lineno: int, tokens: list[str], n_items: int) -> list[int]:
@@ -384,14 +343,6 @@ def check_basket(p: Path, lineno: int, tokens: list[str], n_items: int) -> list[
     return ids
 
 
-def _scan_dat(p: Path, baskets: list[list[str]], n_items: int) -> np.ndarray:
-    ids = []
-    for i, basket in enumerate(baskets):
-        ids += check_basket(p, i + 1, basket, n_items)
-    return np.array(ids, dtype=np.int64)
-
-
-_READERS = {".npy": _load_npy, ".csv": _load_csv, ".parquet": _load_parquet}
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -60,6 +60,9 @@ class MeanResult:
     fallback : bool
         True when n was too small for the budget and the zero vector was released without
         touching the data (a public check; see InsufficientDataWarning).
+    columns : tuple of str or None
+        The names of the d coordinates, in order, when the data had them (a data frame, an
+        Arrow table, a CSV header, a Parquet schema); None otherwise.
     """
 
     mean: np.ndarray
@@ -70,10 +73,16 @@ class MeanResult:
     ledger: Mapping[str, float]
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
     fallback: bool = False
+    columns: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, Budget):
             raise TypeError(f"budget must be a Budget, got {type(self.budget).__name__}")
+        if self.columns is not None:
+            columns = tuple(str(c) for c in self.columns)
+            if len(columns) != self.d:
+                raise ValueError(f"{len(columns)} column names for d = {self.d} coordinates")
+            object.__setattr__(self, "columns", columns)
         object.__setattr__(self, "mean", _frozen(np.asarray(self.mean, dtype=np.float64)))
         object.__setattr__(self, "ledger", MappingProxyType(dict(self.ledger)))
         diagnostics = {k: _frozen(v) for k, v in self.diagnostics.items()}
@@ -134,6 +143,10 @@ class MeanResult:
 
         return confidence_radius(self, level)
 
+    def named(self, columns: Sequence[str] | None) -> MeanResult:
+        """This result with the coordinates' names (itself when ``columns`` is None)."""
+        return self if columns is None else replace(self, columns=tuple(columns))
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (arrays become lists); budget fields named by unit."""
         out: dict[str, Any] = {
@@ -141,6 +154,7 @@ class MeanResult:
             "n": self.n,
             "d": self.d,
             "mean": self.mean.tolist(),
+            "columns": None if self.columns is None else list(self.columns),
             **self.budget.to_dict(),
             "unit": self.unit,
             f"{self.unit}_spent": self.spent,

@@ -250,11 +250,13 @@ class Session:
     # Releasing
 
     def mean(self, x: Any, /, *, rho: float | None = None, epsilon: float | None = None,
-             delta: float | None = None, method: str = "iome", **options: Any) -> MeanResult:
+             delta: float | None = None, method: str = "iome",
+             columns: Sequence[str] | str | None = None, **options: Any) -> MeanResult:
         """Release a private mean of ``x`` (as ``dpmean.mean``) and charge it to the session.
 
-        Give ``rho``, or ``epsilon`` and ``delta``, for this release, and the method and its
-        options as ``dpmean.mean`` takes them.
+        Give ``rho``, or ``epsilon`` and ``delta``, for this release, the method and its
+        options as ``dpmean.mean`` takes them, and ``columns`` to pick a data frame's columns
+        by name.
 
         Raises BudgetExceededError, before ``x`` is read, when the release does not fit (see
         the class docstring), and InvalidParameterError when no per-release budget is given.
@@ -268,7 +270,7 @@ class Session:
         estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, **options)
         index = self.reserve(estimator.method, estimator.budget, release_events(estimator))
         try:
-            result = estimator.estimate(x)
+            result = estimator.estimate(x, columns)
         except BaseException:
             self.settle(index, "failed")
             raise

@@ -21,7 +21,9 @@ from ..api import build_estimator
 from ..engines import ENGINES, open_source
 from ..errors import DPMeanError, InsufficientDataWarning, InvalidDataError
 from ..intervals import interval_summary
-from ..io import load_data
+from ..io import load_data, open_table
+from ..progress import shown_passes
+from ..registry import ESTIMATORS
 from ..result import MeanResult
 from ..session import Session, release_events
 from .arguments import (
@@ -71,8 +73,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--items", type=int, metavar="D",
                    help="for a .dat basket INPUT (required for one): the public number of "
                    "items, the length d of the released mean; item ids must lie in 0..D-1 "
-                   "(ids 1..K need D = K + 1). Never read from the data, where one basket "
-                   "could change it")
+                   "(ids 1..K need D = K + 1; a larger id is an error). Never read from the "
+                   "data, where one basket could change it. Baskets run on the sparse engine "
+                   "with every method that supports it")
+    table = p.add_argument_group(
+        "tables (.csv, .parquet)",
+        "CSV files are read by pyarrow (quoted cells; blank lines skipped). The first line is "
+        "a header when one of its cells is not a number; a line of numbers is data unless "
+        "--header says otherwise (a guess from the values would make n depend on one row). "
+        "An empty first header cell (pandas' to_csv() index) marks an index column, which is "
+        "dropped. The JSON output names the columns.")
+    table.add_argument("--columns", metavar="A,B,...", type=_names,
+                       help="use these columns, by header name, in this order (default: all, "
+                       "each numeric); the others may hold text")
+    table.add_argument("--delimiter", metavar="C",
+                       help="the CSV delimiter (default: sniffed from the first line among "
+                       "comma, tab, ';' and '|'); --delimiter tab for a tab")
+    table.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                       help="the first CSV line is a header (--header: needed for names that "
+                       "are numbers, e.g. pandas' 0,1,2) or data (--no-header); default: a "
+                       "header when one of its cells is not a number")
+    table.add_argument("--index-col", action="store_true", default=None,
+                       help="drop the first CSV column (an index), whatever its header cell")
     add_output_arguments(p)
     add_option_argument(p)
     p.add_argument("--p", type=float, metavar="P",
@@ -86,6 +108,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a dask.distributed scheduler, e.g. tcp://host:8786 (implies --engine "
                    "dask; needs pip install \"dpmean[dask]\")")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar (shown on stderr, when it is a terminal, for releases "
+                   "longer than about two seconds: one step per pass over the data)")
     p.add_argument("--ledger", metavar="FILE",
                    help="charge this release to a ledger file (see 'dpmean ledger init'): "
                    "refused, before the data is read and with nothing written, if it would "
@@ -171,7 +196,8 @@ def _release(args: argparse.Namespace, estimator: Any,
         with warnings.catch_warnings():
             warnings.simplefilter("error", InsufficientDataWarning)
             try:
-                with _dask_client(args.scheduler):
+                with _dask_client(args.scheduler), shown_passes(
+                        f"dpmean estimate ({estimator.method})", quiet=args.quiet):
                     result = estimator.estimate(x)
             except InvalidDataError as exc:
                 raise InvalidDataError(f"{args.input}: {exc}") from None
@@ -199,26 +225,60 @@ def _choose_engine(args: argparse.Namespace) -> str | None:
     return None
 
 
+# The flags of one input format, and the formats they apply to.
+_FORMAT_FLAGS = {"items": (".dat",), "columns": (".csv", ".parquet"), "delimiter": (".csv",),
+                 "header": (".csv",), "index_col": (".csv",)}
+
+
+def _names(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated column names, got {text!r}")
+    return names
+
+
 def _check_input_flags(args: argparse.Namespace) -> None:
-    if args.items is not None and Path(args.input).suffix.lower() != ".dat":
-        raise UsageError("--items is the number of items of a .dat basket file; INPUT is not "
-                         "one")
+    ext = Path(args.input).suffix.lower()
+    for name, formats in _FORMAT_FLAGS.items():
+        if getattr(args, name) is not None and ext not in formats:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} applies to {' and '.join(formats)} files; INPUT is not "
+                             f"one")
+    if ext == ".dat" and args.engine is None:
+        cls = ESTIMATORS.get(args.method)
+        if cls is not None and not cls.supports_sparse:
+            able = sorted(m for m, c in ESTIMATORS.items() if c.supports_sparse)
+            raise UsageError(
+                f"method {args.method!r} does not run on .dat baskets (sparse rows): use "
+                f"--method {' or '.join(able)}, or convert the baskets to a dense .npy file")
+
+
+def _table_options(args: argparse.Namespace) -> dict[str, Any]:
+    delimiter = "\t" if args.delimiter in ("tab", "\\t") else args.delimiter
+    return {"columns": args.columns, "delimiter": delimiter, "header": args.header,
+            "index_col": args.index_col}
 
 
 def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
-    """The data as the engine reads it: a row source, a dask array, or loaded in memory."""
+    """The data as the engine reads it: a row source, a dask array, a table (named columns)
+    or an array loaded in memory."""
     _check_input_flags(args)
-    is_dat = Path(args.input).suffix.lower() == ".dat"
+    ext = Path(args.input).suffix.lower()
     # The readers refuse a .dat file without --items, with the reason.
-    items = {"n_items": args.items} if is_dat else {}
-    if engine in ("chunked", "dask") and Path(args.input).suffix.lower() != ".npz":
+    items = {"n_items": args.items} if ext == ".dat" else {}
+    tables = _table_options(args) if ext in (".csv", ".parquet") else {}
+    if engine in ("chunked", "dask") and ext != ".npz":
         if engine == "chunked":
-            return open_source(args.input, **items)
+            return open_source(args.input, **items, **tables)
         try:
             from ..engines.dask import dask_array_from_file
         except ImportError:
             raise UsageError('--engine dask needs dask: pip install "dpmean[dask]"') from None
-        return dask_array_from_file(args.input, **items)
+        return dask_array_from_file(args.input, **items, **tables)
+    if tables:
+        table = open_table(args.input, **tables)
+        # A table keeps its names into the result; a CSV file without a header has none.
+        return table.table() if table.names is not None else table.read()
     return load_data(args.input, key=args.key, **items)
 
 
@@ -258,6 +318,9 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
         lines += [f"  {name:<{width}}  {_describe(value)}"
                   for name, value in result.diagnostics.items()]
     shown = min(result.d, 8)
+    if result.columns is not None:
+        lines.append(f"columns (first {shown} of {result.d}): {', '.join(result.columns[:shown])}"
+                     f"{' ...' if result.d > shown else ''}")
     lines.append(f"private mean (first {shown} of {result.d}): "
                  f"{_format_values(result.mean[:shown])}{' ...' if result.d > shown else ''}")
     ci = interval_summary(result)

@@ -14,12 +14,16 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..progress import counted_pass
 from ..transforms import View
 
 # Bytes of the column answers an engine holds in memory at a time: one block of n x width
 # values in the column questions, and the largest answer kept in memory rather than spilled to
 # a temporary file (``scratch_array``).
 COLUMN_BLOCK_BYTES = 64 << 20
+# The questions that read every row: one pass each.
+_PASSES = ("coordinate_counts", "row_norms", "clipped_sum", "clipped_outer_sum",
+           "column_blocks", "user_rows")
 
 
 class Engine(ABC):
@@ -33,6 +37,14 @@ class Engine(ABC):
     d: int
     lo: np.ndarray
     hi: np.ndarray
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Each question an engine answers is a pass over the data, reported for progress bars
+        # (``dpmean.progress``), whichever engine answers it.
+        super().__init_subclass__(**kwargs)
+        for name in _PASSES:
+            if name in vars(cls):
+                setattr(cls, name, counted_pass(vars(cls)[name]))
 
     @abstractmethod
     def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:

@@ -9,15 +9,16 @@ column-major file (``engines.base.spilled_column_blocks``).
 from __future__ import annotations
 
 import os
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidDataError, InvalidParameterError
-from ..io import cell_error, check_basket, check_n_items, find_bad_cell
+from ..io import BasketFile, check_n_items, open_table
+from ..tables import CsvTable, ParquetTable
 from ..transforms import BoxClamp, View
 from ..validation import check_data
 from .base import Engine, spilled_column_blocks
@@ -26,13 +27,14 @@ from .memory import InMemoryEngine
 # Bytes of one chunk of rows (float64, at the view's width): large enough that the per-chunk
 # overhead vanishes, small enough that a chunk and its rotated copy stay far below memory.
 CHUNK_BYTES = 64 << 20
-_PLAIN_BASKET = re.compile(r"[0-9 \t\r\n]*")
 
 
 class RowSource(ABC):
     """Rows of a (n, d) table read front to back in chunks; ``shape`` is known up front."""
 
     shape: tuple[int, int]
+    # The columns' names where the format has them (a CSV header, a Parquet schema).
+    column_names: tuple[str, ...] | None = None
 
     @abstractmethod
     def chunks(self, rows: int) -> Iterator[np.ndarray]:
@@ -56,117 +58,54 @@ class ArraySource(RowSource):
             yield self._x[start: start + rows]
 
 
-class CsvSource(RowSource):
-    """Comma-separated numbers, one row per line, an optional header line (as ``io.load_data``).
+class TableSource(RowSource):
+    """The chosen columns of a ``.csv`` or ``.parquet`` file (``io.open_table``: the same reader
+    as ``io.load_data``), re-blocked to the engine's chunk size. ``column_names`` are the
+    columns' names (None for a CSV file without a header). Opening a CSV file reads it once to
+    count its rows (O(1) memory), which also finds any malformed cell before the release."""
 
-    Opening counts the rows (one pass over the text, O(1) memory)."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        n, first = 0, None
-        with _open_text(path) as f:
-            for line in f:
-                if line.strip():
-                    n += 1
-                    first = line if first is None else first
-        if first is None:
-            raise InvalidDataError(f"{path}: the file holds no rows")
-        self._header = _parse_csv([first]) is None
-        n -= self._header
+    def __init__(self, table: CsvTable | ParquetTable) -> None:
+        self._table = table
+        self.column_names = table.names
+        if isinstance(table, ParquetTable):
+            n = table.num_rows
+        else:
+            n = sum(block.shape[0] for block in table.batches())
         if n == 0:
-            raise InvalidDataError(f"{path}: the file holds a header but no rows")
-        width = len(first.split(","))
-        self.shape = (n, width)
+            raise InvalidDataError(f"{table.path}: the file holds a header but no rows")
+        self.shape = (n, table.width)
 
     def chunks(self, rows: int) -> Iterator[np.ndarray]:
-        with _open_text(self._path) as f:
-            # (line number, text) of the non-blank lines, so that errors can say where.
-            lines = ((i, line) for i, line in enumerate(f, start=1) if line.strip())
-            if self._header:
-                next(lines)
-            batch: list[tuple[int, str]] = []
-            for item in lines:
-                batch.append(item)
-                if len(batch) == rows:
-                    yield self._parse(batch)
-                    batch = []
-            if batch:
-                yield self._parse(batch)
-
-    def _parse(self, batch: list[tuple[int, str]]) -> np.ndarray:
-        block = _parse_csv([line for _, line in batch])
-        if block is not None and block.shape[1] == self.shape[1]:
-            return block
-        # The careful scan, line by line: it names the line and column of the first problem
-        # (never the cell's contents), or reads what loadtxt would not (as io.load_data does).
-        rows = []
-        for lineno, line in batch:
-            cells = line.split(",")
-            if len(cells) != self.shape[1]:
-                raise InvalidDataError(f"{self._path}: line {lineno} has {len(cells)} values, "
-                                       f"the first row has {self.shape[1]}")
-            column = find_bad_cell(line)
-            if column is not None:
-                raise cell_error(self._path, lineno, column)
-            rows.append([float(_strip_quotes(c)) for c in cells])
-        return np.array(rows, dtype=np.float64)
-
-
-class ParquetSource(RowSource):
-    """A table of numeric columns, read in record batches (needs pyarrow)."""
-
-    def __init__(self, path: Path) -> None:
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise InvalidDataError(
-                f'{path}: reading .parquet files needs pyarrow: pip install "dpmean[parquet]"'
-            ) from None
-        self._path = path
-        try:
-            self._file = pq.ParquetFile(path)
-        except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-            raise InvalidDataError(f"{path}: not a valid .parquet file ({exc})") from None
-        self.shape = (self._file.metadata.num_rows, self._file.metadata.num_columns)
-
-    def chunks(self, rows: int) -> Iterator[np.ndarray]:
-        for batch in self._file.iter_batches(batch_size=rows):
-            # Nulls become NaN, which the engine then reports.
-            yield np.column_stack([np.asarray(c.to_numpy(zero_copy_only=False), dtype=np.float64)
-                                   for c in batch.columns])
+        blocks = (self._table.batches(rows) if isinstance(self._table, ParquetTable)
+                  else self._table.batches())
+        for block in blocks:
+            for start in range(0, block.shape[0], rows):
+                yield block[start: start + rows]
 
 
 class DatSource(RowSource):
-    """Transaction baskets (one line each, space-separated item ids) as dense 0/1 chunks of
-    shape (rows, n_items). ``n_items`` is public (see ``io.N_ITEMS_HELP``): the width is never
-    read from the ids. Opening reads the file once for n and checks every id is below it."""
+    """Transaction baskets as dense 0/1 chunks of shape (rows, n_items), parsed by
+    ``io.BasketFile`` (as ``io.load_data`` parses them). ``n_items`` is public (see
+    ``io.N_ITEMS_HELP``): the width is never read from the ids. Opening reads the file once
+    for n, checking every id is below n_items."""
 
     def __init__(self, path: Path, n_items: int) -> None:
-        self._path = path
-        self._n_items = check_n_items(n_items)
+        self._baskets = BasketFile(path, n_items)
         n, any_item = 0, False
-        with _open_text(path) as f:
-            for n, line in enumerate(f, start=1):
-                any_item |= _basket_ids(line, path, n, self._n_items).size > 0
+        for block in self._baskets.blocks(1 << 16):
+            n += block.shape[0]
+            any_item |= block.nnz > 0
         if not any_item:
             raise InvalidDataError(f"{path}: the file holds no item ids")
-        self.shape = (n, self._n_items)
+        self.shape = (n, self._baskets.n_items)
 
     def chunks(self, rows: int) -> Iterator[np.ndarray]:
-        with _open_text(self._path) as f:
-            block = np.zeros((rows, self.shape[1]))
-            i = 0
-            for lineno, line in enumerate(f, start=1):
-                block[i, _basket_ids(line, self._path, lineno, self._n_items)] = 1.0
-                i += 1
-                if i == rows:
-                    yield block
-                    block, i = np.zeros((rows, self.shape[1])), 0
-            if i:
-                yield block[:i]
+        for block in self._baskets.blocks(rows):
+            yield block.toarray()
 
 
-def open_source(path: str | os.PathLike, *, n_items: int | None = None) -> RowSource:
+def open_source(path: str | os.PathLike, *, n_items: int | None = None,
+                **table_options: Any) -> RowSource:
     """A RowSource for a ``.npy`` (memory-mapped), ``.csv``, ``.parquet`` or ``.dat`` file.
 
     Parameters
@@ -176,16 +115,26 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None) -> RowSo
     n_items : int, optional
         For ``.dat`` basket files only, and required for them: the public number of items,
         the width d of the rows (item ids must lie in 0 .. n_items - 1).
+    **table_options
+        For ``.csv`` and ``.parquet`` files: ``columns``, and for CSV ``delimiter``,
+        ``header``, ``index_col``, as ``io.load_data`` takes them.
 
     Raises
     ------
     InvalidDataError
         The file is missing or malformed (messages give positions, never values).
     InvalidParameterError
-        A ``.dat`` file without ``n_items``, or ``n_items`` for another format.
+        A ``.dat`` file without ``n_items``, or an option of another format.
     """
     p = Path(path)
     ext = p.suffix.lower()
+    if ext in (".csv", ".parquet"):
+        if n_items is not None:
+            raise InvalidParameterError(f"{p}: n_items ({n_items!r}) only applies to .dat files")
+        return TableSource(open_table(p, **table_options))
+    if any(v is not None for v in table_options.values()):
+        raise InvalidParameterError(f"{p}: {', '.join(table_options)} apply to .csv and "
+                                    f".parquet files")
     if ext == ".dat":
         n_items = check_n_items(n_items)
     elif n_items is not None:
@@ -205,12 +154,8 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None) -> RowSo
     if ext == ".dat":
         assert n_items is not None  # checked above, before the file is touched
         return DatSource(p, n_items)
-    readers: dict[str, Callable[[Path], RowSource]] = {".csv": CsvSource,
-                                                       ".parquet": ParquetSource}
-    if ext not in readers:
-        raise InvalidDataError(f"{p}: the chunked engine reads .npy, .csv, .parquet and .dat "
-                               f"files, not {ext or 'files without extension'}")
-    return readers[ext](p)
+    raise InvalidDataError(f"{p}: the chunked engine reads .npy, .csv, .parquet and .dat "
+                           f"files, not {ext or 'files without extension'}")
 
 
 class ChunkedEngine(Engine):
@@ -266,40 +211,3 @@ class ChunkedEngine(Engine):
         width = self.hi - self.lo
         return ChunkedEngine(self.pair_differences(View(), order), -width, width,
                              chunk_rows=self._rows)
-
-
-def _open_text(path: Path):
-    try:
-        return open(path, encoding="utf-8-sig")
-    except OSError as exc:
-        raise InvalidDataError(f"{path}: cannot read: {exc.strerror or exc}") from None
-
-
-def _parse_csv(lines: list[str]) -> np.ndarray | None:
-    """The lines as a float64 block (quoted cells allowed, as io.load_data), or None."""
-    try:
-        return np.loadtxt(lines, delimiter=",", ndmin=2, dtype=np.float64, comments=None,
-                          quotechar='"')
-    except ValueError:
-        return None
-
-
-def _strip_quotes(cell: str) -> str:
-    cell = cell.strip()
-    return cell[1:-1] if len(cell) >= 2 and cell[0] == cell[-1] == '"' else cell
-
-
-def _basket_ids(line: str, path: Path, lineno: int, n_items: int) -> np.ndarray:
-    """The item ids of one basket line, each an ASCII integer in 0 .. n_items - 1 (errors say
-    where, never what the token was: ``io.check_basket``)."""
-    tokens = line.split()
-    # numpy's str -> int parsing is fast but lenient ("+5", non-ASCII digits): only for plain
-    # digits, and only the careful check names the problem.
-    if _PLAIN_BASKET.fullmatch(line):
-        try:
-            ids = np.array(tokens, dtype=np.int64)
-        except (ValueError, OverflowError):
-            ids = None
-        if ids is not None and (ids.size == 0 or ids.max() < n_items):
-            return ids
-    return np.array(check_basket(path, lineno, tokens, n_items), dtype=np.int64)

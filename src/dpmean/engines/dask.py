@@ -120,16 +120,17 @@ def _npy_rows(path: str, start: int, stop: int) -> np.ndarray:
 
 
 def dask_array_from_file(path: str, rows_per_block: int | None = None, *,
-                         n_items: int | None = None) -> Any:
+                         n_items: int | None = None, **table_options: Any) -> Any:
     """A dask.array over a data file: ``.npy`` blocks are read by the workers from the shared
     file system (memory-mapped), other formats through ``open_source`` on the client.
-    ``n_items``: the public number of items of a ``.dat`` basket file (required for one)."""
+    ``n_items``: the public number of items of a ``.dat`` basket file (required for one);
+    ``table_options``: a table's ``columns`` and CSV layout (``open_source``)."""
     import dask
     import dask.array as da
 
     from .chunked import CHUNK_BYTES, open_source
 
-    source = open_source(path, n_items=n_items)
+    source = open_source(path, n_items=n_items, **table_options)
     n, d = source.shape
     rows = rows_per_block or max(1, CHUNK_BYTES // (8 * d))
     if not str(path).lower().endswith(".npy"):

@@ -9,6 +9,7 @@ import inspect
 import math
 import warnings
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,6 +25,7 @@ from ..errors import (
 )
 from ..result import MeanResult
 from ..rng import RandomState, check_random_state, make_rng
+from ..tables import data_columns
 from ..transforms import box_scale
 from ..validation import check_bounds, check_data, check_sparse_data, is_sparse
 
@@ -235,8 +237,15 @@ class MeanEstimator(ABC):
         scale = self.box_scale(n, d)
         return (lo, hi) if scale is None else (lo * scale, hi * scale)
 
-    def estimate(self, x: Any) -> MeanResult:
-        """Release the private mean of ``x`` (shape (n, d), or (n,) for one variable)."""
+    def estimate(self, x: Any, columns: Sequence[str] | str | None = None) -> MeanResult:
+        """Release the private mean of ``x``: an array of shape (n, d) (or (n,) for one
+        variable), a scipy.sparse matrix, a row source, a dask array, or a data frame or Arrow
+        table (pandas, polars, pyarrow) whose numeric ``columns`` (default all) are used, by
+        name; the result then carries the names (``MeanResult.columns``)."""
+        x, names = data_columns(x, columns)
+        return self._estimate(x).named(names)
+
+    def _estimate(self, x: Any) -> MeanResult:
         n, d = _public_shape(x)
         if self.bounds is None and self.finds_bounds:
             return self._estimate_in_private_box(x, n, d)

@@ -28,6 +28,7 @@ class GaussianMean(MeanEstimator):
 
     method = "gaussian"
     supports_secure_noise = True
+    supports_sparse = True  # one plain sum
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         return {"noise": self.rho}

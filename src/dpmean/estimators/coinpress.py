@@ -214,6 +214,7 @@ class CoinPressMean(_CoinPress):
     """
 
     method = "coinpress"
+    supports_sparse = True  # shifted row norms and clipped sums only
 
     def __init__(
         self, rho: float | None = None, *, t: int = 2, sigma: float = 1.0, **options: Any,

@@ -45,6 +45,9 @@ class ClippedMean(MeanEstimator):
 
     method = "cm"
     supports_secure_noise = True
+    # Row norms, clipped sums and (rotated) coordinate counts: the sparse engine answers them
+    # all (IOME's quantized path excepted, which it refuses with the fix).
+    supports_sparse = True
 
     def __init__(
         self, rho: float | None = None, *, threshold_share: float = 0.25,
@@ -447,6 +450,7 @@ class GaussianIOME(ShiftedClippedMean):
     # unless bounds narrow it): runs in the data's own units.
     box_normalised = False
     finds_bounds = False  # its box comes from mean_radius and sigma_max
+    supports_sparse = False  # its preclip and integer grid have no sparse form
 
     def __init__(
         self, rho: float | None = None, *, mean_radius: float, sigma_min: float,

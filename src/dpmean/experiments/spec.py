@@ -3,6 +3,7 @@ Bun-Steinke section 4), each a data generator, methods, a sweep, trials, metric 
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -41,7 +42,7 @@ class Method:
                         **options).mean
 
 
-def budget(setting: Setting) -> dict[str, float]:
+def budget(setting: Setting) -> dict[str, Any]:
     """The privacy budget a setting states: rho (zCDP), or epsilon and delta (the local-model
     figures, IOME section 6.2, which compare (epsilon, delta)-DP protocols)."""
     if "rho" in setting:
@@ -123,8 +124,37 @@ class Spec:
         return rows
 
     def quick_version(self) -> Spec:
-        return replace(self, **{"trials": 3, **self.quick})
+        """The ``--quick`` spec, titled with the settings that actually run: a value the title
+        states ("n = 4000") is replaced by the one run, and every difference from the full
+        figure is listed after it."""
+        quick = replace(self, **{"trials": 3, **self.quick})
+        return replace(quick, title=ran_title(self, quick))
 
     @property
     def y_label(self) -> str:
         return self.ylabel or METRICS.get(self.metric, (self.metric,))[0]
+
+
+def ran_title(full: Spec, quick: Spec) -> str:
+    """``full.title`` corrected to the settings of ``quick`` (see ``Spec.quick_version``)."""
+    title, changes = full.title, []
+    for key in dict.fromkeys(k for s in full.settings + quick.settings for k in s):
+        before, after = _values(full.settings, key), _values(quick.settings, key)
+        if before == after:
+            continue
+        if len(before) == len(after) == 1:
+            title = re.sub(rf"\b{re.escape(key)} = {re.escape(before[0])}(?![\w.])",
+                           f"{key} = {after[0]}", title)
+        changes.append(f"{key} = {', '.join(after)} (full run: {', '.join(before)})")
+    if quick.trials != full.trials:
+        changes.append(f"{quick.trials} trials (full run: {full.trials})")
+    if quick.methods != full.methods:
+        changes.append(f"methods {', '.join(m.label for m in quick.methods)}")
+    return f"{title} [--quick: {'; '.join(changes)}]" if changes else title
+
+
+def _values(settings: tuple[Setting, ...], key: str) -> list[str]:
+    """The distinct values of ``key`` over ``settings``, formatted as titles write them."""
+    shown = [f"{s[key]:g}" if isinstance(s.get(key), (int, float)) else str(s.get(key, "default"))
+             for s in settings]
+    return list(dict.fromkeys(shown))

@@ -1,0 +1,378 @@
+"""Tables in: data frames, Arrow tables, CSV and Parquet files, all read through Arrow, their
+numeric columns chosen by name and handed on as one (n, d) float64 array with the names.
+
+One adapter (``pyarrow.table``, which takes pandas frames and anything that speaks the Arrow
+PyCapsule stream or dataframe-interchange protocol: polars, pyarrow, DuckDB ...) and one CSV
+parser (``pyarrow.csv``) serve the library, the in-memory reader and the chunked engine alike.
+Errors say what and where (a column's name, a line and column number), never a cell's value.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidDataError, InvalidParameterError
+
+__all__ = ["CsvTable", "ParquetTable", "data_columns", "is_table", "table_data"]
+
+# Delimiters tried, in this order on ties, when none is given (see ``sniff_delimiter``).
+DELIMITERS = (",", "\t", ";", "|")
+# Bytes pyarrow parses at a time: large enough to amortise its per-block cost, small enough
+# that a block of text and its parsed columns stay far below memory.
+_BLOCK_BYTES = 16 << 20
+_SHOWN_NAMES = 10
+_QUOTED = re.compile(r'"[^"]*"')
+
+
+def is_table(x: Any) -> bool:
+    """Whether ``x`` is a data frame or Arrow table (not an array or a single column): it has
+    ``columns`` and speaks the Arrow stream or dataframe-interchange protocol, or is pyarrow's."""
+    if type(x).__module__.split(".")[0] == "pyarrow":
+        return hasattr(x, "column_names")
+    return hasattr(x, "columns") and (hasattr(x, "__arrow_c_stream__")
+                                      or hasattr(x, "__dataframe__"))
+
+
+def data_columns(x: Any, columns: Sequence[str] | str | None = None
+                 ) -> tuple[Any, tuple[str, ...] | None]:
+    """``x`` as the estimators read it, with its column names where it has them: a data frame
+    or table becomes the array of its chosen ``columns`` (``table_data``); a row source of a
+    CSV or Parquet file keeps its ``column_names``; other input is unnamed (and ``columns``
+    does not apply to it)."""
+    if is_table(x):
+        return table_data(x, columns)
+    if columns is not None:
+        raise InvalidParameterError(
+            f"columns= chooses columns of a data frame or table by name, and the data is a "
+            f"{type(x).__name__}; index an array by position, or pass columns= to "
+            f"dpmean.io.load_data or dpmean.engines.open_source for a file")
+    return x, getattr(x, "column_names", None)
+
+
+def table_data(x: Any, columns: Sequence[str] | str | None = None
+               ) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The chosen numeric columns of a data frame or Arrow table as an (n, d) float64 array.
+
+    Parameters
+    ----------
+    x : pandas.DataFrame, polars.DataFrame, pyarrow.Table or another data frame
+        Anything ``pyarrow.table`` converts. A pandas index is not a column.
+    columns : sequence of str or str, optional
+        The columns to use, in this order; default every column (each must then be numeric).
+
+    Returns
+    -------
+    (numpy.ndarray, tuple of str)
+        The values (nulls become NaN, which the estimators refuse) and the column names.
+
+    Raises
+    ------
+    InvalidDataError
+        A column that is not numeric or boolean, a name that is not a column, a table that
+        cannot be converted.
+    """
+    import pyarrow as pa
+
+    try:
+        table = pa.table(x)
+    except (TypeError, ValueError, pa.ArrowException, NotImplementedError) as exc:
+        raise InvalidDataError(f"cannot read the {type(x).__name__} as a table of columns "
+                               f"({type(exc).__name__})") from None
+    index = set((table.schema.pandas_metadata or {}).get("index_columns", []))
+    available = [name for name in table.column_names if name not in index]
+    names = choose_columns(available, columns, "the table")
+    for name in names:
+        check_numeric_type(table.schema.field(name).type, name)
+    return _as_array(table, names), tuple(names)
+
+
+def choose_columns(available: Sequence[str], columns: Sequence[str] | str | None,
+                   where: str) -> list[str]:
+    """``columns`` checked against the names ``available`` (all of them when None)."""
+    if columns is None:
+        chosen = list(available)
+    else:
+        chosen = [columns] if isinstance(columns, str) else list(columns)
+        if not chosen or not all(isinstance(c, str) for c in chosen):
+            raise InvalidParameterError("columns must be a non-empty list of column names")
+    seen: set[str] = set()
+    for name in chosen:
+        if name in seen:
+            raise InvalidParameterError(f"column {name!r} is chosen twice")
+        seen.add(name)
+        if name not in available:
+            raise InvalidDataError(f"{where} has no column named {name!r}; it has "
+                                   f"{_list_names(available)}")
+        if list(available).count(name) > 1:
+            raise InvalidDataError(f"{where} has two columns named {name!r}; rename one")
+    if not chosen:
+        raise InvalidDataError(f"{where} has no data columns")
+    return chosen
+
+
+def check_numeric_type(arrow_type: Any, name: str) -> None:
+    """Refuse a column whose Arrow type is not a number or a boolean (its values are not read)."""
+    import pyarrow as pa
+
+    t = arrow_type
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+            or pa.types.is_decimal(t) or pa.types.is_null(t)):
+        raise InvalidDataError(f"column {name!r} has type {t}; only numeric or boolean columns "
+                               f"can be used (choose others with columns=, --columns)")
+
+
+def _list_names(names: Sequence[str]) -> str:
+    shown = ", ".join(repr(n) for n in names[:_SHOWN_NAMES])
+    more = f" and {len(names) - _SHOWN_NAMES} more" if len(names) > _SHOWN_NAMES else ""
+    return f"columns {shown}{more}" if names else "no columns"
+
+
+def _as_array(table: Any, names: Sequence[str]) -> np.ndarray:
+    """The named columns of a pyarrow Table or RecordBatch as float64 (nulls become NaN)."""
+    import pyarrow as pa
+
+    n = table.num_rows
+    out = np.empty((n, len(names)), dtype=np.float64)
+    for j, name in enumerate(names):
+        column = table.column(name)
+        if not pa.types.is_floating(column.type) or column.type != pa.float64():
+            column = column.cast(pa.float64())
+        out[:, j] = column.to_numpy(zero_copy_only=False) if n else []
+    return out
+
+
+# ------------------------------------------------------------------------------------- CSV
+
+
+def sniff_delimiter(first_line: str) -> str:
+    """The delimiter a CSV file's first line uses: the one of ``DELIMITERS`` it holds most often
+    outside quotes (the first on ties; a comma when it holds none). A number holds none of
+    them, so on a file of numbers the choice depends on the layout, never on a value."""
+    bare = _QUOTED.sub("", first_line)
+    counts = [bare.count(d) for d in DELIMITERS]
+    return DELIMITERS[int(np.argmax(counts))] if max(counts) else ","
+
+
+class CsvTable:
+    """A CSV file's layout, decided once from its first line, and its rows read with pyarrow.
+
+    - The delimiter is ``delimiter``, else sniffed from the first line (``sniff_delimiter``).
+    - ``header=None`` takes the first line as a header when one of its cells is not a number
+      (as pandas and polars do for any header of names). A line of numbers is always data:
+      guessing otherwise from the values would make n depend on one person's row. A header of
+      numbers (pandas' default names 0 .. d-1) needs ``header=True``; ``header=False`` reads
+      the first line as data.
+    - ``index_col=None`` drops the first column when its header cell is empty (what pandas'
+      ``DataFrame.to_csv()`` writes for the index); ``True`` drops the first column always;
+      ``False`` never.
+    - ``columns`` chooses columns by header name (the others may hold anything).
+    - Quoted cells, a UTF-8 byte-order mark, CRLF endings and blank lines are read as pandas
+      and polars read them (blank lines skipped).
+
+    Every chosen cell must be a number (``nan``/``inf`` included: the estimators then refuse
+    them with their own message).
+    """
+
+    def __init__(self, path: str | Path, *, columns: Sequence[str] | str | None = None,
+                 delimiter: str | None = None, header: bool | None = None,
+                 index_col: bool | None = None) -> None:
+        import pyarrow.csv as pcsv
+
+        self.path = Path(path)
+        first = self._first_line()
+        if delimiter is not None and (len(delimiter) != 1 or delimiter in '"\r\n'):
+            raise InvalidParameterError(f"the delimiter must be one character other than a "
+                                        f"quote or a line break, got {delimiter!r}")
+        self.delimiter = delimiter or sniff_delimiter(first)
+        self._parse = pcsv.ParseOptions(delimiter=self.delimiter)
+        first_cells = self._read(first.encode(), autogenerate=True).schema
+        numeric = all(_is_number_type(f.type) for f in first_cells)
+        self.header = not numeric if header is None else bool(header)
+        if self.header:
+            all_names = list(self._read(first.encode(), autogenerate=False).column_names)
+        else:
+            all_names = [f.name for f in first_cells]
+        if index_col is None:
+            index_col = self.header and all_names[0] == ""
+        data_names = all_names[1:] if index_col else all_names
+        where = f"{self.path}"
+        if not data_names:
+            raise InvalidDataError(f"{where}: the file holds an index column but no data "
+                                   f"columns")
+        if columns is not None and not self.header:
+            raise InvalidParameterError(f"{where}: columns are chosen by header name, and the "
+                                        f"file is read without a header")
+        chosen = choose_columns(data_names, columns, where)
+        for name in chosen:  # pyarrow picks columns by name: an index's name must differ
+            if all_names.count(name) > 1:
+                raise InvalidDataError(f"{where}: the header names two columns {name!r}; "
+                                       f"rename one")
+        # (physical column number, name) of the chosen columns, for errors.
+        self._column_of = {name: all_names.index(name) + 1 for name in chosen}
+        self._all_names = all_names
+        self.names: tuple[str, ...] | None = tuple(chosen) if self.header else None
+        self.width = len(chosen)
+
+    def _first_line(self) -> str:
+        try:
+            with open(self.path, "rb") as f:
+                raw = f.readline()
+                while raw and not raw.strip(b"\r\n"):
+                    raw = f.readline()  # pyarrow skips blank lines: so does the layout
+        except OSError as exc:
+            raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        try:
+            text = raw.decode("utf-8-sig").rstrip("\r\n")
+        except UnicodeDecodeError:
+            raise InvalidDataError(f"{self.path}: not a text CSV file (line 1 is not valid "
+                                   f"UTF-8)") from None
+        if not text:
+            raise InvalidDataError(f"{self.path}: the file holds no rows")
+        return text + "\n"
+
+    def _read(self, data: bytes, *, autogenerate: bool) -> Any:
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        try:
+            return pcsv.read_csv(
+                io.BytesIO(data), parse_options=self._parse,
+                read_options=pcsv.ReadOptions(autogenerate_column_names=autogenerate,
+                                              use_threads=False),
+                convert_options=pcsv.ConvertOptions(null_values=[], strings_can_be_null=False))
+        except pa.ArrowException:
+            raise InvalidDataError(f"{self.path}: line 1 is not a CSV record (an unclosed "
+                                   f"quote?)") from None
+
+    def _reader(self) -> Any:
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        names = list(self._column_of)
+        read = pcsv.ReadOptions(use_threads=False, block_size=_BLOCK_BYTES,
+                                autogenerate_column_names=not self.header)
+        convert = pcsv.ConvertOptions(
+            include_columns=names, column_types=dict.fromkeys(names, pa.float64()),
+            null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False)
+        return pcsv.open_csv(self.path, read_options=read, parse_options=self._parse,
+                             convert_options=convert)
+
+    def _record_batches(self) -> Iterator[Any]:
+        import pyarrow as pa
+
+        try:
+            for batch in self._reader():
+                if batch.num_rows:
+                    yield batch
+        except pa.ArrowException as exc:
+            raise self._error(exc) from None
+        except OSError as exc:
+            raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+
+    def batches(self) -> Iterator[np.ndarray]:
+        """The chosen columns as consecutive float64 row blocks, front to back."""
+        for batch in self._record_batches():
+            yield _as_array(batch, list(self._column_of))
+
+    def table(self) -> Any:
+        """All rows of the chosen columns as a pyarrow Table of float64 columns (named by the
+        header; ``f0``, ``f1`` ... without one, when ``names`` is None)."""
+        import pyarrow as pa
+
+        batches = list(self._record_batches())
+        if not batches:
+            raise InvalidDataError(f"{self.path}: the file holds a header line but no rows")
+        return pa.Table.from_batches(batches)
+
+    def read(self) -> np.ndarray:
+        """All rows of the chosen columns, (n, d) float64."""
+        return _as_array(self.table(), list(self._column_of))
+
+    def _error(self, exc: Exception) -> InvalidDataError:
+        """pyarrow's error (which quotes the cell or row) retold with positions only."""
+        text = str(exc)
+        record = re.search(r"Row #(\d+)", text)
+        line = self._physical_line(int(record.group(1))) if record else None
+        at = f"line {line}" if line else "a line"
+        counts = re.search(r"Expected (\d+) columns, got (\d+)", text)
+        if counts:
+            expected, got = counts.groups()
+            first = "the header (line 1)" if self.header else "line 1"
+            return InvalidDataError(f"{self.path}: {at} has {got} values but {first} has "
+                                    f"{expected}")
+        column = re.search(r"column #(\d+)", text)
+        if column:
+            number = int(column.group(1)) + 1
+            name = self._all_names[number - 1]
+            named = f"column {name!r}; " if self.header else ""
+            return InvalidDataError(
+                f"{self.path}: {at}, column {number} is not a number ({named}empty, text, or a "
+                f"malformed number); fix the cell, remove the row, or choose other columns")
+        return InvalidDataError(f"{self.path}: not a valid CSV file ({type(exc).__name__} at "
+                                f"{at})")
+
+    def _physical_line(self, record: int) -> int | None:
+        """The line number of pyarrow's record ``record`` (it counts non-blank lines)."""
+        seen = 0
+        with open(self.path, "rb") as f:
+            for lineno, raw in enumerate(f, start=1):
+                seen += bool(raw.strip(b"\r\n"))
+                if seen == record:
+                    return lineno
+        return None
+
+
+def _is_number_type(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_integer(t) or pa.types.is_floating(t))
+
+
+# ---------------------------------------------------------------------------------- Parquet
+
+
+class ParquetTable:
+    """A Parquet file's chosen numeric columns (default all), read whole or in row batches."""
+
+    def __init__(self, path: str | Path, *, columns: Sequence[str] | str | None = None) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.path = Path(path)
+        try:
+            self._file = pq.ParquetFile(self.path)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise InvalidDataError(f"{self.path}: not a valid .parquet file ({reason})") from None
+        schema = self._file.schema_arrow
+        index = set((schema.pandas_metadata or {}).get("index_columns", []))
+        available = [name for name in schema.names if name not in index]
+        if not available:
+            raise InvalidDataError(f"{self.path}: the table has no columns")
+        self.names = tuple(choose_columns(available, columns, str(self.path)))
+        for name in self.names:
+            try:
+                check_numeric_type(schema.field(name).type, name)
+            except InvalidDataError as exc:
+                raise InvalidDataError(f"{self.path}: {exc}") from None
+        self.num_rows = self._file.metadata.num_rows
+        self.width = len(self.names)
+
+    def batches(self, rows: int = 1 << 16) -> Iterator[np.ndarray]:
+        """The chosen columns as consecutive float64 blocks of at most ``rows`` rows."""
+        for batch in self._file.iter_batches(batch_size=rows, columns=list(self.names)):
+            yield _as_array(batch, self.names)
+
+    def table(self) -> Any:
+        """All rows of the chosen columns as a pyarrow Table."""
+        return self._file.read(columns=list(self.names))
+
+    def read(self) -> np.ndarray:
+        """All rows of the chosen columns, (n, d) float64."""
+        return _as_array(self.table(), self.names)

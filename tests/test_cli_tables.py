@@ -1,0 +1,126 @@
+"""``dpmean estimate`` on real tables and baskets (issue 18, items 3-5): pandas-written CSV files
+with named outputs, baskets with the default method, one clear line for each new bad input,
+and a progress bar only where it belongs."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+import dpmean
+from dpmean.cli import main
+from dpmean.engines import open_source
+from dpmean.progress import shown_passes
+
+pd = pytest.importorskip("pandas")
+
+RNG = np.random.default_rng(5)
+VALUES = RNG.uniform(0.0, 1.0, size=(2000, 3))
+GOOD = ["--rho", "1", "--bounds", "0", "1", "--seed", "3"]
+
+
+@pytest.fixture
+def folder(tmp_path):
+    df = pd.DataFrame(VALUES, columns=["x", "y", "z"])
+    df["label"] = "secret-label"
+    df.to_csv(tmp_path / "frame.csv")  # index column, empty first header cell
+    pd.DataFrame(VALUES).to_csv(tmp_path / "numbers.csv", index=False)  # header "0,1,2"
+    pd.DataFrame(index=range(5)).to_csv(tmp_path / "index-only.csv")
+    baskets = ["0 3 4", "1", "", "2 3", "4 0"] * 200
+    (tmp_path / "b.dat").write_text("\n".join(baskets) + "\n")
+    return tmp_path
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_pandas_csv_gives_the_right_d_and_named_json(capsys, folder):
+    code, out, err = run(capsys, "estimate", folder / "frame.csv", *GOOD, "--columns", "z,x",
+                         "--json")
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["d"] == 2 and payload["n"] == len(VALUES)
+    assert payload["columns"] == ["z", "x"]
+    assert "columns (first 2 of 2): z, x" in err
+
+
+@pytest.mark.parametrize("engine", ["memory", "chunked"])
+def test_every_engine_reads_the_same_columns(capsys, folder, engine):
+    code, out, _ = run(capsys, "estimate", folder / "frame.csv", *GOOD, "--columns", "x,y,z",
+                       "--engine", engine, "--json", "--method", "gaussian")
+    assert code == 0
+    payload = json.loads(out)
+    expected = dpmean.mean(VALUES, rho=1, bounds=(0, 1), random_state=3, method="gaussian")
+    assert payload["columns"] == ["x", "y", "z"]
+    # The CSV holds the values to 17 significant digits; the sums differ in order only.
+    np.testing.assert_allclose(payload["mean"], expected.mean, rtol=1e-12)
+
+
+def test_a_header_of_numbers_with_header_flag(capsys, folder):
+    code, out, _ = run(capsys, "estimate", folder / "numbers.csv", *GOOD, "--header", "--json")
+    payload = json.loads(out)
+    assert code == 0 and payload["n"] == len(VALUES) and payload["columns"] == ["0", "1", "2"]
+
+
+def test_baskets_run_with_the_default_method(capsys, folder):
+    code, out, _ = run(capsys, "estimate", folder / "b.dat", "--rho", 1, "--items", 5,
+                       "--seed", 1, "--json")
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["method"] == "iome" and payload["d"] == 5 and payload["n"] == 1000
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["frame.csv", "--columns", "x,nope"], "frame.csv has no column named 'nope'"),
+    (["frame.csv"], "line 2, column 5 is not a number (column 'label'; "),
+    (["index-only.csv"], "index column but no data columns"),
+    (["b.dat", "--items", "4"], "line 1, item 3: the item id is not below n_items=4"),
+    (["b.dat", "--items", "5", "--method", "trimmed"],
+     "method 'trimmed' does not run on .dat baskets (sparse rows): use --method auto or cm"),
+    (["frame.csv", "--items", "3"], "--items applies to .dat files"),
+    (["b.dat", "--items", "5", "--columns", "a"], "--columns applies to .csv and .parquet"),
+    (["frame.csv", "--columns", "x,,y"], "expected comma-separated column names"),
+])
+def test_new_bad_inputs_give_one_line_and_write_nothing(capsys, folder, argv, message):
+    target = folder / "out.json"
+    code, out, err = run(capsys, "estimate", folder / argv[0], *argv[1:], *GOOD,
+                         "--output", target)
+    assert code == 2 and out == ""
+    assert err.startswith("dpmean: error:") and err.count("\n") == 1 and message in err
+    assert "secret-label" not in err
+    assert not target.exists()
+
+
+# ------------------------------------------------------------------------------------ progress
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("source", ["memory", "chunked"])
+def test_each_question_is_one_pass_on_every_engine(folder, source):
+    # The Gaussian baseline asks one question (the sum): one pass, whether the chunked engine
+    # answers it chunk by chunk or not.
+    x = VALUES if source == "memory" else open_source(folder / "frame.csv",
+                                                      columns=["x", "y", "z"])
+    with shown_passes("test", file=Terminal(), delay=0) as bar:
+        dpmean.mean(x, rho=1, bounds=(0, 1), method="gaussian", random_state=0)
+        assert bar.n == 1
+        # CM: the row norms once (sorted and kept for its 20 search steps), the clipped sum.
+        dpmean.mean(x, rho=1, bounds=(0, 1), method="cm", random_state=0)
+        assert bar.n == 3
+
+
+def test_no_bar_when_quiet_or_not_a_terminal():
+    for screen, quiet in ((Terminal(), True), (io.StringIO(), False)):
+        with shown_passes("test", file=screen, delay=0, quiet=quiet):
+            dpmean.mean(VALUES, rho=1, bounds=(0, 1), method="cm", random_state=0)
+        assert screen.getvalue() == ""

@@ -1,0 +1,165 @@
+"""Data frames, Arrow tables and CSV files in (issue 18, item 3): one adapter, columns by name,
+the names carried into the result; pandas-written CSV files read with the right d."""
+
+import numpy as np
+import pytest
+
+import dpmean
+from dpmean.engines import open_source
+from dpmean.errors import InvalidDataError, InvalidParameterError
+from dpmean.io import load_data, open_table
+
+pd = pytest.importorskip("pandas")
+pl = pytest.importorskip("polars")
+pa = pytest.importorskip("pyarrow")
+
+SECRET = "Alice-Smith-1970"
+RNG = np.random.default_rng(18)
+VALUES = RNG.uniform(0.0, 1.0, size=(600, 3))
+
+
+def frame() -> "pd.DataFrame":
+    """Three numeric columns, a text column holding a 'secret', a named string index."""
+    df = pd.DataFrame(VALUES, columns=["height", "weight", "age"],
+                      index=[f"row{i}" for i in range(len(VALUES))])
+    df["name"] = SECRET
+    return df
+
+
+def release(x, **kw):
+    return dpmean.mean(x, rho=1.0, method="gaussian", bounds=(0, 1), random_state=7, **kw)
+
+
+@pytest.mark.parametrize("convert", [
+    pytest.param(lambda df: df, id="pandas"),
+    pytest.param(lambda df: pl.from_pandas(df), id="polars"),
+    pytest.param(lambda df: pa.table(df), id="pyarrow"),
+])
+def test_frames_give_the_chosen_columns_by_name(convert):
+    result = release(convert(frame()), columns=["age", "height"])
+    expected = release(VALUES[:, [2, 0]])  # same seed, same data: the same release
+    assert result.columns == ("age", "height") and result.d == 2 and result.n == len(VALUES)
+    # Same noise; the sums may differ in summation order only: n * eps relative at most.
+    np.testing.assert_allclose(result.mean, expected.mean, rtol=len(VALUES) * 2.3e-16)
+    assert result.to_dict()["columns"] == ["age", "height"]
+    assert expected.columns is None and expected.to_dict()["columns"] is None
+
+
+def test_all_columns_by_default_and_the_pandas_index_is_not_one():
+    result = release(frame().drop(columns="name"))
+    assert result.columns == ("height", "weight", "age")
+
+
+@pytest.mark.parametrize("columns, error, pattern", [
+    (["height", "shoe size"], InvalidDataError, r"no column named 'shoe size'; it has columns "
+     r"'height', 'weight', 'age', 'name'"),
+    (None, InvalidDataError, r"column 'name' has type .*string.*only numeric"),
+    (["name"], InvalidDataError, r"column 'name' has type"),
+    (["age", "age"], InvalidParameterError, r"column 'age' is chosen twice"),
+    ([], InvalidParameterError, r"non-empty list"),
+])
+def test_bad_column_choices_are_refused_without_showing_values(columns, error, pattern):
+    with pytest.raises(error, match=pattern) as info:
+        release(frame(), columns=columns)
+    assert SECRET not in str(info.value)
+
+
+def test_columns_apply_only_to_tables():
+    with pytest.raises(InvalidParameterError, match=r"columns= chooses columns of a data frame"):
+        release(VALUES, columns=["a"])
+
+
+def test_null_cells_are_refused_as_nan():
+    df = pl.DataFrame({"a": [0.5, None, 0.2]})
+    with pytest.raises(InvalidDataError, match=r"NaN or infinite"):
+        release(df)
+
+
+# ---------------------------------------------------------------------- CSV written by pandas
+
+
+def test_pandas_to_csv_with_its_index_column(tmp_path):
+    path = tmp_path / "x.csv"
+    frame().drop(columns="name").to_csv(path)  # first header cell empty: the index
+    table = open_table(path)
+    assert table.names == ("height", "weight", "age")
+    np.testing.assert_allclose(table.read(), VALUES, rtol=1e-15)
+
+
+def test_pandas_default_names_with_index_are_a_header(tmp_path):
+    path = tmp_path / "x.csv"
+    pd.DataFrame(VALUES).to_csv(path)  # ",0,1,2": the empty cell makes it a header
+    table = open_table(path)
+    assert table.names == ("0", "1", "2") and table.read().shape == VALUES.shape
+
+
+def test_a_header_of_numbers_needs_header_true(tmp_path):
+    path = tmp_path / "x.csv"
+    pd.DataFrame(VALUES).to_csv(path, index=False)  # "0,1,2" then the rows
+    # A line of numbers is data unless told otherwise: guessing from values would make n
+    # depend on one row.
+    assert load_data(path).shape == (len(VALUES) + 1, 3)
+    table = open_table(path, header=True)
+    assert table.names == ("0", "1", "2") and table.read().shape == VALUES.shape
+
+
+def test_index_col_drops_a_named_first_column(tmp_path):
+    path = tmp_path / "x.csv"
+    frame().drop(columns="name").rename_axis("id").to_csv(path)
+    assert open_table(path).names == ("id", "height", "weight", "age")
+    with pytest.raises(InvalidDataError, match=r"line 2, column 1 is not a number \(column 'id'; "):
+        load_data(path)
+    assert open_table(path, index_col=True).names == ("height", "weight", "age")
+
+
+def test_columns_by_name_skip_text_and_quoted_delimiters(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text('name;v;w\n"Smith; Alice";1.5;2\n"Doe, J";"3";4\n')
+    table = open_table(path, columns=["w", "v"])
+    assert table.delimiter == ";" and table.names == ("w", "v")
+    np.testing.assert_array_equal(table.read(), [[2.0, 1.5], [4.0, 3.0]])
+
+
+@pytest.mark.parametrize("text, delimiter", [("1\t2\n3\t4\n", "\t"), ("1|2\n3|4\n", "|"),
+                                             ("1;2\n3;4\n", ";"), ("1\n3\n", ",")])
+def test_delimiter_is_sniffed_from_the_first_line(tmp_path, text, delimiter):
+    path = tmp_path / "x.csv"
+    path.write_text(text)
+    table = open_table(path)
+    assert table.delimiter == delimiter and table.read().shape[0] == 2
+
+
+def test_a_given_delimiter_wins(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("a;b,c\n1;2,3\n")
+    assert open_table(path, delimiter=",").names == ("a;b", "c")
+
+
+def test_chunked_source_reads_what_load_data_reads(tmp_path):
+    path = tmp_path / "x.csv"
+    frame().to_csv(path)
+    source = open_source(path, columns=["weight", "age"])
+    assert source.shape == (len(VALUES), 2) and source.column_names == ("weight", "age")
+    np.testing.assert_array_equal(np.concatenate(list(source.chunks(64))),
+                                  load_data(path, columns=["weight", "age"]))
+    result = release(source)
+    assert result.columns == ("weight", "age")
+
+
+def test_parquet_columns_by_name(tmp_path):
+    path = tmp_path / "x.parquet"
+    frame().to_parquet(path)
+    assert open_table(path, columns=["weight", "height"]).names == ("weight", "height")
+    np.testing.assert_array_equal(load_data(path, columns=["age"]), VALUES[:, [2]])
+    with pytest.raises(InvalidDataError, match=r"column 'name' has type") as info:
+        load_data(path)
+    assert SECRET not in str(info.value)
+
+
+def test_csv_options_only_for_their_formats(tmp_path):
+    np.save(tmp_path / "x.npy", VALUES)
+    with pytest.raises(InvalidParameterError, match=r"columns .* only applies to \.csv and "):
+        load_data(tmp_path / "x.npy", columns=["a"])
+    (tmp_path / "x.parquet").write_bytes(b"")
+    with pytest.raises(InvalidParameterError, match=r"delimiter .* only applies to \.csv"):
+        load_data(tmp_path / "x.parquet", delimiter=";")
