@@ -383,3 +383,43 @@ def test_estimate_coinpress(capsys, data, method, options, stages):
     assert len(payload["ledger"]) == stages
     # Uniform(0, 10) columns: mean 5, sd 2.9; the noise std at n = 3000 is far below 0.5.
     assert np.allclose(payload["mean"], 5.0, atol=0.5)
+
+
+def test_a_closed_pipe_is_not_a_traceback(tmp_path):
+    # `dpmean estimate ... | head -1`: the reader may leave before dpmean writes. Here it has
+    # left before dpmean starts (the pipe's read end is closed first), so every write fails;
+    # dpmean stops quietly with the shell's SIGPIPE status instead of printing a
+    # BrokenPipeError traceback.
+    import subprocess
+    import sys
+
+    data = tmp_path / "x.npy"
+    np.save(data, np.random.default_rng(0).uniform(0, 1, size=(200, 30)))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "dpmean", "estimate", str(data), "--rho", "1", "--bounds",
+             "0", "1", "--seed", "1"], stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    err = proc.stderr.decode()
+    assert proc.returncode == 141, err
+    assert "Traceback" not in err
+
+
+def test_a_warning_is_one_line_without_source(tmp_path, capsys):
+    # 5 rows at rho = 1 in 300 unit columns: the Gaussian mechanism's noise, sqrt(300) / 5 /
+    # sqrt(2) = 2.4 box widths, exceeds the box, which the library warns about; the command
+    # line shows it as one "dpmean: warning:" line.
+    from dpmean.cli import main
+
+    data = tmp_path / "x.npy"
+    np.save(data, np.random.default_rng(0).uniform(0, 1, size=(5, 300)))
+    assert main(["estimate", str(data), "--rho", "1", "--bounds", "0", "1", "--seed", "1",
+                 "--method", "gaussian"]) == 0
+    err = capsys.readouterr().err
+    warning_lines = [line for line in err.splitlines() if "warning" in line.lower()]
+    assert len(warning_lines) == 1
+    assert warning_lines[0].startswith("dpmean: warning: gaussian: the noise")
+    assert "base.py" not in err and "NoisyReleaseWarning" not in err

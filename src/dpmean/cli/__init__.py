@@ -12,7 +12,10 @@ out and returns the exit code. Adding a command is one module with ``register`` 
 
 from __future__ import annotations
 
+import os
 import sys
+import warnings
+from typing import Any
 
 from .. import __version__
 from ..errors import DPMeanError, InsufficientDataWarning
@@ -41,8 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-        return args.run(args)
+        with warnings.catch_warnings():
+            # Each run shows its own warnings once (also when main is called again in the
+            # same process), as one line each.
+            warnings.simplefilter("default")
+            warnings.showwarning = _show_warning
+            args = parser.parse_args(argv)
+            return args.run(args)
     except ParserExit as done:
         return done.status
     except (UsageError, DPMeanError) as exc:
@@ -53,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dpmean: interrupted; nothing was written", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (``dpmean ... | head``): not an error of ours. Point
+        # stdout at /dev/null so that Python's flush at exit does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports it
 
 
 def build_parser() -> Parser:
@@ -74,6 +87,14 @@ def build_parser() -> Parser:
     for command in COMMANDS:
         command.register(sub)
     return parser
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    # A warning on the command line is one line for the user, like an error: what and why,
+    # not the library's file and source line.
+    one_line = " ".join(str(message).split())
+    print(f"dpmean: warning: {one_line}", file=sys.stderr)
 
 
 def _fail(message: str) -> int:
