@@ -61,6 +61,10 @@ def _count_columns(values, pivot_values, pivot_positions, pivot_counts, threshol
             pivot_counts[j] = m + 1
 
 
+# The fewest values a thread of ``ColumnCounter.counts`` is given (a few milliseconds of work).
+_VALUES_PER_THREAD = 1 << 18
+
+
 class ColumnCounter:
     """Counts #{i: values[j, i] <= t_j} for each row j of ``values`` (k, n), which it owns
     and reorders within each row (one coordinate's n values per row, so each is contiguous).
@@ -92,11 +96,13 @@ class ColumnCounter:
         run: Callable[[tuple[int, int]], None] = lambda span: _count_columns(  # noqa: E731
             self.values, self._pivot_values, self._pivot_positions, self._pivot_counts,
             thresholds, out, span[0], span[1])
-        spans = [(k * t // self.threads, k * (t + 1) // self.threads)
-                 for t in range(self.threads)]
-        if self.threads == 1:
+        # A thread per core only when each gets enough values to outweigh starting it: small
+        # inputs (tests, audits, many small releases) were dominated by thread start-up.
+        threads = min(self.threads, k, max(1, self.values.size // _VALUES_PER_THREAD))
+        spans = [(k * t // threads, k * (t + 1) // threads) for t in range(threads)]
+        if threads == 1:
             run(spans[0])
         else:
-            with ThreadPoolExecutor(self.threads) as pool:
+            with ThreadPoolExecutor(threads) as pool:
                 list(pool.map(run, spans))
         return out

@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ..transforms import BoxClamp, View, clip_weights
 from .base import Engine, column_slices
+from .blas import one_blas_thread
 
 if TYPE_CHECKING:
     from .column_counts import ColumnCounter
@@ -59,7 +59,7 @@ class InMemoryEngine(Engine):
         # One BLAS thread even when we run one: the blocks' small products (the transform's
         # 16 x 16 stages) gain nothing from BLAS threads, whose start-up and spinning made the
         # transform 20x slower; with our threads they would also fight over the same cores.
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             if len(blocks) <= 1 or _THREADS == 1:
                 return [fn(rows) for rows in blocks]
             with ThreadPoolExecutor(_THREADS) as pool:

@@ -12,11 +12,11 @@ from typing import NoReturn
 
 import numpy as np
 import scipy.sparse
-from threadpoolctl import threadpool_limits
 
 from ..errors import InvalidParameterError
 from ..transforms import BoxClamp, RandomRotation, View, clip_weights
 from .base import Engine
+from .blas import one_blas_thread
 
 # Rows of one block of rotated rows (float64 at the padded width) in rotated coordinate counts.
 _BLOCK_BYTES = 32 << 20
@@ -116,7 +116,7 @@ class SparseEngine(Engine):
         step = max(1, _BLOCK_BYTES // (8 * rotation.padded_dim))
         # One BLAS thread: the transform's 16 x 16 products only pay for BLAS's threads (20x
         # slower with them on the in-memory engine's one-thread path, issue 20).
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             for start in range(0, len(undecided), step):
                 rows = self._x[undecided[start: start + step]].toarray()
                 below = (rotation.apply(rows) <= limit).view(np.uint8)
