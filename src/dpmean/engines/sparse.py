@@ -36,11 +36,13 @@ class SparseEngine(Engine):
     shift and scale (v(x) = b * (x - s)), or rotate (normalised, orthogonal R) and shift
     (v(x) = R x - s, IOME): then ||R x - s||^2 = ||x||^2 - 2 <x, R^T s> + ||s||^2 and
     sum_i w_i (R x_i - s) = R (X^T w) - (sum_i w_i) s cost O(nnz + d log d). Rotated coordinate
-    counts need the rotated rows: rows whose l1 norm bounds every rotated coordinate below all
-    thresholds are decided without rotating (|(R x)_j| <= ||x||_1 / sqrt(d_pad)); the others
-    are rotated in blocks of _BLOCK_BYTES, so memory stays O(nnz + block x d_pad) but time is
-    O(n d_pad log d_pad) per count. Clipping, quantizing and linear views have no sparse form
-    and raise, as do the questions whose answer is itself dense (sorted columns, pair
+    counts come from a table of the rows' rotated values, which lie on an integer lattice for
+    basket data, built once per rotation (``LatticeCounts``: at most 256 MiB, plus 32 MiB
+    blocks while building), then O(d_pad) per count. Rows the table does not hold (values off
+    the lattice, or a larger l1 norm) are rotated at every count in blocks of _BLOCK_BYTES,
+    except those whose l1 norm decides them (|(R x)_j| <= ||x||_1 / sqrt(d_pad)). Memory:
+    O(nnz) plus those bounds. Clipping, quantizing and linear views have no sparse form and
+    raise, as do the questions whose answer is itself dense (sorted columns, pair
     differences, the d x d outer sum).
     """
 
