@@ -10,10 +10,8 @@ dense engines only (the sparse engine refuses order statistics). In-process peak
 run allocates (tracemalloc; memory-mapped pages are the OS's cache, not allocations); Dask peaks
 are the workers' peak RSS (workers restarted before each run) plus the client's allocations.
 
-IOME on the sparse matrix needs rotated coordinate counts, which rotate every undecided row
-(O(d_pad log d_pad) each, d_pad = 65,536): the full run takes hours, so it runs on the first
---iome-sparse-rows rows (all 41,270 columns) and the table gives that time and its linear
-extrapolation to all rows. Not a test.
+IOME on the sparse matrix answers its rotated coordinate counts from a table of lattice values
+built once (engines/lattice_counts.py), so it runs on all rows. Not a test.
 
     python benchmarks/bench_scale.py                 # the full table (a 2 GB scratch file)
     python benchmarks/bench_scale.py --quick         # n / 10 and fewer rows for sparse IOME
@@ -43,27 +41,23 @@ from dpmean.transforms import IDENTITY
 
 MNIST = Path(__file__).resolve().parents[1] / "data" / "mnist-70k.npz"
 METHODS = ("cm", "iome", "plan", "trimmed")
-SPARSE_METHODS = ("cm", "plan")
+SPARSE_METHODS = ("cm", "iome", "plan")
 RHO = 1.0
 
 
 @dataclass(frozen=True)
 class Sizes:
-    """Rows of each data set: MNIST, the Gaussian file, the Kosarak-scale matrix, and the rows
-    of the latter that sparse IOME runs on."""
+    """Rows of each data set: MNIST, the Gaussian file and the Kosarak-scale matrix."""
 
     mnist: int
     gaussian: int
     sparse: int
-    iome_sparse: int
 
 
 SIZES = {
-    "full": Sizes(70_000, 1_000_000, 990_000, 2000),
-    "quick": Sizes(70_000, 100_000, 99_000, 500),
-    # Sparse IOME needs 406 rows at d = 41,270 before it releases anything but zeros (about
-    # 0.1 s per row): the smoke run skips it.
-    "smoke": Sizes(2_000, 5_000, 9_900, 0),
+    "full": Sizes(70_000, 1_000_000, 990_000),
+    "quick": Sizes(70_000, 100_000, 99_000),
+    "smoke": Sizes(2_000, 5_000, 9_900),
 }
 
 
@@ -161,14 +155,11 @@ def print_table(rows: list) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=SIZES, default="full",
-                        help="full (the issue's sizes), quick (n / 10, 500 sparse IOME rows) or "
-                             "smoke (tiny: checks that every block runs, in under a minute)")
+                        help="full (the issue's sizes), quick (n / 10) or smoke (tiny: checks "
+                             "that every block runs, in under a minute)")
     parser.add_argument("--quick", action="store_const", const="quick", dest="size",
                         help="the same as --size quick")
     parser.add_argument("--repeat", type=int, default=1, help="timed runs (best is shown)")
-    parser.add_argument("--iome-sparse-rows", type=int, default=None,
-                        help="rows of the Kosarak-scale matrix IOME runs on (default by --size: "
-                             "2000, 500, 0 = skip)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["mnist", "gaussian", "sparse",
                                                                   "dask"])
     args = parser.parse_args()
@@ -195,18 +186,6 @@ def main() -> None:
             # PLAN on baskets: its sparse defaults (mean centre, binary variances).
             measure(sparse_label, "sparse", lambda: baskets, (0, 1), args.repeat, rows,
                     methods=SPARSE_METHODS)
-            iome_rows = (args.iome_sparse_rows if args.iome_sparse_rows is not None
-                         else sizes.iome_sparse)
-            if iome_rows > 0:
-                head = baskets[:iome_rows]
-                part: list = []
-                measure(f"first {iome_rows:,} rows of it", "sparse", lambda: head, (0, 1), 1,
-                        part, methods=("iome",))
-                rows.extend(part)
-                seconds = part[-1][3]
-                print(f"IOME sparse: {seconds:.1f} s on {iome_rows} rows -> about "
-                      f"{seconds * n / iome_rows / 60:.0f} min on all {n:,} rows (linear in n)",
-                      file=sys.stderr)
 
         if "dask" not in args.skip:
             from dpmean.engines.dask import dask_array_from_file

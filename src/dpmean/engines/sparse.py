@@ -7,8 +7,9 @@ shift and scale are affine, and IOME (section 3.3) through the rotation's identi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 import scipy.sparse
@@ -18,8 +19,13 @@ from ..transforms import BoxClamp, RandomRotation, View, clip_weights
 from .base import Engine
 from .blas import one_blas_thread
 
+if TYPE_CHECKING:
+    from .lattice_counts import LatticeCounts
+
 # Rows of one block of rotated rows (float64 at the padded width) in rotated coordinate counts.
 _BLOCK_BYTES = 32 << 20
+# Threads that build the rotated counts' table (numba and numpy release the GIL).
+_THREADS = max(1, min(os.cpu_count() or 1, 8))
 
 
 class SparseEngine(Engine):
@@ -31,11 +37,13 @@ class SparseEngine(Engine):
     shift and scale (v(x) = b * (x - s)), or rotate (normalised, orthogonal R) and shift
     (v(x) = R x - s, IOME): then ||R x - s||^2 = ||x||^2 - 2 <x, R^T s> + ||s||^2 and
     sum_i w_i (R x_i - s) = R (X^T w) - (sum_i w_i) s cost O(nnz + d log d). Rotated coordinate
-    counts need the rotated rows: rows whose l1 norm bounds every rotated coordinate below all
-    thresholds are decided without rotating (|(R x)_j| <= ||x||_1 / sqrt(d_pad)); the others
-    are rotated in blocks of _BLOCK_BYTES, so memory stays O(nnz + block x d_pad) but time is
-    O(n d_pad log d_pad) per count. Clipping, quantizing and linear views have no sparse form
-    and raise, as do the questions whose answer is itself dense (sorted columns, pair
+    counts come from a table of the rows' rotated values, which lie on an integer lattice for
+    basket data, built once per rotation (``LatticeCounts``: at most 256 MiB, plus 32 MiB
+    blocks while building), then O(d_pad) per count. Rows the table does not hold (values off
+    the lattice, or a larger l1 norm) are rotated at every count in blocks of _BLOCK_BYTES,
+    except those whose l1 norm decides them (|(R x)_j| <= ||x||_1 / sqrt(d_pad)). Memory:
+    O(nnz) plus those bounds. Clipping, quantizing and linear views have no sparse form and
+    raise, as do the questions whose answer is itself dense (sorted columns, pair
     differences, the d x d outer sum).
     """
 
@@ -59,6 +67,7 @@ class SparseEngine(Engine):
                                                 shape=x.shape)
         self._column_nnz = np.bincount(x.indices, minlength=self.d)
         self._row_l1 = np.asarray(abs(self._x).sum(axis=1)).ravel()
+        self._lattice: tuple[RandomRotation, LatticeCounts] | None = None
 
     def _affine(self, view: View) -> tuple[np.ndarray, np.ndarray]:
         """(shift, scale) of a view the engine can answer, as vectors of the view's width."""
@@ -106,20 +115,36 @@ class SparseEngine(Engine):
         return (stored_below + zeros_below).astype(np.int64)
 
     def _rotated_counts(self, rotation: RandomRotation, limit: np.ndarray) -> np.ndarray:
-        """Per rotated coordinate j, #{i: (R x_i)_j <= limit_j}, rotating only undecided rows."""
+        """Per rotated coordinate j, #{i: (R x_i)_j <= limit_j}: rows on the integer lattice
+        from a table of value counts built once per rotation (``LatticeCounts``), the rest
+        rotated here."""
+        from .lattice_counts import LatticeCounts  # numba: imported when first needed
+
+        cached = self._lattice
+        if cached is None or cached[0] is not rotation:
+            cached = (rotation, LatticeCounts(self._x, rotation.signs, _THREADS))
+            self._lattice = cached
+        lattice = cached[1]
+        return (lattice.counts(limit, rotation.scale)
+                + self._rotate_and_count(rotation, limit, lattice.apart))
+
+    def _rotate_and_count(self, rotation: RandomRotation, limit: np.ndarray,
+                          rows: np.ndarray) -> np.ndarray:
+        """Per rotated coordinate j, #{i in rows: (R x_i)_j <= limit_j}, rotating the rows
+        whose l1 norm leaves it open, a block at a time."""
         # Every rotated coordinate of row i lies in [-b_i, b_i], b_i = ||x_i||_1 / sqrt(d_pad)
         # (R's entries are +-1/sqrt(d_pad)). A row with b_i < min_j |limit_j| is below limit_j
         # exactly where limit_j > 0. The margin 1e-9 covers rounding in the rotated values.
-        bound = self._row_l1 * rotation.scale * (1.0 + 1e-9)
-        undecided = np.flatnonzero(bound >= np.min(np.abs(limit)))
-        counts = np.where(limit > 0.0, self.n - len(undecided), 0).astype(np.int64)
+        bound = self._row_l1[rows] * rotation.scale * (1.0 + 1e-9)
+        undecided = rows[bound >= np.min(np.abs(limit))]
+        counts = np.where(limit > 0.0, len(rows) - len(undecided), 0).astype(np.int64)
         step = max(1, _BLOCK_BYTES // (8 * rotation.padded_dim))
         # One BLAS thread: the transform's 16 x 16 products only pay for BLAS's threads (20x
         # slower with them on the in-memory engine's one-thread path, issue 20).
         with one_blas_thread():
             for start in range(0, len(undecided), step):
-                rows = self._x[undecided[start: start + step]].toarray()
-                below = (rotation.apply(rows) <= limit).view(np.uint8)
+                block = self._x[undecided[start: start + step]].toarray()
+                below = (rotation.apply(block) <= limit).view(np.uint8)
                 counts += np.add.reduce(below, axis=0, dtype=np.int32)
         return counts
 
