@@ -468,3 +468,16 @@ def test_estimators_show_and_return_their_parameters_as_given(method):
     assert clone.get_params() == params
     x = np.random.default_rng(0).normal(0.0, 1.0, size=(3000, 3))
     np.testing.assert_array_equal(clone.estimate(x).mean, estimator.estimate(x).mean)
+
+
+def test_every_registered_name_resolves_to_the_class_of_that_method():
+    # The registry names classes by module and class name so that listing the methods imports
+    # none of them; a typo there would only show when that method is asked for.
+    for name in ESTIMATORS:
+        cls = ESTIMATORS[name]
+        assert issubclass(cls, MeanEstimator) and cls.method == name
+    assert dict(ESTIMATORS.items()) == {name: ESTIMATORS[name] for name in ESTIMATORS}
+    assert "iome" in ESTIMATORS and "nope" not in ESTIMATORS and ESTIMATORS.get("nope") is None
+    assert len(ESTIMATORS) == len(dpmean.available_methods())
+    with pytest.raises(KeyError):
+        ESTIMATORS["nope"]

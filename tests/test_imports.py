@@ -32,14 +32,20 @@ print(json.dumps(sorted({m.split(".")[1] for m in sys.modules if m.startswith("d
 """
 
 
+def run_probe(code: str, *args: str) -> list[str]:
+    """Run ``code`` in a fresh interpreter with this checkout's src first on the path; return
+    the JSON list it prints last."""
+    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH")) if p)
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": path}, timeout=120)
+    assert done.returncode == 0, f"the probe {args} failed:\n{done.stderr}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 @functools.cache
 def loaded_by(subpackage: str) -> frozenset[str]:
     """The top-level dpmean modules importing ``dpmean.<subpackage>`` alone loads."""
-    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH")) if p)
-    done = subprocess.run([sys.executable, "-c", _PROBE, subpackage], capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": path}, timeout=120)
-    assert done.returncode == 0, f"import dpmean.{subpackage} alone failed:\n{done.stderr}"
-    return frozenset(json.loads(done.stdout.strip().splitlines()[-1]))
+    return frozenset(run_probe(_PROBE, subpackage))
 
 
 @pytest.mark.parametrize("subpackage", SUBPACKAGES)
@@ -87,3 +93,33 @@ def test_import_reader_resolves_relative_imports():
     names = _imported_modules(PACKAGE / "protocols" / "base.py")
     assert "dpmean.estimators.base" in names
     assert "dpmean.accounting" in names
+
+
+# What the command line must not load to build its parser (issue 20: `dpmean --help` took
+# seven times a bare `import numpy`); the commands import them when they run.
+HEAVY = ("numpy", "scipy", "pyarrow", "matplotlib", "dask", "tqdm")
+_HEAVY_PROBE = """
+import json, sys
+import dpmean.cli
+dpmean.cli.build_parser()
+print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
+"""
+
+
+def test_the_command_line_starts_without_numpy_or_scipy():
+    assert not set(run_probe(_HEAVY_PROBE)) & set(HEAVY)
+
+
+def test_lazy_public_names_match_all_and_resolve():
+    import dpmean
+
+    assert sorted(dpmean._HOME) == sorted(dpmean.__all__)
+    assert set(dpmean.__all__) <= set(dir(dpmean))
+    for name in dpmean.__all__:
+        assert getattr(dpmean, name).__name__ == name
+    # The planning module once shared the function's name and, once imported, replaced it.
+    import dpmean.planning
+
+    assert callable(dpmean.accuracy) and dpmean.accuracy is dpmean.planning.accuracy
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        dpmean.nope  # noqa: B018

@@ -9,14 +9,9 @@ from typing import Any
 
 from .errors import InvalidParameterError
 from .estimators import MeanEstimator
-from .registry import ESTIMATORS
+from .registry import ESTIMATORS, available_methods
 from .result import MeanResult
 from .rng import RandomState
-
-
-def available_methods() -> list[str]:
-    """The ``method=`` names ``mean`` accepts."""
-    return sorted(ESTIMATORS)
 
 
 def mean(

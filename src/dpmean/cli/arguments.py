@@ -2,7 +2,8 @@
 mean the same everywhere (budget, bounds, seed, method and options, output) and writing files.
 
 A command module adds its arguments through these helpers so that a flag has one spelling, one
-help text and one parser; the error messages they raise are part of the CLI's contract.
+help text and one parser; the error messages they raise are part of the CLI's contract. Building
+the parser imports neither numpy nor the readers: they load when a command runs.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from .. import available_methods
 from ..errors import InvalidParameterError
-from ..io import load_data, write_bytes_atomic, write_text_atomic
+from ..registry import available_methods
+
+if TYPE_CHECKING:
+    import numpy as np
 
 EXIT_USAGE = 2
 NON_PRIVATE_HEADER = "NON-PRIVATE evaluation: the true means are used only to measure error"
@@ -159,6 +160,10 @@ def bounds_from(args: argparse.Namespace) -> tuple[Any, Any] | None:
 
 
 def _load_bounds(path: str) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
+    from ..io import load_data
+
     arr = load_data(path)
     if not isinstance(arr, np.ndarray) or arr.ndim != 2 or arr.shape[0] != 2:
         shape = getattr(arr, "shape", None)
@@ -311,6 +316,8 @@ def write_file(path: Path, content: str | bytes) -> None:
     UsageError
         When the write fails (full disk, no permission), with the system's reason.
     """
+    from ..io import write_bytes_atomic, write_text_atomic
+
     try:
         if isinstance(content, bytes):
             write_bytes_atomic(path, content)

@@ -11,8 +11,7 @@ import argparse
 import json
 import sys
 
-from ..accounting import zcdp_to_approx_dp
-from ..accuracy import PLANNED, accuracy, rho_for_accuracy
+from ..registry import PLANNED
 from .arguments import (
     UsageError,
     add_bounds_arguments,
@@ -75,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     int
         0; bad input raises and becomes one error line.
     """
+    from ..accounting import zcdp_to_approx_dp
+    from ..planning import accuracy, rho_for_accuracy
+
     bounds = bounds_from(args)
     if bounds is None:
         raise UsageError("budget needs the public box: --bounds LO HI or --bounds-file FILE")

@@ -20,15 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..budget import Budget
 from ..errors import InsufficientDataWarning
-from ..io import load_data
-from ..session import Session
 from .arguments import NON_PRIVATE_HEADER, UsageError, add_seed_argument, write_file
 
+# numpy, the readers and the estimators are imported by the functions that use them: building
+# the parser (every dpmean command, and --help) must not pay for them.
 if TYPE_CHECKING:  # matplotlib is an optional extra, imported when the picture is drawn
+    import numpy as np
     from matplotlib.figure import Figure
 
 METHODS = ("iome", "cm", "gaussian")
@@ -193,6 +192,8 @@ def load_digits(path: Path) -> list[np.ndarray]:
     UsageError
         When the arrays have other shapes or a digit has no image.
     """
+    from ..io import load_data
+
     images = load_data(path, key="images")
     digits = load_data(path, key="digits")
     if images.ndim != 2 or images.shape[1] != SIDE * SIDE or digits.shape != (images.shape[0],):
@@ -231,6 +232,8 @@ def compute(groups: list[np.ndarray], budgets: tuple[float, ...], seed: int | No
     InsufficientDataWarning
         As an error, when a digit has too few images for a budget.
     """
+    import numpy as np
+
     private, spent, composed = _release_all(groups, budgets, seed)
     # NON-PRIVATE: the true means are computed only to measure the error of the releases.
     true_means = [g.mean(axis=0, dtype=np.float64) for g in groups]
@@ -244,7 +247,10 @@ def compute(groups: list[np.ndarray], budgets: tuple[float, ...], seed: int | No
 def _release_all(groups: list[np.ndarray], budgets: tuple[float, ...], seed: int | None,
                  ) -> tuple[list[dict[str, list[np.ndarray]]], list[dict[str, list[float]]],
                             list[float]]:
+    import numpy as np
     from tqdm import tqdm
+
+    from ..session import Session
 
     # One session per digit (each digit is its own dataset): it charges every release of that
     # digit's images and refuses, before reading them, one that would exceed the total.
@@ -297,6 +303,7 @@ def figure(result: DemoResult) -> Figure:
         Every number in it (errors, counts, rho) is the one :func:`table` and :func:`report`
         give, rounded.
     """
+    import numpy as np
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
 
@@ -346,6 +353,7 @@ def _image_row(ax: Any, images: list[np.ndarray], label: str, notes: list[str],
     on the pixel scale, with a note under (or ``above``) each, in bold where ``bold`` is set;
     returns the row's label (a matplotlib Text)."""
     import matplotlib
+    import numpy as np
 
     # Tiles separated by NaN columns, drawn in the background colour.
     gap = np.full((SIDE, SIDE // 4), np.nan)
@@ -380,6 +388,8 @@ def table(result: DemoResult) -> str:
     str
         The table, without a final newline: the numbers of the picture, to one decimal.
     """
+    import numpy as np
+
     rule = "=" * 72
     columns = [(b, m) for b in range(len(result.budgets)) for m in METHODS]
     head = f"{'digit':>5}  {'n':>6}  " + "  ".join(f"{m:>10}" for _, m in columns)
@@ -420,6 +430,8 @@ def report(result: DemoResult) -> dict[str, Any]:
     dict
         JSON-ready; the private images themselves are in the picture, not here.
     """
+    import numpy as np
+
     return {
         "note": NON_PRIVATE_HEADER + ". Each digit's images are treated as a separate dataset "
         "(the counts as public); every method runs on the same images at every budget, and a "

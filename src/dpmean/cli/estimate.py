@@ -1,7 +1,8 @@
 """``dpmean estimate``: a private mean of the rows of a data file, as a summary and JSON.
 
 The estimator is built from public values only (flags, file name and size) and, with
-``--ledger``, charged to the ledger file before the data is opened.
+``--ledger``, charged to the ledger file before the data is opened. The library (numpy, the
+estimators, the readers) is imported by the functions that run the command, not by the parser.
 """
 
 from __future__ import annotations
@@ -12,20 +13,11 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import numpy as np
-
-from .. import ledger_file
-from ..api import build_estimator
-from ..engines import ENGINES, open_source
+from ..engine_names import ENGINES
 from ..errors import DPMeanError, InsufficientDataWarning, InvalidDataError
-from ..intervals import interval_summary
-from ..io import load_data, open_table
-from ..progress import shown_passes
 from ..registry import ESTIMATORS
-from ..result import MeanResult
-from ..session import Session, release_events
 from .arguments import (
     UsageError,
     add_bounds_arguments,
@@ -40,6 +32,12 @@ from .arguments import (
     parse_options,
     write_file,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..result import MeanResult
+    from ..session import Session
 
 # Files above this size are read by the chunked engine unless --engine says otherwise: the
 # in-memory engine would hold the data plus IOME's rotated copy (about 2x the file).
@@ -132,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         0; every failure raises (``UsageError``, ``DPMeanError``, ``InsufficientDataWarning``)
         and ``dpmean.cli.main`` turns it into one error line.
     """
+    from ..api import build_estimator
+
     budget = budget_from(args)
     options = _estimator_options(args)
     output = Path(args.output) if args.output else None
@@ -185,6 +185,10 @@ def _bounds(args: argparse.Namespace) -> tuple[Any, Any] | None:
 def _release(args: argparse.Namespace, estimator: Any,
              engine: str | None) -> tuple[MeanResult, Session | None, int | None]:
     """Run the estimator on INPUT, charged to --ledger first when one is given."""
+    from .. import ledger_file
+    from ..progress import shown_passes
+    from ..session import release_events
+
     index = None
     if args.ledger is not None:
         if not Path(args.input).exists():
@@ -262,6 +266,9 @@ def _table_options(args: argparse.Namespace) -> dict[str, Any]:
 def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
     """The data as the engine reads it: a row source, a dask array, a table (named columns)
     or an array loaded in memory."""
+    from ..engines import open_source
+    from ..io import load_data, open_table
+
     _check_input_flags(args)
     ext = Path(args.input).suffix.lower()
     # The readers refuse a .dat file without --items, with the reason.
@@ -302,6 +309,8 @@ def _dask_client(address: str | None) -> Any:
 
 def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespace,
                    output: Path | None, out: TextIO) -> None:
+    from ..intervals import interval_summary
+
     lines = [
         f"dpmean estimate: method {result.method}, n = {result.n} rows, d = {result.d} columns",
         _privacy_line(result),
@@ -347,6 +356,8 @@ def _privacy_line(result: Any) -> str:
 
 
 def _describe(value: Any) -> str:
+    import numpy as np
+
     if isinstance(value, np.ndarray) and value.ndim > 0:
         shown = min(value.size, 5)
         rest = " ..." if value.size > shown else ""
@@ -359,6 +370,8 @@ def _describe(value: Any) -> str:
 
 
 def _format_values(values: np.ndarray) -> str:
+    import numpy as np
+
     return ", ".join(f"{v:.6g}" for v in np.asarray(values, dtype=np.float64))
 
 

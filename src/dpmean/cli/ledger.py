@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .. import ledger_file
-from ..session import Session, event_to_dict
 from .arguments import add_budget_arguments, budget_from
 
 
@@ -56,6 +54,9 @@ def run_init(args: argparse.Namespace) -> int:
     int
         0; failures raise and become one error line.
     """
+    from .. import ledger_file
+    from ..session import Session
+
     session = Session(**budget_from(args))
     ledger_file.create(args.file, session)
     print(f"created ledger {args.file}: budget {session.budget}")
@@ -75,6 +76,8 @@ def run_show(args: argparse.Namespace) -> int:
     int
         0; a missing or corrupt file raises and becomes one error line.
     """
+    from .. import ledger_file
+
     session = ledger_file.read(args.file)
     lines = [f"ledger {args.file}: budget {session.budget}"]
     if session.ledger:
@@ -93,6 +96,8 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def _describe_event(event: Any) -> str:
+    from ..session import event_to_dict
+
     fields = event_to_dict(event)
     kind = fields.pop("kind")
     return f"{kind}(" + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"

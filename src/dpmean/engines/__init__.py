@@ -6,14 +6,12 @@ from typing import Any
 
 import numpy as np
 
+from ..engine_names import ENGINES
 from ..errors import InvalidParameterError
 from .base import Engine
 from .chunked import ChunkedEngine, RowSource, open_source
 from .memory import InMemoryEngine
 from .sparse import SparseEngine
-
-# The engine names ``engine=`` (and the CLI's --engine) accept; None picks one by input type.
-ENGINES = ("memory", "chunked", "sparse", "dask")
 
 
 def is_dask_array(x: Any) -> bool:

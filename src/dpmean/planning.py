@@ -25,8 +25,7 @@ from scipy.stats import norm
 
 from .api import build_estimator
 from .errors import InvalidParameterError
-
-PLANNED = ("gaussian", "cm", "cm-fixed", "iome", "plan-noscale")
+from .registry import PLANNED
 
 
 def _noise_std(estimator: Any, n: int, d: int) -> float | np.ndarray:
