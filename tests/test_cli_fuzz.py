@@ -1,3 +1,4 @@
+import json
 """Hostile files and arguments through the command line: exit 0 or 2 with one error line,
 never a traceback, never a partial output file."""
 
@@ -79,12 +80,19 @@ def test_options_that_shadow_flags_or_the_data_are_refused(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
-def test_bounds_are_needed_only_by_methods_without_other_public_inputs(tmp_path, capsys):
+def test_without_bounds_the_box_is_found_privately_or_refused(tmp_path, capsys):
+    # Without --bounds a zCDP release spends a stated share of its budget on a private box
+    # (ledger stage "bounds"); a budget in another notion cannot, and says to give bounds;
+    # methods with their own public inputs (coinpress's ball, iome-gaussian's prior) run in
+    # those.
     path = tmp_path / "x.npy"
     np.save(path, np.random.default_rng(0).normal(size=(500, 3)))
-    assert run(capsys, ["estimate", str(path), "--rho", "1", "--method", "iome"]) == 2
-    main(["estimate", str(path), "--rho", "1", "--method", "iome"])
-    assert "--bounds LO HI" in capsys.readouterr().err
+    assert main(["estimate", str(path), "--rho", "1", "--method", "iome", "--seed", "0",
+                 "--json"]) == 0
+    assert "bounds" in json.loads(capsys.readouterr().out)["ledger"]
+    assert main(["estimate", str(path), "--epsilon", "1", "--delta", "1e-6", "--method",
+                 "trimmed", "--option", "noise=laplace"]) == 2
+    assert "give bounds" in capsys.readouterr().err
     for method, option in (("coinpress", "radius=50"),
                            ("iome-gaussian", "mean_radius=10")):
         extra = ["--option", "sigma_min=0.5", "--option", "sigma_max=2"] if (
