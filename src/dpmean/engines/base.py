@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..parallel import sort_columns
 from ..transforms import View
 
 # Bytes of the column answers an engine holds in memory at a time: one block of n x width
@@ -89,10 +90,10 @@ class Engine(ABC):
     def sorted_column_blocks(self, view: View,
                              width: int) -> Iterator[tuple[slice, np.ndarray]]:
         """``column_blocks`` with each column sorted ascending: the order statistics that
-        trimmed means read."""
+        trimmed means read. Each block is the transpose of a C-ordered (width, n) array, so
+        every column is contiguous; the columns are sorted on all cores."""
         for cols, values in self.column_blocks(view, width):
-            values.sort(axis=0)  # in place: the block is ours
-            yield cols, values
+            yield cols, sort_columns(values).T
 
     def sorted_columns(self, view: View) -> np.ndarray:
         """Every coordinate of the view over all rows, each column sorted ascending: (n, k),

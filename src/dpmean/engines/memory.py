@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..parallel import sort_columns
 from ..transforms import View, clamp, clip_weights
 from .base import Engine, column_slices
 
@@ -151,6 +152,19 @@ class InMemoryEngine(Engine):
             if view.scale is not None:
                 values *= view.scale[cols]
             yield cols, values
+
+    def sorted_column_blocks(self, view: View,
+                             width: int) -> Iterator[tuple[slice, np.ndarray]]:
+        steps = (view.preclip, view.quantizer, view.rotation, view.shift, view.scale, view.linear)
+        if any(step is not None for step in steps):
+            yield from super().sorted_column_blocks(view, width)
+            return
+        for cols in column_slices(self.d, width):
+            # Clamping is monotone, so it commutes with sorting: sort the raw columns in their
+            # own dtype (a radix sort for 8- and 16-bit integers such as MNIST's pixels, O(n)
+            # whatever the ties), then clamp the sorted copy into float64.
+            rows = sort_columns(self._x[:, cols])
+            yield cols, clamp(rows, self.lo[cols, None], self.hi[cols, None]).T
 
     def _base_columns(self, view: View, cols: slice) -> np.ndarray:
         """Columns ``cols`` of the view's base (clip, quantize, rotate) over all rows: a copy."""
