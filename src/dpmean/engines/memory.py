@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..parallel import sort_columns
+from ..parallel import over_row_ranges, sort_columns
 from ..transforms import View, clamp, clip_weights
 from .base import Engine, column_slices
 
@@ -163,8 +163,8 @@ class InMemoryEngine(Engine):
             # Clamping is monotone, so it commutes with sorting: sort the raw columns in their
             # own dtype (a radix sort for 8- and 16-bit integers such as MNIST's pixels, O(n)
             # whatever the ties), then clamp the sorted copy into float64.
-            rows = sort_columns(self._x[:, cols])
-            yield cols, clamp(rows, self.lo[cols, None], self.hi[cols, None]).T
+            yield cols, _clamped_rows(sort_columns(self._x[:, cols]), self.lo[cols],
+                                      self.hi[cols]).T
 
     def _base_columns(self, view: View, cols: slice) -> np.ndarray:
         """Columns ``cols`` of the view's base (clip, quantize, rotate) over all rows: a copy."""
@@ -184,3 +184,14 @@ class InMemoryEngine(Engine):
         _, read = self._base_reader(view)
         # Readers index rows with slices or, as here, integer arrays.
         return view.finish(read(pairs[:, 0])) - view.finish(read(pairs[:, 1]))
+
+
+def _clamped_rows(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Row j of ``rows`` clamped to [lo_j, hi_j], as a new float64 array, on all cores."""
+    out = np.empty(rows.shape)
+
+    def fill(part: slice) -> None:
+        clamp(rows[part], lo[part, None], hi[part, None], out=out[part])
+
+    over_row_ranges(len(rows), fill)
+    return out
