@@ -17,9 +17,10 @@ THREADS = max(1, min(os.cpu_count() or 1, 8))
 
 
 def over_row_ranges(rows: int, fn: Callable[[slice], object], *,
-                    threads: int = THREADS) -> None:
-    """Call ``fn(part)`` once for each of up to ``threads`` consecutive slices that together
-    cover range(rows), in parallel; an exception in any call is raised here.
+                    threads: int | None = None) -> None:
+    """Call ``fn(part)`` once for each of up to ``threads`` (default ``THREADS``) consecutive
+    slices that together cover range(rows), in parallel; an exception in any call is raised
+    here.
 
     For deterministic work only (no random draws: a generator is not shared between threads)
     whose result does not depend on how the rows are split, so the answer is the same on any
@@ -27,7 +28,7 @@ def over_row_ranges(rows: int, fn: Callable[[slice], object], *,
     threads inside these and spin on the same cores, and limiting it (threadpoolctl) costs
     milliseconds a call.
     """
-    parts = max(1, min(threads, rows))
+    parts = max(1, min(threads or THREADS, rows))
     bounds = [rows * t // parts for t in range(parts + 1)]
     slices = [slice(bounds[t], bounds[t + 1]) for t in range(parts)]
     if parts == 1:
