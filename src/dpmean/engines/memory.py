@@ -163,13 +163,13 @@ class InMemoryEngine(Engine):
             # Clamping is monotone, so it commutes with sorting: sort the raw columns in their
             # own dtype (a radix sort for 8- and 16-bit integers such as MNIST's pixels, O(n)
             # whatever the ties), then clamp the sorted copy into float64.
-            yield cols, _clamped_rows(sort_columns(self._x[:, cols]), self.lo[cols],
-                                      self.hi[cols]).T
+            yield cols, _clamped_on_cores(sort_columns(self._x[:, cols]), self.lo[cols, None],
+                                          self.hi[cols, None]).T
 
     def _base_columns(self, view: View, cols: slice) -> np.ndarray:
         """Columns ``cols`` of the view's base (clip, quantize, rotate) over all rows: a copy."""
         if (view.preclip, view.quantizer, view.rotation) == (None, None, None):
-            return clamp(self._x[:, cols], self.lo[cols], self.hi[cols])
+            return _clamped_on_cores(self._x[:, cols], self.lo[cols], self.hi[cols])
         return np.array(self._cached_base(view)[:, cols])
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
@@ -186,12 +186,16 @@ class InMemoryEngine(Engine):
         return view.finish(read(pairs[:, 0])) - view.finish(read(pairs[:, 1]))
 
 
-def _clamped_rows(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Row j of ``rows`` clamped to [lo_j, hi_j], as a new float64 array, on all cores."""
-    out = np.empty(rows.shape)
+def _clamped_on_cores(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``values`` clamped to [lo, hi] (broadcast to its shape) as a new float64 array, its row
+    ranges shared among the cores: a strided read and a clamp are memory-bound, and two cores
+    read faster than one."""
+    out = np.empty(values.shape)
+    lo = np.broadcast_to(lo, values.shape)
+    hi = np.broadcast_to(hi, values.shape)
 
     def fill(part: slice) -> None:
-        clamp(rows[part], lo[part, None], hi[part, None], out=out[part])
+        clamp(values[part], lo[part], hi[part], out=out[part])
 
-    over_row_ranges(len(rows), fill)
+    over_row_ranges(len(values), fill)
     return out
