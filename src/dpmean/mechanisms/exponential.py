@@ -202,25 +202,23 @@ def _draw(
     first, last = window
     factors = np.exp(-decay * np.abs(np.arange(first, last + 1) - target))
     cumulative = np.empty((b, last - first + 1))
-    edges = np.empty((b, 2))  # the window's outer edges
     log_parts = np.full((b, 3), -np.inf)  # log S_W, log U_L, log U_R
 
     def weigh(part: slice) -> None:
-        window_edges = _window_edges(rows[part], lo[part], hi[part], first, last)
-        edges[part] = window_edges[:, [0, -1]]
-        span = edges[part, 1] - edges[part, 0]
+        edges = _window_edges(rows[part], lo[part], hi[part], first, last)
+        span = edges[:, -1] - edges[:, 0]
         span[span == 0.0] = 1.0  # a window of tied values: all its weights are 0 anyway
         weights = cumulative[part]
-        np.multiply(np.diff(window_edges, axis=1), factors, out=weights)
+        np.multiply(np.diff(edges, axis=1), factors, out=weights)
         weights /= span[:, None]
         np.cumsum(weights, axis=1, out=weights)
         with np.errstate(divide="ignore"):
             log_parts[part, _WINDOW] = np.log(weights[:, -1]) + np.log(span)
             if first > 0:
-                log_parts[part, _LEFT] = (np.log(edges[part, 0] - lo[part])
+                log_parts[part, _LEFT] = (np.log(edges[:, 0] - lo[part])
                                           - decay * (target - first + 1))
             if last < n:
-                log_parts[part, _RIGHT] = (np.log(hi[part] - edges[part, 1])
+                log_parts[part, _RIGHT] = (np.log(hi[part] - edges[:, -1])
                                            - decay * (last + 1 - target))
 
     over_row_ranges(b, weigh)
@@ -229,9 +227,7 @@ def _draw(
     pending = np.arange(b)
     while pending.size:
         uniform = rng.uniform(size=(pending.size, 3))
-        parts = log_parts[pending]
-        chosen = _first_above(np.cumsum(np.exp(parts - parts.max(axis=1, keepdims=True)),
-                                        axis=1), uniform[:, 0])
+        chosen = _first_above(_cumulative_weights(log_parts[pending]), uniform[:, 0])
         retry = [pending[chosen == 3]]  # u x total rounded up to the total: draw again
         in_window = chosen == _WINDOW
         rows_in = pending[in_window]
@@ -240,7 +236,7 @@ def _draw(
         placed = gaps < cumulative.shape[1]
         retry.append(rows_in[~placed])
         rows_in, gaps = rows_in[placed], gaps[placed]
-        gap_edges = _window_edges_at(rows, lo, hi, first, last, rows_in, gaps)
+        gap_edges = _window_edges_at(rows, lo, hi, first, rows_in, gaps)
         start[rows_in], width[rows_in] = gap_edges[0], gap_edges[1] - gap_edges[0]
         outside = (chosen == _LEFT) | (chosen == _RIGHT)
         for row, side, u_gap, u_keep in zip(
@@ -250,10 +246,9 @@ def _draw(
                 regions[row, side] = _outside_region(rows[row], lo[row], hi[row], target,
                                                      decay, window, side)
             region_edges, log_weights = regions[row, side]
-            peak = log_weights.max()
-            cumulative_region = np.cumsum(np.exp(log_weights - peak))
-            gap = int(_first_above(cumulative_region[None, :], np.array([u_gap]))[0])
-            log_total = peak + np.log(cumulative_region[-1])
+            region = _cumulative_weights(log_weights[None, :])
+            gap = int(_first_above(region, np.array([u_gap]))[0])
+            log_total = log_weights.max() + np.log(region[0, -1])
             if gap < log_weights.size and u_keep < np.exp(log_total - log_parts[row, side + 1]):
                 start[row] = region_edges[gap]
                 width[row] = region_edges[gap + 1] - region_edges[gap]
@@ -262,6 +257,12 @@ def _draw(
                 retry.append(np.array([row]))
         pending = np.sort(np.concatenate(retry)).astype(np.intp)
     return start + rng.uniform(size=b) * width
+
+
+def _cumulative_weights(log_weights: np.ndarray) -> np.ndarray:
+    """Running totals along each row of the weights exp(log_weights), scaled so that each row's
+    largest weight is 1 (no overflow; -inf gives weight 0)."""
+    return np.cumsum(np.exp(log_weights - log_weights.max(axis=1, keepdims=True)), axis=1)
 
 
 def _first_above(cumulative: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -288,8 +289,8 @@ def _window_edges(
 
 
 def _window_edges_at(
-    rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, first: int, last: int,
-    which: np.ndarray, gaps: np.ndarray,
+    rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, first: int, which: np.ndarray,
+    gaps: np.ndarray,
 ) -> np.ndarray:
     """The left and right edges of window gap ``gaps[i]`` (0 for gap ``first``) of row
     ``which[i]``, as ``_window_edges`` gives them: (2, len(which))."""
