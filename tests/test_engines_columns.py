@@ -62,7 +62,7 @@ def test_memory_engine_sorts_raw_columns_then_clamps(dtype):
     # sort for small integers) and clamps after: clamping is monotone, so the order statistics
     # are those of the clamped data, ties (70 % zeros) and clamped values included.
     rng = np.random.default_rng(8)
-    x = np.where(rng.random((2001, 8)) < 0.7, 0, rng.integers(0, 256, size=(2001, 8)))
+    x = np.where(rng.random((9001, 8)) < 0.7, 0, rng.integers(0, 256, size=(9001, 8)))
     x = x.astype(dtype)
     lo, hi = np.linspace(-1.0, 30.0, 8), np.linspace(150.0, 300.0, 8)
     engine = InMemoryEngine(x, lo, hi)

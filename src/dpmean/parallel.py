@@ -16,11 +16,16 @@ import numpy as np
 THREADS = max(1, min(os.cpu_count() or 1, 8))
 
 
-def over_row_ranges(rows: int, fn: Callable[[slice], object], *,
+# Below this many values a job runs on one thread: starting threads costs about 0.1 ms.
+SERIAL_BELOW = 1 << 16
+
+
+def over_row_ranges(rows: int, fn: Callable[[slice], object], *, values: int,
                     threads: int | None = None) -> None:
     """Call ``fn(part)`` once for each of up to ``threads`` (default ``THREADS``) consecutive
     slices that together cover range(rows), in parallel; an exception in any call is raised
-    here.
+    here. ``values``: how many values the whole job reads (one call on range(rows) when fewer
+    than SERIAL_BELOW).
 
     For deterministic work only (no random draws: a generator is not shared between threads)
     whose result does not depend on how the rows are split, so the answer is the same on any
@@ -28,7 +33,7 @@ def over_row_ranges(rows: int, fn: Callable[[slice], object], *,
     threads inside these and spin on the same cores, and limiting it (threadpoolctl) costs
     milliseconds a call.
     """
-    parts = max(1, min(threads or THREADS, rows))
+    parts = max(1, min(threads or THREADS, rows)) if values >= SERIAL_BELOW else 1
     bounds = [rows * t // parts for t in range(parts + 1)]
     slices = [slice(bounds[t], bounds[t + 1]) for t in range(parts)]
     if parts == 1:
@@ -55,5 +60,5 @@ def sort_columns(columns: np.ndarray) -> np.ndarray:
         rows[part] = columns[:, part].T
         rows[part].sort(axis=1, kind=kind)
 
-    over_row_ranges(rows.shape[0], fill)
+    over_row_ranges(rows.shape[0], fill, values=rows.size)
     return rows

@@ -184,7 +184,7 @@ def _pair_differences(values: np.ndarray, pairs: np.ndarray) -> np.ndarray:
         np.subtract(np.take(values, pairs[part, 0], axis=0),
                     np.take(values, pairs[part, 1], axis=0), out=out[part])
 
-    over_row_ranges(len(pairs), fill)
+    over_row_ranges(len(pairs), fill, values=out.size)
     return out
 
 

@@ -197,5 +197,5 @@ def _clamped_on_cores(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.
     def fill(part: slice) -> None:
         clamp(values[part], lo[part], hi[part], out=out[part])
 
-    over_row_ranges(len(values), fill)
+    over_row_ranges(len(values), fill, values=out.size)
     return out

@@ -436,7 +436,8 @@ class TrimmedMean(MeanEstimator):
 
         for cols, values in engine.sorted_column_blocks(IDENTITY, engine.column_width()):
             # Coordinates are separate problems: the block's columns are shared among the cores.
-            over_row_ranges(values.shape[1], partial(fill, values, cols.start))
+            over_row_ranges(values.shape[1], partial(fill, values, cols.start),
+                            values=values.size)
         if output:
             exact = np.clip(exact, lo, hi)
         return exact, smooth

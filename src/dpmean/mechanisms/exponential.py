@@ -221,7 +221,7 @@ def _draw(
                 log_parts[part, _RIGHT] = (np.log(hi[part] - edges[:, -1])
                                            - decay * (last + 1 - target))
 
-    over_row_ranges(b, weigh)
+    over_row_ranges(b, weigh, values=cumulative.size)
     start, width = np.empty(b), np.empty(b)
     regions: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # built on first use
     pending = np.arange(b)
