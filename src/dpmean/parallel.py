@@ -13,9 +13,8 @@ from typing import Literal
 
 import numpy as np
 
+# Threads a job is shared among (the in-memory engine's row blocks use as many).
 THREADS = max(1, min(os.cpu_count() or 1, 8))
-
-
 # Below this many values a job runs on one thread: starting threads costs about 0.1 ms.
 SERIAL_BELOW = 1 << 16
 

@@ -7,21 +7,20 @@ the data, the expensive part of a view (O(n d log d)), is computed once and cach
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..parallel import over_row_ranges, sort_columns
+from ..parallel import THREADS, over_row_ranges, sort_columns
 from ..transforms import View, clamp, clip_weights
 from .base import Engine, column_slices
 
 # Rows per block: a block and its temporaries stay in the per-core cache (measured fastest for
 # both the transform's small matrix products and the counting loop's comparisons).
 _BLOCK_BYTES = 1 << 20
-_THREADS = max(1, min(os.cpu_count() or 1, 8))
+_THREADS = THREADS
 
 
 class InMemoryEngine(Engine):
