@@ -1,7 +1,7 @@
-import json
 """Hostile files and arguments through the command line: exit 0 or 2 with one error line,
 never a traceback, never a partial output file."""
 
+import json
 import tempfile
 from pathlib import Path
 

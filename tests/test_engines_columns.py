@@ -56,6 +56,25 @@ def test_column_blocks_equal_direct_computation(engine_kind, monkeypatch):
                                        atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float64])
+def test_memory_engine_sorts_raw_columns_then_clamps(dtype):
+    # The in-memory engine sorts the identity view's columns in the data's own dtype (a radix
+    # sort for small integers) and clamps after: clamping is monotone, so the order statistics
+    # are those of the clamped data, ties (70 % zeros) and clamped values included.
+    rng = np.random.default_rng(8)
+    x = np.where(rng.random((9001, 8)) < 0.7, 0, rng.integers(0, 256, size=(9001, 8)))
+    x = x.astype(dtype)
+    lo, hi = np.linspace(-1.0, 30.0, 8), np.linspace(150.0, 300.0, 8)
+    engine = InMemoryEngine(x, lo, hi)
+    blocks = list(engine.sorted_column_blocks(View(), 3))
+    got = np.concatenate([values for _, values in blocks], axis=1)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, np.sort(np.clip(x.astype(np.float64), lo, hi), axis=0))
+    # Each block is the caller's to overwrite, and writing it leaves the data alone.
+    blocks[0][1][:] = -5.0
+    np.testing.assert_array_equal(engine.sorted_columns(View()), got)
+
+
 def _spilling_engine(tmp_path, monkeypatch, x):
     """A chunked engine over ``x`` saved as .npy, whose temporary files go to tmp_path/tmp (and
     are counted)."""

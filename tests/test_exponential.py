@@ -212,3 +212,22 @@ def test_blocks_of_whole_draw_units_draw_what_one_call_draws(monkeypatch):
     parts = [exponential_quantile(x[:, cols], 0.5, -5.0, 5.0, rho=0.01, rng=rng, **stage())
              for cols in (slice(0, 6), slice(6, 9), slice(9, 10))]
     np.testing.assert_array_equal(np.concatenate(parts), whole)
+
+
+def test_a_window_of_tied_values_draws_outside_it_with_the_exact_probabilities(monkeypatch):
+    # Every gap within 2 ranks of the median lies between two copies of 1.0 (width 0): the
+    # window's weight is 0, so every draw comes from LEFT or RIGHT, by rejection.
+    from dpmean.mechanisms import exponential as module
+
+    monkeypatch.setattr(module, "window_half_width", lambda n, decay: 2)
+    values = np.concatenate([[-0.5, 0.1, 0.3, 0.6], np.ones(23), [2.0, 3.0, 4.5, 5.5]])
+    lo, hi, draws = -1.0, 6.0, 20_000
+    shuffled = np.random.default_rng(1).permutation(values)
+    out = exponential_quantile(np.tile(shuffled[:, None], (1, draws)), 0.5, lo, hi, rho=0.125,
+                               rng=np.random.default_rng(3), **stage())
+    counts = gap_counts(out, shuffled, lo, hi)
+    _, probs = gap_probabilities(shuffled, 0.5, lo, hi, 1.0)
+    assert counts[probs == 0].sum() == 0
+    assert chi_square_pvalue(counts, probs) > 1e-4
+    _, wrong = gap_probabilities(shuffled, 0.5, lo, hi, 2.0)
+    assert chi_square_pvalue(counts, wrong) < 1e-12

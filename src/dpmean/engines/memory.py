@@ -9,14 +9,14 @@ rotated once, into a column-major copy that answers the medians' coordinate coun
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..transforms import BoxClamp, View, clip_weights
+from ..parallel import THREADS, over_row_ranges, sort_columns
+from ..transforms import BoxClamp, View, clamp, clip_weights
 from .base import Engine, column_slices
 from .blas import one_blas_thread
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 # Rows per block: a block and its temporaries stay in the per-core cache (measured fastest for
 # both the transform's small matrix products and the counting loop's comparisons).
 _BLOCK_BYTES = 1 << 20
-_THREADS = max(1, min(os.cpu_count() or 1, 8))
+_THREADS = THREADS
 
 
 class InMemoryEngine(Engine):
@@ -229,10 +229,30 @@ class InMemoryEngine(Engine):
                 values *= view.scale[cols]
             yield cols, values
 
+    def sorted_column_blocks(self, view: View,
+                             width: int) -> Iterator[tuple[slice, np.ndarray]]:
+        steps = (view.preclip, view.quantizer, view.rotation, view.shift, view.scale, view.linear)
+        if any(step is not None for step in steps):
+            yield from super().sorted_column_blocks(view, width)
+            return
+        for cols in column_slices(self.d, width):
+            # Clamping is monotone, so it commutes with sorting: sort the raw columns in their
+            # own dtype (a radix sort for 8- and 16-bit integers such as MNIST's pixels, O(n)
+            # whatever the ties), then clamp the sorted copy into float64.
+            lo, hi, scale = self._box_columns(cols)
+            yield cols, _clamped_on_cores(
+                sort_columns(self._x[:, cols]), lo[:, None], hi[:, None],
+                None if scale is None else scale[:, None]).T
+
+    def _box_columns(self, cols: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The raw box and the box-normalising scale (None: none) of columns ``cols``."""
+        box = self._box
+        return box.lo[cols], box.hi[cols], None if box.scale is None else box.scale[cols]
+
     def _base_columns(self, view: View, cols: slice) -> np.ndarray:
         """Columns ``cols`` of the view's base (clip, quantize, rotate) over all rows: a copy."""
         if (view.preclip, view.quantizer, view.rotation) == (None, None, None):
-            return self._box(self._x[:, cols], cols)
+            return _clamped_on_cores(self._x[:, cols], *self._box_columns(cols))
         return np.array(self._cached_base(view)[:, cols])
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
@@ -247,3 +267,22 @@ class InMemoryEngine(Engine):
         _, read = self._base_reader(view)
         # Readers index rows with slices or, as here, integer arrays.
         return view.finish(read(pairs[:, 0])) - view.finish(read(pairs[:, 1]))
+
+
+def _clamped_on_cores(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                      scale: np.ndarray | None = None) -> np.ndarray:
+    """``values`` clamped to [lo, hi] and multiplied by ``scale`` (each broadcast to its shape;
+    the engine's ``BoxClamp``) as a new float64 array, its row ranges shared among the cores: a
+    strided read and a clamp are memory-bound, and two cores read faster than one."""
+    out = np.empty(values.shape)
+    lo = np.broadcast_to(lo, values.shape)
+    hi = np.broadcast_to(hi, values.shape)
+    factor = None if scale is None else np.broadcast_to(scale, values.shape)
+
+    def fill(part: slice) -> None:
+        clamp(values[part], lo[part], hi[part], out=out[part])
+        if factor is not None:
+            out[part] *= factor[part]
+
+    over_row_ranges(len(values), fill, values=out.size)
+    return out

@@ -7,7 +7,6 @@ shift and scale are affine, and IOME (section 3.3) through the rotation's identi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NoReturn
 
@@ -15,6 +14,7 @@ import numpy as np
 import scipy.sparse
 
 from ..errors import InvalidParameterError
+from ..parallel import THREADS
 from ..transforms import BoxClamp, RandomRotation, View, clip_weights
 from .base import Engine
 from .blas import one_blas_thread
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 # Rows of one block of rotated rows (float64 at the padded width) in rotated coordinate counts.
 _BLOCK_BYTES = 32 << 20
 # Threads that build the rotated counts' table (numba and numpy release the GIL).
-_THREADS = max(1, min(os.cpu_count() or 1, 8))
+_THREADS = THREADS
 
 
 class SparseEngine(Engine):

@@ -26,6 +26,7 @@ from ..mechanisms.smooth_noise import (
     StudentT,
     smooth_sensitivity_mechanism,
 )
+from ..parallel import over_row_ranges
 from ..rng import RandomState
 from ..transforms import IDENTITY
 from ..validation import check_bounds, check_fraction, check_positive
@@ -487,7 +488,10 @@ class TrimmedMean(MeanEstimator):
         smoothing = np.array([cal.t for _, cal in per_coordinate])
         output = self.truncation == "output"
         exact, smooth = np.empty(d), np.empty(d)
-        for cols, values in engine.sorted_column_blocks(IDENTITY, engine.column_width()):
+
+        def fill(block: np.ndarray, start: int, part: slice) -> None:
+            values = block[:, part]
+            cols = slice(start + part.start, start + part.stop)
             for m in np.unique(trims[cols]):
                 here = np.flatnonzero(trims[cols] == m)
                 into = here + cols.start
@@ -496,6 +500,11 @@ class TrimmedMean(MeanEstimator):
                 exact[into] = trimmed_means(same, int(m))
                 smooth[into] = trimmed_smooth_sensitivity(
                     same, int(m), smoothing[into], lo[into], hi[into], output_truncation=output)
+
+        for cols, values in engine.sorted_column_blocks(IDENTITY, engine.column_width()):
+            # Coordinates are separate problems: the block's columns are shared among the cores.
+            over_row_ranges(values.shape[1], partial(fill, values, cols.start),
+                            values=values.size)
         if output:
             exact = np.clip(exact, lo, hi)
         return exact, smooth

@@ -78,9 +78,9 @@ def pair_std(
     def pooled_blocks():
         for cols, diffs in engine.pair_difference_blocks(
                 IDENTITY, orders, quantile_width(engine, per_column, engine.n * (1 + pairings))):
-            pooled = [(0.5 * diff[: groups * group_size] ** 2).reshape(
-                groups, group_size, diff.shape[1]).mean(axis=1) for diff in diffs]
-            yield cols, np.concatenate(pooled)
+            pooled = [_group_means(_half_squares(diff[: groups * group_size]), group_size)
+                      for diff in diffs]
+            yield cols, pooled[0] if pairings == 1 else np.concatenate(pooled)
 
     top = 0.5 * (engine.hi - engine.lo) ** 2
     if spread_rho is not None:
@@ -94,7 +94,7 @@ def pair_std(
         # changes, from uniform in v to uniform in log v.
         floor = top * np.exp(-log_range)
         lo, top = np.log(floor), np.log(top)
-        blocks = ((cols, np.log(np.maximum(v, floor[cols]))) for cols, v in blocks)
+        blocks = ((cols, _log_above(v, floor[cols])) for cols, v in blocks)
     median = column_quantiles(blocks, engine.d, 0.5, lo, top,
                               rho_each=rho / engine.d, rng=rng, ledger=ledger, stage=stage,
                               method=quantile, steps=steps, sensitivity=pairings,
@@ -104,6 +104,27 @@ def pair_std(
     if wilson_hilferty:
         median = median / wilson_hilferty_factor(group_size)
     return np.sqrt(median)
+
+
+def _half_squares(diff: np.ndarray) -> np.ndarray:
+    """diff^2 / 2, written into ``diff`` (a fresh block of the engine's: ours to overwrite)."""
+    np.square(diff, out=diff)
+    diff *= 0.5
+    return diff
+
+
+def _group_means(values: np.ndarray, size: int) -> np.ndarray:
+    """Means of ``size`` consecutive rows of ``values`` (a multiple of ``size`` rows); the rows
+    themselves when size is 1 (a mean of one value is that value, bit for bit)."""
+    if size == 1:
+        return values
+    return values.reshape(-1, size, values.shape[1]).mean(axis=1)
+
+
+def _log_above(values: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    """log(max(values, floor)), written into ``values``."""
+    np.maximum(values, floor, out=values)
+    return np.log(values, out=values)
 
 
 def pair_median_resolves(n: int, d: int, rho: float, *, log_range: float, beta: float,

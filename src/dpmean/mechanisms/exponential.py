@@ -9,6 +9,7 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
+from ..parallel import over_row_ranges, sort_columns
 
 
 def exponential_epsilon(rho: float) -> float:
@@ -123,13 +124,14 @@ def exponential_draws(
     target = q * n
     window = gap_window(n, target, window_half_width(n, decay))
     out = np.empty(k)
-    # Blocks of columns, copied one column per row (contiguous, reordered in place below, so
-    # the caller's array is never written): temporaries stay about _BLOCK_VALUES doubles.
+    # Blocks of columns, sorted into a copy one column per row (the caller's array is never
+    # written): temporaries stay about _BLOCK_VALUES doubles. Sorted whole, not selected around
+    # the target (sort_columns says why): at PLAN's budgets the window covers whole columns.
     step = columns_per_draw(n)
     for start in range(0, k, step):
         cols = slice(start, min(start + step, k))
-        rows = np.array(values[:, cols].T, order="C")
-        out[cols] = _draw(rows, lo[cols], hi[cols], target, decay, window, rng)
+        out[cols] = _draw(sort_columns(values[:, cols]), lo[cols], hi[cols], target, decay,
+                          window, rng)
     return out
 
 
@@ -153,9 +155,8 @@ def window_half_width(n: int, decay: float) -> int:
 
     Public (n, eps and the sensitivity only), and it only sets the speed, never the output's
     distribution. A gap more than W ranks away has weight at most e^-30 / (n + 1) times its
-    width, so the outside is drawn (and a region sorted) with probability below 1e-9 unless
-    the gaps next to the target are more than 10^4 times narrower than the average gap
-    (hi - lo) / (n + 1)."""
+    width, so the outside is weighed with probability below 1e-9 unless the gaps next to the
+    target are more than 10^4 times narrower than the average gap (hi - lo) / (n + 1)."""
     return int(min(n + 1.0, np.ceil((np.log(n + 1.0) + _WINDOW_LOG_ODDS) / decay)))
 
 
@@ -165,93 +166,119 @@ def gap_window(n: int, target: float, half_width: int) -> tuple[int, int]:
             min(n, int(np.ceil(target)) + half_width))
 
 
+# The parts of a row's gaps the sampler chooses between first: the window, LEFT, RIGHT of it.
+_WINDOW, _LEFT, _RIGHT = 0, 1, 2
+
+
 def _draw(
     rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, target: float, decay: float,
     window: tuple[int, int], rng: np.random.Generator,
 ) -> np.ndarray:
-    """One draw per row of ``rows`` (b, n; reordered in place), exact by rejection sampling.
+    """One draw per row of ``rows`` (b, n; each row sorted ascending), exact by rejection
+    sampling, vectorised over the rows.
 
     The gaps first..last of ``window`` get their exact weights p_i = width_i e^(-decay |i -
-    target|); the gaps left of it, together, the bound U_L = (x_(first) - lo) e^(-decay (target -
-    first + 1)) >= S_L, their exact total (their widths add up to x_(first) - lo and each is
-    at least that far from the target); likewise U_R >= S_R on the right. A Gumbel-max over
-    {window gaps, LEFT, RIGHT} picks one; LEFT (RIGHT) then sorts that region, picks gap i with
-    probability p_i / S_L and keeps it with probability S_L / U_L; else the draw restarts with
-    U_L replaced by S_L (the region is sorted now), so a row restarts at most twice.
-    Proof of exactness: whatever the bounds in force, an attempt returns each gap i with
-    probability p_i / Z' (window gaps directly, outside ones as (U / Z')(p_i / S)(S / U)) and
-    otherwise restarts; so the gap it finally returns has probability p_i / sum_j p_j. The
-    output is then uniform inside it. Gumbel-max in logs is exact and free of overflow; a
-    zero-width gap has log weight -inf, probability 0.
+    target|), in total S_W; the gaps left of it, together, the bound U_L = (x_(first) - lo)
+    e^(-decay (target - first + 1)) >= S_L, their exact total (their widths add up to x_(first)
+    - lo and each is at least that far from the target); likewise U_R >= S_R on the right. An
+    attempt picks WINDOW, LEFT or RIGHT with probabilities proportional to S_W, U_L, U_R, then
+    a gap of that part with probability p_i / S (S its exact total); a LEFT (RIGHT) gap is kept
+    with probability S_L / U_L, else the row tries again with U_L replaced by S_L, so a row
+    tries at most three times. Proof of exactness: whatever the bounds in force, an attempt
+    returns each gap i with probability p_i / Z' (window gaps as (S_W / Z')(p_i / S_W), outside
+    ones as (U / Z')(p_i / S)(S / U)) and otherwise restarts; so the gap it finally returns has
+    probability p_i / sum_j p_j. The output is then uniform inside it.
 
-    Randomness: per block, one Gumbel per window gap and side per pending row, then for each
-    row drawn outside (in row order) one Gumbel per gap of its region and one uniform, then
-    one uniform per row: a function of the block's columns alone, as ``columns_per_draw``
-    needs."""
+    Each choice is an inverse-CDF draw on cumulative weights (``_first_above``): a zero-width
+    gap (tied values) adds nothing to them and has probability exactly 0, as in the mechanism's
+    definition. The window's weights are its widths over the row's window span times the
+    public factors e^(-decay |i - target|) >= e^-(ln(n + 1) + 31) (no log or exp per gap, no
+    overflow); the three parts compare in logs.
+
+    Randomness: per attempt three uniforms per row still trying (part, gap, keep), then one
+    uniform per row (the position in its gap): a function of the block's columns alone, as
+    ``columns_per_draw`` needs."""
     b, n = rows.shape
     first, last = window
-    _select_window(rows, first, last)
-    edges = _window_edges(rows, lo, hi, first, last)
-    widths = np.diff(edges, axis=1)
-    inside = last - first + 1
-    scores = np.full((b, inside + 2), -np.inf)
-    with np.errstate(divide="ignore"):
-        scores[:, :inside] = np.log(widths) - decay * np.abs(np.arange(first, last + 1) - target)
-        if first > 0:
-            scores[:, inside] = np.log(edges[:, 0] - lo) - decay * (target - first + 1)
-        if last < n:
-            scores[:, inside + 1] = np.log(hi - edges[:, -1]) - decay * (last + 1 - target)
+    factors = np.exp(-decay * np.abs(np.arange(first, last + 1) - target))
+    cumulative = np.empty((b, last - first + 1))
+    log_parts = np.full((b, 3), -np.inf)  # log S_W, log U_L, log U_R
+
+    def weigh(part: slice) -> None:
+        edges = _window_edges(rows[part], lo[part], hi[part], first, last)
+        span = edges[:, -1] - edges[:, 0]
+        span[span == 0.0] = 1.0  # a window of tied values: all its weights are 0 anyway
+        weights = cumulative[part]
+        np.multiply(np.diff(edges, axis=1), factors, out=weights)
+        weights /= span[:, None]
+        np.cumsum(weights, axis=1, out=weights)
+        with np.errstate(divide="ignore"):
+            log_parts[part, _WINDOW] = np.log(weights[:, -1]) + np.log(span)
+            if first > 0:
+                log_parts[part, _LEFT] = (np.log(edges[:, 0] - lo[part])
+                                          - decay * (target - first + 1))
+            if last < n:
+                log_parts[part, _RIGHT] = (np.log(hi[part] - edges[:, -1])
+                                           - decay * (last + 1 - target))
+
+    over_row_ranges(b, weigh, values=cumulative.size)
     start, width = np.empty(b), np.empty(b)
-    regions: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # sorted on first use
+    regions: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # built on first use
     pending = np.arange(b)
     while pending.size:
-        choice = np.argmax(scores[pending] + rng.gumbel(size=(pending.size, inside + 2)), axis=1)
-        kept = choice < inside
-        start[pending[kept]] = edges[pending[kept], choice[kept]]
-        width[pending[kept]] = widths[pending[kept], choice[kept]]
-        rejected = []
-        outside = zip(pending[~kept].tolist(), (choice[~kept] - inside).tolist(), strict=True)
-        for row, side in outside:
+        uniform = rng.uniform(size=(pending.size, 3))
+        chosen = _first_above(_cumulative_weights(log_parts[pending]), uniform[:, 0])
+        retry = [pending[chosen == 3]]  # u x total rounded up to the total: draw again
+        in_window = chosen == _WINDOW
+        rows_in = pending[in_window]
+        gaps = _first_above(cumulative if rows_in.size == b else cumulative[rows_in],
+                            uniform[in_window, 1])
+        placed = gaps < cumulative.shape[1]
+        retry.append(rows_in[~placed])
+        rows_in, gaps = rows_in[placed], gaps[placed]
+        gap_edges = _window_edges_at(rows, lo, hi, first, rows_in, gaps)
+        start[rows_in], width[rows_in] = gap_edges[0], gap_edges[1] - gap_edges[0]
+        outside = (chosen == _LEFT) | (chosen == _RIGHT)
+        for row, side, u_gap, u_keep in zip(
+                pending[outside].tolist(), (chosen[outside] - _LEFT).tolist(),
+                uniform[outside, 1].tolist(), uniform[outside, 2].tolist(), strict=True):
             if (row, side) not in regions:
                 regions[row, side] = _outside_region(rows[row], lo[row], hi[row], target,
                                                      decay, window, side)
             region_edges, log_weights = regions[row, side]
-            gap = int(np.argmax(log_weights + rng.gumbel(size=log_weights.size)))
-            log_total = np.logaddexp.reduce(log_weights)
-            if rng.uniform() < np.exp(log_total - scores[row, inside + side]):
+            region = _cumulative_weights(log_weights[None, :])
+            gap = int(_first_above(region, np.array([u_gap]))[0])
+            log_total = log_weights.max() + np.log(region[0, -1])
+            if gap < log_weights.size and u_keep < np.exp(log_total - log_parts[row, side + 1]):
                 start[row] = region_edges[gap]
                 width[row] = region_edges[gap + 1] - region_edges[gap]
             else:
-                scores[row, inside + side] = log_total  # the bound, refined to the exact total
-                rejected.append(row)
-        pending = np.array(rejected, dtype=np.intp)
+                log_parts[row, side + 1] = log_total  # the bound, refined to the exact total
+                retry.append(np.array([row]))
+        pending = np.sort(np.concatenate(retry)).astype(np.intp)
     return start + rng.uniform(size=b) * width
 
 
-def _select_window(rows: np.ndarray, first: int, last: int) -> None:
-    """Reorder each row in place so that positions first - 1 .. last (the order statistics
-    x_(first) .. x_(last + 1) that bound the window's gaps) hold those values, sorted, with the
-    smaller values before and the larger after: a selection, O(n), plus a sort of the window."""
-    n = rows.shape[1]
-    low, high = max(first - 1, 0), min(last, n - 1)
-    if low == 0 and high == n - 1:
-        rows.sort(axis=1)
-        return
-    # Two selections of one position each: numpy's partition with two kth at once was 5x
-    # slower than this (numpy 2.4).
-    if low > 0:
-        rows.partition(low, axis=1)
-    if high < n - 1:
-        rows[:, low:].partition(high - low, axis=1)
-    rows[:, low:high + 1].sort(axis=1)
+def _cumulative_weights(log_weights: np.ndarray) -> np.ndarray:
+    """Running totals along each row of the weights exp(log_weights), scaled so that each row's
+    largest weight is 1 (no overflow; -inf gives weight 0)."""
+    return np.cumsum(np.exp(log_weights - log_weights.max(axis=1, keepdims=True)), axis=1)
+
+
+def _first_above(cumulative: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Per row of ``cumulative`` (non-decreasing weights' running totals), the index i of the
+    first total above u x the row's total: index i with probability weight_i / total for u
+    uniform on [0, 1), never an index of weight 0. Returns the row length in the rare case
+    that u x total rounds up to the total (the caller draws again)."""
+    return np.count_nonzero(cumulative <= (u * cumulative[:, -1])[:, None], axis=1)
 
 
 def _window_edges(
     rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, first: int, last: int,
 ) -> np.ndarray:
-    """The edges of gaps first..last of each row (after ``_select_window``), clamped to
-    [lo, hi] (clamping is monotone: the clamped order statistics are the order statistics of
-    the clamped values), lo and hi where the window reaches an end: (b, last - first + 2)."""
+    """The edges of gaps first..last of each sorted row, clamped to [lo, hi] (clamping is
+    monotone: the clamped order statistics are the order statistics of the clamped values),
+    lo and hi where the window reaches an end: (b, last - first + 2)."""
     n = rows.shape[1]
     inner = np.clip(rows[:, max(first - 1, 0):min(last, n - 1) + 1], lo[:, None], hi[:, None])
     parts = [lo[:, None]] if first == 0 else []
@@ -261,18 +288,33 @@ def _window_edges(
     return np.concatenate(parts, axis=1)
 
 
+def _window_edges_at(
+    rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, first: int, which: np.ndarray,
+    gaps: np.ndarray,
+) -> np.ndarray:
+    """The left and right edges of window gap ``gaps[i]`` (0 for gap ``first``) of row
+    ``which[i]``, as ``_window_edges`` gives them: (2, len(which))."""
+    rank = first + gaps  # gap rank lies between x_(rank) and x_(rank + 1): positions rank - 1, rank
+    left = np.where(rank == 0, lo[which],
+                    np.clip(rows[which, np.maximum(rank - 1, 0)], lo[which], hi[which]))
+    right = np.where(rank == rows.shape[1], hi[which],
+                     np.clip(rows[which, np.minimum(rank, rows.shape[1] - 1)], lo[which],
+                             hi[which]))
+    return np.stack([left, right])
+
+
 def _outside_region(
     row: np.ndarray, lo: float, hi: float, target: float, decay: float,
     window: tuple[int, int], side: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The gaps left (``side`` 0) or right (1) of the window in one row (after
-    ``_select_window``), sorted: their edges and exact log weights."""
+    """The gaps left (``side`` 0) or right (1) of the window in one sorted row: their edges
+    and exact log weights."""
     first, last = window
     if side == 0:  # gaps 0..first-1: lo, x_(1), ..., x_(first)
-        edges = np.concatenate([[lo], np.clip(np.sort(row[:first]), lo, hi)])
+        edges = np.concatenate([[lo], np.clip(row[:first], lo, hi)])
         ranks = np.arange(first)
     else:  # gaps last+1..n: x_(last+1), ..., x_(n), hi
-        edges = np.concatenate([np.clip(np.sort(row[last:]), lo, hi), [hi]])
+        edges = np.concatenate([np.clip(row[last:], lo, hi), [hi]])
         ranks = np.arange(last + 1, row.size + 1)
     with np.errstate(divide="ignore"):
         log_weights = np.log(np.diff(edges)) - decay * np.abs(ranks - target)

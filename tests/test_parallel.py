@@ -1,0 +1,73 @@
+"""Work shared among cores: every row range covered once, sorted columns equal numpy's sort."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import dpmean
+from dpmean import parallel
+from dpmean.errors import InvalidParameterError
+from dpmean.parallel import over_row_ranges, sort_columns
+
+
+@pytest.mark.parametrize("rows,threads", [(0, 2), (1, 4), (5, 2), (7, 3), (100, 8)])
+def test_row_ranges_cover_every_row_once_in_order(rows, threads):
+    seen = []
+    lock = threading.Lock()
+
+    def record(part):
+        with lock:
+            seen.append((part.start, part.stop))
+
+    over_row_ranges(rows, record, values=1 << 20, threads=threads)
+    seen.sort()
+    assert seen[0][0] == 0 and seen[-1][1] == rows
+    assert all(a[1] == b[0] for a, b in zip(seen, seen[1:], strict=False))  # consecutive
+    assert len(seen) == max(1, min(threads, rows))
+
+
+def test_small_jobs_run_in_one_call():
+    seen = []
+    over_row_ranges(100, seen.append, values=100 * 50, threads=4)
+    assert seen == [slice(0, 100)]
+
+
+def test_an_error_in_a_thread_is_raised():
+    def fail(part):
+        if part.start > 0:
+            raise InvalidParameterError("boom")
+
+    with pytest.raises(InvalidParameterError, match="boom"):
+        over_row_ranges(10, fail, values=1 << 20, threads=2)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int64, np.float64, np.float32])
+def test_sorted_columns_equal_numpy_sort_with_ties(dtype):
+    rng = np.random.default_rng(0)
+    # Tie-heavy columns (mostly zeros, as MNIST's pixels), one constant column, a C-ordered
+    # input whose columns are strided.
+    x = np.where(rng.random((8001, 9)) < 0.7, 0, rng.integers(-100, 120, size=(8001, 9)))
+    if np.dtype(dtype).kind == "u":
+        x = np.abs(x)
+    x[:, 4] = 7
+    x = x.astype(dtype)
+    before = x.copy()
+    rows = sort_columns(x)
+    assert rows.dtype == x.dtype and rows.flags.c_contiguous and rows.shape == (9, 8001)
+    np.testing.assert_array_equal(rows, np.sort(x, axis=0).T)
+    np.testing.assert_array_equal(x, before)  # the input is not written
+
+
+@pytest.mark.parametrize("method", ["plan", "trimmed"])
+def test_releases_do_not_depend_on_the_number_of_threads(method, monkeypatch):
+    # Threads only share deterministic work (sorts, clamps, pair differences, the sampler's
+    # weights, trimmed coordinates); every draw stays on the caller's generator in order.
+    rng = np.random.default_rng(2)
+    x = np.round(rng.normal(3.0, 2.0, size=(20_000, 8)))  # integer-valued: many ties
+    releases = []
+    for threads in (1, 3):
+        monkeypatch.setattr(parallel, "THREADS", threads)
+        releases.append(dpmean.mean(x, rho=1.0, method=method, bounds=(-10, 20),
+                                    random_state=5).mean)
+    np.testing.assert_array_equal(releases[0], releases[1])
