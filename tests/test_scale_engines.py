@@ -230,10 +230,13 @@ def test_cli_engines_agree(tmp_path, monkeypatch, capsys, dask_client):
         np.testing.assert_allclose(got, expected, atol=1e-9)
     # Above the size threshold the chunked engine is chosen without asking.
     import dpmean.cli.estimate as cli
+    import dpmean.engines as engines
 
     chosen = []
     monkeypatch.setattr(cli, "CHUNKED_ABOVE_BYTES", 1000)
-    monkeypatch.setattr(cli, "open_source", lambda p: chosen.append(p) or open_source(p))
+    # (estimate imports open_source when it runs: the CLI's start-up imports no engine)
+    monkeypatch.setattr(engines, "open_source",
+                        lambda p, **kw: chosen.append(p) or open_source(p, **kw))
     code, got = _cli(tmp_path)
     assert code == 0 and chosen
     np.testing.assert_allclose(got, expected, atol=1e-9)
