@@ -33,29 +33,59 @@ from ..validation import check_bounds, check_data, check_sparse_data, is_sparse
 class MeanEstimator(ABC):
     """A differentially private mean of n rows in R^d, rho-zCDP under replace-one neighbours.
 
-    Parameters common to every estimator:
-        rho: the zCDP budget; or ``epsilon`` and ``delta``, converted with the tight
-            Canonne-Kamath-Steinke bound to the largest rho that meets them.
-        bounds: ``(lo, hi)``, scalars or length-d arrays: the public box the data is assumed to
-            lie in. Values outside are clamped (silently: reporting how many would leak). With
-            per-coordinate widths that differ, the estimator runs in the box-normalised space
-            (coordinate j multiplied by the public 1 / (hi_j - lo_j), ``box_scale``) and its
-            release is mapped back, so each column's noise follows its own declared range
-            (docs/privacy.md, "Scale-aware releases"). The release is then projected onto the
-            box (post-processing: the clamped data's mean lies in it).
-        random_state: None (a cryptographically secure generator keyed from the OS: use this for
-            real releases), an int (reproducible, for experiments and tests) or a Generator.
-        secure_noise: draw every Gaussian mechanism exactly in integer arithmetic: discrete
-            Gaussian noise on counts, and real values released on a fine grid with discrete
-            Gaussian noise, so the guarantee of those stages survives floating point (see
-            docs/privacy.md). Every central estimator accepts it; exponential-mechanism and
-            smooth-sensitivity draws stay floating point. Slower.
-        engine: how the data is read (``dpmean.engines.ENGINES``): None chooses by the input's
-            type (scipy.sparse -> "sparse" for estimators that declare it, a row source from
-            ``dpmean.engines.open_source`` -> "chunked", a dask.array -> "dask", else
-            "memory"). "sparse" forces sparse input onto the sparse engine for any estimator
-            (it raises if the estimator asks a question it cannot answer). Same estimate, up
-            to floating-point summation order, on every engine.
+    The base of every central-model estimator: it validates the request, grants the budget,
+    checks the subclass's ``budget_plan`` against it before any data is read, asks an engine
+    the questions the release needs, and returns a :class:`~dpmean.MeanResult`.
+
+    Parameters
+    ----------
+    rho : float, optional
+        The zCDP budget. Give either ``rho`` or both ``epsilon`` and ``delta``.
+    epsilon, delta : float, optional
+        An (epsilon, delta)-DP request instead of ``rho``, converted to the largest rho that
+        meets it: exactly (the analytic Gaussian) for estimators made only of continuous
+        Gaussian stages, otherwise with the tight Canonne-Kamath-Steinke bound (``grant``).
+    bounds : tuple of (scalar or array_like), optional
+        ``(lo, hi)``, scalars or length-d arrays: the public box the data is assumed to lie in.
+        Values outside are clamped (silently: reporting how many would leak). With
+        per-coordinate widths that differ, the estimator runs in the box-normalised space
+        (coordinate j multiplied by the public 1 / (hi_j - lo_j), ``box_scale``) and its
+        release is mapped back, so each column's noise follows its own declared range
+        (docs/privacy.md, "Scale-aware releases"). The release is then projected onto the
+        box (post-processing: the clamped data's mean lies in it). Without bounds, estimators
+        that can (``finds_bounds``) spend ``BOUNDS_SHARE`` of rho on a private box first.
+    random_state : None, int or numpy.random.Generator, optional
+        None (a cryptographically secure generator keyed from the OS: use this for real
+        releases), an int (reproducible, for experiments and tests) or a Generator.
+    secure_noise : bool, default False
+        Draw every Gaussian mechanism exactly in integer arithmetic: discrete Gaussian noise on
+        counts, and real values released on a fine grid with discrete Gaussian noise, so the
+        guarantee of those stages survives floating point (see docs/privacy.md). Every central
+        estimator accepts it; exponential-mechanism and smooth-sensitivity draws stay floating
+        point. Slower.
+    engine : str, optional
+        How the data is read (``dpmean.engines.ENGINES``): None chooses by the input's type
+        (scipy.sparse -> "sparse" for estimators that declare it, a row source from
+        ``dpmean.engines.open_source`` -> "chunked", a dask.array -> "dask", else "memory").
+        "sparse" forces sparse input onto the sparse engine for any estimator (it raises if
+        the estimator asks a question it cannot answer). Same estimate, up to floating-point
+        summation order, on every engine.
+
+    Raises
+    ------
+    InvalidParameterError
+        A budget that is missing, not positive or given twice (``rho`` with ``epsilon``, or
+        ``epsilon`` without ``delta``); ``secure_noise=True`` on an estimator without a secure
+        mode; an unknown ``engine``; a ``random_state`` that is not None, an int or a
+        Generator.
+
+    Privacy
+    -------
+    Each subclass's release is rho-zCDP (or the notion it declares in ``notion``) under
+    replace-one neighbours, with n and d public. Its stages and their costs are stated by
+    ``budget_plan`` from public values only, checked to sum to at most the granted total
+    before any data is read; each mechanism charges its own stage, and the result's ledger
+    lists stage -> amount. The subclasses' *Privacy* sections give their splits.
     """
 
     method: ClassVar[str]

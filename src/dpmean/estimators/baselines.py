@@ -19,9 +19,27 @@ from .iome import ClippedMean
 class GaussianMean(MeanEstimator):
     """The Gaussian mechanism on the mean of the rows clamped to the public box.
 
-    Sensitivity under replace-one: one row moves anywhere in the box, so the mean moves by at
-    most ||hi - lo||_2 / n. Budget: all of rho on the noise. Its error grows linearly with the
-    width of the box: the baseline every adaptive estimator should beat.
+    Its error grows linearly with the width of the box: the baseline every adaptive estimator
+    should beat.
+
+    Parameters
+    ----------
+    rho : float, optional
+        The zCDP budget; this and the other common parameters (``epsilon``, ``delta``,
+        ``bounds``, ``random_state``, ``secure_noise``, ``engine``) are those of
+        :class:`MeanEstimator`, whose constructor it uses unchanged.
+
+    Raises
+    ------
+    InvalidParameterError
+        A common parameter :class:`MeanEstimator` refuses.
+
+    Privacy
+    -------
+    rho-zCDP: one stage, "noise", all of rho (after ``BOUNDS_SHARE``, 1/10, on a private box
+    when no ``bounds`` are given): the Gaussian mechanism on the clamped mean. Sensitivity
+    under replace-one: one row moves anywhere in the box, so the mean moves by at most
+    ||hi - lo||_2 / n.
     """
 
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
@@ -46,7 +64,30 @@ class GaussianMean(MeanEstimator):
 
 class FixedQuantileClippedMean(ClippedMean):
     """CM with the radius at a fixed quantile of the row norms (default the median), as adaptive
-    clipping work does, instead of IOME's bias/variance optimum. Same budget split as ``cm``."""
+    clipping work does, instead of IOME's bias/variance optimum.
+
+    Parameters
+    ----------
+    rho : float, optional
+        The zCDP budget; the common parameters are those of :class:`MeanEstimator`.
+    quantile : float, default 0.5
+        The quantile of the row norms the radius aims at, in (0, 1].
+    **options
+        The parameters of :class:`ClippedMean` (``threshold_share``, ``threshold_steps``,
+        ``beta``) and of :class:`MeanEstimator`.
+
+    Raises
+    ------
+    InvalidParameterError
+        A ``quantile`` outside (0, 1], or a parameter :class:`ClippedMean` refuses.
+
+    Privacy
+    -------
+    rho-zCDP, the same stages and costs as :class:`ClippedMean` ("threshold",
+    ``threshold_share * rho``, a search of sensitivity-1 counts; "noise", the rest, the
+    Gaussian mechanism with l2 sensitivity 2C/n); only the target rank differs, and it is
+    public.
+    """
 
     method = "cm-fixed"
 

@@ -209,8 +209,42 @@ class CoinPressMean(_CoinPress):
     Assumes rows N(mu, Sigma) with Sigma <= sigma^2 I (``sigma`` = 1: CoinPress's N(mu, I)) and
     ||mu - centre|| <= radius; privacy holds for any data. ``t`` steps shrink the ball; the last
     spends 3/4 of rho and the first t - 1 share the rest (the schedule of every CoinPress
-    experiment). Ledger: one stage per step, ``mean-step-1`` ... ``mean-step-t``. The default
-    t = 2 is CoinPress's demo; IOME tries t = 1, 2, 3, 4, 10.
+    experiment). The default t = 2 is CoinPress's demo; IOME tries t = 1, 2, 3, 4, 10.
+
+    Parameters
+    ----------
+    rho : float, optional
+        The zCDP budget; the common parameters (``epsilon``, ``delta``, ``bounds``,
+        ``random_state``, ``secure_noise``, ``engine``) are those of :class:`MeanEstimator`.
+    t : int, default 2
+        The number of steps, from 1 to 60.
+    sigma : float, default 1.0
+        The public bound Sigma <= sigma^2 I (positive).
+    radius : float
+        R, the public bound ||mu - centre||_2 <= R, chosen without looking at the data.
+    centre : float or array_like, default 0.0
+        c, a number or a length-d vector: the a priori centre of the ball.
+    beta : float, default 0.01
+        The failure probability of each step's Gaussian tail bound, in (0, 1).
+    center : float or array_like, optional
+        Deprecated spelling of ``centre`` (a FutureWarning, for one release).
+    **options
+        The parameters of :class:`MeanEstimator`. ``bounds``, if given, still clamp the rows;
+        without them the ball is the only public geometry.
+
+    Raises
+    ------
+    InvalidParameterError
+        No ``radius``, a non-positive ``radius`` or ``sigma``, a ``centre`` that is not a
+        finite number or vector (or, at estimate time, not of length d), ``t`` outside 1 to
+        60, ``beta`` outside (0, 1), or a common parameter :class:`MeanEstimator` refuses.
+
+    Privacy
+    -------
+    rho-zCDP under replace-one, for any data. One stage per step, "mean-step-1" ...
+    "mean-step-t": step k < t spends rho / (4 (t - 1)), the last 3 rho / 4 (t = 1: all of rho);
+    each is the Gaussian mechanism on the mean of the rows clipped to the ball B(c_k, kappa_k),
+    l2 sensitivity 2 kappa_k / n. No private box is searched without ``bounds``.
     """
 
     method = "coinpress"
@@ -263,8 +297,37 @@ class CoinPressCovMean(_CoinPress):
     each multiplies the un-whitening M^-1, through which MVMRec's noise comes back, by about
     sqrt(eta + 2 nu_k / (3 pi)) > 1 (see ``mvc_rec``; l2 error 13 at t_cov = 1, 170 at 5).
 
-    Ledger: ``cov-step-1`` ... ``cov-step-{t_cov}``, then ``mean-step-1`` ... ``mean-step-{t}``.
-    ``cov_beta`` (default 0.1, the reference code's) sets the covariance steps' clipping radius.
+    Parameters
+    ----------
+    rho : float, optional
+        The zCDP budget; the common parameters are those of :class:`MeanEstimator`.
+    t_cov : int, default 2
+        Covariance steps (MVCRec), from 1 to 60.
+    t : int, default 10
+        Mean steps (MVMRec), from 1 to 60.
+    cov_share : float, default 0.5
+        The fraction of rho the covariance steps spend, in (0, 1).
+    sigma_max : float, optional
+        The a priori bound Sigma <= sigma_max^2 I (default ``radius / sqrt(d)``).
+    cov_beta : float, default 0.1
+        Sets the covariance steps' clipping radius (the reference code's value), in (0, 1).
+    **options
+        ``radius``, ``centre``, ``beta`` as in :class:`CoinPressMean`, and the parameters of
+        :class:`MeanEstimator`.
+
+    Raises
+    ------
+    InvalidParameterError
+        Steps outside 1 to 60, a share or ``cov_beta`` outside (0, 1), a non-positive
+        ``sigma_max``, or a parameter :class:`CoinPressMean` refuses.
+
+    Privacy
+    -------
+    rho-zCDP under replace-one, for any data. "cov-step-1" ... "cov-step-{t_cov}" share
+    ``cov_share * rho`` with CoinPress's schedule (the last 3/4, the others the rest equally):
+    each a symmetric Gaussian matrix on the n // 2 pair differences, Frobenius sensitivity
+    sqrt(2) gamma^2 / (n // 2) (a row is in one pair). Then "mean-step-1" ... "mean-step-{t}"
+    share the rest with the same schedule, as :class:`CoinPressMean` on the whitened rows.
     """
 
     method = "coinpress-cov"

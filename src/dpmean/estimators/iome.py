@@ -33,12 +33,40 @@ class ClippedMean(MeanEstimator):
     Rows are clipped around the origin, so the error grows with the distance of the data from
     the origin; ``iome`` removes that.
 
-    Budget (rho-zCDP): ``threshold_share * rho`` for the radius (a binary search of
-    ``threshold_steps`` noisy counts, sensitivity 1 each), the rest for the Gaussian noise on the
-    clipped mean (sensitivity 2C/n). The paper's split is 1/4 and 3/4. ``beta`` bounds the
-    probability that the radius search errs by more than its rank error. When n is too small
-    for the budget (the target rank is below 1, a public check) the zero vector is released with
-    an InsufficientDataWarning, as in the proof of Theorem 3.4.
+    Parameters
+    ----------
+    rho : float, optional
+        The zCDP budget; this and the other common parameters (``epsilon``, ``delta``,
+        ``bounds``, ``random_state``, ``secure_noise``, ``engine``) are those of
+        :class:`MeanEstimator`.
+    threshold_share : float, default 0.25
+        The fraction of rho the radius search spends (the paper's 1/4), in (0, 1).
+    threshold_steps : int, default 20
+        Halvings of the radius search (noisy counts), from 1 to 60.
+    beta : float, default 0.05
+        The probability that the radius search errs by more than its rank error, in (0, 1).
+    **common
+        The parameters of :class:`MeanEstimator`.
+
+    Raises
+    ------
+    InvalidParameterError
+        A share or ``beta`` outside (0, 1), ``threshold_steps`` outside 1 to 60, or a common
+        parameter :class:`MeanEstimator` refuses.
+
+    Warns
+    -----
+    InsufficientDataWarning
+        When n is too small for the budget (the target rank is below 1, a public check): the
+        zero vector is released, as in the proof of Theorem 3.4.
+
+    Privacy
+    -------
+    rho-zCDP (stages ``budget_plan`` states): "threshold", ``threshold_share * rho``, a binary
+    search of ``threshold_steps`` noisy counts of sensitivity 1 (``threshold_share * rho /
+    threshold_steps`` each); "noise", ``(1 - threshold_share) * rho``, the Gaussian mechanism on
+    the clipped mean, l2 sensitivity 2C/n. Without ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho
+    first buys a private box and the split applies to the rest.
     """
 
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
@@ -124,10 +152,55 @@ class ShiftedClippedMean(ClippedMean):
     shifted to that centre, and CM runs on the shifted rows. Its error is proportional to the
     diameter of the data, not its distance from the origin.
 
-    Budget (rho-zCDP): ``centre_share * rho`` for the d_pad medians (rho / (4 d_pad) each by
-    default), then CM's split of the rest (``threshold_share``). The paper's split is 1/4 for
-    centring and 3/4 for the clipped mean.
+    Parameters
+    ----------
+    rho : float, optional
+        The zCDP budget; the common parameters are those of :class:`MeanEstimator`.
+    centre_share : float, default 0.25
+        The fraction of rho the private centre spends (the paper's 1/4), in (0, 1).
+    threshold_share : float or "auto", default "auto"
+        The fraction of the rest the radius search spends; "auto" picks it from public values
+        (``threshold_fraction``).
+    median_steps : int, default 20
+        Halvings of each coordinate median's search (real-valued path), from 1 to 60.
+    threshold_steps : int, default 20
+        Halvings of the radius search (real-valued path), from 1 to 60.
+    quantized : bool, default False
+        Take the integer path of Remark 3.2 (see Notes).
+    bucket : float, optional
+        The rounding grid of the quantized path, in the data's units (default: see Notes).
+    beta : float, default 0.05
+        The failure probability of the searches' bounds and of the rotation's spread, in (0, 1).
+    **common
+        The parameters of :class:`MeanEstimator`.
 
+    Raises
+    ------
+    InvalidParameterError
+        A share or ``beta`` outside (0, 1), steps outside 1 to 60, a non-positive ``bucket``,
+        or a common parameter :class:`MeanEstimator` refuses; at estimate time, a quantization
+        grid too fine for an exact int64 search.
+
+    Warns
+    -----
+    InsufficientDataWarning
+        When n is too small for the budget (a public check): the zero vector is released.
+
+    Privacy
+    -------
+    rho-zCDP (stages ``budget_plan`` states): "centre", ``centre_share * rho`` for the d_pad
+    coordinate medians (binary searches of sensitivity-1 counts, rho / (4 d_pad) each by
+    default); when the medians' reliable halvings fall short (public: n, d, rho, beta, the box)
+    "centre domain" takes ``DOMAIN_SHARE`` (1/16) of that share first, one search of
+    sensitivity-1 counts on the norms about the box's centre. Of the rest, "threshold" (share
+    t of it: ``threshold_share``, or under "auto" the smallest of 0.01, 0.02, 0.05, 0.1, 0.25
+    whose rank error bound is at most n / 4) searches the shifted norms with sensitivity-1
+    counts, and "noise" (1 - t) is the Gaussian mechanism on the clipped mean, l2 sensitivity
+    2C/n. Without ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a private box. The
+    rotation's signs are public randomness.
+
+    Notes
+    -----
     Narrowed median domains (ours): when the centring budget allows the medians fewer reliable
     halvings (``reliable_search_steps``: counts within n/2 with probability 1 - beta) than a
     full search makes (``median_steps``, or Algorithm 1's on the integer path), a loose box
@@ -140,14 +213,15 @@ class ShiftedClippedMean(ClippedMean):
     changes.
 
     Paths:
-        - real-valued (default): medians by binary search over ``median_steps`` halvings of the
-          domain of each rotated coordinate; the radius by ``threshold_steps`` halvings of
-          [0, a public bound on the shifted norms].
-        - ``quantized=True`` (Remark 3.2): coordinates are rounded to multiples of ``bucket``
-          (default: ``alpha / sqrt(d)`` with ``alpha = ||hi - lo|| / 2**16``), rotated without
-          normalisation so they stay integers, and both searches are the exact integer
-          Algorithm 1 (medians over the integer range of each coordinate, the radius over the
-          integer squared norms). Rounding adds at most ``bucket * sqrt(d) / 2`` to the error.
+
+    - real-valued (default): medians by binary search over ``median_steps`` halvings of the
+      domain of each rotated coordinate; the radius by ``threshold_steps`` halvings of
+      [0, a public bound on the shifted norms].
+    - ``quantized=True`` (Remark 3.2): coordinates are rounded to multiples of ``bucket``
+      (default: ``alpha / sqrt(d)`` with ``alpha = ||hi - lo|| / 2**16``), rotated without
+      normalisation so they stay integers, and both searches are the exact integer
+      Algorithm 1 (medians over the integer range of each coordinate, the radius over the
+      integer squared norms). Rounding adds at most ``bucket * sqrt(d) / 2`` to the error.
 
     The median domain of rotated coordinate j is the exact image of the box under the rotation,
     narrowed (real path) to ``R(mid)_j +- ||hi - lo||/2 * sqrt(2 ln(4 d_pad n / beta) / d_pad)``,
@@ -441,8 +515,36 @@ class GaussianIOME(ShiftedClippedMean):
     searches are bounded by that ball (``_BallGeometry``), not by the corners of the box
     [-R', R']^d, so IOME's experiment settings (d = 512, R = 50 sqrt(d)) fit int64; this changes
     only public search domains and a post-processing of the private centre, not the budget.
-    Privacy holds for any data; only the utility analysis assumes Gaussians. ``bounds``, if
-    given, further restrict the box [-R', R']^d.
+
+    Parameters
+    ----------
+    rho : float, optional
+        The zCDP budget; the common parameters are those of :class:`MeanEstimator`.
+    mean_radius : float
+        R, a public bound on ||mu||_2 (positive).
+    sigma_min, sigma_max : float
+        Public bounds on the covariance, sigma_min^2 I <= Sigma <= sigma_max^2 I (positive,
+        sigma_min <= sigma_max).
+    beta : float, default 0.1
+        The failure probability of the clipping radius and the searches, in (0, 1).
+    **options
+        The parameters of :class:`ShiftedClippedMean` (but ``quantized``, always True here)
+        and of :class:`MeanEstimator`. ``bounds``, if given, further restrict the box
+        [-R', R']^d.
+
+    Raises
+    ------
+    InvalidParameterError
+        A non-positive ``mean_radius``, ``sigma_min`` or ``sigma_max``, ``sigma_min`` above
+        ``sigma_max``, or a parameter :class:`ShiftedClippedMean` refuses.
+
+    Privacy
+    -------
+    rho-zCDP for any data (only the utility analysis assumes Gaussians), with the stages and
+    costs of :class:`ShiftedClippedMean` on its quantized path (integer Algorithm 1 searches
+    of sensitivity-1 counts, then the Gaussian mechanism on the clipped mean, sensitivity
+    2C/n). It never searches for a private box: its box comes from ``mean_radius`` and
+    ``sigma_max``.
     """
 
     method = "iome-gaussian"
