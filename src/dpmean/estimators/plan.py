@@ -267,6 +267,82 @@ class PrivateLimitAdaptedNoise(_PlanBase):
     sensitivity of 3 costs 9 times under zCDP; ``pairings`` > 1 is charged pairings^2 the same
     way); every quantile uses the replace-one sensitivity 1, not the add/remove max(q, 1 - q);
     the caller's data is never sorted in place.
+
+    Parameters
+    ----------
+    rho : float, optional
+        The zCDP budget; the common parameters (``epsilon``, ``delta``, ``bounds``,
+        ``random_state``, ``secure_noise``, ``engine``) are those of :class:`MeanEstimator`.
+    p : float, default 2.0
+        The lp error to target (>= 1): the scale is sigma_j^(-2/(p+2)).
+    variance : {"auto", "gaussian", "generic", "binary"}, default "auto"
+        How the standard deviations are estimated (the list above).
+    std : float or array_like, optional
+        Known standard deviations (a number or length-d array): no variance stage.
+    centre_share : float, default 0.25
+        The centre's fraction of the preprocessing budget, in (0, 1).
+    group_size : int, default 1
+        Rows per group in ``pair_std`` (a positive integer).
+    pairings : int, default 1
+        Random pairings in ``pair_std`` (a positive integer; charged pairings^2).
+    regularise : bool, default True
+        Use sigma_j + mean(sigma) in the scale (the paper, sec. 7.1).
+    spread_share : float, default 1/16
+        The fraction of the variance budget spent on the private spread (0 turns it off).
+    preprocess_share : float, default 0.25
+        The fraction of rho spent on the centre and the variances, in (0, 1).
+    threshold_share : float or "auto", default "auto"
+        The threshold's fraction of the rest; "auto" picks it from n and the budget
+        (``threshold_fraction``).
+    centre : {"auto", "rotated", "median", "mean"}, default "auto"
+        How the private centre is found (see Privacy).
+    quantile : {"exponential", "binary-search"}, default "exponential"
+        The private quantile mechanism of the threshold and the medians.
+    steps : int, default 20
+        Halvings of the binary searches, from 1 to 60.
+    beta : float, default 0.1
+        The failure probability of the rank error bounds, in (0, 1).
+    log_range : float or None, default 46.0
+        The width in nats of the log-domain searches (None: the paper's linear domains).
+    **common
+        The parameters of :class:`MeanEstimator`.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``p`` below 1, an unknown ``variance``, ``centre`` or ``quantile``, a share or
+        ``beta`` outside (0, 1), ``steps`` outside 1 to 60, a ``group_size`` or ``pairings``
+        that is not a positive integer, a non-positive ``log_range``, or a common parameter
+        :class:`MeanEstimator` refuses.
+
+    Warns
+    -----
+    InsufficientDataWarning
+        When the clip count k >= n (a public check): the zero vector is released.
+
+    Privacy
+    -------
+    rho-zCDP under replace-one (stages ``budget_plan`` states). Of ``preprocess_share * rho``
+    (default 1/4), the centre: "centre" (``centre="median"``: d exponential-mechanism or
+    PrivQuant medians, rho/d each, sensitivity-1 utilities; ``"mean"``: the Gaussian mechanism
+    on the mean, sensitivity ||hi - lo|| / n; ``"rotated"``/``"auto"`` on dense input: IOME's
+    rotated centre, "centre domain" 1/16 of it first, one search of sensitivity-1 counts, then
+    d_pad medians of sensitivity-1 counts), and the variances with the rest of it:
+    "variance spread" (``spread_share`` of it, one exponential mechanism on the pair values,
+    sensitivity 1) and "variance" (rho/d per coordinate, exponential-mechanism medians of the
+    pair values, sensitivity 1, or for binary data Gaussian-mechanism frequencies). With known
+    ``std``, or when ``pair_median_resolves`` says the budget cannot resolve the variances
+    (public: n, d, rho, beta), the centre gets all of the preprocessing budget. Of the
+    remaining rho, "threshold" (share t: ``threshold_share`` or "auto") is the private
+    quantile of the scaled, shifted norms (sensitivity 1) and "noise" (1 - t) the Gaussian
+    mechanism with sensitivity 2C/n in the scaled space. Without ``bounds``, ``BOUNDS_SHARE``
+    (1/10) of rho first buys a private box. docs/privacy.md, "PLAN's preprocessing", gives each
+    stage's argument.
+
+    Notes
+    -----
+    The shared steps (centre, threshold) are those of PLAN without scaling
+    (:class:`PlanNoScale`).
     """
 
     method = "plan"
@@ -390,6 +466,36 @@ class PlanNoScale(_PlanBase):
     and its output is the private median; this one clips only about k = sqrt(n) + rank error
     rows, which is what Theorem 6.1 analyses. No rotation is needed (sec. 6), so it runs on
     sparse data too (centre "mean" there).
+
+    Parameters
+    ----------
+    rho : float, optional
+        The zCDP budget; the common parameters are those of :class:`MeanEstimator`.
+    preprocess_share, threshold_share, centre, quantile, steps, beta, log_range
+        As in :class:`PrivateLimitAdaptedNoise` (here the preprocessing budget is the
+        centre's alone).
+    **common
+        The parameters of :class:`MeanEstimator`.
+
+    Raises
+    ------
+    InvalidParameterError
+        An unknown ``centre`` or ``quantile``, a share or ``beta`` outside (0, 1), ``steps``
+        outside 1 to 60, a non-positive ``log_range``, or a common parameter
+        :class:`MeanEstimator` refuses.
+
+    Privacy
+    -------
+    rho-zCDP under replace-one (stages ``budget_plan`` states). Of ``preprocess_share * rho``
+    (default 1/4), the centre: "centre" (``centre="median"``: d exponential-mechanism or
+    PrivQuant medians, rho/d each, sensitivity-1 utilities; ``"mean"``: the Gaussian mechanism
+    on the mean, sensitivity ||hi - lo|| / n; ``"rotated"``/``"auto"`` on dense input: IOME's
+    rotated centre, "centre domain" 1/16 of it first, one search of sensitivity-1 counts, then
+    d_pad medians of sensitivity-1 counts). Of the
+    remaining rho, "threshold" (share t: ``threshold_share`` or "auto") is the private
+    quantile of the shifted norms (sensitivity 1) and "noise" (1 - t) the Gaussian mechanism
+    with sensitivity 2C/n. Without ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a
+    private box.
     """
 
     method = "plan-noscale"

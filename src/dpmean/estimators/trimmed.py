@@ -242,6 +242,9 @@ class TrimmedMean(MeanEstimator):
 
     Parameters
     ----------
+    rho : float, optional
+        The budget (rho, or ``epsilon`` and ``delta``); it and ``bounds``, ``random_state``,
+        ``secure_noise`` and ``engine`` are those of :class:`MeanEstimator`.
     noise : str, default "lln"
         ``"lln"``, ``"uln"``, ``"arsinh"`` ((1/2) eps^2-CDP, eps = sqrt(2 rho)),
         ``"student-t"`` (pure eps-DP with eps = sqrt(2 rho), which implies rho-zCDP: the
@@ -275,8 +278,31 @@ class TrimmedMean(MeanEstimator):
     omega : float, default 10
         The tCDP order bound (as in the paper).
 
-    The budget (rho, or epsilon and delta), bounds, random_state and engine are those of
-    ``MeanEstimator``.
+    Raises
+    ------
+    InvalidParameterError
+        An unknown ``noise`` or ``truncation``; ``omega`` not above 1 for "gaussian-tcdp"; a
+        non-positive ``smoothing`` or ``assumed_std``; a ``trim`` that is neither a count nor a
+        fraction in (0, 0.5) (at estimate time: a count with 2m >= n); ``dof`` below 3 for
+        Student's T; rho given for "laplace" or "gaussian" (they need epsilon and delta); or
+        a common parameter :class:`MeanEstimator` refuses.
+
+    Warns
+    -----
+    SecureNoiseWarning
+        ``secure_noise=True``: no stage is a Gaussian mechanism, so nothing is drawn exactly.
+    InsufficientDataWarning
+        Too few rows for the trimming (``minimum_rows``, public).
+
+    Privacy
+    -------
+    One stage, "noise", the whole granted total: per coordinate, the trimmed mean plus its
+    exact t-smooth sensitivity over s times Z, with rho/d (or eps/d and delta/d) each. The
+    guarantee follows ``noise``: "lln", "uln", "arsinh": rho-zCDP; "student-t": pure eps-DP
+    with eps = sqrt(2 rho) (reported as zCDP, ledger in rho); "laplace", "gaussian":
+    (eps, delta)-DP, notion "approx-DP", ledger in epsilon; "gaussian-tcdp":
+    (rho, omega)-tCDP, notion "tCDP". Without ``bounds``, a rho notion first spends
+    ``BOUNDS_SHARE`` (1/10) on a private box; approx-DP requires ``bounds``.
 
     Notes
     -----
