@@ -84,8 +84,35 @@ class GRSKnownVar(_GRS):
 
     Group 1's size is GRS's 800 ((e^(eps0/2)+1)/(e^(eps0/2)-1))^2 ln(8 L / beta), capped at
     ``first_group_share`` of n (our rule: at IOME's settings the theoretical size exceeds n,
-    and the paper does not say what IOME used). Budget: (epsilon, delta) per user; each
-    coordinate gets (eps0, delta0) from ``split_budget`` (advanced composition over d).
+    and the paper does not say what IOME used).
+
+    Parameters
+    ----------
+    rho : float, optional
+        The budget; ``epsilon``, ``delta``, ``bounds``, ``random_state`` and ``engine`` are
+        those of :class:`MeanEstimator` (``secure_noise=True`` is refused: no secure mode).
+    sigma : float, default 1.0
+        The known standard deviation (positive).
+    beta : float, default 0.05
+        The failure probability of the clamping width, in (0, 1).
+    first_group_share : float, default 0.5
+        The largest fraction of the users in group 1, in (0, 1).
+    **common
+        The parameters of :class:`MeanEstimator`.
+
+    Raises
+    ------
+    InvalidParameterError
+        A non-positive ``sigma``, ``beta`` or ``first_group_share`` outside (0, 1),
+        ``secure_noise=True``, or a common parameter :class:`MeanEstimator` refuses.
+
+    Privacy
+    -------
+    (epsilon, delta)-DP per user in the local model (notion "local-approx-DP"): one stage,
+    "coordinates", all of ``epsilon`` (the ledger's unit); each coordinate gets (eps0, delta0)
+    from ``split_budget`` (advanced composition over d). Each user answers one round: group 1 a unary encoding (eps0-LDP), the rest the
+    local Gaussian on its clamped value. A ``rho`` instead is converted
+    to the (epsilon, delta) it implies at ``delta`` (default 1e-9).
     """
 
     method = "grs-knownvar"
@@ -140,6 +167,36 @@ class GRSUnkVar(_GRS):
     The searches share ``search_share`` of the users equally (our rule, as for KnownVar); the
     rest answer the last stage. ``sigma_max`` defaults to the largest box half-width / sqrt(d)
     (IOME: sigma_max = R / sqrt(d)).
+
+    Parameters
+    ----------
+    rho : float, optional
+        The budget; ``epsilon``, ``delta``, ``bounds``, ``random_state`` and ``engine`` are
+        those of :class:`MeanEstimator` (``secure_noise=True`` is refused: no secure mode).
+    sigma_min : float, default 0.1
+        The public lower bound on sigma (positive).
+    sigma_max : float, optional
+        The public upper bound on sigma (positive; default above).
+    beta : float, default 0.05
+        The failure probability of the clamping width, in (0, 1).
+    search_share : float, default 0.5
+        The fraction of the users the binary searches share, in (0, 1).
+    **common
+        The parameters of :class:`MeanEstimator`.
+
+    Raises
+    ------
+    InvalidParameterError
+        A non-positive ``sigma_min`` or ``sigma_max``, ``beta`` or ``search_share`` outside
+        (0, 1), ``secure_noise=True``, or a common parameter :class:`MeanEstimator` refuses.
+
+    Privacy
+    -------
+    (epsilon, delta)-DP per user in the local model (notion "local-approx-DP"): one stage,
+    "coordinates", all of ``epsilon`` (the ledger's unit); each coordinate gets (eps0, delta0)
+    from ``split_budget`` (advanced composition over d). Each user answers one round: a search step by randomised response (eps0), or
+    the last stage's local Gaussian. A ``rho`` instead is converted
+    to the (epsilon, delta) it implies at ``delta`` (default 1e-9).
     """
 
     method = "grs-unkvar"

@@ -199,10 +199,47 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
     3. Each user clips its shifted vector to C and adds N(0, (2C)^2 / (2 rho_noise)) (local
        Gaussian, sensitivity 2C); the analyser averages and rotates back.
 
-    Budget (rho-zCDP per user, composed over the rounds): ``centre_share`` for round 1 (1/2 by
-    default, not the paper's 1/4: one round of range counting per coordinate is the weakest
-    step at IOME's local settings, measured in benchmarks/bench_protocols.py),
-    ``threshold_share`` (1/4) of the rest for round 2, the remainder for round 3.
+    Parameters
+    ----------
+    rho : float, optional
+        The budget; ``epsilon``, ``delta``, ``bounds``, ``random_state`` and ``engine`` are
+        those of :class:`MeanEstimator` (``secure_noise=True`` is refused: no secure mode).
+    centre_share : float, optional
+        Round 1's fraction of the budget, in (0, 1) (default 1/2).
+    threshold_share : float, default 0.25
+        Round 2's fraction of the rest, in (0, 1).
+    branching : int, default 4
+        B, the branching factor of both range-counting trees.
+    centre_height : int, optional
+        Levels of round 1's tree, from 1 to 60 (default 4).
+    threshold_height : int, default 3
+        Levels of round 2's tree, from 1 to 60.
+    norm_span : float, default 16.0
+        Octaves of round 2's log2 grid below the public norm bound (positive).
+    beta : float, default 0.05
+        The failure probability of the rank error and rotation bounds, in (0, 1).
+    min_quantile : float, default 0.5
+        The lowest quantile the threshold may target, in (0, 1).
+    centre_rule : {"heaviest", "median"}, default "heaviest"
+        How the analyser reads round 1's tree.
+    **common
+        The parameters of :class:`MeanEstimator`.
+
+    Raises
+    ------
+    InvalidParameterError
+        An unknown ``centre_rule``, a share, ``beta`` or ``min_quantile`` outside (0, 1), a
+        height outside 1 to 60, a non-positive ``norm_span``, ``secure_noise=True``, or a
+        common parameter :class:`MeanEstimator` refuses.
+
+    Privacy
+    -------
+    rho-zCDP per user in the local model (notion "local-zCDP"), composed over the rounds:
+    "centre", ``centre_share * rho`` (1/2 by default, not the paper's 1/4: one round of range
+    counting per coordinate is the weakest step at IOME's local settings, measured in
+    benchmarks/bench_protocols.py), Hadamard response at the largest eps that is
+    rho_centre-zCDP; "threshold", ``threshold_share`` (1/4) of the rest, the same on the norm
+    grid; "noise", the remainder, the local Gaussian with sensitivity 2C.
     ``epsilon``/``delta`` convert to rho as for the central estimators.
     """
 
@@ -245,8 +282,47 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
     the round's budget (``split_budget``). The threshold target leaves K = 4 sqrt(d/d_pad
     ln(2 n d_pad / beta)) / eps' rows above it: the summation's l2 noise in units of C / n.
 
-    Budget: ``epsilon`` (the ledger's unit) and ``delta`` split by the same shares as
-    ``iome-local``, composed by basic composition over the rounds.
+    Parameters
+    ----------
+    rho : float, optional
+        The budget; ``epsilon``, ``delta``, ``bounds``, ``random_state`` and ``engine`` are
+        those of :class:`MeanEstimator` (``secure_noise=True`` is refused: no secure mode).
+    centre_share : float, optional
+        Round 1's fraction of the budget, in (0, 1) (default 1/4).
+    threshold_share : float, default 0.25
+        Round 2's fraction of the rest, in (0, 1).
+    branching : int, default 4
+        B, the branching factor of both range-counting trees.
+    centre_height : int, optional
+        Levels of round 1's tree, from 1 to 60 (default 6).
+    threshold_height : int, default 3
+        Levels of round 2's tree, from 1 to 60.
+    norm_span : float, default 16.0
+        Octaves of round 2's log2 grid below the public norm bound (positive).
+    beta : float, default 0.05
+        The failure probability of the rank error and rotation bounds, in (0, 1).
+    min_quantile : float, default 0.5
+        The lowest quantile the threshold may target, in (0, 1).
+    centre_rule : {"heaviest", "median"}, default "heaviest"
+        How the analyser reads round 1's tree.
+    **common
+        The parameters of :class:`MeanEstimator`.
+
+    Raises
+    ------
+    InvalidParameterError
+        An unknown ``centre_rule``, a share, ``beta`` or ``min_quantile`` outside (0, 1), a
+        height outside 1 to 60, a non-positive ``norm_span``, ``secure_noise=True``, or a
+        common parameter :class:`MeanEstimator` refuses.
+
+    Privacy
+    -------
+    (epsilon, delta)-DP in the shuffle model (notion "shuffle-approx-DP"): ``epsilon`` (the
+    ledger's unit) and ``delta`` split by the same shares as ``iome-local`` ("centre",
+    "threshold", "noise"), composed by basic composition over the rounds. Rounds 1 and 2:
+    eps0-LDP reports amplified by shuffling to the round's (epsilon, delta); round 3: IKOS
+    summation per coordinate at (eps', delta'), d_pad-fold advanced composition. A ``rho``
+    instead is converted to the (epsilon, delta) it implies at ``delta`` (default 1e-9).
     """
 
     method = "iome-shuffle"
