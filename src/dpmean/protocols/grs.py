@@ -110,9 +110,9 @@ class GRSKnownVar(_GRS):
     -------
     (epsilon, delta)-DP per user in the local model (notion "local-approx-DP"): one stage,
     "coordinates", all of ``epsilon`` (the ledger's unit); each coordinate gets (eps0, delta0)
-    from ``split_budget`` (advanced composition over d). Each user answers one round: group 1 a unary encoding (eps0-LDP), the rest the
-    local Gaussian on its clamped value. A ``rho`` instead is converted
-    to the (epsilon, delta) it implies at ``delta`` (default 1e-9).
+    from ``split_budget`` (advanced composition over d). Each user answers one round: group 1
+    a unary encoding (eps0-LDP), the rest the local Gaussian on its clamped value. A ``rho``
+    instead is converted to the (epsilon, delta) it implies at ``delta`` (default 1e-9).
     """
 
     method = "grs-knownvar"
@@ -194,9 +194,9 @@ class GRSUnkVar(_GRS):
     -------
     (epsilon, delta)-DP per user in the local model (notion "local-approx-DP"): one stage,
     "coordinates", all of ``epsilon`` (the ledger's unit); each coordinate gets (eps0, delta0)
-    from ``split_budget`` (advanced composition over d). Each user answers one round: a search step by randomised response (eps0), or
-    the last stage's local Gaussian. A ``rho`` instead is converted
-    to the (epsilon, delta) it implies at ``delta`` (default 1e-9).
+    from ``split_budget`` (advanced composition over d). Each user answers one round: a search
+    step by randomised response (eps0), or the last stage's local Gaussian. A ``rho`` instead
+    is converted to the (epsilon, delta) it implies at ``delta`` (default 1e-9).
     """
 
     method = "grs-unkvar"
