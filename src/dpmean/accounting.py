@@ -136,6 +136,23 @@ def zcdp_to_approx_dp(rho: float, delta: float) -> float:
                   + (log(1/delta) + (alpha - 1) log(1 - 1/alpha) - log(alpha)) / (alpha - 1).
 
     Never larger than ``classic_zcdp_to_approx_dp`` and never negative.
+
+    Parameters
+    ----------
+    rho : float
+        The zCDP parameter (non-negative; 0 gives epsilon = 0).
+    delta : float
+        The target delta, in (0, 1).
+
+    Returns
+    -------
+    float
+        The smallest epsilon with rho-zCDP => (epsilon, delta)-DP.
+
+    Raises
+    ------
+    InvalidParameterError
+        A negative or non-finite ``rho``, or ``delta`` outside (0, 1).
     """
     rho = _non_negative("rho", rho)
     delta = _delta(delta)
@@ -176,8 +193,23 @@ def zcdp_to_approx_dp(rho: float, delta: float) -> float:
 def approx_dp_to_zcdp(epsilon: float, delta: float) -> float:
     """The largest rho such that rho-zCDP implies (epsilon, delta)-DP under the tight conversion.
 
-    The returned rho satisfies ``zcdp_to_approx_dp(rho, delta) <= epsilon`` exactly (checked,
-    not just up to the root-finder's tolerance).
+    Parameters
+    ----------
+    epsilon : float
+        The target epsilon (positive).
+    delta : float
+        The target delta, in (0, 1).
+
+    Returns
+    -------
+    float
+        The rho; it satisfies ``zcdp_to_approx_dp(rho, delta) <= epsilon`` exactly (checked,
+        not just up to the root-finder's tolerance).
+
+    Raises
+    ------
+    InvalidParameterError
+        A non-positive or non-finite ``epsilon``, or ``delta`` outside (0, 1).
     """
     epsilon = _positive("epsilon", epsilon)
     delta = _delta(delta)

@@ -87,6 +87,12 @@ def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None,
         clipping bias of a release is not included. Per coordinate (shape (d,), in the data's
         units) when the box's widths differ: the release then runs in the box-normalised space
         and each column's noise is proportional to its width.
+
+    Raises
+    ------
+    InvalidParameterError
+        A ``method`` without an a priori noise bound, ``level`` outside (0, 1), an ``n`` or
+        ``d`` that is not a positive integer, or parameters the estimator refuses.
     """
     if method not in PLANNED:
         raise InvalidParameterError(
@@ -113,10 +119,31 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
     and is within a relative 1e-9 of a point where it stops meeting it, but a smaller rho may
     also meet it.
 
+    Parameters
+    ----------
+    method : str
+        One of the methods ``accuracy`` plans for.
+    n, d : int
+        The public shape of the data.
+    bounds : tuple
+        The public box ``(lo, hi)`` (scalars or length-d arrays).
+    half_width : float
+        The target half-width (finite, positive), in the data's units.
+    level : float, default 0.95
+        The interval's coverage per coordinate.
+    **options
+        The estimator's own options (e.g. ``threshold_share``).
+
     Returns
     -------
     float
-        The rho; raises InvalidParameterError when even rho = 1e12 does not reach the target.
+        The rho.
+
+    Raises
+    ------
+    InvalidParameterError
+        A ``half_width`` that is not finite and positive, when even rho = 1e12 does not reach
+        the target, or whatever ``accuracy`` refuses.
     """
     if not (np.isfinite(half_width) and half_width > 0):
         raise InvalidParameterError(f"half_width must be finite and > 0, got {half_width}")

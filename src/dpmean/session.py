@@ -153,6 +153,20 @@ class Session:
     possibly smaller amount its ledger used), so the composed guarantee below holds for the
     whole sequence of releases, adaptively chosen, under the replace-one relation.
 
+    Parameters
+    ----------
+    rho : float, optional
+        The session's total zCDP budget.
+    epsilon, delta : float, optional
+        The session's total (epsilon, delta)-DP budget, instead of ``rho``.
+
+    Raises
+    ------
+    InvalidParameterError
+        Both ``rho`` and ``epsilon``/``delta``, neither, or a budget that is not valid.
+
+    Notes
+    -----
     Composition in a zCDP session (Bun-Steinke 2016, Lemma 2.3 and Prop. 1.4):
 
     - a "zCDP" release adds its rho;
