@@ -486,15 +486,12 @@ class PlanNoScale(_PlanBase):
 
     Privacy
     -------
-    rho-zCDP under replace-one (stages ``budget_plan`` states). Of ``preprocess_share * rho``
-    (default 1/4), the centre: "centre" (``centre="median"``: d exponential-mechanism or
-    PrivQuant medians, rho/d each, sensitivity-1 utilities; ``"mean"``: the Gaussian mechanism
-    on the mean, sensitivity ||hi - lo|| / n; ``"rotated"``/``"auto"`` on dense input: IOME's
-    rotated centre, "centre domain" 1/16 of it first, one search of sensitivity-1 counts, then
-    d_pad medians of sensitivity-1 counts). Of the
-    remaining rho, "threshold" (share t: ``threshold_share`` or "auto") is the private
-    quantile of the shifted norms (sensitivity 1) and "noise" (1 - t) the Gaussian mechanism
-    with sensitivity 2C/n. Without ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a
+    rho-zCDP under replace-one (stages ``budget_plan`` states). ``preprocess_share * rho``
+    (default 1/4) goes to the centre, with the stages and mechanisms
+    :class:`PrivateLimitAdaptedNoise` states for its centre. Of the remaining rho,
+    "threshold" (share t: ``threshold_share`` or "auto") is the private quantile of the
+    shifted norms (sensitivity 1) and "noise" (1 - t) the Gaussian mechanism with
+    sensitivity 2C/n. Without ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a
     private box.
     """
 

@@ -285,35 +285,20 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
     Parameters
     ----------
     rho : float, optional
-        The budget; ``epsilon``, ``delta``, ``bounds``, ``random_state`` and ``engine`` are
-        those of :class:`MeanEstimator` (``secure_noise=True`` is refused: no secure mode).
+        The budget, as in :class:`LocalIOME` (here converted to epsilon, see Privacy).
     centre_share : float, optional
         Round 1's fraction of the budget, in (0, 1) (default 1/4).
-    threshold_share : float, default 0.25
-        Round 2's fraction of the rest, in (0, 1).
-    branching : int, default 4
-        B, the branching factor of both range-counting trees.
     centre_height : int, optional
         Levels of round 1's tree, from 1 to 60 (default 6).
-    threshold_height : int, default 3
-        Levels of round 2's tree, from 1 to 60.
-    norm_span : float, default 16.0
-        Octaves of round 2's log2 grid below the public norm bound (positive).
-    beta : float, default 0.05
-        The failure probability of the rank error and rotation bounds, in (0, 1).
-    min_quantile : float, default 0.5
-        The lowest quantile the threshold may target, in (0, 1).
-    centre_rule : {"heaviest", "median"}, default "heaviest"
-        How the analyser reads round 1's tree.
+    threshold_share, branching, threshold_height, norm_span, beta, min_quantile, centre_rule
+        As in :class:`LocalIOME`.
     **common
         The parameters of :class:`MeanEstimator`.
 
     Raises
     ------
     InvalidParameterError
-        An unknown ``centre_rule``, a share, ``beta`` or ``min_quantile`` outside (0, 1), a
-        height outside 1 to 60, a non-positive ``norm_span``, ``secure_noise=True``, or a
-        common parameter :class:`MeanEstimator` refuses.
+        As :class:`LocalIOME`.
 
     Privacy
     -------
