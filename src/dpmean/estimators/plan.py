@@ -329,8 +329,9 @@ class PrivateLimitAdaptedNoise(_PlanBase):
     rotated centre, "centre domain" 1/16 of it first, one search of sensitivity-1 counts, then
     d_pad medians of sensitivity-1 counts), and the variances with the rest of it:
     "variance spread" (``spread_share`` of it, one exponential mechanism on the pair values,
-    sensitivity 1) and "variance" (rho/d per coordinate, exponential-mechanism medians of the
-    pair values, sensitivity 1, or for binary data Gaussian-mechanism frequencies). With known
+    sensitivity 1) and "variance" (its share split evenly over the d coordinates:
+    exponential-mechanism medians of the pair values, sensitivity 1, or for binary data
+    Gaussian-mechanism frequencies). With known
     ``std``, or when ``pair_median_resolves`` says the budget cannot resolve the variances
     (public: n, d, rho, beta), the centre gets all of the preprocessing budget. Of the
     remaining rho, "threshold" (share t: ``threshold_share`` or "auto") is the private
