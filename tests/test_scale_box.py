@@ -218,6 +218,24 @@ def test_without_bounds_a_private_box_is_bought_and_stated():
     assert np.linalg.norm(result.mean - x.mean(axis=0)) < 0.1
 
 
+def test_an_empty_bin_almost_never_stretches_the_private_box():
+    # One spurious loud bin anywhere in float64 would stretch a column's box to it (a box up to
+    # 2e62 was seen with beta = 0.01, 1 release in 60). With BOUNDS_BETA = 1e-9, 300 boxes of
+    # N(0, 1) data (its bins reach |v| < 8; one margin bin: 16) all stay within [-64, 64];
+    # with 0.01 all 300 would pass with probability 0.99^300 = 5%.
+    from dpmean.accounting import PrivacyLedger
+    from dpmean.engines import make_engine
+    from dpmean.estimators.private_bounds import private_box
+
+    x = np.random.default_rng(5).normal(size=(4000, 32))
+    engine = make_engine(x, np.full(32, -np.inf), np.full(32, np.inf), None)
+    for seed in range(300):
+        ledger = PrivacyLedger(1.0)
+        ledger.plan({"bounds": 0.025})
+        lo, hi = private_box(engine, 0.025, np.random.default_rng(seed), ledger=ledger)
+        assert np.all(lo >= -64.0) and np.all(hi <= 64.0), seed
+
+
 def test_without_bounds_where_no_box_can_be_found_the_error_says_so():
     with pytest.raises(dpmean.InvalidParameterError, match="sparse input needs bounds"):
         dpmean.mean(scipy.sparse.random(50, 4, density=0.5, format="csr"), rho=1.0,
