@@ -59,7 +59,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(.npy, .npz, .csv with optional header, .parquet, or .dat baskets). Give the budget as "
         "--rho (zCDP) or as --epsilon with --delta, and the public range of the data with "
         "--bounds LO HI (the same for every column) or --bounds-file (one range per column). "
-        "The range must be chosen without looking at the data; values outside are clamped.",
+        "The range must be chosen without looking at the data; values outside are clamped, "
+        "columns of unequal ranges are estimated each in proportion to its range, and the "
+        "release is projected into the range. Without a range, 10% of a rho budget finds one "
+        "privately.",
     )
     # The order of the calls is the order of the flags in the help and usage lines.
     p.add_argument("input", metavar="INPUT", help="the data file (rows are people)")
