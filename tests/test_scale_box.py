@@ -218,22 +218,27 @@ def test_without_bounds_a_private_box_is_bought_and_stated():
     assert np.linalg.norm(result.mean - x.mean(axis=0)) < 0.1
 
 
-def test_an_empty_bin_almost_never_stretches_the_private_box():
-    # One spurious loud bin anywhere in float64 would stretch a column's box to it (a box up to
-    # 2e62 was seen with beta = 0.01, 1 release in 60). With BOUNDS_BETA = 1e-9, 300 boxes of
-    # N(0, 1) data (its bins reach |v| < 8; one margin bin: 16) all stay within [-64, 64];
-    # with 0.01 all 300 would pass with probability 0.99^300 = 5%.
+def test_the_private_box_is_neither_stretched_nor_missing():
+    # Both ways the threshold can be wrong (BOUNDS_BETA): a spurious loud bin anywhere in
+    # float64 stretches a column's box to it (seen at beta = 0.01 in 1 release of 60: a box to
+    # 2e62), and a threshold above the data's own bins finds no box (at 1e-9 every box below
+    # fell back). N(0, 1) data's bins reach |v| < 8 (one margin bin: 16); 300 boxes at d = 32
+    # all stay within [-64, 64] (at 0.01 all 300 would with probability 0.99^300 = 5%; at
+    # 1e-4 a spurious bin among them has probability at most 3%), and 100 at d = 128, where
+    # the largest bins hold about 600 rows against tau = 448, all find a box.
     from dpmean.accounting import PrivacyLedger
     from dpmean.engines import make_engine
     from dpmean.estimators.private_bounds import private_box
 
-    x = np.random.default_rng(5).normal(size=(4000, 32))
-    engine = make_engine(x, np.full(32, -np.inf), np.full(32, np.inf), None)
-    for seed in range(300):
-        ledger = PrivacyLedger(1.0)
-        ledger.plan({"bounds": 0.025})
-        lo, hi = private_box(engine, 0.025, np.random.default_rng(seed), ledger=ledger)
-        assert np.all(lo >= -64.0) and np.all(hi <= 64.0), seed
+    for d, boxes in ((32, 300), (128, 100)):
+        x = np.random.default_rng(5).normal(size=(4000, d))
+        engine = make_engine(x, np.full(d, -np.inf), np.full(d, np.inf), None)
+        for seed in range(boxes):
+            ledger = PrivacyLedger(1.0)
+            ledger.plan({"bounds": 0.025})
+            lo, hi = private_box(engine, 0.025, np.random.default_rng(seed), ledger=ledger)
+            assert not np.isnan(lo).any(), (d, seed)
+            assert np.all(lo >= -64.0) and np.all(hi <= 64.0), (d, seed)
 
 
 def test_without_bounds_where_no_box_can_be_found_the_error_says_so():

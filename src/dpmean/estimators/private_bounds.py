@@ -20,11 +20,15 @@ from ..transforms import IDENTITY
 # The share of the budget a release without bounds spends on its private box (public).
 BOUNDS_SHARE = 0.1
 # The probability that some empty bin's noise clears the threshold (union bound over all bins).
-# One spurious bin stretches a column's box to that bin, up to 1.8e308, and the release is
-# garbage: at 0.01 that happened in 1 of 60 releases (d = 32, rho = 1/4: a box up to 2e62, cm's
-# error 4 where 0.03 is usual, iome's 1e56). At 1e-9 the threshold is only about 1.4 times
-# higher (z grows like sqrt(2 ln(1 / beta))), and the margin bins absorb the difference.
-BOUNDS_BETA = 1e-9
+# Both ways of being wrong were measured (N(0, 1) rows, n = 4000, 10% of rho = 1/4):
+# - too large a beta lets a spurious bin stretch a column's box up to 1.8e308, and the release
+#   is garbage: at 0.01, 1 release in 60 got a box to 2e62 (d = 32; cm's error 4 where 0.03 is
+#   usual, iome's 1e56);
+# - too small a beta raises the threshold above the data's own bins: at 1e-9 every release at
+#   d = 128 found no box and fell back to the zero vector (its largest bins hold about 600
+#   rows; tau = 566).
+# At 1e-4 (tau = 448 there) neither happened in 500 boxes each at d = 8, 32 and 128.
+BOUNDS_BETA = 1e-4
 # Bins added beyond the outermost loud bin on each side: up to tau rows may lie past it, and
 # clamping them would bias the release; one more power of two holds all but a sliver of a
 # tail that decays at all (a Gaussian's past 2 sigma: from 2.3 % to 0.003 % of the rows).
