@@ -225,7 +225,9 @@ def test_the_private_box_is_neither_stretched_nor_missing():
     # fell back). N(0, 1) data's bins reach |v| < 8 (one margin bin: 16); 300 boxes at d = 32
     # all stay within [-64, 64] (at 0.01 all 300 would with probability 0.99^300 = 5%; at
     # 1e-4 a spurious bin among them has probability at most 3%), and 100 at d = 128, where
-    # the largest bins hold about 600 rows against tau = 448, all find a box.
+    # the largest bins hold about 600 rows against tau = 448, all find a box, and a box that
+    # reaches both signs: there the bins of one sign all fell under tau in about a fifth of
+    # the boxes before the other sign's summed window was asked (``_mirror_one_sided``).
     from dpmean.accounting import PrivacyLedger
     from dpmean.engines import make_engine
     from dpmean.estimators.private_bounds import private_box
@@ -239,6 +241,7 @@ def test_the_private_box_is_neither_stretched_nor_missing():
             lo, hi = private_box(engine, 0.025, np.random.default_rng(seed), ledger=ledger)
             assert not np.isnan(lo).any(), (d, seed)
             assert np.all(lo >= -64.0) and np.all(hi <= 64.0), (d, seed)
+            assert np.all(lo < 0.0) and np.all(hi > 0.0), (d, seed)
 
 
 def test_without_bounds_where_no_box_can_be_found_the_error_says_so():
