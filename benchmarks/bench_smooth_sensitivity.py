@@ -14,9 +14,9 @@ from functools import partial
 import numpy as np
 from measure import best_time
 
-from dpmean.estimators.trimmed import trimmed_means, trimmed_smooth_sensitivity
 from dpmean.experiments.bun_steinke import BOUNDS, gaussian_datasets
 from dpmean.experiments.figures import BS_M, BS_T
+from dpmean.mechanisms.smooth_sensitivity import trimmed_means, trimmed_smooth_sensitivity
 
 
 def _trimmed_means(data: np.ndarray, ms) -> list[np.ndarray]:

@@ -16,14 +16,10 @@ import dpmean
 from dpmean.cli import main
 from dpmean.engines import make_engine
 from dpmean.errors import InvalidParameterError
-from dpmean.estimators.trimmed import (
-    TrimmedMean,
-    gaussian_trimmed_variance,
-    trimmed_means,
-    trimmed_smooth_sensitivity,
-)
+from dpmean.estimators.trimmed import TrimmedMean, gaussian_trimmed_variance
 from dpmean.experiments.bun_steinke import default_tuning_excess, excess_grid, sampled_excess
 from dpmean.mechanisms.smooth_noise import NOISES
+from dpmean.mechanisms.smooth_sensitivity import trimmed_means, trimmed_smooth_sensitivity
 
 A, B = -1.0, 3.0
 

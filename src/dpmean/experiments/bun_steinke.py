@@ -16,8 +16,8 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..budget import Budget
 from ..errors import InvalidParameterError
-from ..estimators.trimmed import trimmed_means, trimmed_smooth_sensitivity
 from ..mechanisms.smooth_noise import NOISES, Calibration, smooth_sensitivity_mechanism
+from ..mechanisms.smooth_sensitivity import trimmed_means, trimmed_smooth_sensitivity
 
 BOUNDS = (-50.0, 1050.0)
 DELTA = 1e-6  # the paper's (eps, 1e-6)-DP for Laplace
