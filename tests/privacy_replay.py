@@ -38,6 +38,12 @@ import numpy as np
 
 import dpmean
 from dpmean.mechanisms import exponential, gaussian, matrix
+from dpmean.registry import ESTIMATORS
+
+# Every estimator module loaded now: the registry imports them on first use, and a module first
+# imported while the draws are patched would bind the patched functions for good (monkeypatch
+# restores only the modules it patched), leaking one replay's tape into the next test.
+dict(ESTIMATORS.items())
 
 
 @dataclass
