@@ -59,7 +59,7 @@ def test_counts_equal_the_plain_comparison(seed, n, d, threads, small_table):
         patch.setattr(lattice_module, "BLOCK_BYTES", 8 * 256 * 3)
         if small_table:
             patch.setattr(lattice_module, "TABLE_BYTES", 4 * 256 * 9)
-        patch.setattr("dpmean.engines.sparse._THREADS", threads)
+        patch.setattr("dpmean.parallel.THREADS", threads)
         rng = np.random.default_rng(seed)
         x = _baskets(rng, n, d, longest=40)
         lo, hi = -1.0, 2.0

@@ -30,12 +30,11 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache, partial
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse
 from numba import njit
-from threadpoolctl import threadpool_limits
 
-from ..transforms import fwht
+from ..transforms import fwht, hadamard_matrix
+from .blas import one_blas_thread
 
 # Bytes of the table of value counts ((2V + 1) x d_pad integers): V is the largest half width
 # that fits, or the largest lattice l1 norm of a row if smaller.
@@ -146,7 +145,7 @@ class LatticeCounts:
         # unnormalised, to the Walsh-Hadamard transform of these at its items.
         signed = steps * signs[x.indices]
         rotated = held & ~short
-        with threadpool_limits(limits=1, user_api="blas"), \
+        with one_blas_thread(), \
                 ThreadPoolExecutor(threads) as pool:
             self._add_subset_rows(pool, x, signed, lengths, short)
             product = lengths <= _MOST_PRODUCT_ITEMS
@@ -227,7 +226,7 @@ def _rotate_by_product(x: scipy.sparse.csr_matrix, signed: np.ndarray, d_pad: in
     H[a, j] = H_hi[a_hi, j_hi] H_lo[a_lo, j_lo], a row sum_i w_i H[a_i, :] is the product
     (w H_hi[a_hi])^T H_lo[a_lo], a k x sqrt(d_pad) by k x sqrt(d_pad) product (exact integers)."""
     low_bits = d_pad.bit_length() // 2  # half of log2(d_pad), rounded up
-    high, low = _hadamard(d_pad >> low_bits), _hadamard(1 << low_bits)
+    high, low = hadamard_matrix(d_pad >> low_bits), hadamard_matrix(1 << low_bits)
     out = np.empty((len(rows), d_pad))
     for r, row in enumerate(rows):
         entries = slice(x.indptr[row], x.indptr[row + 1])
@@ -236,11 +235,6 @@ def _rotate_by_product(x: scipy.sparse.csr_matrix, signed: np.ndarray, d_pad: in
                   low[items & ((1 << low_bits) - 1)],
                   out=out[r].reshape(high.shape[0], low.shape[0]))
     return out
-
-
-@cache
-def _hadamard(size: int) -> np.ndarray:
-    return scipy.linalg.hadamard(size).astype(np.float64)
 
 
 def _commonest(values: np.ndarray) -> float:

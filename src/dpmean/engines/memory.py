@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..parallel import THREADS, over_row_ranges, sort_columns
+from .. import parallel
+from ..parallel import over_row_ranges, sort_columns
 from ..transforms import BoxClamp, View, clamp, clip_weights
 from .base import Engine, column_slices
 from .blas import one_blas_thread
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 # Rows per block: a block and its temporaries stay in the per-core cache (measured fastest for
 # both the transform's small matrix products and the counting loop's comparisons).
 _BLOCK_BYTES = 1 << 20
-_THREADS = THREADS
 
 
 class InMemoryEngine(Engine):
@@ -54,15 +54,16 @@ class InMemoryEngine(Engine):
         in block order, so sums over them are reproducible whatever the threads' timing."""
         step = max(1, _BLOCK_BYTES // (8 * max(width, 1)))
         blocks = [slice(i, min(i + step, self.n)) for i in range(0, self.n, step)]
-        runs = [blocks[len(blocks) * t // _THREADS: len(blocks) * (t + 1) // _THREADS]
-                for t in range(_THREADS)]
+        threads = parallel.THREADS  # read at call time, as parallel.over_row_ranges does
+        runs = [blocks[len(blocks) * t // threads: len(blocks) * (t + 1) // threads]
+                for t in range(threads)]
         # One BLAS thread even when we run one: the blocks' small products (the transform's
         # 16 x 16 stages) gain nothing from BLAS threads, whose start-up and spinning made the
         # transform 20x slower; with our threads they would also fight over the same cores.
         with one_blas_thread():
-            if len(blocks) <= 1 or _THREADS == 1:
+            if len(blocks) <= 1 or threads == 1:
                 return [fn(rows) for rows in blocks]
-            with ThreadPoolExecutor(_THREADS) as pool:
+            with ThreadPoolExecutor(threads) as pool:
                 done = pool.map(lambda run: [fn(rows) for rows in run], runs)
                 return [result for run in done for result in run]
 
@@ -146,7 +147,7 @@ class InMemoryEngine(Engine):
 
             lows, highs = zip(*self._each_block(k, fill), strict=True)
             self._counter = ColumnCounter(values, np.min(lows, axis=0), np.max(highs, axis=0),
-                                          threads=_THREADS)
+                                          threads=parallel.THREADS)
             self._counter_key = key
         return self._counter
 

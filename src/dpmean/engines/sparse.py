@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, NoReturn
 import numpy as np
 import scipy.sparse
 
+from .. import parallel
 from ..errors import InvalidParameterError
-from ..parallel import THREADS
 from ..transforms import BoxClamp, RandomRotation, View, clip_weights
 from .base import Engine
 from .blas import one_blas_thread
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 
 # Rows of one block of rotated rows (float64 at the padded width) in rotated coordinate counts.
 _BLOCK_BYTES = 32 << 20
-# Threads that build the rotated counts' table (numba and numpy release the GIL).
-_THREADS = THREADS
 
 
 class SparseEngine(Engine):
@@ -122,7 +120,7 @@ class SparseEngine(Engine):
 
         cached = self._lattice
         if cached is None or cached[0] is not rotation:
-            cached = (rotation, LatticeCounts(self._x, rotation.signs, _THREADS))
+            cached = (rotation, LatticeCounts(self._x, rotation.signs, parallel.THREADS))
             self._lattice = cached
         lattice = cached[1]
         return (lattice.counts(limit, rotation.scale)

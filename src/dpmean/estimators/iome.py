@@ -322,7 +322,7 @@ class ShiftedClippedMean(ClippedMean):
                                        secure=self.secure_noise)
 
         view = base.with_shift(centre)
-        norm_bound = geometry.shifted_norm_bound(mid_rotated, centre, rotation)
+        norm_bound = geometry.shifted_norm_bound(centre, rotation)
         radius = private_radius(
             engine, view, rank, norm_bound, steps=None if quantizer else self.threshold_steps,
             rho=budget["threshold"], ledger=ledger, rng=rng, secure=self.secure_noise)
@@ -408,8 +408,7 @@ class _Geometry:
         inside = np.clip(rotation.invert(centre), self.lo, self.hi)
         return rotation.apply(inside)
 
-    def shifted_norm_bound(self, mid_rotated: np.ndarray, centre: np.ndarray,
-                           rotation: RandomRotation) -> float:
+    def shifted_norm_bound(self, centre: np.ndarray, rotation: RandomRotation) -> float:
         """A bound on the shifted row norms. On the real path: the distance from the (settled)
         centre to the farthest corner of the box, which holds every clamped row (the rotation
         is orthogonal, so distances are those of the original space); the integer path searches
@@ -497,8 +496,7 @@ class _BallGeometry(_Geometry):
         # the integer path shifts integer rows by an integer centre, keeping squared norms integer
         return np.rint(centre) if self.quantizer is not None else centre
 
-    def shifted_norm_bound(self, mid_rotated: np.ndarray, centre: np.ndarray,
-                           rotation: RandomRotation) -> float:
+    def shifted_norm_bound(self, centre: np.ndarray, rotation: RandomRotation) -> float:
         if self.quantizer is not None:
             return self.norm_bound_public
         return self.ball_radius + float(np.linalg.norm(centre))

@@ -80,7 +80,8 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
     """
     d = engine.d
     sensitivity = float(np.sqrt(2.0 * d))
-    tau = gaussian_noise_std(sensitivity, rho) * float(norm.isf(beta / (d * BINS)))
+    sigma = gaussian_noise_std(sensitivity, rho)
+    tau = sigma * float(norm.isf(beta / (d * BINS)))
     ledger.charge(stage, rho)
     lo, hi = np.empty(d), np.empty(d)
     # Columns a block: the engine's own width, and at most 64 MiB of counts.
@@ -94,7 +95,6 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
         first = np.argmax(loud, axis=1)
         last = BINS - 1 - np.argmax(loud[:, ::-1], axis=1)
         found = loud.any(axis=1)
-        sigma = gaussian_noise_std(sensitivity, rho)
         for j in np.flatnonzero(found):
             first[j], last[j] = _mirror_one_sided(noisy[j], int(first[j]), int(last[j]),
                                                   sigma, beta / (2 * d))

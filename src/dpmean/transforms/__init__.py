@@ -1,7 +1,7 @@
 """Pure, non-private maps of the data: clamp, clip, rotate (fast Walsh-Hadamard), quantize."""
 
 from .clip import clamp, clip_rows, clip_weights
-from .hadamard import RandomRotation, fwht, next_power_of_two
+from .hadamard import RandomRotation, fwht, hadamard_matrix, next_power_of_two
 from .quantize import Quantizer
 from .view import IDENTITY, BoxClamp, View, box_scale
 
@@ -16,5 +16,6 @@ __all__ = [
     "clip_rows",
     "clip_weights",
     "fwht",
+    "hadamard_matrix",
     "next_power_of_two",
 ]

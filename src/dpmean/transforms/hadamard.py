@@ -23,7 +23,9 @@ def next_power_of_two(d: int) -> int:
 
 
 @cache
-def _block(size: int) -> np.ndarray:
+def hadamard_matrix(size: int) -> np.ndarray:
+    """The Sylvester Hadamard matrix H_size as float64 (size a power of two; cached: callers
+    must not write to it)."""
     return hadamard(size).astype(np.float64)
 
 
@@ -45,7 +47,7 @@ def fwht(x: np.ndarray) -> np.ndarray:
     while low < d:
         size = min(_RADIX, d // low)
         high = d // (low * size)
-        block = _block(size)
+        block = hadamard_matrix(size)
         if low == 1:
             out = (out.reshape(rows * high, size) @ block).reshape(rows, d)
         else:
