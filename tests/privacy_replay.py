@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 import dpmean
+from dpmean.events import gaussian_event
 from dpmean.mechanisms import exponential, gaussian, matrix
 from dpmean.registry import ESTIMATORS
 
@@ -123,7 +124,7 @@ def realised_rho(monkeypatch, method: str, x: np.ndarray, x_prime: np.ndarray, *
         inputs = (upper, float(sensitivity), float(rho), secure)
         return draw("gaussian", inputs, rng, lambda: originals["matrix"](
             value, sensitivity, rho, rng, ledger=ledger, stage=stage, secure=secure),
-            charge=lambda: ledger.charge(stage, rho))
+            charge=lambda: ledger.charge(stage, rho, gaussian_event(rho, secure)))
 
     def exponential_draws(values, lo, hi, q, *, rho, rng, sensitivity=1.0):
         columns = np.clip(np.asarray(values, dtype=np.float64), lo, hi)

@@ -12,6 +12,7 @@ import dpmean
 from dpmean.accounting import zcdp_to_approx_dp
 from dpmean.audit import epsilon_lower_bound
 from dpmean.errors import PrivacyAccountingError
+from dpmean.events import gaussian_event
 from dpmean.mechanisms import (
     exponential_quantile,
     gaussian_mechanism,
@@ -167,7 +168,9 @@ def test_estimator_without_its_final_noise_is_caught(method, mechanism, monkeypa
     # release is (nearly) deterministic. (It cannot see subtler under-noising of an estimator;
     # that is what the mechanism-level audits above are for.)
     def charged_but_noiseless(value, *args, ledger, stage, **options):
-        ledger.charge(stage, ledger.planned[stage])
+        # Charged as the Gaussian it claims to be (the estimator's declaration is checked).
+        rho = ledger.planned[stage]
+        ledger.charge(stage, rho, gaussian_event(rho) if ledger.unit == "rho" else None)
         return value
 
     monkeypatch.setattr(f"dpmean.estimators.{mechanism}", charged_but_noiseless)

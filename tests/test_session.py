@@ -16,6 +16,7 @@ from dpmean.estimators import MeanEstimator
 from dpmean.pld import (
     ApproxDPEvent,
     GaussianEvent,
+    PureDPEvent,
     ZCDPEvent,
     gaussian_delta,
     gaussian_rho_for_approx_dp,
@@ -301,7 +302,11 @@ def test_secure_noise_and_non_gaussian_releases_are_zcdp_events(x):
 def test_events_must_match_the_budget_and_method():
     session = Session(epsilon=2.0, delta=1e-6)
     with pytest.raises(InvalidParameterError, match="do not match"):
-        session.reserve("plan", Budget.zcdp(0.1), [GaussianEvent(0.1)])  # plan: exponential
+        session.reserve("trimmed", Budget.zcdp(0.1), [GaussianEvent(0.1)])  # not Gaussian
+    with pytest.raises(InvalidParameterError, match="do not match"):
+        session.reserve("cm", Budget.zcdp(0.1), [PureDPEvent(0.5, bounded_range=True)])
+    with pytest.raises(InvalidParameterError, match="do not match"):  # costs 0.125 > 0.1
+        session.reserve("plan", Budget.zcdp(0.1), [PureDPEvent(1.0, bounded_range=True)])
     with pytest.raises(InvalidParameterError, match="do not match"):
         session.reserve("cm", Budget.zcdp(0.1), [GaussianEvent(0.05)])
     with pytest.raises(InvalidParameterError, match="do not match"):

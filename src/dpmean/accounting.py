@@ -17,10 +17,14 @@ import math
 import numbers
 import sys
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from scipy.optimize import brentq, minimize_scalar
 
 from .errors import BudgetExceededError, InvalidParameterError, PrivacyAccountingError
+
+if TYPE_CHECKING:
+    from .events import Event
 
 __all__ = [
     "PrivacyLedger",
@@ -351,6 +355,7 @@ class PrivacyLedger:
         self._budget = _positive("budget", budget)
         self._planned: dict[str, float] = {}
         self._spent: dict[str, float] = {}
+        self._events: dict[str, Event] = {}
 
     @classmethod
     def for_stages(cls, stages: Mapping[str, float], unit: str = "rho") -> PrivacyLedger:
@@ -398,8 +403,12 @@ class PrivacyLedger:
         self._planned = union
         return dict(new)
 
-    def charge(self, stage: str, amount: float) -> float:
+    def charge(self, stage: str, amount: float, event: Event | None = None) -> float:
         """Record that ``stage`` spent ``amount``; return ``amount``.
+
+        ``event`` (``dpmean.events``) says which mechanism spent it, for the (epsilon, delta)
+        accountant: a Gaussian, bounded-range exponential mechanisms, or (None) only known to
+        cost ``amount``. Its zCDP cost must be ``amount``.
 
         Raises
         ------
@@ -424,6 +433,15 @@ class PrivacyLedger:
                 f"stage {name!r} would spend {self._unit}={amount:.6g}, more than the "
                 f"{self._unit}={self._planned[name]:.6g} planned for it"
             )
+        if event is not None and self._unit == "rho":
+            from .events import zcdp_cost
+
+            cost = zcdp_cost(event)
+            if cost is None or not math.isclose(cost, amount, rel_tol=1e-9, abs_tol=1e-300):
+                raise PrivacyAccountingError(
+                    f"stage {name!r} was charged rho={amount:.6g} as {event}, whose cost is "
+                    f"{cost}; a mechanism's event must cost what it charges")
+            self._events[name] = event
         self._spent[name] = amount
         return amount
 
@@ -458,6 +476,11 @@ class PrivacyLedger:
     def planned(self) -> dict[str, float]:
         """Stage -> amount planned (a copy)."""
         return dict(self._planned)
+
+    @property
+    def events(self) -> dict[str, Event | None]:
+        """Stage -> the event its mechanism declared when charging (None: not declared)."""
+        return {name: self._events.get(name) for name in self._spent}
 
     @property
     def spent(self) -> dict[str, float]:

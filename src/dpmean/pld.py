@@ -74,16 +74,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 from scipy.optimize import brentq
 from scipy.stats import binom
 
-from .accounting import _delta, _non_negative, _positive, approx_dp_to_zcdp
+from .accounting import _delta, _positive, approx_dp_to_zcdp
 from .budget import Budget
 from .errors import InvalidParameterError
+from .events import (
+    _EVENT_TYPES,
+    ApproxDPEvent,
+    Event,
+    GaussianEvent,
+    PureDPEvent,
+    ZCDPEvent,
+)
 
 __all__ = [
     "ApproxDPEvent",
@@ -226,85 +233,6 @@ def gaussian_rho_for_approx_dp(epsilon: float, delta: float) -> float:
 # --------------------------------------------------------------------------------------------
 # The event vocabulary
 # --------------------------------------------------------------------------------------------
-
-
-def _count(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise InvalidParameterError(f"count must be a positive integer, got {value!r}")
-    return int(value)
-
-
-@dataclass(frozen=True)
-class GaussianEvent:
-    """Gaussian stages with total ``rho`` = sum Delta_i^2 / (2 sigma_i^2): exactly
-    sqrt(2 rho)-GDP (Dong-Roth-Su 2019, Cor. 3.3). Several of these merge into one, exactly."""
-
-    rho: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "rho", _non_negative("rho of a Gaussian event", self.rho))
-
-
-@dataclass(frozen=True)
-class PureDPEvent:
-    """``count`` mechanisms, each epsilon-DP (worst case: binary randomized response).
-
-    ``bounded_range=True`` declares each one epsilon-bounded-range, as the exponential mechanism
-    is (Durfee-Rogers 2019): its PLD is then the (smaller) bounded-range envelope, and it is
-    also (epsilon^2 / 8)-zCDP (Cesar-Rogers 2021); the composition uses whichever accounting
-    gives the smaller bound.
-    """
-
-    epsilon: float
-    count: int = 1
-    bounded_range: bool = False
-
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "epsilon", _non_negative("epsilon of a pure-DP event", self.epsilon)
-        )
-        object.__setattr__(self, "count", _count(self.count))
-        if not isinstance(self.bounded_range, bool):
-            raise InvalidParameterError(
-                f"bounded_range must be True or False, got {self.bounded_range!r}"
-            )
-
-
-@dataclass(frozen=True)
-class ApproxDPEvent:
-    """``count`` black-box mechanisms, each (epsilon, delta)-DP (worst case: the four-outcome
-    pair of Kairouz-Oh-Viswanath 2015)."""
-
-    epsilon: float
-    delta: float
-    count: int = 1
-
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "epsilon", _non_negative("epsilon of an approximate-DP event", self.epsilon)
-        )
-        delta = _non_negative("delta of an approximate-DP event", self.delta)
-        if delta >= 1.0:
-            raise InvalidParameterError(
-                f"delta of an approximate-DP event must be in [0, 1), got {delta:g}"
-            )
-        object.__setattr__(self, "delta", delta)
-        object.__setattr__(self, "count", _count(self.count))
-
-
-@dataclass(frozen=True)
-class ZCDPEvent:
-    """A rho-zCDP mechanism that is not Gaussian (no exact PLD): composed apart from the PLD part
-    through the CKS conversion, then added by basic composition (see the module docstring)."""
-
-    rho: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "rho", _non_negative("rho of a zCDP event", self.rho))
-
-
-Event = GaussianEvent | PureDPEvent | ApproxDPEvent | ZCDPEvent
-_EVENT_TYPES = (GaussianEvent, PureDPEvent, ApproxDPEvent, ZCDPEvent)
 
 
 def budget_events(budget: Budget) -> list[Event]:

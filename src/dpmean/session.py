@@ -25,7 +25,8 @@ from typing import Any
 from .accounting import _exceeds, pure_dp_to_zcdp, zcdp_to_approx_dp
 from .api import build_estimator
 from .budget import Budget
-from .errors import BudgetExceededError, InvalidParameterError
+from .errors import BudgetExceededError, InvalidDataError, InvalidParameterError
+from .events import zcdp_cost
 from .pld import (
     ApproxDPEvent,
     Event,
@@ -37,6 +38,7 @@ from .pld import (
 )
 from .registry import ESTIMATORS
 from .result import MeanResult
+from .tables import data_columns
 
 # 2: every release carries its accountant events. Version 1 files (no events) are still read:
 # their releases are accounted by their notion (budget_events), which is what version 1 did.
@@ -92,6 +94,22 @@ class Release:
         return {"index": self.index, "method": self.method, "budget": self.budget.to_dict(),
                 "events": [event_to_dict(e) for e in self.events], "spent": self.spent,
                 "status": self.status}
+
+
+def granted_for(estimator: Any, x: Any, columns: Sequence[str] | str | None = None) -> Any:
+    """``estimator.granted`` for the public shape of ``x`` (of its ``columns``), read only when
+    the estimator's budget is calibrated to the shape (``calibrates_to_shape``); else, and for
+    the protocols, the estimator itself."""
+    from .estimators.base import MeanEstimator, public_shape
+
+    if not isinstance(estimator, MeanEstimator) or not estimator.calibrates_to_shape():
+        return estimator
+    data, _ = data_columns(x, columns)
+    try:
+        n, d = public_shape(data)
+    except InvalidDataError:
+        return estimator  # the release refuses it with this error, after the charge
+    return estimator.granted(n, d, estimator.runs_sparse(data))
 
 
 def release_events(estimator: Any) -> list[Event] | None:
@@ -282,6 +300,9 @@ class Session:
                 "spends 'all that remains' by default"
             )
         estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, **options)
+        # The budget of an (epsilon, delta) release may be calibrated to its plan for the
+        # data's shape (``MeanEstimator.granted``; the shape is public): charge what will run.
+        estimator = granted_for(estimator, x, columns)
         index = self.reserve(estimator.method, estimator.budget, release_events(estimator))
         try:
             result = estimator.estimate(x, columns)
@@ -375,14 +396,14 @@ class Session:
         events = list(events)
         if events == default:
             return events
-        cls = ESTIMATORS.get(method) if isinstance(method, str) else None
-        gaussian = cls is not None and cls.gaussian_stages
-        if (gaussian and budget.notion == "zCDP" and budget.rho is not None
-                and events == [GaussianEvent(budget.rho)]):
+        finer = _finer_events(method)
+        if (finer is not None and budget.notion == "zCDP" and budget.rho is not None
+                and _refines(events, budget.rho, finer)):
             return events
         raise InvalidParameterError(
             f"the events {events} do not match a {method!r} release granted {budget} (expected "
-            f"{default}" + (f" or [GaussianEvent(rho={budget.rho})]" if gaussian else "") + ")")
+            f"{default}" + (f", or {finer} events of rho={budget.rho} in all"
+                            if finer else "") + ")")
 
     def _total(self, entries: Sequence[tuple[Budget, Sequence[Event]]]) -> float:
         if self.unit == "rho":
@@ -547,6 +568,35 @@ class Session:
     def __repr__(self) -> str:
         return (f"Session({self._budget}, {len(self._releases)} releases, spent "
                 f"{self.spent:.6g} {self.unit}, remaining {self.remaining:.6g})")
+
+
+def _finer_events(method: str | None) -> str | None:
+    """Which events a registered method may declare beyond its notion's (``privacy_events``),
+    adding up to its rho: "Gaussian" for those made only of Gaussian stages, "Gaussian and
+    bounded-range" for those that declare their stages' mechanisms (``stage_events``), else
+    None."""
+    from .estimators.base import MeanEstimator
+
+    cls = ESTIMATORS.get(method) if isinstance(method, str) else None
+    if cls is None or not issubclass(cls, MeanEstimator):
+        return None
+    if cls.gaussian_stages:
+        return "Gaussian"
+    if cls.stage_events is not MeanEstimator.stage_events:
+        return "Gaussian and bounded-range"
+    return None
+
+
+def _refines(events: Sequence[Event], rho: float, finer: str) -> bool:
+    """Whether ``events`` describe a rho-zCDP release more finely: Gaussian and zCDP events
+    (and, unless ``finer`` is "Gaussian", bounded-range exponential ones) whose zCDP costs add
+    up to at most ``rho``: what an estimator declares in ``privacy_events``; its mechanisms'
+    charges are checked against the declaration when it releases."""
+    known = all(isinstance(e, GaussianEvent | ZCDPEvent)
+                or (finer != "Gaussian" and isinstance(e, PureDPEvent) and e.bounded_range)
+                for e in events)
+    total = math.fsum(c for c in map(zcdp_cost, events) if c is not None)
+    return known and math.isclose(total, rho, rel_tol=1e-9)
 
 
 def _number(value: Any, name: str, bad: Any) -> float:

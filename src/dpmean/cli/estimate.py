@@ -190,16 +190,23 @@ def _release(args: argparse.Namespace, estimator: Any,
     """Run the estimator on INPUT, charged to --ledger first when one is given."""
     from .. import ledger_file
     from ..progress import shown_passes
-    from ..session import release_events
+    from ..session import granted_for, release_events
 
     index = None
+    if args.ledger is not None and not Path(args.input).exists():
+        raise UsageError(f"{args.input}: no such file (nothing was charged to the ledger)")
+    x = None
+    if estimator.calibrates_to_shape():
+        # An (epsilon, delta) budget calibrated to the plan for the input's (public) shape:
+        # the input is opened first, so that the ledger is charged what will run.
+        x = _open_input(args, engine)
+        estimator = granted_for(estimator, x)
     if args.ledger is not None:
-        if not Path(args.input).exists():
-            raise UsageError(f"{args.input}: no such file (nothing was charged to the ledger)")
         index, _ = ledger_file.reserve(args.ledger, estimator.method, estimator.budget,
                                        release_events(estimator))
     try:
-        x = _open_input(args, engine)
+        if x is None:
+            x = _open_input(args, engine)
         with warnings.catch_warnings():
             warnings.simplefilter("error", InsufficientDataWarning)
             try:

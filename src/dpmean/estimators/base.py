@@ -9,8 +9,8 @@ import inspect
 import math
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -22,12 +22,16 @@ from ..errors import (
     InvalidDataError,
     InvalidParameterError,
     NoisyReleaseWarning,
+    PrivacyAccountingError,
 )
 from ..result import MeanResult
 from ..rng import RandomState, check_random_state, make_rng
 from ..tables import data_columns
 from ..transforms import box_scale
 from ..validation import check_bounds, check_data, check_sparse_data, is_sparse
+
+if TYPE_CHECKING:
+    from ..events import Event
 
 
 class MeanEstimator(ABC):
@@ -113,6 +117,8 @@ class MeanEstimator(ABC):
     finds_bounds: ClassVar[bool] = True
 
     _given: tuple[tuple[Any, ...], dict[str, Any]]
+    # (n, d, sparse) when this copy was granted an exactly calibrated rho for that shape.
+    _granted_for: tuple[int, int, bool] | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> MeanEstimator:
         # Keep the parameters exactly as the caller gave them (before any validation or
@@ -192,6 +198,90 @@ class MeanEstimator(ABC):
             budget_rho = gaussian_rho_for_approx_dp(epsilon, delta)
         return Budget("zCDP", rho=budget_rho, epsilon=epsilon, delta=delta)
 
+    def stage_events(self, plan: Mapping[str, float], d: int,
+                     sparse: bool = False) -> dict[str, Event] | None:
+        """Stage -> the event (``dpmean.events``) its mechanism charges, for ``plan`` (public),
+        or None when some stage's mechanism is neither a Gaussian nor an exponential mechanism.
+
+        Estimators made only of Gaussian stages (``gaussian_stages``) declare a Gaussian event
+        per stage (a ``ZCDPEvent`` with secure noise); estimators with exponential-mechanism
+        stages override this. ``sparse`` is whether the input runs on the sparse engine (a
+        public property of its type), which can change the mechanisms. Every release checks
+        the events its mechanisms charged against this declaration (``check_events``)."""
+        if not self.gaussian_stages:
+            return None
+        from ..events import gaussian_event
+
+        return {stage: gaussian_event(rho, self.secure_noise) for stage, rho in plan.items()}
+
+    def check_events(self, ledger: PrivacyLedger, d: int, sparse: bool) -> None:
+        """Refuse a release whose mechanisms charged other events than ``stage_events``
+        declares (an (epsilon, delta) calibration and a session's accounting rely on them)."""
+        from ..events import same_events
+
+        declared = self.stage_events(ledger.planned, d, sparse)
+        if declared is None:
+            return
+        for stage, event in ledger.events.items():
+            expected = declared.get(stage)
+            if event is None or expected is None or not same_events(event, expected):
+                raise PrivacyAccountingError(
+                    f"{self.method}: stage {stage!r} charged {event}, but the estimator "
+                    f"declares {expected}; the release must not leave")
+
+    def granted(self, n: int, d: int, sparse: bool = False) -> MeanEstimator:
+        """The estimator that releases for data of this public shape.
+
+        Itself, except for an (epsilon, delta) request to an estimator whose stages are all
+        Gaussian or exponential mechanisms (``stage_events``) but not all Gaussian (those are
+        calibrated exactly already, ``grant``): then a copy granted the largest rho at which its
+        plan for (n, d) composes, by privacy loss distributions (``pld.calibrate_scale``), to the
+        request, if that beats the generic conversion. The copy's budget keeps the request's
+        (epsilon, delta); its events (``privacy_events``) are its plan's."""
+        if self._granted_for is not None:
+            if self._granted_for != (n, d, sparse):
+                raise InvalidParameterError(
+                    f"{self.method}: this estimator was granted its budget for data of shape "
+                    f"{self._granted_for[:2]}, not ({n}, {d})")
+            return self
+        if (not self.calibrates_to_shape()
+                or self.stage_events(self.budget_plan(n, d), d, sparse) is None):
+            return self
+        budget = self.budget
+        rho = exact_rho(self, n, d, sparse)
+        assert budget.rho is not None
+        if rho <= budget.rho:
+            return self
+        copy = self.with_rho(rho)
+        copy.budget = Budget("zCDP", rho=rho, epsilon=budget.epsilon, delta=budget.delta)
+        copy._granted_for = (n, d, sparse)
+        return copy
+
+    def calibrates_to_shape(self) -> bool:
+        """Whether ``granted`` may calibrate the budget to the data's shape: an (epsilon, delta)
+        request, not yet granted, to an estimator not made only of Gaussian stages, given a box
+        (a private box is a data-dependent step before the plan: those keep the generic
+        conversion)."""
+        budget = self.budget
+        return (self._granted_for is None and budget.notion == "zCDP"
+                and budget.epsilon is not None and budget.delta is not None
+                and not self.gaussian_stages and not (self.bounds is None and self.finds_bounds))
+
+    def with_rho(self, rho: float) -> MeanEstimator:
+        """The same estimator (same parameters as given, same random state) granted rho-zCDP."""
+        return type(self)(**{**self.get_params(), "rho": rho, "epsilon": None, "delta": None})
+
+    def plan_events(self, n: int, d: int, sparse: bool) -> list[Event]:
+        """The events of the plan for (n, d) (``stage_events``), with any rho the plan leaves
+        unspent as one ``ZCDPEvent``, so that they account for the whole grant."""
+        from ..events import ZCDPEvent
+
+        events = self.stage_events(self.budget_plan(n, d), d, sparse)
+        assert events is not None and self.budget.rho is not None
+        planned = math.fsum(self.budget_plan(n, d).values())
+        unspent = self.budget.rho - planned
+        return [*events.values(), *([ZCDPEvent(unspent)] if unspent > 0.0 else [])]
+
     def privacy_events(self) -> list:
         """The release as an (epsilon, delta) accountant composes it (``dpmean.pld`` events),
         from the granted budget alone (no data): what a ``Session`` records for each release.
@@ -207,6 +297,9 @@ class MeanEstimator(ABC):
         """
         from ..pld import GaussianEvent, budget_events
 
+        if self._granted_for is not None:
+            n, d, sparse = self._granted_for
+            return self.plan_events(n, d, sparse)
         if self.budget.notion == "zCDP" and self.gaussian_stages and not self.secure_noise:
             assert self.budget.rho is not None
             return [GaussianEvent(self.budget.rho)]
@@ -276,9 +369,13 @@ class MeanEstimator(ABC):
         return self._estimate(x).named(names)
 
     def _estimate(self, x: Any) -> MeanResult:
-        n, d = _public_shape(x)
+        n, d = public_shape(x)
         if self.bounds is None and self.finds_bounds:
             return self._estimate_in_private_box(x, n, d)
+        sparse = self.runs_sparse(x)
+        granted = self.granted(n, d, sparse)
+        if granted is not self:
+            return granted._estimate(x)
         lo, hi = self.box(n, d)
         scale = self.box_scale(n, d)
         unit_lo, unit_hi = self.unit_box(n, d)
@@ -286,7 +383,6 @@ class MeanEstimator(ABC):
         # The split is fixed from public values and checked against the budget before any data
         # value is read.
         budget = ledger.plan(self.budget_plan(n, d))
-        sparse = is_sparse(x) and (self.supports_sparse or self.engine == "sparse")
         # Deferred inputs (row sources, dask arrays) are validated chunk by chunk as read.
         data = check_sparse_data(x) if sparse else x if is_deferred(x) else check_data(x)
         if n < self.minimum_rows(n, unit_lo, unit_hi, budget):
@@ -295,6 +391,7 @@ class MeanEstimator(ABC):
         mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
         # Every stage must have been charged its plan by the mechanism that spent it.
         ledger.verify()
+        self.check_events(ledger, d, sparse)
         if scale is not None:
             mean, diagnostics = mean / scale, restore_diagnostics(diagnostics, scale)
         result = MeanResult(mean=self.project(mean, n, d), method=self.method, n=n, d=d,
@@ -303,6 +400,10 @@ class MeanEstimator(ABC):
                                                              scale))
         warn_if_mostly_noise(result)
         return result
+
+    def runs_sparse(self, x: Any) -> bool:
+        """Whether ``x`` runs on the sparse engine (its type and the options: public)."""
+        return is_sparse(x) and (self.supports_sparse or self.engine == "sparse")
 
     def _estimate_in_private_box(self, x: Any, n: int, d: int) -> MeanResult:
         """Without bounds: ``BOUNDS_SHARE`` of rho buys a private box over the whole float64
@@ -432,7 +533,7 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
         f"the width.", NoisyReleaseWarning, stacklevel=3)
 
 
-def _public_shape(x: Any) -> tuple[int, int]:
+def public_shape(x: Any) -> tuple[int, int]:
     """n and d from the array's shape alone (public under replace-one)."""
     shape = getattr(x, "shape", None)
     if shape is None:
@@ -446,3 +547,31 @@ def _public_shape(x: Any) -> tuple[int, int]:
     if shape[1] == 0:
         raise InvalidDataError("data has no columns")
     return int(shape[0]), int(shape[1])
+
+
+# Exact rhos already calibrated: (estimator parameters, n, d, sparse) -> rho. A calibration
+# composes up to thousands of privacy loss distributions (about a second at d = 2048), and
+# experiments release the same setting many times.
+_EXACT_RHO: dict[tuple[str, int, int, bool], float] = {}
+
+
+def exact_rho(estimator: MeanEstimator, n: int, d: int, sparse: bool) -> float:
+    """The largest rho at which ``estimator``'s plan for (n, d) is (epsilon, delta)-DP for its
+    budget's request, composed by privacy loss distributions (``pld.calibrate_scale``: only a
+    rho checked to meet the request is returned). Each evaluation takes the plan the estimator
+    would make at that rho, structure included, so public switches in the plan (a stage that
+    runs only at larger budgets) are accounted as they would run."""
+    from ..pld import calibrate_scale
+
+    budget = estimator.budget
+    assert budget.epsilon is not None and budget.delta is not None and budget.rho is not None
+    params = {k: v for k, v in estimator.get_params().items()
+              if k not in ("rho", "epsilon", "delta", "random_state")}
+    key = (f"{type(estimator).__name__}{params!r}{budget!r}", n, d, sparse)
+    if key not in _EXACT_RHO:
+        def events_at(rho: float) -> list[Event]:
+            return estimator.with_rho(rho).plan_events(n, d, sparse)
+
+        _EXACT_RHO[key] = calibrate_scale(budget.epsilon, budget.delta, events_at,
+                                          initial_scale=budget.rho, rtol=1e-4)
+    return _EXACT_RHO[key]

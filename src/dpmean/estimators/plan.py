@@ -3,6 +3,7 @@ mean for l2, l1 and lp error (Algorithm 1, sec. 7.1), and its no-scaling variant
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..engines import Engine, SparseEngine
 from ..errors import InvalidParameterError
+from ..events import Event, exponential_event, gaussian_event
 from ..mechanisms import log_domain_quantile, rank_error_bound
 from ..mechanisms.column_quantiles import check_quantile_method, column_quantiles
 from ..transforms import IDENTITY, RandomRotation, View
@@ -142,9 +144,29 @@ class _PlanBase(MeanEstimator):
         return self.clip_count(n, budget["threshold"]) + 1.0
 
     def _centre_kind(self, engine: Engine) -> str:
+        return self._centre_kind_for(isinstance(engine, SparseEngine))
+
+    def _centre_kind_for(self, sparse: bool) -> str:
         if self.centre != "auto":
             return self.centre
-        return "mean" if isinstance(engine, SparseEngine) else "rotated"
+        return "mean" if sparse else "rotated"
+
+    def exponential_stages(self, d: int, sparse: bool) -> dict[str, int]:
+        """Stage -> how many exponential mechanisms it runs (rho split evenly); every other
+        stage is Gaussian (counts of a binary search, noisy sums, IOME's centre)."""
+        stages = {}
+        if self.quantile == "exponential":
+            stages["threshold"] = 1
+            if self._centre_kind_for(sparse) == "median":
+                stages["centre"] = d
+        return stages
+
+    def stage_events(self, plan: Mapping[str, float], d: int,
+                     sparse: bool = False) -> dict[str, Event]:
+        exponential = self.exponential_stages(d, sparse)
+        return {stage: exponential_event(rho / exponential[stage], exponential[stage])
+                if stage in exponential else gaussian_event(rho, self.secure_noise)
+                for stage, rho in plan.items()}
 
     def rotated_median_centre(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
@@ -399,9 +421,22 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         return max(super().minimum_rows(n, lo, hi, budget), 2.0 * self.group_size)
 
     def _variance_kind(self, engine: Engine) -> str:
+        return self._variance_kind_for(isinstance(engine, SparseEngine))
+
+    def _variance_kind_for(self, sparse: bool) -> str:
         if self.variance != "auto":
             return self.variance
-        return "binary" if isinstance(engine, SparseEngine) else "gaussian"
+        return "binary" if sparse else "gaussian"
+
+    def exponential_stages(self, d: int, sparse: bool) -> dict[str, int]:
+        stages = super().exponential_stages(d, sparse)
+        if self.std is None and self._variance_kind_for(sparse) != "binary":
+            # The spread is always a log-domain exponential quantile (``pair_spread``); the
+            # per-coordinate medians are exponential mechanisms unless searched by counts.
+            stages["variance spread"] = 1
+            if self.quantile == "exponential":
+                stages["variance"] = d
+        return stages
 
     def centre_and_std(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,

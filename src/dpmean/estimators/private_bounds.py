@@ -14,6 +14,7 @@ from scipy.stats import norm
 
 from ..accounting import PrivacyLedger
 from ..engines import Engine
+from ..events import gaussian_event
 from ..mechanisms import gaussian_noise, gaussian_noise_std
 from ..transforms import IDENTITY
 
@@ -82,7 +83,7 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
     sensitivity = float(np.sqrt(2.0 * d))
     sigma = gaussian_noise_std(sensitivity, rho)
     tau = sigma * float(norm.isf(beta / (d * BINS)))
-    ledger.charge(stage, rho)
+    ledger.charge(stage, rho, gaussian_event(rho, secure))
     lo, hi = np.empty(d), np.empty(d)
     # Columns a block: the engine's own width, and at most 64 MiB of counts.
     width = min(engine.column_width(), max(1, (64 << 20) // (8 * BINS)))

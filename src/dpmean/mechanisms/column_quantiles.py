@@ -13,8 +13,9 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
+from ..events import exponential_event
 from .exponential import as_columns, exponential_draws, exponential_epsilon
-from .quantiles import real_search, search_cost
+from .quantiles import real_search, search_cost, search_cost_event
 
 QUANTILE_METHODS = ("exponential", "binary-search")
 
@@ -71,7 +72,10 @@ def column_quantiles(
         exponential_epsilon(rho_each)  # validates before charging
     lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (k,))
     hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (k,))
-    ledger.charge(stage, search_cost(lo, rho_each))
+    if method == "exponential":
+        ledger.charge(stage, search_cost(lo, rho_each), exponential_event(rho_each, k))
+    else:
+        ledger.charge(stage, *search_cost_event(lo, rho_each, secure))
     out = np.empty(k)
     for cols, values in blocks:
         out[cols] = _column_draws(values, q, lo[cols], hi[cols], rho_each=rho_each, rng=rng,

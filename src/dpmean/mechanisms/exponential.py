@@ -9,6 +9,7 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
+from ..events import exponential_event
 from ..parallel import over_row_ranges, sort_columns
 
 
@@ -74,7 +75,8 @@ def exponential_quantile(
     _check_exponential(rho, q, sensitivity)
     # Each column: an eps-DP exponential mechanism with eps = sqrt(8 rho), whose zCDP cost
     # eps^2 / 8 (bounded range) is rho: k columns cost k rho.
-    ledger.charge(stage, checked[0].shape[1] * rho)
+    ledger.charge(stage, checked[0].shape[1] * rho,
+                  exponential_event(rho, checked[0].shape[1]))
     return exponential_draws(*checked, q, rho=rho, rng=rng, sensitivity=sensitivity)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
+from ..events import gaussian_event
 from .discrete_gaussian import discrete_gaussian
 
 # The secure grid's spacing gamma keeps the rounding slack, gamma sqrt(k), at most this fraction
@@ -44,7 +45,7 @@ def gaussian_mechanism(
     gaussian_noise_std(sensitivity, rho)  # validates both before anything is charged
     # sigma = Delta / sqrt(2 rho) costs Delta^2 / (2 sigma^2) = rho exactly (charged as rho, not
     # recomputed through sigma, which would only add rounding).
-    ledger.charge(stage, rho)
+    ledger.charge(stage, rho, gaussian_event(rho, secure))
     return gaussian_noise(value, sensitivity, rho, rng, secure=secure)
 
 

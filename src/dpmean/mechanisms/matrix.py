@@ -9,6 +9,7 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
+from ..events import gaussian_event
 from .gaussian import gaussian_noise, gaussian_noise_std
 
 
@@ -35,7 +36,8 @@ def symmetric_gaussian_mechanism(
     if value.ndim != 2 or value.shape[0] != value.shape[1]:
         raise InvalidParameterError(f"expected a square matrix, got shape {value.shape}")
     std = gaussian_noise_std(sensitivity, rho)
-    ledger.charge(stage, rho)  # Delta^2 / (2 std^2): the Gaussian mechanism's cost
+    # Delta^2 / (2 std^2): the Gaussian mechanism's cost.
+    ledger.charge(stage, rho, gaussian_event(rho, secure))
     if secure:
         upper = np.triu_indices(value.shape[0])
         out = np.zeros_like(value)

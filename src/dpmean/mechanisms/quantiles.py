@@ -12,6 +12,7 @@ from scipy.special import ndtri
 
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
+from ..events import Event, gaussian_event
 from .discrete_gaussian import discrete_gaussian
 from .gaussian import gaussian_noise
 
@@ -92,7 +93,7 @@ def private_quantile_real(
     noises the counts with the exact discrete Gaussian (same cost).
     """
     _check_search(steps, rho_per_search)
-    ledger.charge(stage, search_cost(lo, rho_per_search))
+    ledger.charge(stage, *search_cost_event(lo, rho_per_search, secure))
     return real_search(count_le, rank, lo, hi, steps=steps, rho_per_search=rho_per_search,
                        rng=rng, secure=secure)
 
@@ -100,6 +101,14 @@ def private_quantile_real(
 def search_cost(lo: np.ndarray | float, rho_per_search: float) -> float:
     """What k searches (one per entry of ``lo``) of ``rho_per_search`` each cost together."""
     return float(np.size(lo)) * rho_per_search
+
+
+def search_cost_event(lo: np.ndarray | float, rho_per_search: float,
+                      secure: bool) -> tuple[float, Event]:
+    """``search_cost`` and its event: every count of a search is a Gaussian mechanism (the
+    discrete Gaussian with ``secure``)."""
+    cost = search_cost(lo, rho_per_search)
+    return cost, gaussian_event(cost, secure)
 
 
 def real_search(
@@ -156,7 +165,7 @@ def private_quantile_integer(
     if max_steps is not None:
         steps = min(steps, max_steps)
     _check_search(steps, rho_per_search)
-    ledger.charge(stage, search_cost(lo, rho_per_search))
+    ledger.charge(stage, *search_cost_event(lo, rho_per_search, secure))
     left, right = lo.copy(), hi.copy()
     for _ in range(steps):
         active = left < right

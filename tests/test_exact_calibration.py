@@ -1,0 +1,143 @@
+"""(epsilon, delta) requests calibrated exactly to the plan of an estimator with exponential-
+mechanism stages (issue 15, goal 5), and the declared events checked against the charges.
+
+An estimator whose stages are all Gaussian or exponential mechanisms declares each stage's event
+(``stage_events``); ``granted`` finds the largest rho at which the plan for the data's shape
+composes, by privacy loss distributions, to the request. What these tests hold:
+
+* validity: the granted plan's events meet the request (``compose_delta`` is a certified upper
+  bound, pld.py's module docstring), and the rho is at least the generic CKS conversion's;
+* honesty of the declaration: every release compares the events its mechanisms charged with the
+  declaration and refuses a mismatch, so a calibration cannot rest on a wrong claim;
+* the session and the CLI ledger charge the calibrated release by its exact events.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import dpmean
+from dpmean.accounting import PrivacyLedger, approx_dp_to_zcdp
+from dpmean.api import build_estimator
+from dpmean.errors import InvalidParameterError, PrivacyAccountingError
+from dpmean.estimators.plan import PrivateLimitAdaptedNoise
+from dpmean.events import GaussianEvent, PureDPEvent, ZCDPEvent, exponential_event
+from dpmean.pld import compose_delta
+
+EPSILON, DELTA = 1.0, 1e-6
+BOUNDS = (-20.0, 20.0)
+
+
+@pytest.fixture(scope="module")
+def x():
+    return np.random.default_rng(0).normal(size=(4000, 16)) * np.linspace(0.2, 3.0, 16)
+
+
+def _plan(**options):
+    return build_estimator("plan", None, epsilon=EPSILON, delta=DELTA, bounds=BOUNDS,
+                           random_state=3, **options)
+
+
+@pytest.mark.parametrize("method,options", [
+    ("plan", {}), ("plan-noscale", {}), ("plan", {"centre": "median"}),
+    ("plan", {"quantile": "binary-search"}),
+])
+def test_granted_rho_meets_the_request_and_beats_cks(x, method, options):
+    estimator = build_estimator(method, None, epsilon=EPSILON, delta=DELTA, bounds=BOUNDS,
+                                **options)
+    granted = estimator.granted(*x.shape)
+    cks = approx_dp_to_zcdp(EPSILON, DELTA)
+    assert estimator.budget.rho == pytest.approx(cks)
+    assert granted is not estimator and granted.budget.rho > cks
+    assert (granted.budget.epsilon, granted.budget.delta) == (EPSILON, DELTA)
+    events = granted.privacy_events()
+    assert compose_delta(events, EPSILON) <= DELTA
+    # Largest: 0.1% more rho (calibration tolerance 1e-4) no longer meets the request.
+    assert compose_delta(estimator.with_rho(granted.budget.rho * 1.001).plan_events(
+        *x.shape, False), EPSILON) > DELTA
+    # The events account for the whole grant.
+    total = math.fsum(e.rho if isinstance(e, GaussianEvent | ZCDPEvent)
+                      else e.count * e.epsilon**2 / 8 for e in events)
+    assert total == pytest.approx(granted.budget.rho, rel=1e-9)
+
+
+def test_release_reports_the_calibrated_budget_and_spends_it(x):
+    result = dpmean.mean(x, epsilon=EPSILON, delta=DELTA, bounds=BOUNDS, method="plan",
+                         random_state=3)
+    granted = _plan().granted(*x.shape)
+    assert result.budget.rho == granted.budget.rho > approx_dp_to_zcdp(EPSILON, DELTA)
+    assert result.budget.epsilon == EPSILON and result.budget.delta == DELTA
+    assert math.fsum(result.ledger.values()) == pytest.approx(result.budget.rho, rel=1e-9)
+    # The same release as the rho-granted estimator's with that rho and seed.
+    same = build_estimator("plan", granted.budget.rho, bounds=BOUNDS, random_state=3).estimate(x)
+    np.testing.assert_array_equal(result.mean, same.mean)
+
+
+def test_a_rho_request_is_not_recalibrated(x):
+    estimator = build_estimator("plan", 0.05, bounds=BOUNDS)
+    assert estimator.granted(*x.shape) is estimator
+    assert not estimator.calibrates_to_shape()
+
+
+def test_gaussian_only_and_private_box_keep_their_conversion(x):
+    for method in ("iome", "cm", "gaussian"):
+        estimator = build_estimator(method, None, epsilon=EPSILON, delta=DELTA, bounds=BOUNDS)
+        assert estimator.granted(*x.shape) is estimator  # exact already (analytic Gaussian)
+    no_box = build_estimator("plan", None, epsilon=EPSILON, delta=DELTA)
+    assert no_box.granted(*x.shape) is no_box  # the private box comes first
+
+
+def test_a_granted_copy_refuses_another_shape(x):
+    granted = _plan().granted(*x.shape)
+    with pytest.raises(InvalidParameterError, match="granted its budget for data of shape"):
+        granted.estimate(x[:, :8])
+
+
+def test_a_wrong_declaration_is_refused_at_release(x, monkeypatch):
+    # PLAN declaring its exponential stages as Gaussians: the threshold's mechanism charges a
+    # bounded-range event, the declaration says Gaussian, and the release must not leave.
+    monkeypatch.setattr(PrivateLimitAdaptedNoise, "exponential_stages",
+                        lambda self, d, sparse: {})
+    with pytest.raises(PrivacyAccountingError, match="declares"):
+        build_estimator("plan", 0.5, bounds=BOUNDS).estimate(x)
+
+
+def test_a_gaussian_claim_is_checked_at_release(x, monkeypatch):
+    # An estimator claiming only Gaussian stages whose threshold search ran an exponential
+    # mechanism instead is refused: the claim is what its (epsilon, delta) grant relies on.
+    import dpmean.estimators.iome as iome
+    from dpmean.mechanisms.exponential import exponential_quantile
+
+    def exponential_radius(engine, view, rank, top, *, steps, rho, ledger, rng, **_):
+        norms = engine.sorted_norms(view)
+        return float(exponential_quantile(norms, rank / engine.n, 0.0, top, rho=rho, rng=rng,
+                                          ledger=ledger, stage="threshold")[0])
+
+    monkeypatch.setattr(iome, "private_radius", exponential_radius)
+    with pytest.raises(PrivacyAccountingError, match="declares"):
+        build_estimator("cm", 0.5, bounds=BOUNDS).estimate(x)
+
+
+def test_a_charge_must_cost_what_its_event_says():
+    ledger = PrivacyLedger(1.0)
+    ledger.plan({"a": 0.5, "b": 0.125})
+    with pytest.raises(PrivacyAccountingError, match="whose cost is"):
+        ledger.charge("a", 0.5, GaussianEvent(0.25))
+    assert ledger.spent == {}
+    ledger.charge("a", 0.5, GaussianEvent(0.5))
+    ledger.charge("b", 0.125, exponential_event(0.125 / 4, 4))
+    assert ledger.events == {"a": GaussianEvent(0.5),
+                             "b": PureDPEvent(1.0 / 2.0, count=4, bounded_range=True)}
+
+
+def test_session_charges_the_exact_events(x):
+    session = dpmean.Session(epsilon=3.0, delta=1e-5)
+    result = session.mean(x, epsilon=EPSILON, delta=DELTA, method="plan", bounds=BOUNDS,
+                          random_state=3)
+    (release,) = session.ledger
+    assert release.budget.rho == result.budget.rho > approx_dp_to_zcdp(EPSILON, DELTA)
+    assert any(isinstance(e, PureDPEvent) and e.bounded_range for e in release.events)
+    assert compose_delta(list(release.events), EPSILON) <= DELTA
+    # Charged by its events, the release costs at most the epsilon it was granted at DELTA.
+    assert session.spent <= 3.0
