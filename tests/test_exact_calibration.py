@@ -141,3 +141,12 @@ def test_session_charges_the_exact_events(x):
     assert compose_delta(list(release.events), EPSILON) <= DELTA
     # Charged by its events, the release costs at most the epsilon it was granted at DELTA.
     assert session.spent <= 3.0
+
+
+def test_accuracy_plans_with_the_calibrated_rho(x):
+    n, d = x.shape
+    rho = build_estimator("plan-noscale", None, epsilon=EPSILON, delta=DELTA,
+                          bounds=BOUNDS).granted(n, d).budget.rho
+    assert rho > approx_dp_to_zcdp(EPSILON, DELTA)
+    assert dpmean.accuracy("plan-noscale", n, d, BOUNDS, epsilon=EPSILON, delta=DELTA) == (
+        pytest.approx(dpmean.accuracy("plan-noscale", n, d, BOUNDS, rho=rho), rel=1e-12))

@@ -104,6 +104,9 @@ def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None,
         raise InvalidParameterError(f"n and d must be positive integers, got {n}, {d}")
     estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, bounds=bounds,
                                 **options)
+    # The rho a release of this shape is granted (an (epsilon, delta) request to PLAN is
+    # calibrated to its plan for the shape: ``MeanEstimator.granted``).
+    estimator = estimator.granted(int(n), int(d))
     return float(norm.isf((1.0 - level) / 2.0)) * _noise_std(estimator, int(n), int(d))
 
 
