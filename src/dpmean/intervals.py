@@ -208,7 +208,7 @@ class SearchClipping:
         radius = self.radius
         if self.integer:
             right = radius
-            moved = radius * radius < self.top
+            moved = round(radius * radius) < self.top  # C^2 is an integer (float sqrt)
             top = math.sqrt(self.top)
         else:
             width = self.top / 2.0**self.steps
@@ -229,18 +229,13 @@ class CountClipping:
 
     Attributes
     ----------
-    n : int
-        Rows.
     count : float
         The noisy count of rows with view norm above the radius.
     rho : float
         The count's budget (sensitivity 1).
-    norm_bound : float
-        B, a bound on every view norm.
-    radius : float
-        The private radius C.
-    secure : bool
-        The count was released with ``secure_noise=True``.
+    n, norm_bound, radius, secure
+        As in :class:`SearchClipping` (``secure``: the count was released with
+        ``secure_noise=True``).
     """
 
     n: int
@@ -361,17 +356,20 @@ class NoiseAndClipping:
     def noise_std(self) -> np.ndarray:
         return self.noise.std
 
-    def _split(self, level: float, search_share: float) -> tuple[float, float]:
-        return _split(level, self.bias is not None, search_share)
+    def _with_bias(self, level: float, search_share: float, noise: Any, part: int) -> Any:
+        """``noise(alpha_noise)`` plus part ``part`` of the bias bound (0: per coordinate,
+        1: l2) at ``beta``; None when the bias has no bound."""
+        alpha_noise, beta = _split(level, self.bias is not None, search_share)
+        spread = noise(alpha_noise)
+        if self.bias is None:
+            return spread
+        bias = self.bias.bounds(beta)
+        return None if bias is None else spread + bias[part]
 
     def half_widths(self, level: float, search_share: float = SEARCH_SHARE) -> np.ndarray | None:
         """Per-coordinate half-widths at ``level`` (None when the bias has no bound)."""
-        alpha_noise, beta = self._split(level, search_share)
-        half = self.noise.half_widths(alpha_noise)
-        if self.bias is None:
-            return half
-        bias = self.bias.bounds(beta)
-        return None if bias is None else half + bias[0]
+        half: np.ndarray | None = self._with_bias(level, search_share, self.noise.half_widths, 0)
+        return half
 
     def interval(self, mean: np.ndarray, level: float,
                  search_share: float) -> tuple[np.ndarray, np.ndarray] | None:
@@ -379,12 +377,8 @@ class NoiseAndClipping:
         return None if half is None else (mean - half, mean + half)
 
     def radius(self, mean: np.ndarray, level: float, search_share: float) -> float | None:
-        alpha_noise, beta = self._split(level, search_share)
-        radius = self.noise.radius(alpha_noise)
-        if self.bias is None:
-            return radius
-        bias = self.bias.bounds(beta)
-        return None if bias is None else radius + bias[1]
+        radius: float | None = self._with_bias(level, search_share, self.noise.radius, 1)
+        return radius
 
 
 @functools.lru_cache(maxsize=256)  # repeated releases at public settings ask the same
