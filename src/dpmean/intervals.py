@@ -130,6 +130,18 @@ from .mechanisms.gaussian import GRID_SLACK
 CLIPPED = ("cm", "cm-fixed", "iome", "plan", "plan-noscale")
 SUPPORTED = ("gaussian", *CLIPPED, "trimmed")
 SEARCH_SHARE = 0.5
+# Why the others get the public box (the reason a BoxIntervalWarning gives).
+_COINPRESS = ("CoinPress's last step clips rows to a ball about a private centre with no count "
+              "or rank guarantee of the rows it clips, so only the box bounds its bias")
+_PROTOCOLS = ("the local and shuffle protocols' range counts carry no rank guarantee that the "
+              "intervals use yet")
+NO_INTERVAL = {
+    "coinpress": _COINPRESS,
+    "coinpress-cov": _COINPRESS,
+    "iome-gaussian": "its preclip to the ball of radius R' changes the estimand (rows beyond it "
+                     "are not in the clamped data's mean)",
+    **dict.fromkeys(("iome-local", "iome-shuffle", "grs-knownvar", "grs-unkvar"), _PROTOCOLS),
+}
 # The discrete Gaussian's variance is rounded up to a multiple of this (mechanisms).
 _VARIANCE_ROUNDING = 2.0**-SIGMA2_BITS
 
@@ -482,8 +494,8 @@ def error_model(result: Any) -> ErrorModel | str:
         if method is None:
             return "the auto release does not name the estimator it chose"
     if method not in SUPPORTED:
-        return f"method {method!r} has no confidence interval yet (only " \
-               f"{', '.join(SUPPORTED)} and auto)"
+        return NO_INTERVAL.get(method, f"method {method!r} has no confidence interval (only "
+                                       f"{', '.join(SUPPORTED)} and auto)")
     if method == "trimmed":
         return _trimmed_model(result)
     missing = _need(diagnostics, "noise_std")
