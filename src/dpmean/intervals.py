@@ -559,6 +559,9 @@ def _plan_model(result: Any, sigma: np.ndarray, box_scale: np.ndarray,
                 secure_rho: float | None) -> ErrorModel | str:
     diagnostics = result.diagnostics
     binary = diagnostics.get("threshold_search") == "binary-search"
+    if not binary and diagnostics.get("clipped_count") is None:
+        return ("PLAN's exponential-mechanism threshold has no data-independent rank guarantee, "
+                "and this release has no private count of its clipped rows (count_share=0)")
     missing = _need(diagnostics, "norm_bound", "view_norm_bound", "threshold", "centre",
                     *(("threshold_steps", "threshold_rho", "target_quantile") if binary
                       else ("clipped_count", "clipped_count_rho")))
