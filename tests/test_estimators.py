@@ -266,7 +266,7 @@ def test_result_is_frozen_and_carries_only_private_values():
     with pytest.raises(TypeError):
         result.ledger["noise"] = 0.0
     assert set(result.diagnostics) == {
-        "threshold", "target_rank", "noise_std", "centre", "padded_dim", "quantized",
+        "threshold", "target_rank", "noise_std", "centre", "padded_dim", "quantized", "bucket",
         "centre_reach", "norm_bound", "threshold_steps", "threshold_rho", "bounds_lo",
         "bounds_hi", "secure_noise"}
     assert result.diagnostics["centre_reach"] is None  # the budget suffices: no narrowing

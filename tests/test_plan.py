@@ -58,17 +58,19 @@ def test_plan_stays_close_to_iome_without_skew():
 
 ROTATED = {"centre domain", "centre"}
 SPREAD = {"variance spread", "variance"}
+COUNT = {"clipped count"}  # the exponential-mechanism threshold's count of clipped rows
 
 
 @pytest.mark.parametrize("options,stages", [
-    ({}, {*ROTATED, *SPREAD, "threshold", "noise"}),
-    ({"std": 2.0}, {*ROTATED, "threshold", "noise"}),
+    ({}, {*ROTATED, *SPREAD, "threshold", "noise", *COUNT}),
+    ({"std": 2.0}, {*ROTATED, "threshold", "noise", *COUNT}),
     ({"quantile": "binary-search", "p": 1}, {*ROTATED, *SPREAD, "threshold", "noise"}),
     ({"variance": "generic", "group_size": 4, "pairings": 2},
-     {*ROTATED, *SPREAD, "threshold", "noise"}),
-    ({"variance": "binary", "centre": "mean"}, {"centre", *SPREAD, "threshold", "noise"}),
+     {*ROTATED, *SPREAD, "threshold", "noise", *COUNT}),
+    ({"variance": "binary", "centre": "mean"}, {"centre", *SPREAD, "threshold", "noise",
+                                                *COUNT}),
     ({"centre": "median", "log_range": None, "spread_share": 0},
-     {"centre", "variance", "threshold", "noise"}),
+     {"centre", "variance", "threshold", "noise", *COUNT}),
 ])
 def test_ledger_sums_to_rho_and_follows_the_shares(options, stages):
     x = np.random.default_rng(0).normal(0.0, 1.0, size=(3000, 8))
@@ -76,25 +78,53 @@ def test_ledger_sums_to_rho_and_follows_the_shares(options, stages):
                          threshold_share=0.25, **options)
     assert set(result.ledger) == stages
     assert sum(result.ledger.values()) == pytest.approx(0.8, rel=1e-12)
-    # 1/4 for preprocessing, then 1/4 of the remaining 3/4 for the threshold.
-    assert result.ledger["threshold"] == pytest.approx(0.8 * 0.75 * 0.25)
-    assert result.ledger["noise"] == pytest.approx(0.8 * 0.75 * 0.75)
+    # 1 % for the count of clipped rows (exponential threshold), then of the rest 1/4 for
+    # preprocessing and 1/4 of the remaining 3/4 for the threshold.
+    rho = 0.8 * 0.99 if COUNT <= stages else 0.8
+    if COUNT <= stages:
+        assert result.ledger["clipped count"] == pytest.approx(0.8 * 0.01)
+    assert result.ledger["threshold"] == pytest.approx(rho * 0.75 * 0.25)
+    assert result.ledger["noise"] == pytest.approx(rho * 0.75 * 0.75)
     centre = sum(result.ledger[stage] for stage in ROTATED if stage in result.ledger)
     if "variance" in stages:
         # 1/4 of the preprocessing for the centre; 1/16 of the rest for the spread, if any.
-        assert centre == pytest.approx(0.8 * 0.25 * 0.25)
+        assert centre == pytest.approx(rho * 0.25 * 0.25)
         spread = 1 / 16 if "variance spread" in stages else 0.0
-        assert result.ledger["variance"] == pytest.approx(0.8 * 0.25 * 0.75 * (1 - spread))
+        assert result.ledger["variance"] == pytest.approx(rho * 0.25 * 0.75 * (1 - spread))
     else:
-        assert centre == pytest.approx(0.8 * 0.25)
+        assert centre == pytest.approx(rho * 0.25)
+
+
+def test_clipped_count_is_the_noisy_number_of_clipped_rows():
+    """Stage "clipped count" releases the number of rows whose view norm exceeds the released
+    threshold plus N(0, 1 / (2 rho_count)): over 50 releases the noisy counts minus the exact
+    ones average within 4 standard errors of 0 (NON-PRIVATE check with the exact norms)."""
+    x = np.random.default_rng(0).normal(0.0, 1.0, size=(2000, 4))
+    errors = []
+    for seed in range(50):
+        result = dpmean.mean(x, rho=1.0, method="plan-noscale", bounds=(-10, 10),
+                             random_state=seed)
+        d = result.diagnostics
+        norms = np.linalg.norm(x - d["centre"], axis=1)
+        errors.append(d["clipped_count"] - np.count_nonzero(norms > d["threshold"]))
+        assert d["clipped_count_rho"] == result.ledger["clipped count"] == pytest.approx(0.01)
+    std = 1.0 / np.sqrt(2 * 0.01)
+    assert abs(np.mean(errors)) <= 4 * std / np.sqrt(50)
+    assert 0.5 * std <= np.std(errors) <= 1.5 * std
+    off = dpmean.mean(x, rho=1.0, method="plan-noscale", bounds=(-10, 10), random_state=0,
+                      count_share=0)
+    assert "clipped count" not in off.ledger and "clipped_count" not in off.diagnostics
 
 
 def test_noscale_ledger_and_shares():
     x = np.random.default_rng(0).normal(0.0, 1.0, size=(3000, 8))
     result = dpmean.mean(x, rho=1.0, method="plan-noscale", bounds=(-10, 10), random_state=1,
                          preprocess_share=0.2, threshold_share=0.3)
-    assert result.ledger == pytest.approx({"centre domain": 0.2 / 16, "centre": 0.2 * 15 / 16,
-                                           "threshold": 0.24, "noise": 0.56})
+    rest = 0.99  # after the count of clipped rows
+    assert result.ledger == pytest.approx({"centre domain": rest * 0.2 / 16,
+                                           "centre": rest * 0.2 * 15 / 16,
+                                           "threshold": rest * 0.24, "noise": rest * 0.56,
+                                           "clipped count": 0.01})
 
 
 def test_noscale_is_not_the_private_median():
@@ -232,7 +262,7 @@ def test_threshold_share_auto_clips_at_most_three_root_n_rows(method):
                           (50, 0.01, 0.25)]:
         estimator = ESTIMATORS[method](rho, bounds=(-10, 10))
         plan = estimator.budget_plan(n, 64)
-        rest = rho * 0.75
+        rest = rho * 0.99 * 0.75  # 1 % first for the count of clipped rows
         assert plan["threshold"] + plan["noise"] == pytest.approx(rest)
         assert plan["threshold"] == pytest.approx(share * rest)
         smaller = [s for s in THRESHOLD_SHARES if s < share]

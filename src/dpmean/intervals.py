@@ -1,96 +1,209 @@
-"""Confidence intervals for a private mean: the noise and the clipping bias of one release.
+"""Confidence intervals for a private mean: the noise and the bias of one release (issue 19).
 
 An interval here is a statement about the mechanism's randomness for the data at hand: with
 probability at least ``level`` over the noise of the release, it contains the exact mean of the
 data after clamping to the public box. It assumes nothing about how the data was drawn (it is
 not an interval for a population mean) and it is built from private and public values only: the
-released mean, the private radius, the noise scale and public settings in the diagnostics.
+released mean, the private radius and centre, the noise scale, a private count where one was
+released, and public settings in the diagnostics.
 
-Two parts of the error, and the failure probability each uses (``alpha = 1 - level``):
+Notation: x a row clamped to the box [lo, hi] (original units); the estimator's view is
+u = F (x - c) with F a diagonal of positive factors f_j (possibly after an orthogonal rotation
+R: u = R F (x - c)), c a released or public centre; B a bound on every view norm ||u||
+(``norm_bound``; PLAN's ``view_norm_bound``); C the private radius; n rows, d coordinates;
+``alpha = 1 - level``.
 
-- **Noise.** The last stage is the Gaussian mechanism with a known standard deviation
-  (``diagnostics["noise_std"]``, in the space the rows were clipped in). It is mapped to the
-  original coordinates through the view: PLAN divides coordinate j by its scale b_j, so its
-  standard deviation there is noise_std / b_j; IOME's rotation is orthogonal, so an isotropic
-  Gaussian stays isotropic with the same standard deviation. A box-normalised release (per-
-  coordinate widths w_j, coordinate j multiplied by s_j = 1 / w_j before the estimator ran)
-  reports noise_std already mapped back, noise_std / s_j per coordinate. Per coordinate the
-  half-width is the exact two-sided Gaussian quantile at ``alpha_noise``; in l2 it is the chi
-  distribution's quantile (isotropic) or the Laurent-Massart (2000, Lemma 1) bound for a
-  weighted sum of chi-squares (unequal scales: PLAN's, or a box-normalised release's).
-- **Clipping bias** (``cm``, ``cm-fixed``, ``iome``, ``plan`` and ``plan-noscale`` with
-  ``quantile="binary-search"``). The radius C is PrivQuant's binary search over ``steps``
-  halvings of [0, top] for rank m, each count noised by N(0, s^2), s^2 = steps / (2 rho).
-  The counts' noises are independent, so with probability at least 1 - beta_search none
-  exceeds t = s * z(beta_search / steps) (one-sided, union bound over the steps). On that
-  event, whenever the search moved its right end to a point r, the noisy count there exceeded
-  m, so the true number of rows with view norm <= r exceeds m - t. The search returns
-  C = (left + right) / 2 with right - left = w = top / 2^steps, so the final right end is
-  C + w / 2, and it was moved (``C < top - w``) unless the search went right every time.
-  Clipping row x to C moves it by max(||x|| - C, 0) <= B - C, with B a bound on every view norm
-  (public, or a function of private values: ``norm_bound`` / ``view_norm_bound``). Hence, in
-  view-space l2,
+**Noise.** The last stage is the Gaussian mechanism with a released standard deviation
+(``diagnostics["noise_std"]``, per coordinate in original units: a box-normalised release maps
+it back, PLAN's is divided here by its scale b_j, IOME's rotation is orthogonal and keeps it
+isotropic). Per coordinate the half-width is the exact two-sided quantile z(alpha_noise / 2)
+std_j; in l2 the chi quantile (isotropic) or Laurent-Massart (2000, Lemma 1) for unequal scales.
+With ``secure_noise=True`` the release is gamma (round(v / gamma) + Z), Z the discrete Gaussian
+on the integers of variance s^2 (rounded up to a multiple of 2^-30) with gamma s <=
+std (1 + GRID_SLACK) and gamma <= GRID_SLACK Delta, Delta = std sqrt(2 rho_noise) <= std
+sqrt(2 rho) (``mechanisms.gaussian``). The discrete Gaussian is sub-Gaussian with parameter s
+(Canonne-Kamath-Steinke 2020, Cor. 9): P(|Z| >= t) <= 2 exp(-t^2 / (2 s^2)); so each coordinate
+errs by at most gamma / 2 + sigma_sub sqrt(2 ln(2 / alpha_noise)), sigma_sub^2 = (std (1 +
+GRID_SLACK))^2 + gamma^2 2^-30, and the l2 radius takes a union bound over the coordinates.
 
-      ||clipped mean - mean|| <= k (B - C) / n + (min(C + w / 2, B) - C),
-      k = min(n, floor(n - m + t)),
+**Clipping bias: how far a clipped row moves, per coordinate (the proof).** Every estimator of
+the clipped family clips u to C, u -> lambda u with lambda = min(1, C / ||u||); it then maps
+the (noisy) mean back by the inverse of the view. The view is affine and the clip is a radial
+shrink, so in original coordinates the clipped row is c + lambda (x - c): for CM, c = 0 and
+F = diag(box_scale); for IOME, u = R F x - centre with R orthogonal and the released centre
+c = F^-1 R^T centre (the padding of R F x is zero and R^T maps centre + lambda (u) back to
+F c + lambda (F x - F c)); for PLAN, u = b * F (x - c) with b its per-coordinate scale, whose
+inverse divides by the same diagonal. Hence coordinate j moves by (1 - lambda) |x_j - c_j|, and
 
-  (k = 0 when the right end never moved and top >= B; no bound at all when it never moved and
-  top < B, and then the public box is returned). The second term covers rows between C and the
-  search's right end. In original coordinates, IOME's bias is the same l2 bound (rotation
-  orthogonal, padding dropped), which also bounds every coordinate; PLAN's coordinate j is at
-  most that bound divided by b_j, and its l2 at most the bound divided by min_j b_j. In a
-  box-normalised release (``box_scale`` s in the diagnostics) the view-space bound is divided
-  by s_j (times b_j for PLAN) per coordinate, and by the smallest such factor in l2.
+    (1 - lambda) |x_j - c_j| <= (1 - C / v) reach_j,   reach_j = max(|hi_j - c_j|, |c_j - lo_j|)
 
-The interval uses ``beta_search = search_share * alpha`` for the search and
-``alpha_noise = alpha - beta_search`` for the noise, so it fails with probability at most
-alpha (union bound). The clamped data's mean lies in the box, so every interval is intersected
-with it (and the l2 radius capped by the box's farthest point from the release).
+for a row of view norm v > C (the clamped row lies in the box, whatever c is), while in the
+view the row moves by v - C in l2, hence by at most (v - C) / f_j in coordinate j (rotation and
+factors: ||u' - u|| >= |f_j (x'_j - x_j)| for an orthogonal R). So a row of view norm at most
+v moves coordinate j by at most
 
-Where no honest bound is available (a fallback release, secure noise, PLAN's exponential-
-mechanism threshold, whose rank error depends on the gaps between the data's norms and is
-unbounded in the worst case, IOME's quantized path, the trimmed mean, CoinPress, the local and
-shuffle protocols), the public box is returned with a ``BoxIntervalWarning`` naming why.
+    M_j(v) = min((v - C) / f_j, (1 - C / v) reach_j)     (0 when v <= C),
+
+and since v <= B, M_j(B) bounds every clipped row. If, with probability 1 - beta, at most k
+rows have view norm above a private r >= C (the rest lie within r), the clipped mean moves
+coordinate j by at most
+
+    bias_j = (k / n) M_j(B) + (1 - k / n) M_j(min(r, B)),
+
+and the l2 bias is at most min(sum of the view moves / n / min_j f_j, ||bias||_2), the view's
+l2 move being (k / n) (B - C) + (1 - k / n) (min(r, B) - C). B is the distance from the centre
+to the box's farthest corner in the view (CM: from the origin; IOME, PLAN: from the released
+centre), never the box's diameter.
+
+**Where k and r come from.**
+
+- *The radius search* (``cm``, ``cm-fixed``, ``iome``, ``plan`` and ``plan-noscale`` with
+  ``quantile="binary-search"``). PrivQuant's binary search over ``steps`` halvings of [0, top]
+  for rank m, each count noised by N(0, s^2), s^2 = steps / (2 rho). With probability at least
+  1 - beta no count exceeds its truth by t = s z(beta / steps) (one-sided, union bound over the
+  steps; sub-Gaussian with the same s for secure counts: t = s' sqrt(2 ln(steps / beta)),
+  s'^2 = s^2 + 2^-30). On that event, whenever the search moved its right end to a point r,
+  more than m - t rows have view norm <= r: k = min(n, floor(n - m + t)). The real search
+  returns C = the middle of its last interval of width w = top / 2^steps, so r = C + w / 2
+  (moved unless C > top - w); IOME's integer search (quantized path, Algorithm 1 on the squared
+  norms, ``integer_search_steps`` counts) ends with left = right = C^2, so r = C (moved unless
+  C^2 = top). If the right end never moved, k = 0 when top >= B, and there is no bound when
+  top < B (PLAN's concentrated universe): the box is returned.
+- *A private count* (``plan`` and ``plan-noscale`` with the exponential-mechanism threshold,
+  whose rank error has no data-independent bound). Stage "clipped count" releases the number of
+  rows with view norm > C plus N(0, 1 / (2 rho_count)) (sensitivity 1 under replace-one); with
+  probability 1 - beta, k <= noisy count + z(beta) / sqrt(2 rho_count) (sub-Gaussian as above
+  for secure noise), and r = C: every other row is not clipped.
+
+IOME's quantized path rounds each coordinate to the grid ``bucket`` first (in the box-
+normalised units where applicable): that moves coordinate j by at most bucket / (2 box_scale_j)
+more, and the clamped row's rounding stays within bucket / 2 of the box, which widens reach_j
+by as much; its view is u = gain R (x / bucket) - centre, so f_j = gain box_scale_j / bucket.
+
+**Trimmed mean** (``trimmed``, ``truncation="input"``). The release is T + (S / s) Z per
+coordinate, T = trim_m of the clamped column, S its t-smooth sensitivity (Prop. 11), Z the
+configured noise. S is a maximum over k of e^{-kt} A^(k), and every A^(k) is a difference of two
+values of [lo, hi] (the padding included) divided by n - 2m, so S <= (hi - lo) / (n - 2m): the
+largest local sensitivity of the trimmed mean. So |release - T| <= (hi - lo) q / ((n - 2m) s)
+with probability 1 - alpha, q the exact two-sided alpha-quantile of |Z| (``noise_quantile``).
+Trimming: with p = m / n, mean - T = (1 / n) (sum of the m lowest (x_i - T) + sum of the m
+highest (x_i - T)); a low x_i is at most T (the kept values' mean is at least x_(m+1) >= x_i)
+and at least lo, a high one at least T and at most hi, so mean lies in
+[(1 - p) T + p lo, (1 - p) T + p hi]. The interval is that set's image of T's interval:
+[(1 - p)(release - h) + p lo, (1 - p)(release + h) + p hi]. No failure probability but the
+noise's. ``truncation="output"`` clamps the trimmed mean of the raw data, which can sit a box
+width from the clamped data's mean: the box is returned.
+
+**Failure probabilities.** The bias bound gets ``beta = search_share * alpha`` and the noise
+``alpha_noise = alpha - beta``; the interval fails only if one of them does (union bound). The
+Gaussian mechanism (``gaussian``) and the trimmed mean give all of alpha to the noise. Centres
+need none: the bounds hold for any centre.
+
+**Intersected with the box.** The clamped mean lies in the box, so each interval is clipped to
+it and the radius capped by the box's farthest point from the release. (A release projected
+onto the box is no farther from any point of the box, so the projection keeps coverage.)
+
+Where no honest bound is available (a fallback release, ``iome-gaussian``'s preclip, which
+changes the estimand, the trimmed mean with output truncation, CoinPress, the local and shuffle
+protocols), the public box is returned with a ``BoxIntervalWarning`` naming why.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+from scipy import integrate, optimize, special
 from scipy.stats import chi2, norm
+from scipy.stats import t as student_t
 
 from .errors import BoxIntervalWarning, InvalidParameterError
-from .mechanisms import count_noise_std
+from .mechanisms import count_noise_std, gaussian_noise_std, integer_search_steps
+from .mechanisms.discrete_gaussian import SIGMA2_BITS
+from .mechanisms.gaussian import GRID_SLACK
 
 CLIPPED = ("cm", "cm-fixed", "iome", "plan", "plan-noscale")
+SUPPORTED = ("gaussian", *CLIPPED, "trimmed")
 SEARCH_SHARE = 0.5
+# Why the others get the public box (the reason a BoxIntervalWarning gives).
+_COINPRESS = ("CoinPress's last step clips rows to a ball about a private centre with no count "
+              "or rank guarantee of the rows it clips, so only the box bounds its bias")
+_PROTOCOLS = ("the local and shuffle protocols' range counts carry no rank guarantee that the "
+              "intervals use yet")
+NO_INTERVAL = {
+    "coinpress": _COINPRESS,
+    "coinpress-cov": _COINPRESS,
+    "iome-gaussian": "its preclip to the ball of radius R' changes the estimand (rows beyond it "
+                     "are not in the clamped data's mean)",
+    **dict.fromkeys(("iome-local", "iome-shuffle", "grs-knownvar", "grs-unkvar"), _PROTOCOLS),
+}
+# The discrete Gaussian's variance is rounded up to a multiple of this (mechanisms).
+_VARIANCE_ROUNDING = 2.0**-SIGMA2_BITS
+
+
+def secure_terms(std: Any, rho: float) -> tuple[Any, Any]:
+    """(sub-Gaussian parameter, rounding) of ``gaussian_mechanism(secure=True)`` whose
+    floating-point noise would have standard deviation ``std`` at a budget of at most ``rho``
+    (module notes, "Noise"): the grid gamma <= GRID_SLACK std sqrt(2 rho)."""
+    grid = GRID_SLACK * std * math.sqrt(2.0 * rho)
+    sub = np.sqrt((std * (1.0 + GRID_SLACK)) ** 2 + grid**2 * _VARIANCE_ROUNDING)
+    return sub, grid / 2.0
+
+
+def _count_excess(std: float, beta: float, secure: bool) -> float:
+    """A bound that a search count's noise N(0, std^2) (or the discrete Gaussian of that
+    variance, rounded up by the sampler: sub-Gaussian) exceeds upward with probability at most
+    ``beta``."""
+    if secure:
+        return math.sqrt(std * std + _VARIANCE_ROUNDING) * math.sqrt(2.0 * math.log(1.0 / beta))
+    return std * float(norm.isf(beta))
+
+
+class Clipping(Protocol):
+    """How many rows the clip may have moved: at most k rows with view norm above r >= C."""
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def norm_bound(self) -> float: ...
+
+    @property
+    def radius(self) -> float: ...
+
+    def clipped(self, beta: float) -> tuple[float, float] | None:
+        """(k, r) holding with probability >= 1 - ``beta``; None when nothing bounds them."""
 
 
 @dataclass(frozen=True)
-class ClipBound:
-    """The public and private values the clipping-bias bound needs (see the module notes).
+class SearchClipping:
+    """The radius search's rank guarantee (module notes, "The radius search").
 
     Attributes
     ----------
     n : int
         Rows.
     rank : float
-        The rank m the radius search aimed at.
+        The rank m the search aimed at.
     steps : int
-        Halvings of the search.
+        Its noisy counts.
     rho : float
-        The search's budget (each of its ``steps`` counts has rho / steps).
+        The search's budget (each count has rho / steps).
     top : float
-        The top of the searched interval [0, top].
+        The top of the searched interval [0, top] (of the squared norms when ``integer``).
     norm_bound : float
-        B, a bound on every row's norm in the view.
+        B, a bound on every view norm.
     radius : float
         The private radius C.
+    integer : bool
+        IOME's integer search on the squared norms (Algorithm 1), else the real search.
+    secure : bool
+        The counts are discrete Gaussian.
     """
 
     n: int
@@ -100,42 +213,263 @@ class ClipBound:
     top: float
     norm_bound: float
     radius: float
+    integer: bool = False
+    secure: bool = False
 
-    def view_bias(self, beta: float) -> float | None:
-        """A bound on the view-space l2 distance between the clipped and the plain mean that
-        holds with probability >= 1 - ``beta``; None when there is none."""
-        radius, bound = self.radius, self.norm_bound
-        if radius >= bound:
-            return 0.0  # no view norm exceeds C: nothing was clipped
-        width = self.top / 2.0**self.steps
-        right = radius + width / 2.0
-        if radius > self.top - width:  # the search never moved its right end
-            if self.top < bound:
-                return None  # rows above the searched interval: their number is unbounded
-            return min(right, bound) - radius
-        tail = count_noise_std(self.steps, self.rho) * float(norm.isf(beta / self.steps))
-        clipped = min(float(self.n), math.floor(self.n - self.rank + tail))
-        clipped = max(clipped, 0.0) if right < bound else 0.0
-        return clipped * (bound - radius) / self.n + (min(right, bound) - radius)
+    def clipped(self, beta: float) -> tuple[float, float] | None:
+        radius = self.radius
+        if self.integer:
+            right = radius
+            moved = round(radius * radius) < self.top  # C^2 is an integer (float sqrt)
+            top = math.sqrt(self.top)
+        else:
+            width = self.top / 2.0**self.steps
+            right = radius + width / 2.0
+            moved = radius <= self.top - width
+            top = self.top
+        if not moved:
+            # every count sent the search right: rows above top are not counted
+            return (0.0, right) if top >= self.norm_bound else None
+        std = count_noise_std(self.steps, self.rho)
+        excess = _count_excess(std, beta / self.steps, self.secure)
+        return min(float(self.n), max(0.0, math.floor(self.n - self.rank + excess))), right
 
 
 @dataclass(frozen=True)
-class ErrorModel:
-    """How a release's error is bounded: Gaussian noise of per-coordinate standard deviation
-    ``noise_std`` (original coordinates; ``isotropic`` when all equal), and an optional clipping
-    bias, ``clip.view_bias`` in view-space l2 times ``bias_factor`` per coordinate and times
-    ``bias_l2_factor`` in l2."""
+class CountClipping:
+    """A released private count of the rows the clip moved (module notes, "A private count").
 
-    noise_std: np.ndarray
-    isotropic: bool
-    clip: ClipBound | None = None
-    bias_factor: np.ndarray | None = None
-    bias_l2_factor: float = 1.0
+    Attributes
+    ----------
+    count : float
+        The noisy count of rows with view norm above the radius.
+    rho : float
+        The count's budget (sensitivity 1).
+    n, norm_bound, radius, secure
+        As in :class:`SearchClipping` (``secure``: the count was released with
+        ``secure_noise=True``).
+    """
+
+    n: int
+    count: float
+    rho: float
+    norm_bound: float
+    radius: float
+    secure: bool = False
+
+    def clipped(self, beta: float) -> tuple[float, float] | None:
+        std = gaussian_noise_std(1.0, self.rho)
+        if self.secure:  # the Gaussian mechanism's grid, not the search's integer counts
+            sub, rounding = secure_terms(std, self.rho)
+            excess = float(rounding + sub * math.sqrt(2.0 * math.log(1.0 / beta)))
+        else:
+            excess = _count_excess(std, beta, False)
+        k = min(float(self.n), max(0.0, math.floor(self.count + excess)))
+        return k, self.radius
+
+
+@dataclass(frozen=True)
+class ClipBias:
+    """The clipping bias in original coordinates (module notes, the proof).
+
+    Attributes
+    ----------
+    clipping : Clipping
+        How many rows the clip moved, and how far out they may lie.
+    reach : numpy.ndarray
+        max over the box of |x_j - c_j| per coordinate (original units).
+    factor : numpy.ndarray
+        f_j: a view coordinate per original unit of coordinate j.
+    rounding : numpy.ndarray or None
+        A further per-coordinate bias (IOME's quantization), original units.
+    """
+
+    clipping: Clipping
+    reach: np.ndarray
+    factor: np.ndarray
+    rounding: np.ndarray | None = None
+
+    def _moves(self, v: float) -> np.ndarray:
+        """M_j(v): how far a row of view norm at most v moves coordinate j."""
+        radius = self.clipping.radius
+        if v <= radius:
+            return np.zeros_like(self.reach)
+        return np.minimum((v - radius) / self.factor, (1.0 - radius / v) * self.reach)
+
+    def bounds(self, beta: float) -> tuple[np.ndarray, float] | None:
+        """(per-coordinate bias, l2 bias), holding with probability >= 1 - ``beta``; None when
+        the number of clipped rows has no bound."""
+        found = self.clipping.clipped(beta)
+        if found is None:
+            return None
+        k, right = found
+        clipping = self.clipping
+        bound, radius = clipping.norm_bound, clipping.radius
+        share = k / clipping.n
+        near = min(right, bound)
+        per = share * self._moves(bound) + (1.0 - share) * self._moves(near)
+        view_l2 = share * max(bound - radius, 0.0) + (1.0 - share) * max(near - radius, 0.0)
+        l2 = min(view_l2 / float(np.min(self.factor)), float(np.linalg.norm(per)))
+        if self.rounding is not None:
+            per = per + self.rounding
+            l2 += float(np.linalg.norm(self.rounding))
+        return per, l2
+
+
+@dataclass(frozen=True)
+class GaussianNoise:
+    """Independent N(0, std_j^2) noise per coordinate (original units), or with ``secure_rho``
+    its discretised twin released on a grid with a budget of at most ``secure_rho``."""
+
+    std: np.ndarray
+    secure_rho: float | None = None
+
+    @property
+    def isotropic(self) -> bool:
+        return bool(np.all(self.std == self.std[0]))
+
+    def half_widths(self, alpha: float) -> np.ndarray:
+        """Per-coordinate half-widths each exceeded with probability at most ``alpha``."""
+        if self.secure_rho is None:
+            return float(norm.isf(alpha / 2.0)) * self.std
+        sub, rounding = secure_terms(self.std, self.secure_rho)
+        return np.asarray(rounding + sub * math.sqrt(2.0 * math.log(2.0 / alpha)))
+
+    def radius(self, alpha: float) -> float:
+        """An l2 radius the noise vector exceeds with probability at most ``alpha``."""
+        if self.secure_rho is not None:  # union bound over the coordinates
+            return float(np.linalg.norm(self.half_widths(alpha / self.std.size)))
+        return noise_radius(self.std, alpha, self.isotropic)
+
+
+class ErrorModel(Protocol):
+    """What a release's interval is made of. ``noise_std`` is the noise's standard deviation
+    per coordinate where it is released (None for smooth-sensitivity noise)."""
+
+    @property
+    def noise_std(self) -> np.ndarray | None: ...
+
+    def interval(self, mean: np.ndarray, level: float,
+                 search_share: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """(lo, hi) per coordinate; None when the bias has no bound for this release."""
+
+    def radius(self, mean: np.ndarray, level: float, search_share: float) -> float | None:
+        """An l2 radius about ``mean``; None when the bias has no bound."""
+
+
+@dataclass(frozen=True)
+class NoiseAndClipping:
+    """Gaussian noise, and (clipped family) the clipping bias."""
+
+    noise: GaussianNoise
+    bias: ClipBias | None = None
+
+    @property
+    def noise_std(self) -> np.ndarray:
+        return self.noise.std
+
+    def _with_bias(self, level: float, search_share: float, noise: Any, part: int) -> Any:
+        """``noise(alpha_noise)`` plus part ``part`` of the bias bound (0: per coordinate,
+        1: l2) at ``beta``; None when the bias has no bound."""
+        alpha_noise, beta = _split(level, self.bias is not None, search_share)
+        spread = noise(alpha_noise)
+        if self.bias is None:
+            return spread
+        bias = self.bias.bounds(beta)
+        return None if bias is None else spread + bias[part]
+
+    def half_widths(self, level: float, search_share: float = SEARCH_SHARE) -> np.ndarray | None:
+        """Per-coordinate half-widths at ``level`` (None when the bias has no bound)."""
+        half: np.ndarray | None = self._with_bias(level, search_share, self.noise.half_widths, 0)
+        return half
+
+    def interval(self, mean: np.ndarray, level: float,
+                 search_share: float) -> tuple[np.ndarray, np.ndarray] | None:
+        half = self.half_widths(level, search_share)
+        return None if half is None else (mean - half, mean + half)
+
+    def radius(self, mean: np.ndarray, level: float, search_share: float) -> float | None:
+        radius: float | None = self._with_bias(level, search_share, self.noise.radius, 1)
+        return radius
+
+
+@functools.lru_cache(maxsize=256)  # repeated releases at public settings ask the same
+def noise_quantile(noise: str, alpha: float, *, sigma: float | None = None,
+                   dof: float | None = None) -> float:
+    """q with P(|Z| > q) = ``alpha`` for a smooth-sensitivity noise Z (``mechanisms.smooth_noise``).
+
+    Laplace log-normal Z = X e^{sigma Y}: P(|Z| > q) = E[exp(-q e^{-sigma Y})] (|X| ~ Exp(1)),
+    by quadrature; uniform log-normal Z = U e^{sigma Y}: E[(1 - q e^{-sigma Y})_+] =
+    Phi_bar(y0) - q e^{sigma^2 / 2} Phi_bar(y0 + sigma), y0 = ln(q) / sigma; arsinh-normal
+    sinh(Y): sinh(z(alpha / 2)); Student's T, Laplace and the Gaussians: their own quantiles.
+    """
+    if noise in ("gaussian", "gaussian-tcdp"):
+        return float(norm.isf(alpha / 2.0))
+    if noise == "laplace":
+        return math.log(1.0 / alpha)
+    if noise == "arsinh":
+        return math.sinh(float(norm.isf(alpha / 2.0)))
+    if noise == "student-t":
+        assert dof is not None
+        return float(student_t.isf(alpha / 2.0, dof))
+    assert sigma is not None
+    if noise == "uln":
+        def tail(q: float) -> float:
+            y0 = math.log(q) / sigma
+            return float(special.ndtr(-y0) - q * math.exp(0.5 * sigma**2)
+                         * special.ndtr(-(y0 + sigma)))
+        upper = math.exp(sigma * float(norm.isf(alpha)))  # P(|U| e^{sY} > upper) <= alpha
+    elif noise == "lln":
+        def tail(q: float) -> float:
+            # |y| > 12 carries Gaussian mass below 1e-32: far under any alpha asked for
+            with np.errstate(over="ignore"):
+                value, _ = integrate.quad(
+                    lambda y: norm.pdf(y) * np.exp(-q * np.exp(-sigma * y)), -12.0, 12.0,
+                    epsabs=1e-13, limit=200)
+            return float(value)
+        # P(|X| > a) + P(e^{sY} > b) bounds the tail at ab: each gets alpha / 2
+        upper = math.log(2.0 / alpha) * math.exp(sigma * float(norm.isf(alpha / 2.0)))
+    else:
+        raise InvalidParameterError(f"no quantile for the noise {noise!r}")
+    return float(optimize.brentq(lambda q: tail(q) - alpha, 1e-12, upper, xtol=1e-12,
+                                 rtol=1e-10))
+
+
+@dataclass(frozen=True)
+class TrimmedNoise:
+    """The trimmed mean's interval (module notes, "Trimmed mean")."""
+
+    n: int
+    trim: np.ndarray
+    scale: np.ndarray  # (hi - lo) / ((n - 2m) s): the noise's largest scale per coordinate
+    quantile: Any  # alpha -> per-coordinate q with P(|Z_j| > q_j) = alpha
+    lo: np.ndarray
+    hi: np.ndarray
+    noise_std = None  # the smooth sensitivity is as sensitive as the data: never released
+
+    def _down_up(self, mean: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        half = self.scale * self.quantile(alpha)
+        p = self.trim / self.n
+        return (1.0 - p) * half + p * (mean - self.lo), (1.0 - p) * half + p * (self.hi - mean)
+
+    def interval(self, mean: np.ndarray, level: float,
+                 search_share: float) -> tuple[np.ndarray, np.ndarray] | None:
+        down, up = self._down_up(mean, _split(level, False, search_share)[0])
+        return mean - down, mean + up
+
+    def radius(self, mean: np.ndarray, level: float, search_share: float) -> float | None:
+        alpha = _split(level, False, search_share)[0]
+        down, up = self._down_up(mean, alpha / mean.size)  # union bound over coordinates
+        return float(np.linalg.norm(np.maximum(down, up)))
 
 
 def _need(diagnostics: Mapping[str, Any], *keys: str) -> str | None:
     missing = [key for key in keys if diagnostics.get(key) is None]
     return f"its diagnostics lack {', '.join(missing)}" if missing else None
+
+
+def _vector(value: Any, d: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(value, dtype=np.float64), (d,)).copy()
 
 
 def error_model(result: Any) -> ErrorModel | str:
@@ -155,78 +489,143 @@ def error_model(result: Any) -> ErrorModel | str:
     method = result.method
     if result.fallback:
         return "the release is the zero-vector fallback (n too small for the budget)"
-    if diagnostics.get("secure_noise"):
-        return "intervals for secure_noise=True (discrete Gaussian noise) are not implemented"
     if method == "auto":
         method = diagnostics.get("chosen")
         if method is None:
             return "the auto release does not name the estimator it chose"
-    if method not in ("gaussian", *CLIPPED):
-        return f"method {method!r} has no confidence interval yet (only gaussian, " \
-               f"{', '.join(CLIPPED)} and auto)"
+    if method not in SUPPORTED:
+        return NO_INTERVAL.get(method, f"method {method!r} has no confidence interval (only "
+                                       f"{', '.join(SUPPORTED)} and auto)")
+    if method == "trimmed":
+        return _trimmed_model(result)
     missing = _need(diagnostics, "noise_std")
     if missing:
         return missing
     d = result.d
+    secure_rho = None
+    if diagnostics.get("secure_noise"):
+        if result.rho is None:
+            return "secure noise without a rho budget has no grid bound"
+        secure_rho = float(result.rho)
     # Per coordinate, in the data's units: a box-normalised release has mapped its noise_std
     # back already (``estimators.base.restore_diagnostics``); its bias is mapped here.
-    sigma = np.broadcast_to(np.asarray(diagnostics["noise_std"], dtype=np.float64), (d,))
+    sigma = _vector(diagnostics["noise_std"], d)
     box_scale = diagnostics.get("box_scale")
-    box_scale = np.ones(d) if box_scale is None else np.asarray(box_scale, dtype=np.float64)
+    box_scale = np.ones(d) if box_scale is None else _vector(box_scale, d)
     if method == "gaussian":
-        return ErrorModel(sigma.copy(), _equal(sigma))
+        return NoiseAndClipping(GaussianNoise(sigma, secure_rho))
     if method in ("plan", "plan-noscale"):
-        return _plan_model(result, sigma, box_scale)
-    if method == "iome" and diagnostics.get("quantized"):
-        return "IOME's quantized path (integer search, rounding) is not covered yet"
-    missing = _need(diagnostics, "norm_bound", "threshold_steps", "threshold_rho",
-                    "target_rank", "threshold")
+        return _plan_model(result, sigma, box_scale, secure_rho)
+    return _cm_iome_model(result, method, sigma, box_scale, secure_rho)
+
+
+def _reach(result: Any, centre: np.ndarray) -> np.ndarray:
+    lo, hi = _box(result)
+    return np.maximum(np.abs(hi - centre), np.abs(centre - lo))
+
+
+def _cm_iome_model(result: Any, method: str, sigma: np.ndarray, box_scale: np.ndarray,
+                   secure_rho: float | None) -> ErrorModel | str:
+    diagnostics = result.diagnostics
+    quantized = method == "iome" and bool(diagnostics.get("quantized"))
+    missing = _need(diagnostics, "norm_bound", "threshold_rho", "target_rank", "threshold",
+                    *(("bucket", "padded_dim") if quantized else ("threshold_steps",)),
+                    *(("centre",) if method == "iome" else ()))
     if missing:
         return missing
     bound = float(diagnostics["norm_bound"])
-    clip = ClipBound(result.n, float(diagnostics["target_rank"]),
-                     int(diagnostics["threshold_steps"]), float(diagnostics["threshold_rho"]),
-                     bound, bound, float(diagnostics["threshold"]))
-    return ErrorModel(sigma.copy(), _equal(sigma), clip, 1.0 / box_scale,
-                      float(1.0 / np.min(box_scale)))
+    d = result.d
+    centre = _vector(diagnostics["centre"], d) if method == "iome" else np.zeros(d)
+    factor, rounding = box_scale, None
+    if quantized:
+        top = float(math.ceil(bound**2))
+        steps = integer_search_steps(np.zeros(1), np.array([top]))
+        bucket = float(diagnostics["bucket"]) / box_scale  # the grid in original units
+        rounding = bucket / 2.0
+        factor = box_scale * math.sqrt(int(diagnostics["padded_dim"])) / float(
+            diagnostics["bucket"])
+    else:
+        top, steps = bound, int(diagnostics["threshold_steps"])
+    clipping = SearchClipping(result.n, float(diagnostics["target_rank"]), steps,
+                              float(diagnostics["threshold_rho"]), top, bound,
+                              float(diagnostics["threshold"]), integer=quantized,
+                              secure=secure_rho is not None)
+    reach = _reach(result, centre) + (0.0 if rounding is None else rounding)
+    return NoiseAndClipping(GaussianNoise(sigma, secure_rho),
+                            ClipBias(clipping, reach, factor, rounding))
 
 
-def _equal(values: np.ndarray) -> bool:
-    return bool(np.all(values == values[0]))
-
-
-def _plan_model(result: Any, sigma: np.ndarray, box_scale: np.ndarray) -> ErrorModel | str:
+def _plan_model(result: Any, sigma: np.ndarray, box_scale: np.ndarray,
+                secure_rho: float | None) -> ErrorModel | str:
     diagnostics = result.diagnostics
-    if diagnostics.get("threshold_search") != "binary-search":
-        return ("PLAN's exponential-mechanism threshold has no data-independent rank "
-                "guarantee (its rank error depends on the gaps between the row norms), so its "
-                "clipping bias cannot be bounded; use quantile='binary-search'")
-    missing = _need(diagnostics, "norm_bound", "view_norm_bound", "threshold_steps",
-                    "threshold_rho", "target_quantile", "threshold")
+    binary = diagnostics.get("threshold_search") == "binary-search"
+    if not binary and diagnostics.get("clipped_count") is None:
+        return ("PLAN's exponential-mechanism threshold has no data-independent rank guarantee, "
+                "and this release has no private count of its clipped rows (count_share=0)")
+    missing = _need(diagnostics, "norm_bound", "view_norm_bound", "threshold", "centre",
+                    *(("threshold_steps", "threshold_rho", "target_quantile") if binary
+                      else ("clipped_count", "clipped_count_rho")))
     if missing:
         return missing
+    n, d = result.n, result.d
     scale = diagnostics.get("scale")
-    scale = np.ones(result.d) if scale is None else np.asarray(scale, dtype=np.float64)
-    n = result.n
-    clip = ClipBound(n, float(diagnostics["target_quantile"]) * n,
-                     int(diagnostics["threshold_steps"]), float(diagnostics["threshold_rho"]),
-                     float(diagnostics["norm_bound"]), float(diagnostics["view_norm_bound"]),
-                     float(diagnostics["threshold"]))
+    scale = np.ones(d) if scale is None else _vector(scale, d)
+    bound, radius = float(diagnostics["view_norm_bound"]), float(diagnostics["threshold"])
+    secure = secure_rho is not None
+    clipping: Clipping
+    if binary:
+        clipping = SearchClipping(n, float(diagnostics["target_quantile"]) * n,
+                                  int(diagnostics["threshold_steps"]),
+                                  float(diagnostics["threshold_rho"]),
+                                  float(diagnostics["norm_bound"]), bound, radius, secure=secure)
+    else:
+        clipping = CountClipping(n, float(diagnostics["clipped_count"]),
+                                 float(diagnostics["clipped_count_rho"]), bound, radius, secure)
     # The view multiplies coordinate j by scale_j (PLAN) after box_scale_j (normalisation).
-    total = scale * box_scale
-    noise = sigma / scale
-    return ErrorModel(noise, _equal(noise), clip, 1.0 / total, float(1.0 / np.min(total)))
+    factor = scale * box_scale
+    reach = _reach(result, _vector(diagnostics["centre"], d))
+    return NoiseAndClipping(GaussianNoise(sigma / scale, secure_rho),
+                            ClipBias(clipping, reach, factor))
 
 
-def _split(level: float, clip: ClipBound | None, search_share: float) -> tuple[float, float]:
-    """(alpha_noise, beta_search) with alpha_noise + beta_search = 1 - level."""
+def _trimmed_model(result: Any) -> ErrorModel | str:
+    diagnostics = result.diagnostics
+    if diagnostics.get("truncation") != "input":
+        return ("the trimmed mean with truncation='output' clamps the trimmed mean of the raw "
+                "data, which can lie a box width from the clamped data's mean")
+    missing = _need(diagnostics, "noise", "trim", "shift")
+    if missing:
+        return missing
+    lo, hi = _box(result)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return "the trimmed mean's noise has no bound without a finite box"
+    d, n = result.d, result.n
+    trim = _vector(diagnostics["trim"], d)
+    shift = _vector(diagnostics["shift"], d)
+    noise = str(diagnostics["noise"])
+    sigma = diagnostics.get("sigma")
+    sigmas = [None] * d if sigma is None else [float(s) for s in _vector(sigma, d)]
+    dof = diagnostics.get("dof")
+
+    def quantile(alpha: float) -> np.ndarray:
+        cache: dict[float | None, float] = {}
+        for s in sigmas:
+            if s not in cache:
+                cache[s] = noise_quantile(noise, alpha, sigma=s, dof=dof)
+        return np.array([cache[s] for s in sigmas])
+
+    return TrimmedNoise(n, trim, (hi - lo) / ((n - 2.0 * trim) * shift), quantile, lo, hi)
+
+
+def _split(level: float, biased: bool, search_share: float) -> tuple[float, float]:
+    """(alpha_noise, beta_bias) with alpha_noise + beta_bias = 1 - level."""
     if not 0.0 < level < 1.0:
         raise InvalidParameterError(f"level must lie strictly between 0 and 1, got {level}")
     if not 0.0 < search_share < 1.0:
         raise InvalidParameterError(
             f"search_share must lie strictly between 0 and 1, got {search_share}")
     alpha = 1.0 - level
-    if clip is None:
+    if not biased:
         return alpha, 0.0
     return alpha * (1.0 - search_share), alpha * search_share
 
@@ -237,8 +636,7 @@ def _box(result: Any) -> tuple[np.ndarray, np.ndarray]:
     if lo is None or hi is None:
         inf = np.full(result.d, np.inf)
         return -inf, inf
-    return (np.broadcast_to(np.asarray(lo, dtype=np.float64), (result.d,)),
-            np.broadcast_to(np.asarray(hi, dtype=np.float64), (result.d,)))
+    return _vector(lo, result.d), _vector(hi, result.d)
 
 
 def _warn(result: Any, reason: str) -> None:
@@ -246,19 +644,8 @@ def _warn(result: Any, reason: str) -> None:
                   BoxIntervalWarning, stacklevel=4)
 
 
-def half_widths(model: ErrorModel, level: float,
-                search_share: float = SEARCH_SHARE) -> np.ndarray | None:
-    """Per-coordinate half-widths at ``level`` (None when the bias has no bound)."""
-    alpha_noise, beta = _split(level, model.clip, search_share)
-    half = float(norm.isf(alpha_noise / 2.0)) * model.noise_std
-    if model.clip is not None:
-        bias = model.clip.view_bias(beta)
-        if bias is None:
-            return None
-        # a clipping model always carries its per-coordinate factor (1 for orthogonal views)
-        factor = 1.0 if model.bias_factor is None else model.bias_factor
-        half = half + bias * factor
-    return half
+_NO_BIAS_BOUND = ("the radius search never moved below the top of a universe narrower than "
+                  "the data's reach, so the rows above it are not counted")
 
 
 def noise_radius(noise_std: np.ndarray, alpha: float, isotropic: bool) -> float:
@@ -284,7 +671,7 @@ def confidence_interval(result: Any, level: float = 0.95, *,
     level : float
         Coverage per coordinate (not simultaneous over coordinates).
     search_share : float
-        The share of ``1 - level`` given to the radius search's failure (clipped family only).
+        The share of ``1 - level`` given to the bias bound's failure (clipped family only).
 
     Returns
     -------
@@ -294,14 +681,12 @@ def confidence_interval(result: Any, level: float = 0.95, *,
     """
     box_lo, box_hi = _box(result)
     model = error_model(result)
-    half = None if isinstance(model, str) else half_widths(model, level, search_share)
-    if half is None:
-        _warn(result, model if isinstance(model, str) else
-              "the radius search never moved below the top of a universe narrower than the "
-              "data's reach, so the rows above it are not counted")
+    found = None if isinstance(model, str) else model.interval(result.mean, level, search_share)
+    if found is None:
+        _warn(result, model if isinstance(model, str) else _NO_BIAS_BOUND)
         return box_lo.copy(), box_hi.copy()
-    mean = result.mean
-    return np.clip(mean - half, box_lo, box_hi), np.clip(mean + half, box_lo, box_hi)
+    lo, hi = found
+    return np.clip(lo, box_lo, box_hi), np.clip(hi, box_lo, box_hi)
 
 
 def confidence_radius(result: Any, level: float = 0.95, *,
@@ -316,7 +701,7 @@ def confidence_radius(result: Any, level: float = 0.95, *,
     level : float
         Coverage of the whole vector.
     search_share : float
-        The share of ``1 - level`` given to the radius search's failure (clipped family only).
+        The share of ``1 - level`` given to the bias bound's failure (clipped family only).
 
     Returns
     -------
@@ -328,18 +713,10 @@ def confidence_radius(result: Any, level: float = 0.95, *,
     farthest = float(np.linalg.norm(np.maximum(np.abs(result.mean - box_lo),
                                                np.abs(box_hi - result.mean))))
     model = error_model(result)
-    if isinstance(model, str):
-        _warn(result, model)
+    radius = None if isinstance(model, str) else model.radius(result.mean, level, search_share)
+    if radius is None:
+        _warn(result, model if isinstance(model, str) else _NO_BIAS_BOUND)
         return farthest
-    alpha_noise, beta = _split(level, model.clip, search_share)
-    radius = noise_radius(model.noise_std, alpha_noise, model.isotropic)
-    if model.clip is not None:
-        bias = model.clip.view_bias(beta)
-        if bias is None:
-            _warn(result, "the radius search never moved below the top of a universe narrower "
-                          "than the data's reach, so the rows above it are not counted")
-            return farthest
-        radius += bias * model.bias_l2_factor
     return min(radius, farthest)
 
 
@@ -353,13 +730,15 @@ def interval_summary(result: Any, level: float = 0.95) -> dict[str, Any]:
         radius = confidence_radius(result, level)
     if isinstance(model, str):
         basis = f"public box: {model}"
-    elif model.clip is not None and model.clip.view_bias((1.0 - level) * SEARCH_SHARE) is None:
+    elif model.interval(result.mean, level, SEARCH_SHARE) is None:
         basis = "public box: the clipping bias has no bound for this release"
+    elif isinstance(model, NoiseAndClipping):
+        basis = "noise and clipping bias" if model.bias is not None else "noise"
     else:
-        basis = "noise and clipping bias" if model.clip is not None else "noise"
+        basis = "noise and trimming bias"
     return {"level": level, "lo": lo.tolist(), "hi": hi.tolist(), "radius": radius,
             "basis": basis}
 
 
 __all__ = ["BoxIntervalWarning", "confidence_interval", "confidence_radius", "error_model",
-           "interval_summary"]
+           "interval_summary", "noise_quantile"]

@@ -517,8 +517,8 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
 
     model = error_model(result)
     lo, hi = result.diagnostics.get("bounds_lo"), result.diagnostics.get("bounds_hi")
-    if isinstance(model, str) or lo is None or hi is None:
-        return
+    if isinstance(model, str) or model.noise_std is None or lo is None or hi is None:
+        return  # no released noise scale (the trimmed mean's is as sensitive as the data)
     ratio = model.noise_std / (np.asarray(hi) - np.asarray(lo))
     loud = int(np.count_nonzero(ratio > 1.0))
     if 2 * loud <= result.d:

@@ -337,6 +337,8 @@ class ShiftedClippedMean(ClippedMean):
             "centre": view.restore(np.zeros(geometry.d_pad)),
             "padded_dim": geometry.d_pad,
             "quantized": quantizer is not None,
+            # public: the rounding grid (confidence intervals bound the rounding with it)
+            "bucket": quantizer.bucket if quantizer else None,
             "centre_reach": reach,
             "norm_bound": norm_bound,
             "threshold_steps": None if quantizer else self.threshold_steps,

@@ -12,9 +12,9 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 
-# sigma^2 is rounded UP to a multiple of 2^-_SIGMA2_BITS, so the sampled noise is never narrower
+# sigma^2 is rounded UP to a multiple of 2^-SIGMA2_BITS, so the sampled noise is never narrower
 # than the one the privacy analysis asked for.
-_SIGMA2_BITS = 30
+SIGMA2_BITS = 30
 
 
 class _RandomBits:
@@ -116,7 +116,7 @@ def rational_variance(sigma2: float | Fraction) -> Fraction:
     else:
         if not (np.isfinite(sigma2) and sigma2 > 0):
             raise InvalidParameterError(f"the discrete Gaussian needs sigma^2 > 0, got {sigma2}")
-        scale = 1 << _SIGMA2_BITS
+        scale = 1 << SIGMA2_BITS
         value = Fraction(math.ceil(Fraction(sigma2) * scale), scale)
     if value <= 0:
         raise InvalidParameterError(f"the discrete Gaussian needs sigma^2 > 0, got {value}")

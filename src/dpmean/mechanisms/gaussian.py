@@ -14,7 +14,7 @@ from .discrete_gaussian import discrete_gaussian
 
 # The secure grid's spacing gamma keeps the rounding slack, gamma sqrt(k), at most this fraction
 # of the sensitivity: the discretised release costs at most 0.1% more noise.
-_GRID_SLACK = 1e-3
+GRID_SLACK = 1e-3
 
 
 def gaussian_noise_std(sensitivity: float, rho: float) -> float:
@@ -81,7 +81,7 @@ def _discretised_gaussian(
     if sensitivity == 0:
         return value.copy()
     k = max(value.size, 1)
-    gamma = 2.0 ** math.floor(math.log2(_GRID_SLACK * sensitivity / math.sqrt(k)))
+    gamma = 2.0 ** math.floor(math.log2(GRID_SLACK * sensitivity / math.sqrt(k)))
     grid_sensitivity = sensitivity / gamma + math.sqrt(k)
     noise = discrete_gaussian(grid_sensitivity**2 / (2.0 * rho), rng, size=value.size)
     return gamma * (np.rint(value / gamma) + noise.reshape(value.shape))

@@ -1,0 +1,76 @@
+"""Confidence intervals against the error they bound (issue 19): per estimator, the mean
+per-coordinate width of the ``level`` interval over the empirical root-mean-square error of
+the release, on Gaussian data where clipping is rare (N(0.5, 1), box [-5, 5]^d).
+
+NON-PRIVATE evaluation: the exact (clamped) mean is read to measure the error. Usage:
+``PYTHONPATH=src python scripts/interval_widths.py [releases] [n] [d]`` (defaults 100, 2000, 8).
+A release whose interval is the public box is reported as such ("box").
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+
+import dpmean
+
+LEVEL = 0.9
+BOX = (-5.0, 5.0)
+RHO = 1.0
+CASES = {
+    "gaussian": ("gaussian", {}),
+    "cm": ("cm", {}),
+    "cm-fixed": ("cm-fixed", {}),
+    "iome": ("iome", {}),
+    "plan (exponential)": ("plan", {}),
+    "plan (binary-search)": ("plan", {"quantile": "binary-search"}),
+    "plan-noscale (exponential)": ("plan-noscale", {}),
+    "trimmed": ("trimmed", {}),
+    "trimmed (symmetric)": ("trimmed", {"symmetric": True}),
+    "cm (secure noise)": ("cm", {"secure_noise": True}),
+    "iome (quantized)": ("iome", {"quantized": True}),
+    "coinpress": ("coinpress", {"radius": 5.0}),
+    "auto": ("auto", {}),
+}
+
+
+def measure(x: np.ndarray, method: str, options: dict, releases: int) -> str:
+    truth = np.clip(x, *BOX).mean(axis=0)
+    widths, errors, covered = [], [], 0
+    box = False
+    for seed in range(releases):
+        try:
+            result = dpmean.mean(x, rho=RHO, method=method, bounds=BOX, random_state=seed,
+                                 **options)
+        except dpmean.DPMeanError as error:  # a method this version does not offer
+            return f"n/a ({error})"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lo, hi = result.confidence_interval(LEVEL)
+        box |= any(issubclass(w.category, dpmean.BoxIntervalWarning) for w in caught)
+        widths.append(hi - lo)
+        errors.append(result.mean - truth)
+        covered += int(np.sum((lo <= truth) & (truth <= hi)))
+    width = float(np.mean(widths))
+    rmse = float(np.sqrt(np.mean(np.square(errors))))
+    coverage = covered / (releases * x.shape[1])
+    note = " (box)" if box else ""
+    return f"{width:.4g} | {rmse:.4g} | {width / rmse:.1f}{note} | {coverage:.3f}"
+
+
+def main() -> None:
+    releases = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+    d = int(sys.argv[3]) if len(sys.argv) > 3 else 8
+    x = np.random.default_rng(0).normal(0.5, 1.0, size=(n, d))
+    print(f"n = {n}, d = {d}, rho = {RHO}, box {BOX}, level {LEVEL}, {releases} releases")
+    print("| estimator | mean width | RMSE | width / RMSE | coverage |")
+    print("|---|---|---|---|---|")
+    for name, (method, options) in CASES.items():
+        print(f"| {name} | {measure(x, method, options, releases)} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
