@@ -246,6 +246,29 @@ def test_the_private_box_is_neither_stretched_nor_missing():
             assert np.all(lo < 0.0) and np.all(hi > 0.0), (d, seed)
 
 
+def test_columns_alike_share_the_pooled_box_and_a_wider_column_keeps_its_own():
+    # At d = 512, n = 4000 no column's own bins clear tau = 930 (the largest hold about 600
+    # rows): before the pooled span every such box fell back to zero. The sum of the 512
+    # histograms clears its noise up to |v| < 4, so every column gets the one box [-8, 8]
+    # (a bin of margin), not boxes a bin apart as the noise falls. At d = 64 a column 1000x
+    # wider than the others is 1/64 of the pooled values (below the pooled threshold) but
+    # clears its own: its box reaches 4096, the others keep [-8, 8].
+    from dpmean.accounting import PrivacyLedger
+    from dpmean.engines import make_engine
+    from dpmean.estimators.private_bounds import private_box
+
+    for d, wide in ((512, 1.0), (64, 1000.0)):
+        x = np.random.default_rng(5).normal(size=(4000, d))
+        x[:, 0] *= wide
+        engine = make_engine(x, np.full(d, -np.inf), np.full(d, np.inf), None)
+        for seed in range(20):
+            ledger = PrivacyLedger(1.0)
+            ledger.plan({"bounds": 0.025})
+            lo, hi = private_box(engine, 0.025, np.random.default_rng(seed), ledger=ledger)
+            assert np.all(lo[1:] == -8.0) and np.all(hi[1:] == 8.0), (d, seed)
+            assert (lo[0], hi[0]) == ((-8.0, 8.0) if wide == 1.0 else (-4096.0, 4096.0))
+
+
 def test_without_bounds_where_no_box_can_be_found_the_error_says_so():
     with pytest.raises(dpmean.InvalidParameterError, match="sparse input needs bounds"):
         dpmean.mean(scipy.sparse.random(50, 4, density=0.5, format="csr"), rho=1.0,
