@@ -66,11 +66,11 @@ def main() -> None:
                 continue
             start = time.time()
             for method, rows in measure(name, index, setting, args.runs).items():
-                given, found, fell_given, fell_found = (np.array(c) for c in zip(*rows))
+                given, found, fell_given, fell_found = np.array(rows, dtype=float).T
                 print(f"| {name} | {setting_label(setting)} | {method} | {args.runs} | "
                       f"{given.mean():.4g} | {found.mean():.4g} | "
-                      f"{found.mean() / given.mean():.2f} | {fell_given.sum()} / "
-                      f"{fell_found.sum()} |", flush=True)
+                      f"{found.mean() / given.mean():.2f} | {fell_given.sum():.0f} / "
+                      f"{fell_found.sum():.0f} |", flush=True)
             print(f"<!-- {time.time() - start:.0f} s -->", flush=True)
 
 
