@@ -124,7 +124,7 @@ def _loud_spans(noisy: np.ndarray, tau: float, sigma: float,
     loud = noisy > tau
     first = np.argmax(loud, axis=1)
     last = BINS - 1 - np.argmax(loud[:, ::-1], axis=1)
-    found = loud.any(axis=1)
+    found = np.asarray(loud.any(axis=1))
     for j in np.flatnonzero(found):
         first[j], last[j] = _mirror_one_sided(noisy[j], int(first[j]), int(last[j]), sigma,
                                               beta)
