@@ -7,7 +7,8 @@ back to the zero vector (a fallback's error says nothing about the method: count
     python scripts/issue18_grids.py RUNS SPEC [SPEC ...] [--max-d D]
 
 SPEC: plan-gaussian-a, plan-gaussian-b, plan-gaussian-c, iome-fig1, iome-fig2, iome-fig3,
-iome-fig6. Methods: iome (the default), plan (p = 2, as the grids run it), cm.
+iome-fig6, iome-fig7 (MNIST digits, box [0, 255]). Methods: iome (the default), plan (p = 2, as
+the grids run it), cm.
 """
 import argparse
 import time
@@ -16,18 +17,20 @@ import warnings
 import numpy as np
 
 import dpmean
-from dpmean.experiments.figures import SPECS, _box, _plan_box
+from dpmean.experiments.figures import MNIST_IOME, SPECS, _box, _plan_box
 
 METHODS = {"iome": {}, "plan": {"p": 2.0}, "cm": {}}
 
 
 def user_box(spec: str, setting: dict, data) -> tuple[float, float]:
-    """The box the grid gives every bounded method (PLAN's or IOME's CM cube)."""
-    return (_plan_box(setting) if spec.startswith("plan") else _box(setting, data))["bounds"]
+    """The box the grid gives its bounded methods (PLAN's, IOME's CM cube, MNIST's pixels)."""
+    if spec.startswith("plan"):
+        return _plan_box(setting)["bounds"]
+    return MNIST_IOME.options["bounds"] if "digit" in setting else _box(setting, data)["bounds"]
 
 
 def setting_label(setting: dict) -> str:
-    keys = ("d", "alpha", "kappa", "R_per_sqrt_d", "rho")
+    keys = ("digit", "d", "alpha", "kappa", "R_per_sqrt_d", "rho")
     return ", ".join(f"{k} = {setting[k]:g}" for k in keys if k in setting)
 
 
@@ -62,7 +65,7 @@ def main() -> None:
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for name in args.specs:
         for index, setting in enumerate(SPECS[name].settings):
-            if setting["rho"] < 0.25 or (args.max_d and setting["d"] > args.max_d):
+            if setting["rho"] < 0.25 or (args.max_d and setting.get("d", 0) > args.max_d):
                 continue
             start = time.time()
             for method, rows in measure(name, index, setting, args.runs).items():
