@@ -1,5 +1,7 @@
 """Accuracy without bounds (private box, 10% of rho) against a generous user box (+-50 sqrt(d)):
-N(0, I) and N(mu, I) (||mu|| = R/2 as IOME Fig. 1), n = 4000, mean l2 error over runs."""
+N(0, I) and N(mu, I) (||mu|| = R/2 as IOME Fig. 1), n = 4000, mean l2 error over runs.
+
+    python scripts/issue18_private_bounds.py RUNS [D,D,...]   (default d = 8, 32, 128)"""
 import sys
 
 import numpy as np
@@ -7,10 +9,11 @@ import numpy as np
 import dpmean
 
 runs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+dims = tuple(int(v) for v in sys.argv[2].split(",")) if len(sys.argv) > 2 else (8, 32, 128)
 print("| data | d | rho | method | user box | no bounds | ratio |")
 print("|---|---|---|---|---|---|---|")
 for shifted in (False, True):
-    for d in (8, 32, 128):
+    for d in dims:
         for rho in (0.25, 0.5):
             n, R = 4000, 50 * np.sqrt(d)
             for m in ("iome", "cm", "plan"):

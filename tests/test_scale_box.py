@@ -194,15 +194,15 @@ def test_accuracy_plans_each_column_in_its_own_units():
     assert np.max(dpmean.accuracy("gaussian", N, D, (0.0, HI), rho)) <= 5.0
 
 
-def test_signed_bins_are_monotone_and_their_edges_hold_the_values():
-    from dpmean.estimators.private_bounds import bin_edges, signed_bins
+def test_magnitude_levels_are_monotone_and_their_tops_hold_the_values():
+    from dpmean.estimators.private_bounds import level_top, magnitude_levels
 
-    values = np.array([-1.7e308, -3.0, -1.0, -0.75, -5e-324, 0.0, 5e-324, 0.3, 1.0, 2.0,
-                       1e300, 1.7e308])
-    bins = signed_bins(values)
-    assert np.all(np.diff(bins) >= 0)
-    lower, upper = bin_edges(bins)
-    assert np.all((lower <= values) & (values <= upper))
+    values = np.array([0.0, 5e-324, 1e-300, 0.3, 0.75, 1.0, 2.0, 3.0, 1e300, 1.7e308])
+    levels = magnitude_levels(np.concatenate([values, -values]))
+    assert np.all(np.diff(levels[:values.size]) >= 0)
+    np.testing.assert_array_equal(levels[:values.size], levels[values.size:])
+    assert np.all(np.abs(values) < level_top(levels[:values.size]))
+    assert np.all(level_top(levels[1:values.size] - 1) <= values[1:])
 
 
 def test_without_bounds_a_private_box_is_bought_and_stated():
@@ -214,9 +214,9 @@ def test_without_bounds_a_private_box_is_bought_and_stated():
     assert result.rho_spent == pytest.approx(0.5)
     assert result.diagnostics["private_bounds"]
     lo, hi = result.diagnostics["bounds_lo"], result.diagnostics["bounds_hi"]
-    # N(1000, 1) lies in the bin [512, 1024) (no row reaches 1024 at 24 sigma): with one bin
-    # of margin on each side, [256, 2048].
-    assert np.all((lo == 256.0) & (hi == 2048.0))
+    # N(1000, 1) lies in the bin [512, 1024) (no row reaches 1024 at 24 sigma): with one
+    # power of two of margin, the symmetric box [-2048, 2048].
+    assert np.all((lo == -2048.0) & (hi == 2048.0))
     assert np.linalg.norm(result.mean - x.mean(axis=0)) < 0.1
 
 
@@ -226,10 +226,9 @@ def test_the_private_box_is_neither_stretched_nor_missing():
     # 2e62), and a threshold above the data's own bins finds no box (at 1e-9 every box below
     # fell back). N(0, 1) data's bins reach |v| < 8 (one margin bin: 16); 300 boxes at d = 32
     # all stay within [-64, 64] (at 0.01 all 300 would with probability 0.99^300 = 5%; at
-    # 1e-4 a spurious bin among them has probability at most 3%), and 100 at d = 128, where
-    # the largest bins hold about 600 rows against tau = 448, all find a box, and a box that
-    # reaches both signs: there the bins of one sign all fell under tau in about a fifth of
-    # the boxes before the other sign's summed window was asked (``_mirror_one_sided``).
+    # 1e-4 a spurious bin among them has probability at most 3%), and 100 at d = 128 all find
+    # a box (with the per-column boxes of signed bins and no pooled reach, the largest bins
+    # held about 600 rows against tau = 448 there, and a fifth of the boxes missed one sign).
     from dpmean.accounting import PrivacyLedger
     from dpmean.engines import make_engine
     from dpmean.estimators.private_bounds import private_box
@@ -244,6 +243,29 @@ def test_the_private_box_is_neither_stretched_nor_missing():
             assert not np.isnan(lo).any(), (d, seed)
             assert np.all(lo >= -64.0) and np.all(hi <= 64.0), (d, seed)
             assert np.all(lo < 0.0) and np.all(hi > 0.0), (d, seed)
+
+
+def test_columns_alike_share_the_pooled_box_and_a_wider_column_keeps_its_own():
+    # At d = 512, n = 4000 few columns' own bins clear tau = 912 (the largest hold about 1100
+    # rows, 600 a sign on the earlier signed grid, where every such box fell back to zero).
+    # The sum of the 512 histograms clears its noise up to |v| < 4, so every column gets the
+    # one box [-8, 8] (a power of two of margin), not boxes a bin apart as the noise falls.
+    # At d = 64 a column 1000x wider than the others is 1/64 of the pooled values (below the
+    # pooled threshold) but clears its own: its box reaches 4096, the others keep [-8, 8].
+    from dpmean.accounting import PrivacyLedger
+    from dpmean.engines import make_engine
+    from dpmean.estimators.private_bounds import private_box
+
+    for d, wide in ((512, 1.0), (64, 1000.0)):
+        x = np.random.default_rng(5).normal(size=(4000, d))
+        x[:, 0] *= wide
+        engine = make_engine(x, np.full(d, -np.inf), np.full(d, np.inf), None)
+        for seed in range(20):
+            ledger = PrivacyLedger(1.0)
+            ledger.plan({"bounds": 0.025})
+            lo, hi = private_box(engine, 0.025, np.random.default_rng(seed), ledger=ledger)
+            assert np.all(lo[1:] == -8.0) and np.all(hi[1:] == 8.0), (d, seed)
+            assert (lo[0], hi[0]) == ((-8.0, 8.0) if wide == 1.0 else (-4096.0, 4096.0))
 
 
 def test_without_bounds_where_no_box_can_be_found_the_error_says_so():

@@ -432,8 +432,8 @@ class MeanEstimator(ABC):
         if np.isnan(lo).any():  # no bin cleared the threshold somewhere: post-processing
             warnings.warn(
                 f"{self.method}: n={n} rows is too few for {self.budget} to find a private "
-                f"box (no bin of a column's histogram clears its noise); releasing the zero "
-                f"vector. Give bounds=(lo, hi), a larger budget or more rows.",
+                f"box (no bin of the columns' histograms, alone or summed, clears its noise); "
+                f"releasing the zero vector. Give bounds=(lo, hi), a larger budget or more rows.",
                 InsufficientDataWarning, stacklevel=3)
             return MeanResult(mean=np.zeros(d), method=self.method, n=n, d=d,
                               budget=self.budget, ledger=ledger.spent,

@@ -1,10 +1,10 @@
 """A private box when no bounds are given: noisy log-scale histograms over all float64 magnitudes.
 
 The idea of Google's approximate bounds (as PyDP applies it when bounds are omitted): every value
-falls in one bin of a public grid of signed powers of two covering the whole float64 range, the
-bins' counts are released with Gaussian noise, and each coordinate's box runs from the lowest to
-the highest bin whose noisy count clears a threshold that an empty bin passes with probability
-at most ``beta`` (all bins together). Nothing about the grid comes from the data.
+falls in one bin of a public grid of powers of two covering the whole float64 range of
+magnitudes, the bins' counts are released with Gaussian noise, and the box reaches the highest
+bin whose noisy count clears a threshold that an empty bin passes with probability at most
+``beta`` (all bins together). Nothing about the grid comes from the data.
 """
 
 from __future__ import annotations
@@ -28,107 +28,86 @@ BOUNDS_SHARE = 0.1
 # - too small a beta raises the threshold above the data's own bins: at 1e-9 every release at
 #   d = 128 found no box and fell back to the zero vector (its largest bins hold about 600
 #   rows; tau = 566).
-# At 1e-4 (tau = 448 there) neither happened in 500 boxes each at d = 8, 32 and 128.
+# At 1e-4 (tau = 448 there) neither happened in 500 boxes each at d = 8, 32 and 128. (Measured
+# on the earlier grid of signed bins with per-column boxes; the pooled reach now finds a box
+# where a column's own bins fall short.)
 BOUNDS_BETA = 1e-4
-# Levels (powers of two) below the data's lowest loud level, and above its highest, that the
-# other sign's window also sums (``_mirror_one_sided``): that sign's mass may sit a little
-# nearer zero, or a little farther out, than the loud sign's.
-MIRROR_BELOW = 2
-MIRROR_ABOVE = 1
-# Bins added beyond the outermost loud bin on each side: up to tau rows may lie past it, and
-# clamping them would bias the release; one more power of two holds all but a sliver of a
-# tail that decays at all (a Gaussian's past 2 sigma: from 2.3 % to 0.003 % of the rows).
-MARGIN_BINS = 1
+# Powers of two added above the highest loud bin: up to tau rows may lie past it, and clamping
+# them would bias the release; one more power of two holds all but a sliver of a tail that
+# decays at all (a Gaussian's past 2 sigma: from 2.3 % to 0.003 % of the rows).
+MARGIN_LEVELS = 1
 # Binary exponents of float64 magnitudes: |v| in [2^(e-1), 2^e) for e = frexp(v)[1], from the
-# smallest subnormal (e = -1073) to the largest finite value (e = 1024). Level e of the positive
-# side also holds 0 at its lowest level.
+# smallest subnormal (e = -1073) to the largest finite value (e = 1024); 0 is in the lowest.
 _E_MIN, _E_MAX = -1073, 1024
-_LEVELS = _E_MAX - _E_MIN + 1
-BINS = 2 * _LEVELS  # negative levels (mirrored) then positive levels, in increasing value
+LEVELS = _E_MAX - _E_MIN + 1
 
 
-def signed_bins(values: np.ndarray) -> np.ndarray:
-    """The bin of each value on the public grid, 0 .. BINS - 1, non-decreasing in the value:
-    negative values by decreasing magnitude, then 0 and positive values by increasing one."""
+def magnitude_levels(values: np.ndarray) -> np.ndarray:
+    """The bin of each value's magnitude on the public grid, 0 .. LEVELS - 1, non-decreasing
+    in |value| (0 and the smallest subnormals in bin 0)."""
     exponent = np.frexp(values)[1]
-    level = np.where(values == 0.0, 0, np.clip(exponent, _E_MIN, _E_MAX) - _E_MIN)
-    return np.where(values < 0.0, _LEVELS - 1 - level, _LEVELS + level)
+    return np.where(values == 0.0, 0, np.clip(exponent, _E_MIN, _E_MAX) - _E_MIN)
 
 
-def bin_edges(bins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The lower and upper ends of each bin (the largest bin ends at the largest float64)."""
-    bins = np.asarray(bins)
-    positive = bins >= _LEVELS
-    level = np.where(positive, bins - _LEVELS, _LEVELS - 1 - bins)
-    small = np.where(level == 0, 0.0, np.ldexp(1.0, level + _E_MIN - 1))
+def level_top(levels: np.ndarray) -> np.ndarray:
+    """The upper end of each magnitude bin (the highest ends at the largest float64)."""
     with np.errstate(over="ignore"):
-        large = np.minimum(np.ldexp(1.0, level + _E_MIN), np.finfo(np.float64).max)
-    return np.where(positive, small, -large), np.where(positive, large, -small)
+        top = np.ldexp(1.0, np.asarray(levels) + _E_MIN)
+    return np.minimum(top, np.finfo(np.float64).max)
 
 
 def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
                 ledger: PrivacyLedger, stage: str = "bounds", beta: float = BOUNDS_BETA,
                 secure: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """A private box (lo, hi) for the d coordinates of ``engine`` (which must not clamp them).
+    """A private box (lo, hi) = (-M, M) for the d coordinates of ``engine`` (which must not
+    clamp them).
 
-    Each coordinate's histogram over the BINS public bins; replacing one row moves one count
-    down and one up in each coordinate, so the d x BINS counts have l2 sensitivity sqrt(2 d):
-    one Gaussian mechanism of ``rho`` (charged to ``stage``), drawn a block of columns at a
-    time. Coordinate j's box spans the bins from the lowest to the highest whose noisy count
-    exceeds tau = sigma z(beta / (d BINS)), widened by MARGIN_BINS bins on each side; NaN
-    where no bin clears tau (too few rows for the budget). Values outside it are clamped by
-    the release that follows; an empty bin clears tau with probability at most beta overall.
+    Each coordinate's histogram of magnitudes over the LEVELS public bins; replacing one row
+    moves one count down and one up in each coordinate, so the d x LEVELS counts have l2
+    sensitivity sqrt(2 d): one Gaussian mechanism of ``rho`` (charged to ``stage``), drawn a
+    block of columns at a time, noise sigma a count. Post-processing then reads two reaches:
+
+    - the pooled reach, the highest bin of the histograms' sum (noise sigma sqrt(d) a bin)
+      above sigma sqrt(d) z(beta / LEVELS): all n d values together, so it is found at every
+      d where a column's own bins (at most n rows against noise sigma) would not be;
+    - each column's own reach, its highest bin above tau = sigma z(beta / (d LEVELS)), which
+      lifts the pooled one for a column of a larger scale than most.
+
+    M_j is the top of the higher of the two (the pooled one where the column's own has no loud
+    bin) times 2^MARGIN_LEVELS; NaN where neither has a loud bin (too few rows for the
+    budget). The box is symmetric: a one-sided box would put its inner edge where the bins
+    near zero fall under the threshold, and clamp whatever lies past it, up to a few tau rows
+    of each column; and columns alike share one width, where reaches a bin apart as the noise
+    falls would make the box-normalised release anisotropic. An empty bin clears its
+    threshold with probability at most beta for each of the two readings.
     """
     d = engine.d
     sensitivity = float(np.sqrt(2.0 * d))
     sigma = gaussian_noise_std(sensitivity, rho)
-    tau = sigma * float(norm.isf(beta / (d * BINS)))
+    tau = sigma * float(norm.isf(beta / (d * LEVELS)))
     ledger.charge(stage, rho, gaussian_event(rho, secure))
-    lo, hi = np.empty(d), np.empty(d)
+    reach = np.full(d, -1)
+    pooled = np.zeros(LEVELS)
     # Columns a block: the engine's own width, and at most 64 MiB of counts.
-    width = min(engine.column_width(), max(1, (64 << 20) // (8 * BINS)))
+    width = min(engine.column_width(), max(1, (64 << 20) // (8 * LEVELS)))
     for cols, values in engine.column_blocks(IDENTITY, width):
         k = values.shape[1]
-        flat = signed_bins(values) + BINS * np.arange(k)
-        counts = np.bincount(flat.ravel(), minlength=k * BINS).reshape(k, BINS)
+        flat = magnitude_levels(values) + LEVELS * np.arange(k)
+        counts = np.bincount(flat.ravel(), minlength=k * LEVELS).reshape(k, LEVELS)
         noisy = gaussian_noise(counts.astype(np.float64), sensitivity, rho, rng, secure=secure)
-        loud = noisy > tau
-        first = np.argmax(loud, axis=1)
-        last = BINS - 1 - np.argmax(loud[:, ::-1], axis=1)
-        found = loud.any(axis=1)
-        for j in np.flatnonzero(found):
-            first[j], last[j] = _mirror_one_sided(noisy[j], int(first[j]), int(last[j]),
-                                                  sigma, beta / (2 * d))
-        lo[cols] = np.where(found, bin_edges(np.maximum(first - MARGIN_BINS, 0))[0], np.nan)
-        hi[cols] = np.where(found, bin_edges(np.minimum(last + MARGIN_BINS, BINS - 1))[1],
-                            np.nan)
-    return lo, hi
+        pooled += noisy.sum(axis=0)
+        reach[cols] = _highest_loud(noisy, tau)
+    tau_pooled = sigma * float(np.sqrt(d)) * float(norm.isf(beta / LEVELS))
+    reach = np.maximum(reach, _highest_loud(pooled[None, :], tau_pooled)[0])
+    top = np.where(reach >= 0, level_top(np.minimum(reach + MARGIN_LEVELS, LEVELS - 1)), np.nan)
+    return -top, top
 
 
-def _mirror_one_sided(noisy: np.ndarray, first: int, last: int, sigma: float,
-                      beta: float) -> tuple[int, int]:
-    """(first, last) loud bins of one column, widened to the other sign when all loud bins
-    are of one sign but the other sign holds significant mass at the same magnitudes.
-
-    Data around zero split over both signs and several powers of two: each bin holds a fraction
-    of the rows, and the bins of one sign may all fall under tau, leaving a box that clamps
-    away half the data (measured: N(0, 1), n = 4000, d = 128, rho = 1/4, a fifth of releases
-    with beta = 1e-4). The other sign's bins from MIRROR_BELOW levels below the lowest loud
-    level to MIRROR_ABOVE above the highest are summed instead (W bins: noise sd
-    sigma sqrt(W)); if that sum
-    clears sigma sqrt(W) z(beta) (an empty window passes with probability at most beta), the
-    box reaches the same magnitude on the other sign. Post-processing of the noisy counts."""
-    if first < _LEVELS <= last:  # already both signs
-        return first, last
-    positive = first >= _LEVELS
-    top = (last if positive else _LEVELS - 1 - first) - (_LEVELS if positive else 0)
-    low = (first - _LEVELS) if positive else _LEVELS - 1 - last
-    levels = np.arange(max(0, low - MIRROR_BELOW), min(_LEVELS - 1, top + MIRROR_ABOVE) + 1)
-    other = _LEVELS - 1 - levels if positive else _LEVELS + levels
-    total = float(np.sum(noisy[other]))
-    if total <= sigma * np.sqrt(levels.size) * float(norm.isf(beta)):
-        return first, last
-    return (_LEVELS - 1 - top, last) if positive else (first, _LEVELS + top)
+def _highest_loud(noisy: np.ndarray, tau: float) -> np.ndarray:
+    """The highest bin above ``tau`` of each row of noisy counts, -1 where none is."""
+    loud = noisy > tau
+    return np.where(loud.any(axis=1), LEVELS - 1 - np.argmax(loud[:, ::-1], axis=1), -1)
 
 
-__all__ = ["BINS", "BOUNDS_BETA", "BOUNDS_SHARE", "bin_edges", "private_box", "signed_bins"]
+__all__ = ["BOUNDS_BETA", "BOUNDS_SHARE", "LEVELS", "level_top", "magnitude_levels",
+           "private_box"]
