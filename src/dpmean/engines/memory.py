@@ -9,7 +9,7 @@ rotated once, into a column-major copy that answers the medians' coordinate coun
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ import numpy as np
 from .. import parallel
 from ..parallel import over_row_ranges, sort_columns
 from ..transforms import BoxClamp, View, clamp, clip_weights
-from .base import Engine, column_slices
+from .base import Engine, add_distances, column_slices, pairs_of
 from .blas import one_blas_thread
 
 if TYPE_CHECKING:
@@ -262,9 +262,86 @@ class InMemoryEngine(Engine):
         for start in range(0, self.n, step):
             yield view.finish(read(slice(start, min(start + step, self.n))))
 
+    def pair_distances(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # Whole rows gathered by pair (contiguous reads; a column block's random row gathers
+        # fetch a cache line per row for a few values), then summed column block by column
+        # block as every engine does.
+        pairs = pairs_of(order)
+        l1, squared = np.zeros(len(pairs)), np.zeros(len(pairs))
+        blocks = column_slices(self.d, self.column_width())
+
+        def add(part: slice) -> None:
+            diff = self._clamped(pairs[part, 0]) - self._clamped(pairs[part, 1])
+            for cols in blocks:
+                add_distances(diff[:, cols], l1[part], squared[part])
+
+        self._each_pair_block(len(pairs), add)
+        return l1, squared
+
+    def sorted_pair_magnitude_blocks(
+        self, orders: Sequence[np.ndarray], width: int,
+    ) -> Iterator[tuple[slice, np.ndarray]]:
+        box = self._integer_box()
+        if box is None:
+            yield from super().sorted_pair_magnitude_blocks(orders, width)
+            return
+        # Small integers (MNIST's pixels): |a - b| of the clamped rows is exact in the
+        # unsigned type of the same size (max - min wraps into it), one pass over whole rows
+        # for all coordinates; each column is then sorted by radix (O(m) whatever the ties)
+        # and only the sorted block becomes float64. The same values as the float path's.
+        pairs = [pairs_of(order) for order in orders]
+        unsigned = np.dtype(f"u{self._x.dtype.itemsize}")
+        magnitudes = np.empty((sum(len(p) for p in pairs), self.d), dtype=unsigned)
+        start = 0
+        for pair in pairs:
+            def fill(part: slice, pair: np.ndarray = pair, start: int = start) -> None:
+                a, b = (self._integer_clamped(pair[part, side], box) for side in (0, 1))
+                high = np.maximum(a, b)
+                high -= np.minimum(a, b)
+                magnitudes[start + part.start:start + part.stop] = high.view(unsigned)
+
+            self._each_pair_block(len(pair), fill)
+            start += len(pair)
+        for cols in column_slices(self.d, width):
+            yield cols, sort_columns(magnitudes[:, cols]).astype(np.float64).T
+
+    def _integer_box(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The box as integers of the data's type when clamping integer data of at most 16
+        bits to it gives integers (every bound integral or beyond the type's range, no
+        rescaling), else None. Public: a function of the dtype and the box only."""
+        kind, size = self._x.dtype.kind, self._x.dtype.itemsize
+        box = self._box
+        if kind not in "iu" or size > 2 or box.scale is not None:
+            return None
+        info = np.iinfo(self._x.dtype)
+        with np.errstate(invalid="ignore"):
+            exact = (((box.lo <= info.min) | (box.lo == np.floor(box.lo)))
+                     & ((box.hi >= info.max) | (box.hi == np.floor(box.hi))))
+        if not exact.all():
+            return None
+        return tuple(np.clip(bound, info.min, info.max).astype(self._x.dtype)
+                     for bound in (box.lo, box.hi))
+
+    def _integer_clamped(self, rows: np.ndarray,
+                         box: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """Rows ``rows`` of the integer data clamped to the integer ``box``, in their type."""
+        values = self._x[rows]
+        return np.clip(values, box[0], box[1], out=values)
+
+    def _each_pair_block(self, pairs: int, fn: Callable[[slice], Any]) -> None:
+        """fn over consecutive blocks of the ``pairs`` pair indices (two rows read each), the
+        blocks shared among the cores."""
+        step = max(1, _BLOCK_BYTES // (16 * self.d))
+        blocks = [slice(i, min(i + step, pairs)) for i in range(0, pairs, step)]
+
+        def run(part: slice) -> None:
+            for block in blocks[part]:
+                fn(block)
+
+        over_row_ranges(len(blocks), run, values=2 * pairs * self.d)
+
     def pair_differences(self, view: View, order: np.ndarray) -> np.ndarray:
-        order = np.asarray(order)
-        pairs = order[: 2 * (len(order) // 2)].reshape(-1, 2)
+        pairs = pairs_of(order)
         _, read = self._base_reader(view)
         # Readers index rows with slices or, as here, integer arrays.
         return view.finish(read(pairs[:, 0])) - view.finish(read(pairs[:, 1]))

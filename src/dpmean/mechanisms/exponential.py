@@ -110,11 +110,12 @@ def _check_exponential(rho: float, q: float, sensitivity: float) -> None:
 
 def exponential_draws(
     values: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: float, *, rho: float,
-    rng: np.random.Generator, sensitivity: float = 1.0,
+    rng: np.random.Generator, sensitivity: float = 1.0, presorted: bool = False,
 ) -> np.ndarray:
     """``exponential_quantile``'s draws without its charge, on columns already shaped by
     ``as_columns``: for a mechanism that charges all its columns once and then draws them block
-    by block; the caller charges."""
+    by block; the caller charges. ``presorted``: every column is sorted ascending already (the
+    draws depend on the order statistics alone, so they are the same)."""
     _check_exponential(rho, q, sensitivity)
     eps = exponential_epsilon(rho)
     n, k = values.shape
@@ -130,8 +131,9 @@ def exponential_draws(
     step = columns_per_draw(n)
     for start in range(0, k, step):
         cols = slice(start, min(start + step, k))
-        out[cols] = _draw(sort_columns(values[:, cols]), lo[cols], hi[cols], target, decay,
-                          window, rng)
+        rows = (np.ascontiguousarray(values[:, cols].T) if presorted
+                else sort_columns(values[:, cols]))
+        out[cols] = _draw(rows, lo[cols], hi[cols], target, decay, window, rng)
     return out
 
 
