@@ -48,6 +48,13 @@ class InMemoryEngine(Engine):
         self._base: np.ndarray | None = None
         self._counter_key: tuple | None = None
         self._counter: ColumnCounter | None = None
+        self._norms: tuple[View, np.ndarray] | None = None
+        # Integer data whose type's whole range lies in the box (MNIST's uint8 pixels in
+        # [0, 255]): clamping changes nothing, so rows are only converted. Public: the dtype
+        # and the box.
+        self._box_holds_type = x.dtype.kind in "iub" and self._box.scale is None and bool(
+            (self._box.lo <= _type_range(x.dtype)[0]).all()
+            and (self._box.hi >= _type_range(x.dtype)[1]).all())
 
     def _each_block(self, width: int, fn: Callable[[slice], Any]) -> list:
         """fn over row blocks; each thread takes a contiguous run of blocks. Results come back
@@ -68,6 +75,8 @@ class InMemoryEngine(Engine):
                 return [result for run in done for result in run]
 
     def _clamped(self, rows: slice | np.ndarray) -> np.ndarray:
+        if self._box_holds_type:
+            return self._x[rows].astype(np.float64)
         return self._box(self._x[rows])
 
     def _base_reader(
@@ -183,18 +192,22 @@ class InMemoryEngine(Engine):
         norms = np.empty(self.n)
 
         def fill(rows: slice) -> None:
-            block = read(rows)
-            norms[rows] = np.sqrt(np.einsum("ij,ij->i", block, block) + extra)
+            norms[rows] = _norms(read(rows), extra)
 
         self._each_block(width, fill)
-        return norms
+        # Kept for the clipped sum about the same view, which every clipped mean asks next:
+        # its weights then need no second einsum over the rows.
+        self._norms = (view, norms)
+        return norms.copy()
 
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
         width, read, extra, finish = self._norms_reader(view)
+        known = self._norms[1] if self._norms is not None and self._norms[0] is view else None
 
         def block_sum(rows: slice) -> tuple[np.ndarray, float]:
             block = read(rows)
-            weights = clip_weights(np.sqrt(np.einsum("ij,ij->i", block, block) + extra), radius)
+            norms = _norms(block, extra) if known is None else known[rows]
+            weights = clip_weights(norms, radius)
             return weights @ block, float(weights.sum())
 
         sums, weights = zip(*self._each_block(width, block_sum), strict=True)
@@ -309,18 +322,17 @@ class InMemoryEngine(Engine):
         """The box as integers of the data's type when clamping integer data of at most 16
         bits to it gives integers (every bound integral or beyond the type's range, no
         rescaling), else None. Public: a function of the dtype and the box only."""
-        kind, size = self._x.dtype.kind, self._x.dtype.itemsize
-        box = self._box
-        if kind not in "iu" or size > 2 or box.scale is not None:
+        dtype, box = self._x.dtype, self._box
+        if dtype.kind not in "iu" or dtype.itemsize > 2 or box.scale is not None:
             return None
-        info = np.iinfo(self._x.dtype)
+        least, most = _type_range(dtype)
         with np.errstate(invalid="ignore"):
-            exact = (((box.lo <= info.min) | (box.lo == np.floor(box.lo)))
-                     & ((box.hi >= info.max) | (box.hi == np.floor(box.hi))))
+            exact = (((box.lo <= least) | (box.lo == np.floor(box.lo)))
+                     & ((box.hi >= most) | (box.hi == np.floor(box.hi))))
         if not exact.all():
             return None
-        return tuple(np.clip(bound, info.min, info.max).astype(self._x.dtype)
-                     for bound in (box.lo, box.hi))
+        return (np.clip(box.lo, least, most).astype(dtype),
+                np.clip(box.hi, least, most).astype(dtype))
 
     def _integer_clamped(self, rows: np.ndarray,
                          box: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -345,6 +357,20 @@ class InMemoryEngine(Engine):
         _, read = self._base_reader(view)
         # Readers index rows with slices or, as here, integer arrays.
         return view.finish(read(pairs[:, 0])) - view.finish(read(pairs[:, 1]))
+
+
+def _norms(block: np.ndarray, extra: float) -> np.ndarray:
+    """sqrt(||row||^2 + extra) for each row of ``block``: the one formula for row norms, so a
+    norm kept from ``row_norms`` is the one ``clipped_sum`` would compute, bit for bit."""
+    return np.sqrt(np.einsum("ij,ij->i", block, block) + extra)
+
+
+def _type_range(dtype: np.dtype) -> tuple[int, int]:
+    """The smallest and largest value of an integer (or boolean) type."""
+    if dtype.kind == "b":
+        return 0, 1
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
 
 
 def _clamped_on_cores(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
