@@ -78,6 +78,33 @@ def test_uint8_input_is_converted_once():
                                   np.clip(x.astype(float), 0, 100).sum(axis=0))
 
 
+@pytest.mark.parametrize("dtype,lo,hi", [(np.uint8, 0.0, 255.0), (np.uint8, -3.0, 300.0),
+                                         (np.uint8, 10.0, 90.0), (np.int8, -128.0, 127.0),
+                                         (np.float64, -2.0, 2.0)])
+def test_clipped_sum_after_row_norms_equals_a_fresh_one(dtype, lo, hi):
+    # The clipped sum reuses the row norms of the same view (kept by row_norms), and the engine
+    # skips clamping when the box holds the integer type: both give a fresh engine's answer
+    # bit for bit, and the clamp is still applied where the box is narrower than the type.
+    rng = np.random.default_rng(2)
+    x = rng.normal(0.0, 60.0, size=(5000, 6)).astype(dtype)
+    box = (np.full(6, lo), np.full(6, hi))
+    view = View(shift=rng.normal(size=6))
+    engine = InMemoryEngine(x, *box)
+    norms = engine.row_norms(view)
+    norms[:] = -1.0  # the caller's copy: the kept norms are the engine's own
+    radius = float(np.median(engine.row_norms(view)))
+    reused = engine.clipped_sum(view, radius)
+    np.testing.assert_array_equal(reused, InMemoryEngine(x, *box).clipped_sum(view, radius))
+    rows = np.clip(x.astype(np.float64), lo, hi) - view.shift
+    norms = np.linalg.norm(rows, axis=1)
+    expected = (np.minimum(1.0, radius / norms)[:, None] * rows).sum(axis=0)
+    np.testing.assert_allclose(reused, expected, rtol=1e-12, atol=1e-9)
+    # Another view's clipped sum computes its own norms.
+    other = View(shift=view.shift + 1.0)
+    np.testing.assert_array_equal(engine.clipped_sum(other, radius),
+                                  InMemoryEngine(x, *box).clipped_sum(other, radius))
+
+
 def test_paired_engine_holds_the_pair_differences_of_clamped_rows():
     rng = np.random.default_rng(8)
     x = rng.normal(2.0, 3.0, size=(1001, 5))
