@@ -163,3 +163,33 @@ def test_engines_without_rows_refuse_protocol_simulations():
                           np.zeros(4), np.ones(4))
     with pytest.raises(InvalidParameterError, match="protocol simulation"):
         next(iter(engine.user_rows(View())))
+
+
+@pytest.mark.parametrize("dtype,d,lo,hi,compact", [
+    (np.uint8, 60, 0.0, 255.0, True),       # d_pad 64 = 4^3: factor 1/8
+    (np.int16, 10, -3000.0, 3000.0, True),  # d_pad 16
+    (np.int16, 600, -2.0e6, 2.0e6, False),  # 32768 x 1024 > 2^24: float64
+    (np.uint8, 30, 0.0, 255.0, False),      # d_pad 32: 1/sqrt(32) is not a power of two
+    (np.uint8, 60, 0.5, 255.0, False),      # a fractional bound: clamped values not integers
+])
+def test_rotated_copy_of_small_integers_is_float32_only_where_exact(dtype, d, lo, hi, compact):
+    # The rotated copy behind the coordinate medians is float32 where that holds every rotated
+    # value exactly; the counts equal those of the same values given as float64 (float64
+    # copy), for thresholds between values and on them.
+    rng = np.random.default_rng(5)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, size=(2001, d), endpoint=True).astype(dtype)
+    box = (np.full(d, lo), np.full(d, hi))
+    view = View(rotation=RandomRotation.draw(d, rng))
+    small, wide = InMemoryEngine(x, *box), InMemoryEngine(x.astype(np.float64), *box)
+    rotated = view.apply(np.clip(x.astype(np.float64), lo, hi))
+    k = rotated.shape[1]
+    for threshold in [*rotated[rng.integers(0, 2001, 8)],
+                      *rng.normal(0.0, rotated.std(), size=(8, k))]:
+        np.testing.assert_array_equal(small.coordinate_counts(view, threshold),
+                                      wide.coordinate_counts(view, threshold))
+        np.testing.assert_array_equal(small.coordinate_counts(view, threshold),
+                                      (rotated <= threshold).sum(axis=0))
+    assert small._counter is not None and wide._counter is not None
+    assert small._counter.values.dtype == (np.float32 if compact else np.float64)
+    assert wide._counter.values.dtype == np.float64
