@@ -126,11 +126,12 @@ def realised_rho(monkeypatch, method: str, x: np.ndarray, x_prime: np.ndarray, *
             value, sensitivity, rho, rng, ledger=ledger, stage=stage, secure=secure),
             charge=lambda: ledger.charge(stage, rho, gaussian_event(rho, secure)))
 
-    def exponential_draws(values, lo, hi, q, *, rho, rng, sensitivity=1.0):
+    def exponential_draws(values, lo, hi, q, *, rho, rng, sensitivity=1.0, presorted=False):
+        # The cost compares ranks, so the columns' order (sorted by the engine or not) is moot.
         columns = np.clip(np.asarray(values, dtype=np.float64), lo, hi)
         inputs = (columns, np.array(lo), np.array(hi), float(q), float(rho), float(sensitivity))
         return draw("exponential", inputs, rng, lambda: originals["exponential"](
-            values, lo, hi, q, rho=rho, rng=rng, sensitivity=sensitivity))
+            values, lo, hi, q, rho=rho, rng=rng, sensitivity=sensitivity, presorted=presorted))
 
     for key, replacement in (("gaussian", gaussian_noise),
                              ("matrix", symmetric_gaussian_mechanism),

@@ -78,6 +78,33 @@ def test_uint8_input_is_converted_once():
                                   np.clip(x.astype(float), 0, 100).sum(axis=0))
 
 
+@pytest.mark.parametrize("dtype,lo,hi", [(np.uint8, 0.0, 255.0), (np.uint8, -3.0, 300.0),
+                                         (np.uint8, 10.0, 90.0), (np.int8, -128.0, 127.0),
+                                         (np.float64, -2.0, 2.0)])
+def test_clipped_sum_after_row_norms_equals_a_fresh_one(dtype, lo, hi):
+    # The clipped sum reuses the row norms of the same view (kept by row_norms), and the engine
+    # skips clamping when the box holds the integer type: both give a fresh engine's answer
+    # bit for bit, and the clamp is still applied where the box is narrower than the type.
+    rng = np.random.default_rng(2)
+    x = rng.normal(0.0, 60.0, size=(5000, 6)).astype(dtype)
+    box = (np.full(6, lo), np.full(6, hi))
+    view = View(shift=rng.normal(size=6))
+    engine = InMemoryEngine(x, *box)
+    norms = engine.row_norms(view)
+    norms[:] = -1.0  # the caller's copy: the kept norms are the engine's own
+    radius = float(np.median(engine.row_norms(view)))
+    reused = engine.clipped_sum(view, radius)
+    np.testing.assert_array_equal(reused, InMemoryEngine(x, *box).clipped_sum(view, radius))
+    rows = np.clip(x.astype(np.float64), lo, hi) - view.shift
+    norms = np.linalg.norm(rows, axis=1)
+    expected = (np.minimum(1.0, radius / norms)[:, None] * rows).sum(axis=0)
+    np.testing.assert_allclose(reused, expected, rtol=1e-12, atol=1e-9)
+    # Another view's clipped sum computes its own norms.
+    other = View(shift=view.shift + 1.0)
+    np.testing.assert_array_equal(engine.clipped_sum(other, radius),
+                                  InMemoryEngine(x, *box).clipped_sum(other, radius))
+
+
 def test_paired_engine_holds_the_pair_differences_of_clamped_rows():
     rng = np.random.default_rng(8)
     x = rng.normal(2.0, 3.0, size=(1001, 5))
@@ -136,3 +163,33 @@ def test_engines_without_rows_refuse_protocol_simulations():
                           np.zeros(4), np.ones(4))
     with pytest.raises(InvalidParameterError, match="protocol simulation"):
         next(iter(engine.user_rows(View())))
+
+
+@pytest.mark.parametrize("dtype,d,lo,hi,compact", [
+    (np.uint8, 60, 0.0, 255.0, True),       # d_pad 64 = 4^3: factor 1/8
+    (np.int16, 10, -3000.0, 3000.0, True),  # d_pad 16
+    (np.int16, 600, -2.0e6, 2.0e6, False),  # 32768 x 1024 > 2^24: float64
+    (np.uint8, 30, 0.0, 255.0, False),      # d_pad 32: 1/sqrt(32) is not a power of two
+    (np.uint8, 60, 0.5, 255.0, False),      # a fractional bound: clamped values not integers
+])
+def test_rotated_copy_of_small_integers_is_float32_only_where_exact(dtype, d, lo, hi, compact):
+    # The rotated copy behind the coordinate medians is float32 where that holds every rotated
+    # value exactly; the counts equal those of the same values given as float64 (float64
+    # copy), for thresholds between values and on them.
+    rng = np.random.default_rng(5)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, size=(2001, d), endpoint=True).astype(dtype)
+    box = (np.full(d, lo), np.full(d, hi))
+    view = View(rotation=RandomRotation.draw(d, rng))
+    small, wide = InMemoryEngine(x, *box), InMemoryEngine(x.astype(np.float64), *box)
+    rotated = view.apply(np.clip(x.astype(np.float64), lo, hi))
+    k = rotated.shape[1]
+    for threshold in [*rotated[rng.integers(0, 2001, 8)],
+                      *rng.normal(0.0, rotated.std(), size=(8, k))]:
+        np.testing.assert_array_equal(small.coordinate_counts(view, threshold),
+                                      wide.coordinate_counts(view, threshold))
+        np.testing.assert_array_equal(small.coordinate_counts(view, threshold),
+                                      (rotated <= threshold).sum(axis=0))
+    assert small._counter is not None and wide._counter is not None
+    assert small._counter.values.dtype == (np.float32 if compact else np.float64)
+    assert wide._counter.values.dtype == np.float64

@@ -156,3 +156,48 @@ def test_chunked_paired_engine_equals_memory(monkeypatch):
     for radius in (3.0, np.inf):
         np.testing.assert_allclose(paired.clipped_outer_sum(View(), radius),
                                    reference.clipped_outer_sum(View(), radius), rtol=1e-12)
+
+
+def _old_pair_distances(engine, order):
+    """pair_distances as it was (one column block after another, from pair_difference_blocks):
+    the reference every engine's answer must equal bit for bit."""
+    l1, squared = np.zeros(len(order) // 2), np.zeros(len(order) // 2)
+    for _, diffs in engine.pair_difference_blocks(View(), [order], engine.column_width()):
+        l1 += np.abs(diffs[0]).sum(axis=1)
+        squared += np.einsum("ij,ij->i", diffs[0], diffs[0])
+    return l1, squared
+
+
+@pytest.mark.parametrize("dtype,lo,hi", [
+    (np.float64, -4.0, 6.0),
+    (np.uint8, 0.0, 255.0),     # the box holds the type: no clamp
+    (np.uint8, 3.0, 200.0),     # integral bounds: clamped as integers
+    (np.int8, -300.0, 90.0),    # a bound beyond the type's range
+    (np.int16, -7.0, 2000.0),
+    (np.uint8, 0.5, 200.0),     # a fractional bound: the float path
+])
+def test_pair_statistics_equal_the_column_block_computation(dtype, lo, hi, monkeypatch):
+    # Row-gathered pair distances and sorted pair magnitudes (the in-memory engine's own paths,
+    # the small-integer one included) give the column blocks' answers bit for bit; the chunked
+    # engine (the generic paths) too.
+    monkeypatch.setattr(base_module, "COLUMN_BLOCK_BYTES", 1 << 15)
+    rng = np.random.default_rng(4)
+    x = rng.normal(1.0, 3.0, size=(2001, 13))
+    if dtype != np.float64:
+        info = np.iinfo(dtype)
+        x = np.where(rng.random(x.shape) < 0.6, 0, rng.integers(info.min, info.max, x.shape))
+    x = x.astype(dtype)
+    lo, hi = np.full(13, lo), np.full(13, hi)
+    orders = [rng.permutation(2001), rng.permutation(2001)]
+    clamped = np.clip(x.astype(np.float64), lo, hi)
+    expected = np.sort(np.abs(np.concatenate(
+        [clamped[o[:2000:2]] - clamped[o[1:2000:2]] for o in orders])), axis=0)
+    for engine in (InMemoryEngine(x, lo, hi), ChunkedEngine(x, lo, hi, chunk_rows=300)):
+        for got, want in zip(engine.pair_distances(orders[0]),
+                             _old_pair_distances(engine, orders[0]), strict=True):
+            np.testing.assert_array_equal(got, want)
+        blocks = list(engine.sorted_pair_magnitude_blocks(orders, 4))
+        assert [c.start for c, _ in blocks] == list(range(0, 13, 4))
+        got = np.concatenate([values for _, values in blocks], axis=1)
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, expected)

@@ -355,3 +355,49 @@ def test_group_size_is_a_count_not_a_step_number():
     for bad in (0, 2.5, True):
         with pytest.raises(InvalidParameterError, match="group_size must be a positive integer"):
             dpmean.mean(x, rho=1.0, method="plan", bounds=(-10, 10), group_size=bad)
+
+
+@pytest.mark.parametrize("pairings,log_range", [(1, 46.0), (2, 46.0), (1, None)])
+def test_pair_std_on_sorted_magnitudes_draws_what_the_unsorted_values_drew(pairings, log_range):
+    # The exponential mechanism now reads engine-sorted |differences| mapped to v = diff^2 / 2
+    # (monotone); before, it sorted the v themselves. Same generator, same draws, bit for bit.
+    from dpmean.estimators import variance
+    from dpmean.mechanisms.column_quantiles import column_quantiles
+
+    rng = np.random.default_rng(6)
+    x = rng.normal(0.0, rng.uniform(0.5, 4.0, 9), size=(3001, 9))
+    engine = InMemoryEngine(x, np.full(9, -10.0), np.full(9, 10.0))
+    rho = 5.0
+    got = pair_std(engine, rho=rho, ledger=PrivacyLedger.for_stages({"variance": rho}),
+                   rng=np.random.default_rng(2), pairings=pairings, log_range=log_range)
+    # The previous computation: unsorted pooled pair values, sorted by the mechanism.
+    draw = np.random.default_rng(2)
+    orders = [draw.permutation(3001) for _ in range(pairings)]
+    width = variance.quantile_width(engine, pairings * 1500, 3001 * (1 + pairings))
+    top = 0.5 * (engine.hi - engine.lo) ** 2
+    lo = 0.0
+    blocks = ((cols, np.concatenate([0.5 * d**2 for d in diffs]))
+              for cols, diffs in engine.pair_difference_blocks(View(), orders, width))
+    if log_range is not None:
+        floor = top * np.exp(-log_range)
+        lo, top = np.log(floor), np.log(top)
+        blocks = ((cols, np.log(np.maximum(v, floor[cols]))) for cols, v in blocks)
+    median = column_quantiles(blocks, 9, 0.5, lo, top, rho_each=rho / 9, rng=draw,
+                              ledger=PrivacyLedger.for_stages({"variance": rho}), stage="variance",
+                              sensitivity=pairings)
+    median = np.exp(median) if log_range is not None else median
+    expected = np.sqrt(median / variance.wilson_hilferty_factor(1))
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_plan_on_small_integers_equals_plan_on_their_float_values():
+    # uint8 pixels take the engine's integer paths (radix-sorted pair magnitudes); the same
+    # values as float64 take the float paths: the releases agree bit for bit.
+    rng = np.random.default_rng(9)
+    x = np.where(rng.random((4000, 30)) < 0.7, 0, rng.integers(0, 256, (4000, 30)))
+    x = x.astype(np.uint8)
+    for bounds in [(0.0, 255.0), (10.0, 240.0)]:
+        as_int, as_float = (dpmean.mean(data, rho=20.0, method="plan", bounds=bounds,
+                                        random_state=3) for data in (x, x.astype(np.float64)))
+        assert "variance" in as_int.ledger
+        np.testing.assert_array_equal(as_int.mean, as_float.mean)

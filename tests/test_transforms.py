@@ -105,6 +105,21 @@ def test_clamp_broadcasts_per_coordinate():
                                   [[0.0, 1.0], [0.5, 0.5]])
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int64, np.float32, np.bool_])
+def test_clamp_converts_other_types_first_to_the_same_values(dtype):
+    # Non-float64 rows are converted, then clamped in place (faster than minimum()'s cast):
+    # the values of clamping their float64 conversion, into a new array or into ``out``.
+    x = (np.random.default_rng(1).normal(0.0, 300.0, size=(50, 4))).astype(dtype)
+    lo, hi = np.array([-1.5, 0.0, 3.0, -200.0]), np.array([1.5, 250.0, 3.0, 100.0])
+    expected = np.minimum(np.maximum(x.astype(np.float64), lo), hi)
+    got = clamp(x, lo, hi)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, expected)
+    out = np.full(x.shape, np.nan)
+    assert clamp(x, lo, hi, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+
+
 @given(arrays(np.float64, (4, 9), elements=st.floats(-100, 100)), st.floats(0.01, 10.0))
 @settings(max_examples=60, deadline=None)
 def test_quantization_error_is_at_most_half_alpha(x, alpha):

@@ -118,9 +118,32 @@ class Engine(ABC):
     ) -> Iterator[tuple[slice, list[np.ndarray]]]:
         """For each ``order`` in ``orders``, the pair differences of ``pair_differences``,
         ``width`` coordinates at a time: pairs (cols, [differences for each order])."""
-        pairs = [_pairs(order) for order in orders]
+        pairs = [pairs_of(order) for order in orders]
         for cols, values in self.column_blocks(view, width):
             yield cols, [_pair_differences(values, p) for p in pairs]
+
+    def pair_distances(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For the disjoint row pairs (a, b) of ``order``: ||a - b||_1 and ||a - b||_2^2 of the
+        clamped rows, each of length len(order) // 2. Each is added up column block by column
+        block (``column_width()`` coordinates, in order), the order every engine follows, so
+        all give the same bits. Exact statistics: only a mechanism may release anything
+        computed from them."""
+        l1, squared = np.zeros(len(order) // 2), np.zeros(len(order) // 2)
+        for _, diffs in self.pair_difference_blocks(View(), [order], self.column_width()):
+            add_distances(diffs[0], l1, squared)
+        return l1, squared
+
+    def sorted_pair_magnitude_blocks(
+        self, orders: Sequence[np.ndarray], width: int,
+    ) -> Iterator[tuple[slice, np.ndarray]]:
+        """|a_j - b_j| over the pairs (a, b) of clamped rows of every order in ``orders``,
+        pooled (m = len(orders) x (n // 2) values per coordinate), each coordinate's values
+        sorted ascending, ``width`` coordinates at a time: pairs (cols, values (m, len(cols))),
+        each block the transpose of a C-ordered array (every column contiguous). What pair
+        variances by the exponential mechanism read (it needs order statistics only)."""
+        for cols, diffs in self.pair_difference_blocks(View(), orders, width):
+            pooled = diffs[0] if len(diffs) == 1 else np.concatenate(diffs)
+            yield cols, sort_columns(np.abs(pooled, out=pooled)).T
 
     def pair_differences(self, view: View, order: np.ndarray) -> np.ndarray:
         """v(x_order[2i]) - v(x_order[2i+1]) for i < len(order) // 2: (len(order) // 2, k).
@@ -200,7 +223,14 @@ def _pair_differences(values: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pairs(order: np.ndarray) -> np.ndarray:
+def add_distances(diff: np.ndarray, l1: np.ndarray, squared: np.ndarray) -> None:
+    """Add each row's l1 norm and squared l2 norm of ``diff`` (pairs x coordinates) to ``l1``
+    and ``squared``: the one way ``Engine.pair_distances`` sums a column block."""
+    l1 += np.abs(diff).sum(axis=1)
+    squared += np.einsum("ij,ij->i", diff, diff)
+
+
+def pairs_of(order: np.ndarray) -> np.ndarray:
     """The pairs (order[2i], order[2i+1]) as a (len(order) // 2, 2) array."""
     order = np.asarray(order)
     return order[: 2 * (len(order) // 2)].reshape(-1, 2)

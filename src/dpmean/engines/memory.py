@@ -9,7 +9,7 @@ rotated once, into a column-major copy that answers the medians' coordinate coun
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ import numpy as np
 from .. import parallel
 from ..parallel import over_row_ranges, sort_columns
 from ..transforms import BoxClamp, View, clamp, clip_weights
-from .base import Engine, column_slices
+from .base import Engine, add_distances, column_slices, pairs_of
 from .blas import one_blas_thread
 
 if TYPE_CHECKING:
@@ -48,6 +48,13 @@ class InMemoryEngine(Engine):
         self._base: np.ndarray | None = None
         self._counter_key: tuple | None = None
         self._counter: ColumnCounter | None = None
+        self._norms: tuple[View, np.ndarray] | None = None
+        # Integer data whose type's whole range lies in the box (MNIST's uint8 pixels in
+        # [0, 255]): clamping changes nothing, so rows are only converted. Public: the dtype
+        # and the box.
+        self._box_holds_type = x.dtype.kind in "iub" and self._box.scale is None and bool(
+            (self._box.lo <= _type_range(x.dtype)[0]).all()
+            and (self._box.hi >= _type_range(x.dtype)[1]).all())
 
     def _each_block(self, width: int, fn: Callable[[slice], Any]) -> list:
         """fn over row blocks; each thread takes a contiguous run of blocks. Results come back
@@ -68,6 +75,8 @@ class InMemoryEngine(Engine):
                 return [result for run in done for result in run]
 
     def _clamped(self, rows: slice | np.ndarray) -> np.ndarray:
+        if self._box_holds_type:
+            return self._x[rows].astype(np.float64)
         return self._box(self._x[rows])
 
     def _base_reader(
@@ -138,7 +147,7 @@ class InMemoryEngine(Engine):
 
             self._counter = None  # let the old copy go before the new one is made
             k = view.output_dim(self.d)
-            values = np.empty((k, self.n))
+            values = np.empty((k, self.n), dtype=self._rotated_type(view))
 
             def fill(rows: slice) -> tuple[np.ndarray, np.ndarray]:
                 block = view.apply_base(self._clamped(rows))
@@ -150,6 +159,23 @@ class InMemoryEngine(Engine):
                                           threads=parallel.THREADS)
             self._counter_key = key
         return self._counter
+
+    def _rotated_type(self, view: View) -> type[np.floating]:
+        """float32 where it holds the rotated values exactly, else float64. Exact when the
+        clamped rows are integers of at most M in size (``_integer_box``) and the rotation's
+        factor 1 / sqrt(d_pad) is a power of two (d_pad a power of 4): every rotated value is
+        then a multiple of that factor of size at most M sqrt(d_pad), i.e. an integer up to
+        M d_pad times it, which float32's 24 bits hold when M d_pad <= 2^24 (MNIST: 255 x
+        1024). Comparisons with the float64 thresholds are then those of the float64 copy, at
+        half its memory and memory traffic. Public: the dtype, the box and d."""
+        rotation, box = view.rotation, self._integer_box()
+        if (view.preclip, view.quantizer) != (None, None) or rotation is None or box is None:
+            return np.float64
+        d_pad = rotation.padded_dim
+        largest = max(float(np.abs(bound.astype(np.float64)).max()) for bound in box)
+        if rotation.normalized and d_pad.bit_length() % 2 == 1 and largest * d_pad <= 2**24:
+            return np.float32
+        return np.float64
 
     def _norms_reader(
         self, view: View,
@@ -167,6 +193,12 @@ class InMemoryEngine(Engine):
         if (rotation is None or not rotation.normalized or view.scale is not None
                 or view.linear is not None):
             width, read = self._base_reader(view, once=True)
+            if all(step is None for step in (view.preclip, view.quantizer, view.rotation,
+                                             view.linear)):
+                # The clamped rows are a fresh array: shift and scale them in place (the same
+                # values as ``finish``'s copies, one pass over the block fewer each).
+                return width, lambda rows: _shifted_in_place(view, read(rows)), 0.0, \
+                    lambda total, _: total
             return width, lambda rows: view.finish(read(rows)), 0.0, lambda total, _: total
         shift = np.zeros(rotation.padded_dim) if view.shift is None else view.shift
         back = rotation.invert_padded(shift)
@@ -174,7 +206,8 @@ class InMemoryEngine(Engine):
         unrotated = View(preclip=view.preclip, quantizer=view.quantizer)
         offset = rotation.apply(inside) - shift
         return (self.d,
-                lambda rows: unrotated.apply_base(self._clamped(rows)) - inside,
+                lambda rows: _shifted_in_place(View(shift=inside),
+                                               unrotated.apply_base(self._clamped(rows))),
                 float(outside @ outside),
                 lambda total, weight: rotation.apply(total) + weight * offset)
 
@@ -183,18 +216,22 @@ class InMemoryEngine(Engine):
         norms = np.empty(self.n)
 
         def fill(rows: slice) -> None:
-            block = read(rows)
-            norms[rows] = np.sqrt(np.einsum("ij,ij->i", block, block) + extra)
+            norms[rows] = _norms(read(rows), extra)
 
         self._each_block(width, fill)
-        return norms
+        # Kept for the clipped sum about the same view, which every clipped mean asks next:
+        # its weights then need no second einsum over the rows.
+        self._norms = (view, norms)
+        return norms.copy()
 
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
         width, read, extra, finish = self._norms_reader(view)
+        known = self._norms[1] if self._norms is not None and self._norms[0] is view else None
 
         def block_sum(rows: slice) -> tuple[np.ndarray, float]:
             block = read(rows)
-            weights = clip_weights(np.sqrt(np.einsum("ij,ij->i", block, block) + extra), radius)
+            norms = _norms(block, extra) if known is None else known[rows]
+            weights = clip_weights(norms, radius)
             return weights @ block, float(weights.sum())
 
         sums, weights = zip(*self._each_block(width, block_sum), strict=True)
@@ -262,12 +299,112 @@ class InMemoryEngine(Engine):
         for start in range(0, self.n, step):
             yield view.finish(read(slice(start, min(start + step, self.n))))
 
+    def pair_distances(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # Whole rows gathered by pair (contiguous reads; a column block's random row gathers
+        # fetch a cache line per row for a few values), then summed column block by column
+        # block as every engine does.
+        pairs = pairs_of(order)
+        l1, squared = np.zeros(len(pairs)), np.zeros(len(pairs))
+        blocks = column_slices(self.d, self.column_width())
+
+        def add(part: slice) -> None:
+            diff = self._clamped(pairs[part, 0]) - self._clamped(pairs[part, 1])
+            for cols in blocks:
+                add_distances(diff[:, cols], l1[part], squared[part])
+
+        self._each_pair_block(len(pairs), add)
+        return l1, squared
+
+    def sorted_pair_magnitude_blocks(
+        self, orders: Sequence[np.ndarray], width: int,
+    ) -> Iterator[tuple[slice, np.ndarray]]:
+        box = self._integer_box()
+        if box is None:
+            yield from super().sorted_pair_magnitude_blocks(orders, width)
+            return
+        # Small integers (MNIST's pixels): |a - b| of the clamped rows is exact in the
+        # unsigned type of the same size (max - min wraps into it), one pass over whole rows
+        # for all coordinates; each column is then sorted by radix (O(m) whatever the ties)
+        # and only the sorted block becomes float64. The same values as the float path's.
+        pairs = [pairs_of(order) for order in orders]
+        unsigned = np.dtype(f"u{self._x.dtype.itemsize}")
+        magnitudes = np.empty((sum(len(p) for p in pairs), self.d), dtype=unsigned)
+        start = 0
+        for pair in pairs:
+            def fill(part: slice, pair: np.ndarray = pair, start: int = start) -> None:
+                a, b = (self._integer_clamped(pair[part, side], box) for side in (0, 1))
+                high = np.maximum(a, b)
+                high -= np.minimum(a, b)
+                magnitudes[start + part.start:start + part.stop] = high.view(unsigned)
+
+            self._each_pair_block(len(pair), fill)
+            start += len(pair)
+        for cols in column_slices(self.d, width):
+            yield cols, sort_columns(magnitudes[:, cols]).astype(np.float64).T
+
+    def _integer_box(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The box as integers of the data's type when clamping integer data of at most 16
+        bits to it gives integers (every bound integral or beyond the type's range, no
+        rescaling), else None. Public: a function of the dtype and the box only."""
+        dtype, box = self._x.dtype, self._box
+        if dtype.kind not in "iu" or dtype.itemsize > 2 or box.scale is not None:
+            return None
+        least, most = _type_range(dtype)
+        with np.errstate(invalid="ignore"):
+            exact = (((box.lo <= least) | (box.lo == np.floor(box.lo)))
+                     & ((box.hi >= most) | (box.hi == np.floor(box.hi))))
+        if not exact.all():
+            return None
+        return (np.clip(box.lo, least, most).astype(dtype),
+                np.clip(box.hi, least, most).astype(dtype))
+
+    def _integer_clamped(self, rows: np.ndarray,
+                         box: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """Rows ``rows`` of the integer data clamped to the integer ``box``, in their type."""
+        values = self._x[rows]
+        return np.clip(values, box[0], box[1], out=values)
+
+    def _each_pair_block(self, pairs: int, fn: Callable[[slice], Any]) -> None:
+        """fn over consecutive blocks of the ``pairs`` pair indices (two rows read each), the
+        blocks shared among the cores."""
+        step = max(1, _BLOCK_BYTES // (16 * self.d))
+        blocks = [slice(i, min(i + step, pairs)) for i in range(0, pairs, step)]
+
+        def run(part: slice) -> None:
+            for block in blocks[part]:
+                fn(block)
+
+        over_row_ranges(len(blocks), run, values=2 * pairs * self.d)
+
     def pair_differences(self, view: View, order: np.ndarray) -> np.ndarray:
-        order = np.asarray(order)
-        pairs = order[: 2 * (len(order) // 2)].reshape(-1, 2)
+        pairs = pairs_of(order)
         _, read = self._base_reader(view)
         # Readers index rows with slices or, as here, integer arrays.
         return view.finish(read(pairs[:, 0])) - view.finish(read(pairs[:, 1]))
+
+
+def _shifted_in_place(view: View, block: np.ndarray) -> np.ndarray:
+    """``view.finish(block)`` for a view without a linear map, written into ``block`` (a fresh
+    array of the engine's): (block - shift) * scale, the same operations."""
+    if view.shift is not None:
+        block -= view.shift
+    if view.scale is not None:
+        block *= view.scale
+    return block
+
+
+def _norms(block: np.ndarray, extra: float) -> np.ndarray:
+    """sqrt(||row||^2 + extra) for each row of ``block``: the one formula for row norms, so a
+    norm kept from ``row_norms`` is the one ``clipped_sum`` would compute, bit for bit."""
+    return np.sqrt(np.einsum("ij,ij->i", block, block) + extra)
+
+
+def _type_range(dtype: np.dtype) -> tuple[int, int]:
+    """The smallest and largest value of an integer (or boolean) type."""
+    if dtype.kind == "b":
+        return 0, 1
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
 
 
 def _clamped_on_cores(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,

@@ -75,9 +75,19 @@ def pair_std(
     orders = [rng.permutation(engine.n) for _ in range(pairings)]
     per_column = groups * pairings
 
+    width = quantile_width(engine, per_column, engine.n * (1 + pairings))
+    # The exponential mechanism reads only each column's order statistics, and with groups of
+    # one pair v = diff^2 / 2 is a monotone map of |diff|: the engine sorts the magnitudes
+    # (by radix for small integers) and the map keeps them sorted, bit for bit the values a
+    # sort of v would give.
+    presorted = quantile == "exponential" and group_size == 1
+
     def pooled_blocks():
-        for cols, diffs in engine.pair_difference_blocks(
-                IDENTITY, orders, quantile_width(engine, per_column, engine.n * (1 + pairings))):
+        if presorted:
+            for cols, magnitudes in engine.sorted_pair_magnitude_blocks(orders, width):
+                yield cols, _half_squares(magnitudes)
+            return
+        for cols, diffs in engine.pair_difference_blocks(IDENTITY, orders, width):
             pooled = [_group_means(_half_squares(diff[: groups * group_size]), group_size)
                       for diff in diffs]
             yield cols, pooled[0] if pairings == 1 else np.concatenate(pooled)
@@ -98,7 +108,7 @@ def pair_std(
     median = column_quantiles(blocks, engine.d, 0.5, lo, top,
                               rho_each=rho / engine.d, rng=rng, ledger=ledger, stage=stage,
                               method=quantile, steps=steps, sensitivity=pairings,
-                              secure=secure)
+                              secure=secure, presorted=presorted)
     if log_range is not None:
         median = np.exp(median)
     if wilson_hilferty:
@@ -174,12 +184,7 @@ def pair_distances(engine: Engine, order: np.ndarray) -> tuple[np.ndarray, np.nd
     """For the disjoint row pairs (a, b) of ``order``: ||a - b||_1 and ||a - b||_2^2 of the
     clamped rows, each of length n // 2, in one pass over the columns. Exact statistics:
     only a mechanism may release anything computed from them."""
-    l1 = np.zeros(engine.n // 2)
-    squared = np.zeros(engine.n // 2)
-    for _, diffs in engine.pair_difference_blocks(IDENTITY, [order], engine.column_width()):
-        l1 += np.abs(diffs[0]).sum(axis=1)
-        squared += np.einsum("ij,ij->i", diffs[0], diffs[0])
-    return l1, squared
+    return engine.pair_distances(order)
 
 
 def noisy_mean(

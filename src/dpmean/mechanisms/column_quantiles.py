@@ -32,12 +32,12 @@ def check_quantile_method(method: object) -> str:
 def _column_draws(
     values: np.ndarray, q: float, lo: np.ndarray | float, hi: np.ndarray | float, *,
     rho_each: float, rng: np.random.Generator, method: str, steps: int, sensitivity: float,
-    secure: bool,
+    secure: bool, presorted: bool,
 ) -> np.ndarray:
     values, lo, hi = as_columns(values, lo, hi)
     if method == "exponential":
         return exponential_draws(values, lo, hi, q, rho=rho_each, rng=rng,
-                                 sensitivity=sensitivity)
+                                 sensitivity=sensitivity, presorted=presorted)
 
     def count_le(t: np.ndarray) -> np.ndarray:
         return np.count_nonzero(values <= t, axis=0)
@@ -51,17 +51,19 @@ def column_quantiles(
     blocks: Iterable[tuple[slice, np.ndarray]], k: int, q: float, lo: np.ndarray | float,
     hi: np.ndarray | float, *, rho_each: float, rng: np.random.Generator,
     ledger: PrivacyLedger, stage: str, method: str = "exponential", steps: int = 20,
-    sensitivity: float = 1.0, secure: bool = False,
+    sensitivity: float = 1.0, secure: bool = False, presorted: bool = False,
 ) -> np.ndarray:
     """A private q-quantile of each of k columns, the columns arriving in blocks
     (cols, values (m, width)), column j on the public interval [lo_j, hi_j].
 
     ``method="exponential"``: the exponential mechanism (``exponential_quantile``; blocks whose
     widths are multiples of ``columns_per_draw`` give the very draws of one call on all
-    columns). ``"binary-search"``: PrivQuant on the real interval with ``steps`` halvings; the
-    noise of each count is scaled to ``sensitivity``. ``secure=True`` noises those counts with
-    the exact discrete Gaussian; the exponential mechanism has no secure path (its draws are
-    floating point whatever ``secure`` says; see docs/privacy.md).
+    columns; ``presorted``: every column arrives sorted ascending, best as the transpose of a
+    C-ordered array, and is not sorted again). ``"binary-search"``: PrivQuant on the real
+    interval with ``steps`` halvings; the noise of each count is scaled to ``sensitivity``.
+    ``secure=True`` noises those counts with the exact discrete Gaussian; the exponential
+    mechanism has no secure path (its draws are floating point whatever ``secure`` says; see
+    docs/privacy.md).
 
     Privacy: each column is ``rho_each``-zCDP when replacing one person moves each column's
     ranks by at most ``sensitivity``; the k columns cost k * rho_each, charged to ``stage``
@@ -80,5 +82,5 @@ def column_quantiles(
     for cols, values in blocks:
         out[cols] = _column_draws(values, q, lo[cols], hi[cols], rho_each=rho_each, rng=rng,
                                   method=method, steps=steps, sensitivity=sensitivity,
-                                  secure=secure)
+                                  secure=secure, presorted=presorted)
     return out

@@ -112,11 +112,12 @@ def _check_exponential(rho: float, q: float, sensitivity: float) -> None:
 
 def exponential_draws(
     values: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: float, *, rho: float,
-    rng: np.random.Generator, sensitivity: float = 1.0,
+    rng: np.random.Generator, sensitivity: float = 1.0, presorted: bool = False,
 ) -> np.ndarray:
     """``exponential_quantile``'s draws without its charge, on columns already shaped by
     ``as_columns``: for a mechanism that charges all its columns once and then draws them block
-    by block; the caller charges."""
+    by block; the caller charges. ``presorted``: every column is sorted ascending already (the
+    draws depend on the order statistics alone, so they are the same)."""
     _check_exponential(rho, q, sensitivity)
     eps = exponential_epsilon(rho)
     n, k = values.shape
@@ -132,8 +133,9 @@ def exponential_draws(
     step = columns_per_draw(n)
     for start in range(0, k, step):
         cols = slice(start, min(start + step, k))
-        out[cols] = _draw(sort_columns(values[:, cols]), lo[cols], hi[cols], target, decay,
-                          window, rng)
+        rows = (np.ascontiguousarray(values[:, cols].T) if presorted
+                else sort_columns(values[:, cols]))
+        out[cols] = _draw(rows, lo[cols], hi[cols], target, decay, window, rng)
     return out
 
 
@@ -225,7 +227,7 @@ def _draw(
 
     over_row_ranges(b, weigh, values=cumulative.size)
     start, width = np.empty(b), np.empty(b)
-    regions: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # built on first use
+    regions: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}  # built on first use
     pending = np.arange(b)
     while pending.size:
         uniform = rng.uniform(size=(pending.size, 3))
@@ -247,13 +249,12 @@ def _draw(
             if (row, side) not in regions:
                 regions[row, side] = _outside_region(rows[row], lo[row], hi[row], target,
                                                      decay, window, side)
-            region_edges, log_weights = regions[row, side]
+            region_starts, region_widths, log_weights = regions[row, side]
             region = _cumulative_weights(log_weights[None, :])
             gap = int(_first_above(region, np.array([u_gap]))[0])
             log_total = log_weights.max() + np.log(region[0, -1])
             if gap < log_weights.size and u_keep < np.exp(log_total - log_parts[row, side + 1]):
-                start[row] = region_edges[gap]
-                width[row] = region_edges[gap + 1] - region_edges[gap]
+                start[row], width[row] = region_starts[gap], region_widths[gap]
             else:
                 log_parts[row, side + 1] = log_total  # the bound, refined to the exact total
                 retry.append(np.array([row]))
@@ -308,9 +309,14 @@ def _window_edges_at(
 def _outside_region(
     row: np.ndarray, lo: float, hi: float, target: float, decay: float,
     window: tuple[int, int], side: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The gaps left (``side`` 0) or right (1) of the window in one sorted row: their edges
-    and exact log weights."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The gaps of positive width left (``side`` 0) or right (1) of the window in one sorted
+    row: their left edges, widths and exact log weights.
+
+    Zero-width gaps (ties) have weight exactly 0: they add nothing to the running totals
+    (x + 0.0 is x), so leaving them out picks the same gap for the same uniform, and the
+    exponentials are taken only over the distinct values (a few hundred in a column of
+    MNIST's pixels, not tens of thousands)."""
     first, last = window
     if side == 0:  # gaps 0..first-1: lo, x_(1), ..., x_(first)
         edges = np.concatenate([[lo], np.clip(row[:first], lo, hi)])
@@ -318,6 +324,7 @@ def _outside_region(
     else:  # gaps last+1..n: x_(last+1), ..., x_(n), hi
         edges = np.concatenate([np.clip(row[last:], lo, hi), [hi]])
         ranks = np.arange(last + 1, row.size + 1)
-    with np.errstate(divide="ignore"):
-        log_weights = np.log(np.diff(edges)) - decay * np.abs(ranks - target)
-    return edges, log_weights
+    widths = np.diff(edges)
+    wide = np.flatnonzero(widths > 0.0)
+    log_weights = np.log(widths[wide]) - decay * np.abs(ranks[wide] - target)
+    return edges[wide], widths[wide], log_weights

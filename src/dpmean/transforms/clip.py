@@ -14,6 +14,16 @@ def clamp(
     """Clamp every coordinate into the public box [lo, hi] (broadcast over rows).
 
     Returns a float64 copy, or writes into ``out`` (which may be ``x`` itself)."""
+    x = np.asarray(x)
+    if x.dtype != np.float64:
+        # Converted first, then clamped in place: minimum() with dtype= casts inside its
+        # buffered loop, which made clamping MNIST's uint8 rows 5x slower than converting them.
+        # The same values: the same cast, then the same comparisons.
+        if out is None:
+            out = x.astype(np.float64)
+        else:
+            np.copyto(out, x)
+        x = out
     out = np.minimum(x, hi, out=out, dtype=np.float64)
     return np.maximum(out, lo, out=out)
 
