@@ -5,7 +5,8 @@ import math
 
 import numpy as np
 import pytest
-from noise_bounds import isotropic_std
+from noise_bounds import chi_band, clipped_mean, isotropic_std
+from scipy.stats import norm
 
 import dpmean
 from dpmean.accounting import zcdp_to_approx_dp
@@ -16,6 +17,7 @@ from dpmean.errors import (
     InvalidParameterError,
 )
 from dpmean.estimators import MeanEstimator
+from dpmean.mechanisms import count_noise_std
 from dpmean.pld import gaussian_delta, gaussian_rho_for_approx_dp
 from dpmean.registry import ESTIMATORS
 
@@ -106,8 +108,28 @@ def test_iome_narrows_a_loose_box_when_the_medians_get_few_halvings():
     widest = np.linalg.norm(x - empirical, axis=1).max() * spread
     offset = np.linalg.norm(result.diagnostics["centre"] - empirical)
     assert offset <= np.sqrt(d) * (widest + last_half_interval)
-    # and the release is near the data: within 4x the non-private error (3.7 / 0.5 before)
-    assert np.linalg.norm(result.mean - empirical) < 4 * np.linalg.norm(empirical)
+    # The release is the rows clipped to the private radius about that centre (exactly
+    # reconstructed here from the data: the rotation is orthogonal) plus the declared noise:
+    # ||N(0, s^2 I_d)|| / s stays in the chi band except with probability 1e-6. (The zero
+    # vector, ||empirical|| = 0.5 from the clipped mean, is far below the band's 29 s = 1.3.)
+    s = isotropic_std(result)
+    clipped = clipped_mean(x, result.diagnostics["centre"], result.diagnostics["threshold"])
+    low, high = chi_band(d, 1e-6)
+    assert low * s <= np.linalg.norm(result.mean - clipped) <= high * s
+    # ... and clipping moved the mean little. The radius search (steps halvings of [0, B],
+    # B = norm_bound) returns C half a last interval w = B / 2^steps below its right end; with
+    # probability 1 - 1e-6 no count's noise exceeds t = sigma_count z(1e-6 / steps), so at most
+    # n - m + t rows lie beyond that end (m the target rank; the bias bound of
+    # dpmean.intervals), each moved by its excess over C, and the rest by at most w / 2.
+    diagnostics = result.diagnostics
+    excess = np.linalg.norm(x - diagnostics["centre"], axis=1) - diagnostics["threshold"]
+    steps = diagnostics["threshold_steps"]
+    half_interval = diagnostics["norm_bound"] / 2**steps / 2
+    t = count_noise_std(steps, diagnostics["threshold_rho"]) * norm.isf(1e-6 / steps)
+    clipped_rows = n - diagnostics["target_rank"] + t
+    assert np.count_nonzero(excess > half_interval) <= clipped_rows
+    assert np.linalg.norm(clipped - empirical) <= \
+        clipped_rows * max(excess.max(), 0.0) / n + half_interval
 
 
 def test_gaussian_wrapper_narrows_its_integer_domains_at_a_small_budget():
