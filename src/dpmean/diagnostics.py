@@ -13,6 +13,7 @@ release already published.
 from __future__ import annotations
 
 import inspect
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -116,21 +117,21 @@ def normalise(diagnostics: Mapping[str, Any], declared: Mapping[str, Diagnostic]
     return out
 
 
-def section(declared: Mapping[str, Diagnostic], preamble: str = "") -> str:
+def section(declared: Mapping[str, Diagnostic]) -> str:
     """A numpydoc *Diagnostics* section listing ``declared`` (name : kind, then the meaning)."""
     lines = ["Diagnostics", "-----------"]
-    if preamble:
-        lines.append(preamble)
     for key, item in declared.items():
-        lines += [f"{key} : {item.kind.value}", f"    {item.meaning}"]
+        lines += [f"{key} : {item.kind.value}",
+                  textwrap.fill(item.meaning, 96, initial_indent="    ",
+                                subsequent_indent="    ")]
     return "\n".join(lines)
 
 
-def document(cls: type, declared: Mapping[str, Diagnostic], preamble: str = "") -> None:
+def document(cls: type, declared: Mapping[str, Diagnostic]) -> None:
     """Append the *Diagnostics* section of ``declared`` to ``cls``'s docstring (if it has one),
     so that the declarations are the only place the keys are written down."""
     doc = cls.__dict__.get("__doc__")
     if not doc or not declared:
         return
-    cls.__doc__ = f"{inspect.cleandoc(doc)}\n\n{section(declared, preamble)}\n"
+    cls.__doc__ = f"{inspect.cleandoc(doc)}\n\n{section(declared)}\n"
 
