@@ -11,6 +11,7 @@ from ledgers import stage
 import dpmean
 from dpmean.accounting import zcdp_to_approx_dp
 from dpmean.audit import epsilon_lower_bound
+from dpmean.diagnostics import Diagnostic, Kind
 from dpmean.errors import PrivacyAccountingError
 from dpmean.mechanisms import (
     exponential_quantile,
@@ -266,5 +267,11 @@ def test_replay_catches_a_diagnostic_read_from_the_data(monkeypatch):
 
     monkeypatch.setattr(ClippedMean, "release", leaky)
     x, x_prime = replay_pairs(3)[0]
+    # An undeclared key never leaves the estimator (dpmean.diagnostics.normalise) ...
+    with pytest.raises(TypeError, match="'sum' is not declared"):
+        dpmean.mean(x, rho=RHO, method="cm", bounds=(-1, 1), random_state=0)
+    # ... and a declared one that reads the data is caught by the replay.
+    monkeypatch.setattr(ClippedMean, "declared_diagnostics", {
+        **ClippedMean.declared_diagnostics, "sum": Diagnostic(Kind.VECTOR, "the exact sum")})
     with monkeypatch.context() as patch, pytest.raises(AssertionError, match="moved"):
         realised_rho(patch, "cm", x, x_prime, rho=RHO, seed=0, bounds=(-1, 1))
