@@ -2,7 +2,7 @@
 (``diagnostics["noise_std"]``) at a stated failure probability, instead of measured constants."""
 
 import numpy as np
-from scipy.stats import chi2, norm
+from scipy.stats import chi2
 
 
 def isotropic_std(result) -> float:
@@ -13,30 +13,16 @@ def isotropic_std(result) -> float:
     return float(std[0])
 
 
-def chi_radius(d: int, failure: float) -> float:
-    """r with P(||N(0, I_d)|| > r) = ``failure`` exactly (the chi distribution's quantile)."""
-    return float(np.sqrt(chi2.isf(failure, d)))
-
-
 def chi_band(d: int, failure: float) -> tuple[float, float]:
     """(lo, hi) with ||N(0, I_d)|| outside [lo, hi] with probability ``failure`` (half on each
     side): a release's noise is neither larger nor smaller than it declares."""
     return float(np.sqrt(chi2.ppf(failure / 2, d))), float(np.sqrt(chi2.isf(failure / 2, d)))
 
 
-def normal_half_width(failure: float, count: int = 1) -> float:
-    """z with P(|N(0, 1)| > z) = ``failure`` / ``count``: ``count`` standard normals all stay
-    within +-z except with probability at most ``failure`` (union bound)."""
-    return float(norm.isf(failure / (2.0 * count)))
-
-
-def clipped_mean(x: np.ndarray, centre: np.ndarray, radius: float,
-                 scale: np.ndarray | None = None) -> np.ndarray:
+def clipped_mean(x: np.ndarray, centre: np.ndarray, radius: float) -> np.ndarray:
     """The exact mean a clipped-mean release adds its noise to: each row's offset from
-    ``centre`` (multiplied by ``scale`` when the view scales, as PLAN's) clipped to the l2 ball of
-    ``radius`` and mapped back. IOME's rotation is orthogonal, so it clips the same offsets;
-    the rows must lie in the box (no clamping here)."""
+    ``centre`` clipped to the l2 ball of ``radius``. IOME's rotation is orthogonal, so it clips
+    the same offsets; the rows must lie in the box (no clamping here)."""
     offsets = x - centre
-    view = offsets if scale is None else offsets * scale
-    shrink = np.minimum(1.0, radius / np.maximum(np.linalg.norm(view, axis=1), 1e-300))
+    shrink = np.minimum(1.0, radius / np.maximum(np.linalg.norm(offsets, axis=1), 1e-300))
     return centre + (offsets * shrink[:, None]).mean(axis=0)
