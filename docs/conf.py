@@ -31,7 +31,8 @@ exclude_patterns = ["_build", "figures/*.md"]
 napoleon_google_docstring = False
 napoleon_numpy_docstring = True
 napoleon_use_rtype = False
-napoleon_custom_sections = [("Privacy", "notes_style"), ("Warns", "params_style")]
+napoleon_custom_sections = [("Privacy", "notes_style"), ("Warns", "params_style"),
+                            ("Diagnostics", "params_style")]
 
 autosummary_generate = True
 autodoc_default_options = {"members": True, "show-inheritance": True}

@@ -11,6 +11,7 @@ from ledgers import stage
 import dpmean
 from dpmean.accounting import zcdp_to_approx_dp
 from dpmean.audit import epsilon_lower_bound
+from dpmean.diagnostics import Diagnostic, Kind
 from dpmean.errors import PrivacyAccountingError
 from dpmean.events import gaussian_event
 from dpmean.mechanisms import (
@@ -107,7 +108,10 @@ MECHANISMS = {
                           10_000),
     # The eps-DP exponential mechanism is eps^2/8-zCDP: eps = sqrt(8 rho) = 2 here.
     "exponential-quantile": (exponential_sample(RHO), exponential_sample(100 * RHO), 100_000),
-    "symmetric-matrix": (matrix_sample(1.0), matrix_sample(0.25), 50_000),
+    # One Python call per trial (each a 2 x 2 matrix), so 10,000 trials (was 50,000): the
+    # copy, a Gaussian with 1/4 of its noise, proves epsilon about 6.1 from 10,000 trials
+    # (4.1 from 1000) against the claim of 3.3.
+    "symmetric-matrix": (matrix_sample(1.0), matrix_sample(0.25), 10_000),
     # Secure modes: exact integer sampling (slower, so fewer trials; still enough power).
     "gaussian-secure": (gaussian_sample(1.0, True), gaussian_sample(0.25, True), 8000),
     "privquant-real-secure": (quantile_sample("real", RHO, True),
@@ -133,6 +137,14 @@ ESTIMATOR_OPTIONS = {"trimmed": {"smoothing": 0.1, "trim": 40}, "coinpress": {"r
                      "coinpress-cov": {"radius": 2.0}}
 
 
+# Runs per dataset of the estimator-level audits: each run is a whole release (milliseconds, not
+# a vectorised draw), so these audits prove gross leaks only. At 1000 runs, fully separated
+# outputs prove epsilon 4.63 (2000 runs: 5.33) and a Gaussian release with 0.3 of its noise
+# about 3.8 (2000: 4.2), both above CLAIM (3.3); subtler under-noising is for the
+# mechanism-level audits above and the exact replay audits below.
+ESTIMATOR_TRIALS = 1000
+
+
 def estimator_sample(method):
     rng = np.random.default_rng(7)
     data = rng.uniform(-1, 1, size=(200, 2))
@@ -154,8 +166,8 @@ def estimator_sample(method):
 @pytest.mark.parametrize("method", ["cm", "cm-fixed", "gaussian", "iome", "plan", "plan-noscale",
                                     "trimmed", "coinpress", "coinpress-cov", "auto"])
 def test_estimator_passes_at_its_claimed_level(method):
-    # 2000 runs per dataset: enough to catch a gross leak (see the next test), not a subtle one.
-    assert audit(estimator_sample(method), 2000) <= CLAIM
+    # Enough runs to catch a gross leak (see the next test and ESTIMATOR_TRIALS), not a subtle one.
+    assert audit(estimator_sample(method), ESTIMATOR_TRIALS) <= CLAIM
 
 
 @pytest.mark.parametrize("method,mechanism", [
@@ -164,9 +176,9 @@ def test_estimator_passes_at_its_claimed_level(method):
     ("trimmed", "trimmed.smooth_sensitivity_mechanism"),
 ])
 def test_estimator_without_its_final_noise_is_caught(method, mechanism, monkeypatch):
-    # The test of the tester at estimator level: 2000 runs per dataset prove a leak when the
-    # release is (nearly) deterministic. (It cannot see subtler under-noising of an estimator;
-    # that is what the mechanism-level audits above are for.)
+    # The test of the tester at estimator level: ESTIMATOR_TRIALS runs per dataset prove a leak
+    # when the release is (nearly) deterministic. (It cannot see subtler under-noising of an
+    # estimator; that is what the mechanism-level audits above are for.)
     def charged_but_noiseless(value, *args, ledger, stage, **options):
         # Charged as the Gaussian it claims to be (the estimator's declaration is checked).
         rho = ledger.planned[stage]
@@ -174,7 +186,7 @@ def test_estimator_without_its_final_noise_is_caught(method, mechanism, monkeypa
         return value
 
     monkeypatch.setattr(f"dpmean.estimators.{mechanism}", charged_but_noiseless)
-    assert audit(estimator_sample(method), 2000) > CLAIM
+    assert audit(estimator_sample(method), ESTIMATOR_TRIALS) > CLAIM
     # And a mechanism that skips its charge too never gets a release out (the ledger is
     # verified against the plan before the result leaves the estimator).
     monkeypatch.setattr(f"dpmean.estimators.{mechanism}",
@@ -261,5 +273,11 @@ def test_replay_catches_a_diagnostic_read_from_the_data(monkeypatch):
 
     monkeypatch.setattr(ClippedMean, "release", leaky)
     x, x_prime = replay_pairs(3)[0]
+    # An undeclared key never leaves the estimator (dpmean.diagnostics.normalise) ...
+    with pytest.raises(TypeError, match="'sum' is not declared"):
+        dpmean.mean(x, rho=RHO, method="cm", bounds=(-1, 1), random_state=0)
+    # ... and a declared one that reads the data is caught by the replay.
+    monkeypatch.setattr(ClippedMean, "declared_diagnostics", {
+        **ClippedMean.declared_diagnostics, "sum": Diagnostic(Kind.VECTOR, "the exact sum")})
     with monkeypatch.context() as patch, pytest.raises(AssertionError, match="moved"):
         realised_rho(patch, "cm", x, x_prime, rho=RHO, seed=0, bounds=(-1, 1))

@@ -10,7 +10,6 @@ Tolerances are derived, not tuned:
 """
 
 import math
-import time
 
 import dp_accounting
 import mpmath
@@ -349,15 +348,13 @@ def test_calibrate_gaussian_only_matches_closed_form(eps, delta):
     assert s <= gaussian_rho_for_approx_dp(eps, delta)
 
 
-def test_calibrate_scale_2048_pure_events_is_fast():
+def test_calibrate_scale_2048_pure_events():
+    # Its speed is a benchmark's business (tests assert no wall-clock times): here, that it is
+    # the tightest scale to 1 %.
     events_at = mixed_release(2048, 0.25, bounded_range=False)
-    start = time.perf_counter()
     s = calibrate_scale(1.0, 1e-6, events_at)
-    elapsed = time.perf_counter() - start
     assert compose_delta(events_at(s), 1.0) <= 1e-6
     assert compose_delta(events_at(1.01 * s), 1.0) > 1e-6
-    # About 0.4 s when measured on 2 shared cores; generous so a loaded machine does not fail.
-    assert elapsed < 10.0
 
 
 # ------------------------------------------------------------------------------------------

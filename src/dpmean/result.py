@@ -56,7 +56,11 @@ class MeanResult:
         Stage -> amount spent, in ``unit``; sums to ``spent`` <= the budget's total.
     diagnostics : Mapping[str, Any]
         Private by-products only (noisy thresholds, private centres, noise scales, public
-        settings); never the true mean or any other exact statistic of the data.
+        settings); never the true mean or any other exact statistic of the data. Each key has
+        the type its estimator declares (``diagnostic_declarations``; the *Diagnostics*
+        section of its docstring) in every result: ``noise_std`` a float64 array of shape
+        (d,), scalars Python floats and ints; keys that do not apply are absent. Arrays are
+        read-only; ``to_dict`` turns them into lists.
     fallback : bool
         True when n was too small for the budget and the zero vector was released without
         touching the data (a public check; see InsufficientDataWarning).

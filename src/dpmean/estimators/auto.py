@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..accounting import PrivacyLedger
+from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine, SparseEngine
 from ..mechanisms import log_domain_quantile
 from ..transforms import IDENTITY
@@ -66,6 +67,16 @@ class AutoMean(MeanEstimator):
     """
 
     method = "auto"
+    # The chosen candidate's keys, and the choice.
+    declared_diagnostics = {
+        **{key: item for cls in CANDIDATES.values()
+           for key, item in cls.diagnostic_declarations().items()},
+        "chosen": Diagnostic(Kind.TEXT, "The method that released the mean."),
+        "predicted_noise": Diagnostic(Kind.AMOUNTS, "Each candidate's predicted l2 noise "
+                                      "(private: from the private medians)."),
+        "release_ledger": Diagnostic(Kind.AMOUNTS, "The chosen estimator's stages, within the "
+                                     "stage \"release\"."),
+    }
     supports_sparse = True
     supports_secure_noise = True
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..accounting import PrivacyLedger, resolve_budget
 from ..budget import Budget
+from ..diagnostics import Diagnostic, Kind, document, normalise
 from ..engines import Engine, check_engine, is_deferred, make_engine
 from ..errors import (
     InsufficientDataWarning,
@@ -116,9 +117,47 @@ class MeanEstimator(ABC):
     # (CoinPress, the Gaussian wrapper) or run in the local model (protocols).
     finds_bounds: ClassVar[bool] = True
 
+    # The diagnostics this class's results may carry, beyond those of the classes it extends
+    # (``diagnostic_declarations`` merges them): key -> kind and meaning. Every result is
+    # normalised to them (``diagnostics_of``) and each class's docstring lists them.
+    declared_diagnostics: ClassVar[Mapping[str, Diagnostic]] = {
+        "bounds_lo": Diagnostic(Kind.VECTOR, "The lower corner of the box the rows were clamped "
+                                "to, in the data's units (public, or private with "
+                                "``private_bounds``)."),
+        "bounds_hi": Diagnostic(Kind.VECTOR, "The box's upper corner, likewise."),
+        "box_scale": Diagnostic(Kind.VECTOR, "The factors 1 / (hi_j - lo_j) of the "
+                                "box-normalised space the release ran in (absent when it ran "
+                                "in the data's units)."),
+        "secure_noise": Diagnostic(Kind.BOOL, "Whether the Gaussian stages drew discrete "
+                                   "Gaussian noise."),
+        "private_bounds": Diagnostic(Kind.BOOL, "True when the box was found privately (stage "
+                                     "\"bounds\"); absent when it was given."),
+    }
+
     _given: tuple[tuple[Any, ...], dict[str, Any]]
     # (n, d, sparse) when this copy was granted an exactly calibrated rho for that shape.
     _granted_for: tuple[int, int, bool] | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # The docstring lists the keys this estimator adds to those every result carries.
+        common = MeanEstimator.declared_diagnostics
+        document(cls, {key: item for key, item in cls.diagnostic_declarations().items()
+                       if key not in common})
+
+    @classmethod
+    def diagnostic_declarations(cls) -> dict[str, Diagnostic]:
+        """Every diagnostic this estimator's results may carry, with its kind and meaning.
+
+        Returns
+        -------
+        dict of str to Diagnostic
+            The ``declared_diagnostics`` of this class and of every class it extends.
+        """
+        declared: dict[str, Diagnostic] = {}
+        for klass in reversed(cls.__mro__):
+            declared.update(vars(klass).get("declared_diagnostics", {}))
+        return declared
 
     def __new__(cls, *args: Any, **kwargs: Any) -> MeanEstimator:
         # Keep the parameters exactly as the caller gave them (before any validation or
@@ -396,8 +435,7 @@ class MeanEstimator(ABC):
             mean, diagnostics = mean / scale, restore_diagnostics(diagnostics, scale)
         result = MeanResult(mean=self.project(mean, n, d), method=self.method, n=n, d=d,
                             budget=self.budget, ledger=ledger.spent,
-                            diagnostics=self.public_settings(self.describe(diagnostics), lo, hi,
-                                                             scale))
+                            diagnostics=self.diagnostics_of(diagnostics, d, lo, hi, scale))
         warn_if_mostly_noise(result)
         return result
 
@@ -437,8 +475,9 @@ class MeanEstimator(ABC):
                 InsufficientDataWarning, stacklevel=3)
             return MeanResult(mean=np.zeros(d), method=self.method, n=n, d=d,
                               budget=self.budget, ledger=ledger.spent,
-                              diagnostics={"private_bounds": True,
-                                           "secure_noise": self.secure_noise},
+                              diagnostics=normalise({"private_bounds": True,
+                                                     "secure_noise": self.secure_noise},
+                                                    self.diagnostic_declarations(), d),
                               fallback=True)
         # The rest of the budget, the same options, the private box, and the same stream.
         inner = type(self)(**{**self.get_params(), "rho": self.rho - rho_box, "epsilon": None,
@@ -459,6 +498,14 @@ class MeanEstimator(ABC):
     def describe(self, diagnostics: dict[str, Any]) -> dict[str, Any]:
         """The diagnostics a result carries (subclasses add public settings)."""
         return diagnostics
+
+    def diagnostics_of(self, raw: dict[str, Any], d: int, lo: np.ndarray, hi: np.ndarray,
+                       scale: np.ndarray | None = None) -> dict[str, Any]:
+        """The diagnostics a result carries: the release's by-products ``raw`` with the
+        estimator's public settings (``describe``) and those of every result
+        (``public_settings``), each converted to its declared type (``dpmean.diagnostics``)."""
+        return normalise(self.public_settings(self.describe(raw), lo, hi, scale),
+                         self.diagnostic_declarations(), d)
 
     def public_settings(self, diagnostics: dict[str, Any], lo: np.ndarray,
                         hi: np.ndarray, scale: np.ndarray | None = None) -> dict[str, Any]:
@@ -486,8 +533,12 @@ class MeanEstimator(ABC):
         )
         return MeanResult(mean=self.project(np.zeros(d), n, d), method=self.method, n=n, d=d,
                           budget=self.budget, ledger=ledger.spent,
-                          diagnostics=self.public_settings(self.describe({}), lo, hi),
+                          diagnostics=self.diagnostics_of({}, d, lo, hi),
                           fallback=True)
+
+
+# Every result's keys, in the base's docstring (subclasses list only theirs).
+document(MeanEstimator, MeanEstimator.declared_diagnostics)
 
 
 # Diagnostics that are coordinates of the data (or lengths along one coordinate): in a

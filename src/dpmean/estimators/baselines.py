@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..accounting import PrivacyLedger
+from ..diagnostics import NOISE_STD
 from ..engines import Engine
 from ..mechanisms import gaussian_mechanism, gaussian_noise_std
 from ..transforms import IDENTITY
@@ -45,6 +46,7 @@ class GaussianMean(MeanEstimator):
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
 
     method = "gaussian"
+    declared_diagnostics = {"noise_std": NOISE_STD}
     supports_secure_noise = True
     supports_sparse = True  # one plain sum
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..accounting import PrivacyLedger
+from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms import symmetric_gaussian_mechanism
@@ -78,7 +79,8 @@ def mvm_rec(
         radius = gamma * math.sqrt(1.0 / n + std**2)
         clip_radii.append(kappa)
         noise_stds.append(std)
-    return centre, {"clip_radii": clip_radii, "noise_std": noise_stds, "final_radius": radius}
+    return centre, {"clip_radii": clip_radii, "step_noise_std": noise_stds,
+                    "final_radius": radius}
 
 
 def _whitening_view(a: np.ndarray) -> View:
@@ -162,6 +164,15 @@ class _CoinPress(MeanEstimator):
 
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
     supports_secure_noise = True
+    declared_diagnostics = {
+        "clip_radii": Diagnostic(Kind.SERIES, "Each mean step's clipping radius kappa_k (view "
+                                 "units)."),
+        "step_noise_std": Diagnostic(Kind.SERIES, "Each mean step's isotropic Gaussian noise "
+                                     "standard deviation (view units; the last is the "
+                                     "release's)."),
+        "final_radius": Diagnostic(Kind.FLOAT, "The last confidence ball's radius (view "
+                                   "units)."),
+    }
     # The ball (radius, center) and the covariance bound are in the data's units, and a ball
     # rescaled coordinate by coordinate is no ball: runs in the data's own units.
     box_normalised = False
@@ -331,6 +342,10 @@ class CoinPressCovMean(_CoinPress):
     """
 
     method = "coinpress-cov"
+    declared_diagnostics = {
+        "whitening_norm": Diagnostic(Kind.FLOAT, "||M||_op of the private whitening map M."),
+        "sigma_max": Diagnostic(Kind.FLOAT, "The a priori bound Sigma <= sigma_max^2 I used."),
+    }
 
     def __init__(
         self, rho: float | None = None, *, t_cov: int = 2, t: int = 10, cov_share: float = 0.5,

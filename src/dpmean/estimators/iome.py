@@ -9,6 +9,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..accounting import PrivacyLedger
+from ..diagnostics import NOISE_STD, Diagnostic, Kind
 from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms import integer_search_steps, rank_error_bound
@@ -72,6 +73,16 @@ class ClippedMean(MeanEstimator):
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
 
     method = "cm"
+    declared_diagnostics = {
+        "threshold": Diagnostic(Kind.FLOAT, "The private clipping radius C (view units)."),
+        "target_rank": Diagnostic(Kind.FLOAT, "The rank the radius search aimed at (public)."),
+        "noise_std": NOISE_STD,
+        "norm_bound": Diagnostic(Kind.FLOAT, "B, a bound on every row's norm in the view the "
+                                 "rows were clipped in (the top of the radius search)."),
+        "threshold_steps": Diagnostic(Kind.INT, "Halvings of the radius search (absent on "
+                                      "IOME's quantized path, whose integer search sets them)."),
+        "threshold_rho": Diagnostic(Kind.FLOAT, "The rho the radius search spent."),
+    }
     supports_secure_noise = True
     # Row norms, clipped sums and (rotated) coordinate counts: the sparse engine answers them
     # all (IOME's quantized path excepted, which it refuses with the fix).
@@ -230,6 +241,17 @@ class ShiftedClippedMean(ClippedMean):
     """
 
     method = "iome"
+    declared_diagnostics = {
+        "centre": Diagnostic(Kind.VECTOR, "The private centre the rows were shifted by (data "
+                             "units)."),
+        "padded_dim": Diagnostic(Kind.INT, "The rotation's dimension: d padded to a power of "
+                                 "two (public)."),
+        "quantized": Diagnostic(Kind.BOOL, "Whether the quantized (integer) path ran."),
+        "centre_reach": Diagnostic(Kind.FLOAT, "The private reach that narrowed the median "
+                                   "domains (absent when they were not narrowed)."),
+        "bucket": Diagnostic(Kind.FLOAT, "The quantized path's grid spacing in the view "
+                             "(public; absent on the real path)."),
+    }
 
     def __init__(
         self, rho: float | None = None, *, centre_share: float = 0.25,

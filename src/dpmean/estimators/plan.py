@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..accounting import PrivacyLedger
+from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine, SparseEngine
 from ..errors import InvalidParameterError
 from ..events import Event, exponential_event, gaussian_event
@@ -81,6 +82,27 @@ class _PlanBase(MeanEstimator):
 
     """
 
+    declared_diagnostics = {
+        "threshold": Diagnostic(Kind.FLOAT, "The private clipping radius (view units)."),
+        "target_quantile": Diagnostic(Kind.FLOAT, "The quantile of the view norms the radius "
+                                      "aimed at (public)."),
+        "norm_bound": Diagnostic(Kind.FLOAT, "The top of the radius search: the largest view "
+                                 "norm a clamped row can have."),
+        "noise_std": Diagnostic(Kind.VECTOR, "The Gaussian noise's standard deviation per "
+                                "coordinate in the view the rows were clipped in (divide by "
+                                "``scale`` for the data's units)."),
+        "centre": Diagnostic(Kind.VECTOR, "The private centre (data units)."),
+        "view_norm_bound": Diagnostic(Kind.FLOAT, "A bound on every row's norm in the view."),
+        "threshold_search": Diagnostic(Kind.TEXT, "How the radius was found: "
+                                       "\"binary-search\" or \"exponential\"."),
+        "threshold_steps": Diagnostic(Kind.INT, "Halvings of a binary radius search."),
+        "threshold_rho": Diagnostic(Kind.FLOAT, "The rho the radius search spent."),
+        "clipped_count": Diagnostic(Kind.FLOAT, "The private (noisy) count of rows whose view "
+                                    "norm exceeds the threshold (absent when count_share is "
+                                    "0 or the threshold is a binary search)."),
+        "clipped_count_rho": Diagnostic(Kind.FLOAT, "The rho the clipped count spent "
+                                        "(public)."),
+    }
     supports_sparse = True
     supports_secure_noise = True
 
@@ -413,6 +435,11 @@ class PrivateLimitAdaptedNoise(_PlanBase):
     """
 
     method = "plan"
+    declared_diagnostics = {
+        "std": Diagnostic(Kind.VECTOR, "The private per-coordinate standard deviations the "
+                          "scaling used (data units)."),
+        "scale": Diagnostic(Kind.VECTOR, "The factors b_j coordinate j was multiplied by."),
+    }
 
     def __init__(
         self, rho: float | None = None, *, p: float = 2.0, variance: str = "auto",

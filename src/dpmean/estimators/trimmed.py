@@ -19,6 +19,7 @@ from scipy import special
 
 from ..accounting import PrivacyLedger, approx_dp_to_tcdp, resolve_budget
 from ..budget import Budget
+from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..errors import InvalidParameterError, SecureNoiseWarning
 from ..mechanisms.smooth_noise import (
@@ -190,6 +191,19 @@ class TrimmedMean(MeanEstimator):
     """
 
     method = "trimmed"
+    declared_diagnostics = {
+        "noise": Diagnostic(Kind.TEXT, "The smooth-sensitivity noise distribution."),
+        "truncation": Diagnostic(Kind.TEXT, "Where the trimmed mean is truncated."),
+        "trim": Diagnostic(Kind.COUNTS, "The rows m trimmed from each end, per coordinate."),
+        "smoothing": Diagnostic(Kind.VECTOR, "The smoothing parameter t per coordinate."),
+        "shift": Diagnostic(Kind.VECTOR, "The noise's shift parameter s per coordinate."),
+        "sigma": Diagnostic(Kind.VECTOR, "The noise's scale per coordinate (noises that have "
+                            "one)."),
+        "dof": Diagnostic(Kind.FLOAT, "Student-t degrees of freedom (noise \"student-t\")."),
+        "pure_dp_epsilon_per_coordinate": Diagnostic(Kind.FLOAT, "Each coordinate's pure-DP "
+                                                     "epsilon (noise \"student-t\")."),
+        "omega": Diagnostic(Kind.FLOAT, "The tCDP omega (tCDP budgets)."),
+    }
     # Coordinate-wise, with each coordinate's noise from its own box already: nothing to even
     # out (and ``assumed_std`` is in the data's units).
     box_normalised = False

@@ -7,11 +7,19 @@ from typing import Any, ClassVar
 
 from ..accounting import resolve_budget, zcdp_to_approx_dp
 from ..budget import Budget
+from ..diagnostics import Diagnostic, Kind
 from ..estimators.base import MeanEstimator
 from ..validation import check_fraction
 
 DEFAULT_DELTA = 1e-9
 """The delta a rho budget is converted at for (epsilon, delta) protocols (IOME section 6.2)."""
+
+COORDINATE_BUDGET = {
+    "coordinate_epsilon": Diagnostic(Kind.FLOAT, "The epsilon each coordinate's protocol ran "
+                                     "with."),
+    "coordinate_delta": Diagnostic(Kind.FLOAT, "The delta each coordinate's protocol ran with."),
+}
+"""The diagnostics of protocols that split their (epsilon, delta) over the coordinates."""
 
 
 class ProtocolEstimator(MeanEstimator):
@@ -23,6 +31,9 @@ class ProtocolEstimator(MeanEstimator):
     """
 
     model: ClassVar[str]
+    declared_diagnostics = {
+        "model": Diagnostic(Kind.TEXT, "The trust model: \"local\" or \"shuffle\"."),
+    }
     # The users' randomisers work on their rows in the data's units (GRS's sigma is in them).
     box_normalised = False
     finds_bounds = False  # a private box is a central-model release: give the bounds

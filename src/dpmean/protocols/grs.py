@@ -14,10 +14,11 @@ import numpy as np
 from scipy.stats import norm
 
 from ..accounting import PrivacyLedger, approx_dp_to_zcdp
+from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..transforms import IDENTITY
 from ..validation import check_fraction, check_positive
-from .base import ApproxDPProtocol
+from .base import COORDINATE_BUDGET, ApproxDPProtocol
 from .composition import split_budget
 from .randomisers import keep_probability, local_gaussian, randomised_response, unary_encoding
 
@@ -63,6 +64,7 @@ def _groups(n: int, sizes: list[int], rng: np.random.Generator) -> list[np.ndarr
 class _GRS(ApproxDPProtocol):
     model = "local"
     notion = "local-approx-DP"
+    declared_diagnostics = COORDINATE_BUDGET
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         return {"coordinates": self.epsilon}
@@ -116,6 +118,10 @@ class GRSKnownVar(_GRS):
     """
 
     method = "grs-knownvar"
+    declared_diagnostics = {
+        "first_group": Diagnostic(Kind.INT, "Users in the coarse-centre group (public)."),
+        "coarse_centre": Diagnostic(Kind.VECTOR, "The private coarse centre (data units)."),
+    }
 
     def __init__(self, rho: float | None = None, *, sigma: float = 1.0, beta: float = 0.05,
                  first_group_share: float = 0.5, **common: Any) -> None:
@@ -200,6 +206,12 @@ class GRSUnkVar(_GRS):
     """
 
     method = "grs-unkvar"
+    declared_diagnostics = {
+        "search_group": Diagnostic(Kind.INT, "Users in each binary-search step's group "
+                                   "(public)."),
+        "median": Diagnostic(Kind.VECTOR, "The private medians (data units)."),
+        "sigma": Diagnostic(Kind.VECTOR, "The private standard deviations (data units)."),
+    }
 
     def __init__(self, rho: float | None = None, *, sigma_min: float = 0.1,
                  sigma_max: float | None = None, beta: float = 0.05, search_share: float = 0.5,

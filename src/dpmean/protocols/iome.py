@@ -12,11 +12,12 @@ from typing import Any
 import numpy as np
 
 from ..accounting import PrivacyLedger
+from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..transforms import RandomRotation, View, clip_rows, next_power_of_two
 from ..validation import check_fraction, check_positive, check_steps
-from .base import ApproxDPProtocol, ProtocolEstimator
+from .base import COORDINATE_BUDGET, ApproxDPProtocol, ProtocolEstimator
 from .composition import local_epsilon_for_shuffle, split_budget
 from .randomisers import hadamard_epsilon_for_zcdp, ikos_parts, local_gaussian, summation_randomiser
 from .range_counting import (
@@ -59,6 +60,12 @@ class _IOMEProtocol(ProtocolEstimator):
     (``_clipped_rows``) and the mean round (``_noisy_mean``)."""
 
     shuffled: bool
+    declared_diagnostics = {
+        "centre": Diagnostic(Kind.VECTOR, "The private centre (data units)."),
+        "threshold": Diagnostic(Kind.FLOAT, "The private clipping radius."),
+        "target_quantile": Diagnostic(Kind.FLOAT, "The quantile the radius aimed at."),
+        "rounds": Diagnostic(Kind.INT, "Rounds of the protocol."),
+    }
     # Per model: the local protocol gives its weakest round, the centre, more budget and a
     # shallower tree (measured in benchmarks/bench_protocols.py).
     default_centre_share: float
@@ -244,6 +251,10 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
     """
 
     method = "iome-local"
+    declared_diagnostics = {
+        "user_noise_std": Diagnostic(Kind.FLOAT, "The Gaussian noise's standard deviation on "
+                                     "each user's clipped row."),
+    }
     model = "local"
     notion = "local-zCDP"
     shuffled = False
@@ -311,6 +322,12 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
     """
 
     method = "iome-shuffle"
+    declared_diagnostics = {
+        **COORDINATE_BUDGET,
+        "coordinate_clip": Diagnostic(Kind.FLOAT, "The bound each rotated coordinate was "
+                                      "clipped to."),
+        "messages_per_user": Diagnostic(Kind.INT, "Messages each user sends."),
+    }
     model = "shuffle"
     notion = "shuffle-approx-DP"
     shuffled = True
