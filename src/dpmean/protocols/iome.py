@@ -171,8 +171,8 @@ class _IOMEProtocol(ProtocolEstimator):
         # Public coins: drawn before any message, independent of the data.
         rotation = RandomRotation.draw(engine.d, rng)
         view = View(rotation=rotation)
-        # Each round's randomisers charge its stage (its plan: ``_round_budget``, and the noise
-        # round's own parameters) before their first draw.
+        # No charge here: each round's randomisers charge its stage (the plan's amount, their
+        # ``RoundBudget``) before their first draw, once per round (``RoundLedger``).
         centre, rotated_mid = self._centre(engine, view, self._round_budget("centre", engine),
                                            rng, ledger)
         shifted = view.with_shift(centre)
