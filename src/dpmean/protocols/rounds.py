@@ -17,7 +17,8 @@ class RoundLedger:
     costs each user what one call does (parallel composition), not the sum: the first charge of
     a stage goes to the estimator's ledger (which refuses an unplanned stage or an overspend),
     and every later call of the stage must state the same cost, or some users would spend what
-    was never charged.
+    was never charged. (GRS's groups are disjoint and each answers one of its rounds, so its
+    rounds share one stage and one ``RoundLedger``; IOME's rounds are each their own.)
 
     Parameters
     ----------
