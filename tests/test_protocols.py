@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse
 
 import dpmean
-from dpmean.accounting import approx_dp_to_zcdp, zcdp_to_approx_dp
+from dpmean.accounting import PrivacyLedger, approx_dp_to_zcdp, zcdp_to_approx_dp
 from dpmean.audit import epsilon_lower_bound
 from dpmean.errors import InvalidDataError, InvalidParameterError
 from dpmean.protocols.composition import (
@@ -19,6 +19,7 @@ from dpmean.protocols.composition import (
     split_budget,
 )
 from dpmean.protocols.randomisers import (
+    RoundBudget,
     additive_shares,
     hadamard_epsilon_for_zcdp,
     hadamard_response_zcdp,
@@ -36,6 +37,12 @@ from dpmean.protocols.range_counting import (
 from dpmean.protocols.shuffler import shuffle, summation_analyser
 
 ALPHAS = 1.0 + np.logspace(-6, 3, 3000)
+
+
+def charges(unit="epsilon"):
+    """``ledger=``, ``stage=`` for one randomiser call outside a protocol: a fresh ledger in
+    ``unit`` with one stage that any single charge fits."""
+    return {"ledger": PrivacyLedger.for_stages({"test": 1e12}, unit), "stage": "test"}
 
 
 def renyi_over_alpha(p, q):
@@ -67,7 +74,8 @@ def test_tree_randomiser_has_its_exact_pmf_and_guarantee():
     pmfs = {v: tree_pmf(tree, v, epsilon) for v in range(tree.buckets)}
     outcomes = sorted(pmfs[0])
     for v in (0, 3):
-        messages = tree.randomise(np.full(draws, v), np.zeros(draws, int), epsilon, rng)
+        messages = tree.randomise(np.full(draws, v), np.zeros(draws, int),
+                                  RoundBudget(epsilon, "epsilon"), rng, **charges())
         seen = {o: 0 for o in outcomes}
         for o in zip(messages.level, messages.index, messages.bit, strict=True):
             seen[tuple(int(t) for t in o)] += 1
@@ -111,7 +119,8 @@ def test_unary_encoding_pmf_is_eps_ldp_exactly():
                                    for i, b in enumerate(pattern)) for pattern in patterns])
 
     rng = np.random.default_rng(1)
-    bits = unary_encoding(np.full(draws, 1), size, epsilon, rng)
+    bits = unary_encoding(np.full(draws, 1), size, RoundBudget(epsilon, "epsilon"), rng,
+                          **charges())
     codes = bits @ (1 << np.arange(size)[::-1])
     counts = np.bincount(codes, minlength=2**size)
     expected = pmf(1) * draws
@@ -125,19 +134,22 @@ def test_local_gaussian_passes_the_audit_and_a_broken_copy_fails():
     rho, radius, draws, delta = 0.5, 1.0, 200_000, 1e-6
     rng = np.random.default_rng(2)
     epsilon = zcdp_to_approx_dp(rho, delta)
-    here = local_gaussian(np.full((draws, 1), -radius), 2 * radius, rho, rng)[:, 0]
-    there = local_gaussian(np.full((draws, 1), radius), 2 * radius, rho, rng)[:, 0]
+    def draw(value, sensitivity):
+        return local_gaussian(np.full((draws, 1), value), sensitivity, RoundBudget(rho, "rho"),
+                              rng, **charges("rho"))[:, 0]
+
+    here, there = draw(-radius, 2 * radius), draw(radius, 2 * radius)
     assert epsilon_lower_bound(here, there, delta) <= epsilon
     # A copy that forgets the factor 2 of the replace-one sensitivity (2C, not C).
-    broken_here = local_gaussian(np.full((draws, 1), -radius), radius, rho, rng)[:, 0]
-    broken_there = local_gaussian(np.full((draws, 1), radius), radius, rho, rng)[:, 0]
+    broken_here, broken_there = draw(-radius, radius), draw(radius, radius)
     assert epsilon_lower_bound(broken_here, broken_there, delta) > epsilon
 
 
 def test_polya_shares_sum_to_discrete_laplace():
     n, epsilon, sensitivity, trials = 50, 1.0, 10, 40_000
     rng = np.random.default_rng(3)
-    total = polya_noise((trials, n), n, epsilon, sensitivity, rng).sum(axis=1)
+    total = polya_noise((trials, n), n, RoundBudget(epsilon, "epsilon"), sensitivity, rng,
+                        **charges()).sum(axis=1)
     a = math.exp(-epsilon / sensitivity)
     variance = 2 * a / (1 - a) ** 2
     # The sample variance of a discrete Laplace has relative standard error about
@@ -156,16 +168,17 @@ def test_summation_protocol_audit_catches_the_reference_codes_parameter():
     def run(first_value, randomiser):
         values = np.zeros((n, trials))
         values[0] = first_value
-        shares = randomiser(values, precision, epsilon, n, 3, rng)
+        shares = randomiser(values, precision, RoundBudget(epsilon, "epsilon"), n, 3, rng,
+                            **charges())
         batch = shares.transpose(1, 0, 2).reshape(trials, -1)
         return summation_analyser(shuffle(batch, rng), precision)
 
     here, there = run(0.0, summation_randomiser), run(1.0, summation_randomiser)
     assert epsilon_lower_bound(here, there, delta) <= epsilon
 
-    def reference_code_copy(values, precision, epsilon, n, parts, rng):
+    def reference_code_copy(values, precision, budget, n, parts, rng, **charge):
         # BBGN20's experiment code: success probability a = e^(-eps/p) instead of 1 - a.
-        a = math.exp(-epsilon / precision)
+        a = math.exp(-budget.report_epsilon / precision)
         noise = (rng.negative_binomial(1 / n, a, values.shape)
                  - rng.negative_binomial(1 / n, a, values.shape))
         return additive_shares(np.rint(values * precision).astype(np.int64) + noise, parts, rng)
@@ -210,8 +223,9 @@ def test_range_counting_answers_quantiles_and_finds_the_bulk():
     rng = np.random.default_rng(7)
     n, epsilon = 200_000, 1.0
     values = np.clip(rng.normal(500, 50, size=n), 0, tree.buckets - 1).astype(int)
-    fractions = tree.leaf_fractions(tree.randomise(values, np.zeros(n, int), epsilon, rng), 1,
-                                    epsilon)
+    messages = tree.randomise(values, np.zeros(n, int), RoundBudget(epsilon, "epsilon"), rng,
+                              **charges())
+    fractions = tree.leaf_fractions(messages, 1, epsilon)
     assert np.isclose(fractions.sum(), 1.0)
     error = tree.rank_error(n, epsilon, 1e-3)
     for q in (0.1, 0.5, 0.9):

@@ -13,14 +13,21 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from ..accounting import PrivacyLedger, approx_dp_to_zcdp
+from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..transforms import IDENTITY
 from ..validation import check_fraction, check_positive
 from .base import COORDINATE_BUDGET, ApproxDPProtocol
 from .composition import split_budget
-from .randomisers import keep_probability, local_gaussian, randomised_response, unary_encoding
+from .randomisers import (
+    RoundBudget,
+    keep_probability,
+    local_gaussian,
+    randomised_response,
+    unary_encoding,
+)
+from .rounds import RoundLedger
 
 
 def _group_rows(engine: Engine, members: np.ndarray):
@@ -31,21 +38,6 @@ def _group_rows(engine: Engine, members: np.ndarray):
         start += block.shape[0]
         if mask.any():
             yield block[mask]
-
-
-def _gaussian_stage(engine: Engine, members: np.ndarray, centre: np.ndarray, half: np.ndarray,
-                    eps0: float, delta0: float, rng: np.random.Generator) -> np.ndarray:
-    """KnownVar's last stage: each member clamps every coordinate to [centre - half, centre +
-    half] and adds Gaussian noise for sensitivity 2 half_j, (eps0, delta0)-DP per coordinate
-    (calibrated exactly through zCDP: rho0 = the largest rho that is (eps0, delta0)-DP, which
-    is tighter than GRS's 8 D^2 ln(2/delta)/eps^2); the analyser averages."""
-    rho0 = approx_dp_to_zcdp(eps0, delta0)
-    total = np.zeros(engine.d)
-    for rows in _group_rows(engine, members):
-        clamped = np.clip(rows, centre - half, centre + half)
-        # Coordinate j has sensitivity 2 half_j: scale to a common sensitivity 1 and back.
-        total += (local_gaussian(clamped / (2.0 * half), 1.0, rho0, rng) * 2.0 * half).sum(0)
-    return total / max(int(members.sum()), 1)
 
 
 def _groups(n: int, sizes: list[int], rng: np.random.Generator) -> list[np.ndarray]:
@@ -72,8 +64,29 @@ class _GRS(ApproxDPProtocol):
     def _per_coordinate(self, d: int) -> tuple[float, float]:
         return split_budget(self.epsilon, self.delta, d)
 
+    def _round(self, d: int) -> RoundBudget:
+        """Each user's one round: d answers, (eps0, delta0) each by ``split_budget``."""
+        return RoundBudget(self.epsilon, "epsilon", reports=d, delta=self.delta)
+
     def _box(self, engine: Engine) -> tuple[np.ndarray, np.ndarray]:
         return (engine.lo + engine.hi) / 2.0, (engine.hi - engine.lo) / 2.0
+
+    def _gaussian_stage(self, engine: Engine, members: np.ndarray, centre: np.ndarray,
+                        half: np.ndarray, rng: np.random.Generator, budget: RoundBudget,
+                        ledger: RoundLedger) -> np.ndarray:
+        """KnownVar's last stage: each member clamps every coordinate to [centre - half,
+        centre + half] and adds Gaussian noise for sensitivity 2 half_j, (eps0, delta0)-DP per
+        coordinate (calibrated exactly through zCDP: rho0 = the largest rho that is
+        (eps0, delta0)-DP, which is tighter than GRS's 8 D^2 ln(2/delta)/eps^2); the analyser
+        averages."""
+        total = np.zeros(engine.d)
+        for rows in _group_rows(engine, members):
+            clamped = np.clip(rows, centre - half, centre + half)
+            # Coordinate j has sensitivity 2 half_j: scale to a common sensitivity 1 and back.
+            noisy = local_gaussian(clamped / (2.0 * half), 1.0, budget, rng, ledger=ledger,
+                                   stage="coordinates")
+            total += (noisy * 2.0 * half).sum(0)
+        return total / max(int(members.sum()), 1)
 
 
 class GRSKnownVar(_GRS):
@@ -132,7 +145,9 @@ class GRSKnownVar(_GRS):
 
     def release(self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
                 rng: np.random.Generator) -> tuple[np.ndarray, dict[str, Any]]:
-        ledger.charge("coordinates", budget["coordinates"])
+        # Every user answers one round (the groups are disjoint), d coordinates composed: its
+        # randomiser charges that cost, once for all groups (``RoundLedger``).
+        coordinates, per_user = RoundLedger(ledger), self._round(engine.d)
         eps0, delta0 = self._per_coordinate(engine.d)
         mid, half = self._box(engine)
         reach = np.ceil(half / self.sigma).astype(np.int64)
@@ -146,7 +161,8 @@ class GRSKnownVar(_GRS):
             index = np.clip(np.rint((rows - mid) / self.sigma), -reach, reach).astype(np.int64)
             index += reach.max()
             for j in range(engine.d):
-                counts[j] += unary_encoding(index[:, j], bins, eps0, rng).sum(axis=0)
+                counts[j] += unary_encoding(index[:, j], bins, per_user, rng, ledger=coordinates,
+                                            stage="coordinates").sum(axis=0)
         flip = 1.0 - keep_probability(eps0 / 2)
         debiased = (counts - first * flip) / (1.0 - 2.0 * flip)
         # Bins beyond a coordinate's own reach are outside its box: never chosen.
@@ -154,8 +170,8 @@ class GRSKnownVar(_GRS):
         debiased[np.abs(offsets)[None, :] > reach[:, None]] = -np.inf
         centre = mid + offsets[np.argmax(debiased, axis=1)] * self.sigma
         width = self.sigma * (2.0 + math.sqrt(2.0 * math.log(8.0 * engine.n / self.beta)))
-        mean = _gaussian_stage(engine, group2, centre, np.full(engine.d, width), eps0, delta0,
-                               rng)
+        mean = self._gaussian_stage(engine, group2, centre, np.full(engine.d, width), rng,
+                                    per_user, coordinates)
         return mean, {"coordinate_epsilon": eps0, "coordinate_delta": delta0,
                       "first_group": first, "coarse_centre": centre}
 
@@ -224,7 +240,8 @@ class GRSUnkVar(_GRS):
 
     def _search(self, engine: Engine, groups: list[np.ndarray], low: np.ndarray,
                 high: np.ndarray, q: float, gap: float, eps0: float,
-                rng: np.random.Generator) -> np.ndarray:
+                rng: np.random.Generator, budget: RoundBudget, ledger: RoundLedger
+                ) -> np.ndarray:
         """BinQuant for every coordinate at once, one group per step."""
         low, high = low.copy(), high.copy()
         active = np.ones(engine.d, dtype=bool)
@@ -234,7 +251,8 @@ class GRSUnkVar(_GRS):
             threshold = (low + high) / 2.0
             ones, users = np.zeros(engine.d), 0
             for rows in _group_rows(engine, members):
-                ones += randomised_response(rows < threshold, eps0, rng).sum(axis=0)
+                ones += randomised_response(rows < threshold, budget, rng, ledger=ledger,
+                                            stage="coordinates").sum(axis=0)
                 users += rows.shape[0]
             estimate = (ones / max(users, 1) - (1.0 - keep_probability(eps0))) * unbias
             above, below = estimate > q + gap / 2, estimate < q - gap / 2
@@ -246,7 +264,9 @@ class GRSUnkVar(_GRS):
 
     def release(self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
                 rng: np.random.Generator) -> tuple[np.ndarray, dict[str, Any]]:
-        ledger.charge("coordinates", budget["coordinates"])
+        # Every user answers one round (a search step or the last stage), d coordinates
+        # composed: its randomiser charges that cost, once for all groups (``RoundLedger``).
+        coordinates, per_user = RoundLedger(ledger), self._round(engine.d)
         eps0, delta0 = self._per_coordinate(engine.d)
         mid, half = self._box(engine)
         radius = float(half.max())
@@ -256,11 +276,11 @@ class GRSUnkVar(_GRS):
         each = int(self.search_share * engine.n) // (steps_mu + steps_sigma)
         groups = _groups(engine.n, [each] * (steps_mu + steps_sigma), rng)
         t_mu = self._search(engine, groups[:steps_mu], mid - half, mid + half, 0.5, 0.098,
-                            eps0, rng)
+                            eps0, rng, per_user, coordinates)
         t_sigma = self._search(engine, groups[steps_mu:-1], mid - half, mid + half + sigma_max,
-                               float(norm.cdf(1.0)), 0.052, eps0, rng)
+                               float(norm.cdf(1.0)), 0.052, eps0, rng, per_user, coordinates)
         sigma_hat = np.maximum(t_sigma - t_mu, self.sigma_min)
         width = sigma_hat * (2.0 + math.sqrt(2.0 * math.log(8.0 * engine.n / self.beta)))
-        mean = _gaussian_stage(engine, groups[-1], t_mu, width, eps0, delta0, rng)
+        mean = self._gaussian_stage(engine, groups[-1], t_mu, width, rng, per_user, coordinates)
         return mean, {"coordinate_epsilon": eps0, "coordinate_delta": delta0,
                       "search_group": each, "median": t_mu, "sigma": sigma_hat}

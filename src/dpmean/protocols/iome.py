@@ -18,14 +18,20 @@ from ..errors import InvalidParameterError
 from ..transforms import RandomRotation, View, clip_rows, next_power_of_two
 from ..validation import check_fraction, check_positive, check_steps
 from .base import COORDINATE_BUDGET, ApproxDPProtocol, ProtocolEstimator
-from .composition import local_epsilon_for_shuffle, split_budget
-from .randomisers import hadamard_epsilon_for_zcdp, ikos_parts, local_gaussian, summation_randomiser
+from .composition import split_budget
+from .randomisers import (
+    RoundBudget,
+    ikos_parts,
+    local_gaussian,
+    summation_randomiser,
+)
 from .range_counting import (
     HierarchicalHistogram,
     HistogramMessages,
     heaviest_buckets,
     quantiles_from_fractions,
 )
+from .rounds import RoundLedger
 from .shuffler import shuffle, summation_analyser
 
 # Messages the shuffle simulation holds at once (shares of a chunk of coordinates).
@@ -33,16 +39,19 @@ _SHARES_AT_ONCE = 1 << 24
 
 
 def _histogram_round(
-    engine: Engine, view: View, hh: HierarchicalHistogram, report: Callable, epsilon: float,
-    rng: np.random.Generator, shuffled: bool,
+    engine: Engine, view: View, hh: HierarchicalHistogram, report: Callable,
+    budget: RoundBudget, rng: np.random.Generator, shuffled: bool, ledger: PrivacyLedger,
+    stage: str,
 ) -> HistogramMessages:
     """One round of range counting: every user turns its own row into (group, bucket) with
-    ``report`` and sends ``hh.randomise``'s message; in the shuffle model the analyser gets
-    them in random order."""
+    ``report`` and sends ``hh.randomise``'s message, whose randomiser charges ``stage`` once for
+    the round (``RoundLedger``: the blocks are other users); in the shuffle model the analyser
+    gets them in random order."""
+    round_ledger = RoundLedger(ledger)
     parts = []
     for block in engine.user_rows(view):
         group, bucket = report(block, rng)
-        parts.append(hh.randomise(bucket, group, epsilon, rng))
+        parts.append(hh.randomise(bucket, group, budget, rng, ledger=round_ledger, stage=stage))
     messages = HistogramMessages.concat(parts)
     return messages.permuted(rng.permutation(engine.n)) if shuffled else messages
 
@@ -55,8 +64,8 @@ def _bucket(values: np.ndarray, low: np.ndarray | float, high: np.ndarray | floa
 
 
 class _IOMEProtocol(ProtocolEstimator):
-    """The three rounds both models share; subclasses give each round's epsilon
-    (``_round_epsilon``), whether messages are shuffled, the threshold's target quantile
+    """The three rounds both models share; subclasses give each range-counting round's budget
+    (``_round_budget``), whether messages are shuffled, the threshold's target quantile
     (``_clipped_rows``) and the mean round (``_noisy_mean``)."""
 
     shuffled: bool
@@ -96,25 +105,27 @@ class _IOMEProtocol(ProtocolEstimator):
         self.min_quantile = check_fraction(min_quantile, "min_quantile")
 
     @abstractmethod
-    def _round_epsilon(self, stage: str, engine: Engine) -> float:
-        """The epsilon of each user's report in round ``stage`` ("centre" or "threshold")."""
+    def _round_budget(self, stage: str, engine: Engine) -> RoundBudget:
+        """What each user's report costs in round ``stage`` ("centre" or "threshold"): the
+        stage's plan, in the ledger's unit."""
 
     @abstractmethod
     def _clipped_rows(self, engine: Engine) -> float:
         """How many rows the threshold round aims to leave above the clipping radius."""
 
     @abstractmethod
-    def _noisy_mean(self, engine: Engine, view: View, radius: float, rng: np.random.Generator
-                    ) -> tuple[np.ndarray, dict[str, Any]]:
+    def _noisy_mean(self, engine: Engine, view: View, radius: float, rng: np.random.Generator,
+                    ledger: PrivacyLedger) -> tuple[np.ndarray, dict[str, Any]]:
         """Round 3: the mean of the rows of ``view`` clipped to ``radius``, and its
-        diagnostics."""
+        diagnostics; its randomisers charge stage "noise"."""
 
     def _split(self, total: float) -> dict[str, float]:
         rest = total * (1.0 - self.centre_share)
         return {"centre": total * self.centre_share, "threshold": rest * self.threshold_share,
                 "noise": rest * (1.0 - self.threshold_share)}
 
-    def _centre(self, engine: Engine, view: View, epsilon: float, rng: np.random.Generator
+    def _centre(self, engine: Engine, view: View, budget: RoundBudget,
+                rng: np.random.Generator, ledger: PrivacyLedger
                 ) -> tuple[np.ndarray, np.ndarray]:
         """Round 1: each user reports one uniformly chosen rotated coordinate on its public
         domain (Lemma 3.7); the analyser takes every coordinate's median bucket midpoint.
@@ -135,9 +146,9 @@ class _IOMEProtocol(ProtocolEstimator):
             value = block[np.arange(block.shape[0]), group]
             return group, _bucket(value, low[group], high[group], u)
 
-        messages = _histogram_round(engine, view, self.centre_tree, report, epsilon, rng,
-                                    self.shuffled)
-        fractions = self.centre_tree.leaf_fractions(messages, k, epsilon)
+        messages = _histogram_round(engine, view, self.centre_tree, report, budget, rng,
+                                    self.shuffled, ledger, "centre")
+        fractions = self.centre_tree.leaf_fractions(messages, k, budget.hadamard_epsilon)
         if self.centre_rule == "heaviest":
             buckets = heaviest_buckets(fractions, self.centre_tree.branching)
         else:
@@ -145,7 +156,8 @@ class _IOMEProtocol(ProtocolEstimator):
         return low + (buckets + 0.5) * (high - low) / u, rotated_mid
 
     def _radius(self, engine: Engine, view: View, top: float, clipped_rows: float,
-                epsilon: float, rng: np.random.Generator) -> tuple[float, float]:
+                budget: RoundBudget, rng: np.random.Generator, ledger: PrivacyLedger
+                ) -> tuple[float, float]:
         """Round 2: each user reports its shifted norm on a log2 grid over
         [top 2^-norm_span, top]; the analyser takes the quantile that leaves ``clipped_rows``
         rows above it, lowered by the range count's rank error, and at least ``min_quantile``.
@@ -158,10 +170,10 @@ class _IOMEProtocol(ProtocolEstimator):
             return np.zeros(block.shape[0], dtype=np.int64), _bucket(logs, floor,
                                                                    math.log2(top), u)
 
-        messages = _histogram_round(engine, view, self.threshold_tree, report, epsilon, rng,
-                                    self.shuffled)
-        fractions = self.threshold_tree.leaf_fractions(messages, 1, epsilon)
-        error = self.threshold_tree.rank_error(engine.n, epsilon, self.beta)
+        messages = _histogram_round(engine, view, self.threshold_tree, report, budget, rng,
+                                    self.shuffled, ledger, "threshold")
+        fractions = self.threshold_tree.leaf_fractions(messages, 1, budget.hadamard_epsilon)
+        error = self.threshold_tree.rank_error(engine.n, budget.hadamard_epsilon, self.beta)
         target = max(1.0 - clipped_rows / engine.n - error, self.min_quantile)
         bucket = quantiles_from_fractions(fractions, target)[0]
         return 2.0 ** (floor + (bucket + 1) * self.norm_span / u), target
@@ -171,17 +183,16 @@ class _IOMEProtocol(ProtocolEstimator):
         # Public coins: drawn before any message, independent of the data.
         rotation = RandomRotation.draw(engine.d, rng)
         view = View(rotation=rotation)
-        ledger.charge("centre", budget["centre"])
-        centre, rotated_mid = self._centre(engine, view, self._round_epsilon("centre", engine),
-                                           rng)
+        # No charge here: each round's randomisers charge its stage (the plan's amount, their
+        # ``RoundBudget``) before their first draw, once per round (``RoundLedger``).
+        centre, rotated_mid = self._centre(engine, view, self._round_budget("centre", engine),
+                                           rng, ledger)
         shifted = view.with_shift(centre)
         top = float(np.linalg.norm((engine.hi - engine.lo) / 2.0)
                     + np.linalg.norm(rotated_mid - centre))
-        ledger.charge("threshold", budget["threshold"])
         radius, target = self._radius(engine, shifted, top, self._clipped_rows(engine),
-                                      self._round_epsilon("threshold", engine), rng)
-        ledger.charge("noise", budget["noise"])
-        mean, noise = self._noisy_mean(engine, shifted, radius, rng)
+                                      self._round_budget("threshold", engine), rng, ledger)
+        mean, noise = self._noisy_mean(engine, shifted, radius, rng, ledger)
         diagnostics = {"centre": rotation.invert(centre), "threshold": radius,
                        "target_quantile": target, "rounds": 3, **noise}
         return shifted.restore(mean), diagnostics
@@ -265,18 +276,21 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         return self._split(self.rho)
 
-    def _round_epsilon(self, stage: str, engine: Engine) -> float:
-        return hadamard_epsilon_for_zcdp(self._split(self.rho)[stage])
+    def _round_budget(self, stage: str, engine: Engine) -> RoundBudget:
+        return RoundBudget(self._split(self.rho)[stage], "rho")
 
     def _clipped_rows(self, engine: Engine) -> float:
         return math.sqrt(2.0 * engine.d * engine.n / self._split(self.rho)["noise"])
 
-    def _noisy_mean(self, engine: Engine, view: View, radius: float, rng: np.random.Generator
-                    ) -> tuple[np.ndarray, dict[str, Any]]:
+    def _noisy_mean(self, engine: Engine, view: View, radius: float, rng: np.random.Generator,
+                    ledger: PrivacyLedger) -> tuple[np.ndarray, dict[str, Any]]:
         rho = self._split(self.rho)["noise"]
+        budget = RoundBudget(rho, "rho")
+        round_ledger = RoundLedger(ledger)  # one round, drawn block by block of users
         total = np.zeros(view.output_dim(engine.d))
         for block in engine.user_rows(view):
-            total += local_gaussian(clip_rows(block, radius), 2.0 * radius, rho, rng).sum(axis=0)
+            total += local_gaussian(clip_rows(block, radius), 2.0 * radius, budget, rng,
+                                    ledger=round_ledger, stage="noise").sum(axis=0)
         return total / engine.n, {"user_noise_std": 2.0 * radius / math.sqrt(2.0 * rho)}
 
 
@@ -338,9 +352,11 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         return self._split(self.epsilon)
 
-    def _round_epsilon(self, stage: str, engine: Engine) -> float:
-        share = self._split(self.epsilon)[stage]
-        return local_epsilon_for_shuffle(share, self._split(self.delta)[stage], engine.n)
+    def _round_budget(self, stage: str, engine: Engine) -> RoundBudget:
+        # The round's central (epsilon, delta); each report is drawn at the local eps0 that n
+        # shuffled reports amplify to it (``local_epsilon_for_shuffle``).
+        return RoundBudget(self._split(self.epsilon)[stage], "epsilon",
+                           delta=self._split(self.delta)[stage], shuffled_among=engine.n)
 
     def _coordinate_budget(self, engine: Engine) -> tuple[float, float, int]:
         k = next_power_of_two(engine.d)
@@ -355,9 +371,14 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
         eps, _, k = self._coordinate_budget(engine)
         return 4.0 * math.sqrt(engine.d / k * math.log(2.0 * engine.n * k / self.beta)) / eps
 
-    def _noisy_mean(self, engine: Engine, view: View, radius: float, rng: np.random.Generator
-                    ) -> tuple[np.ndarray, dict[str, Any]]:
+    def _noisy_mean(self, engine: Engine, view: View, radius: float, rng: np.random.Generator,
+                    ledger: PrivacyLedger) -> tuple[np.ndarray, dict[str, Any]]:
         eps, delta, k = self._coordinate_budget(engine)
+        # One round (each user's k coordinates, composed at the round's delta: (eps, delta)
+        # each), drawn in chunks of coordinates and blocks of users; charged once.
+        budget = RoundBudget(self._split(self.epsilon)["noise"], "epsilon", reports=k,
+                             delta=self._split(self.delta)["noise"])
+        round_ledger = RoundLedger(ledger)
         second = RandomRotation.draw(k, rng)  # public coins
         bound = radius * self._coordinate_clip(engine, k)
         precision = math.ceil(math.sqrt(engine.n))
@@ -371,7 +392,8 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
                 # Each user: clip to C, rotate again, clip coordinates to C', map to [0, 1].
                 rotated = second.apply(clip_rows(block, radius))[:, coords]
                 unit = (np.clip(rotated, -bound, bound) + bound) / (2.0 * bound)
-                shares.append(summation_randomiser(unit, precision, eps, engine.n, parts, rng))
+                shares.append(summation_randomiser(unit, precision, budget, engine.n, parts, rng,
+                                                   ledger=round_ledger, stage="noise"))
             # One shuffler per coordinate: its row holds every share of every user.
             batch = np.concatenate(shares).transpose(1, 0, 2).reshape(coords.stop - start, -1)
             sums[coords] = summation_analyser(shuffle(batch, rng), precision)

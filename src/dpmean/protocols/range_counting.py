@@ -16,7 +16,8 @@ from scipy.stats import norm
 
 from ..errors import InvalidParameterError
 from ..transforms import fwht
-from .randomisers import hadamard_response, keep_probability
+from .randomisers import RoundBudget, hadamard_response, keep_probability
+from .rounds import Ledger
 
 
 @dataclass(frozen=True)
@@ -59,19 +60,21 @@ class HierarchicalHistogram:
     def buckets(self) -> int:
         return self.branching**self.height
 
-    def randomise(self, buckets: np.ndarray, group: np.ndarray, epsilon: float,
-                  rng: np.random.Generator) -> HistogramMessages:
+    def randomise(self, buckets: np.ndarray, group: np.ndarray, budget: RoundBudget,
+                  rng: np.random.Generator, *, ledger: Ledger, stage: str
+                  ) -> HistogramMessages:
         """Each user's report on its bucket (in [u]): a uniform level l in 1..h (independent of
         the value), its level-l ancestor, sent by Hadamard response over the B^l nodes.
 
-        Sensitivity: the bucket may be any of the u. Guarantee: eps-LDP, and as much zCDP as
-        ``hadamard_response`` (the level and the group are public coins of the user, independent
-        of its value; the joint Renyi divergence is at most the largest over the levels)."""
+        Sensitivity: the bucket may be any of the u. Guarantee: as ``hadamard_response``'s at
+        ``budget`` (the level and the group are public coins of the user, independent of its
+        value; the joint Renyi divergence is at most the largest over the levels), which it
+        charges to ``stage`` before its noise (after the level, a public coin)."""
         buckets = np.asarray(buckets, dtype=np.int64)
         level = rng.integers(1, self.height + 1, size=buckets.shape)
         node = buckets // self.branching ** (self.height - level)
         size = self.branching**level
-        index, bit = hadamard_response(node, size, epsilon, rng)
+        index, bit = hadamard_response(node, size, budget, rng, ledger=ledger, stage=stage)
         return HistogramMessages(np.asarray(group, dtype=np.int64), level, index, bit)
 
     def leaf_fractions(self, messages: HistogramMessages, groups: int, epsilon: float
