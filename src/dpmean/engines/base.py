@@ -10,7 +10,7 @@ import os
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -22,9 +22,30 @@ from ..transforms import View
 # values in the column questions, and the largest answer kept in memory rather than spilled to
 # a temporary file (``scratch_array``).
 COLUMN_BLOCK_BYTES = 64 << 20
+# Bytes of one row block that an engine computes at a time (Dask partitions of derived rows).
+CHUNK_ROWS_BYTES = 64 << 20
 # The questions that read every row: one pass each.
 _PASSES = ("coordinate_counts", "row_norms", "clipped_sum", "clipped_outer_sum",
            "column_blocks", "user_rows")
+
+
+class ColumnOrder(Protocol):
+    """The columns of a view (or of values derived from its rows), read by sorted position
+    where they are, not handed over whole: what an engine whose rows live apart (Dask) answers
+    column questions with. ``shape`` is (n, k): n values in each of k columns. As sensitive as
+    the data: only mechanisms read it (``exponential_draws``, the trimmed mean's tails)."""
+
+    shape: tuple[int, int]
+
+    def positions(self, start: int, stop: int, cols: slice) -> np.ndarray:
+        """The values at sorted positions start..stop-1 (0-based, ascending) of each column in
+        ``cols``: (len(cols), stop - start), one column per row."""
+        ...
+
+    def tails(self, m: int, divisor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(low, high, middle): the sorted positions 0..m and n-m-1..n-1 of every column,
+        (m + 1, k) each, and sum_{i=m}^{n-m-1} x_(i) / divisor per column (k,)."""
+        ...
 
 
 class Engine(ABC):
@@ -118,7 +139,7 @@ class Engine(ABC):
     ) -> Iterator[tuple[slice, list[np.ndarray]]]:
         """For each ``order`` in ``orders``, the pair differences of ``pair_differences``,
         ``width`` coordinates at a time: pairs (cols, [differences for each order])."""
-        pairs = [_pairs(order) for order in orders]
+        pairs = [pairs_of(order) for order in orders]
         for cols, values in self.column_blocks(view, width):
             yield cols, [_pair_differences(values, p) for p in pairs]
 
@@ -132,6 +153,34 @@ class Engine(ABC):
         # Column-major, so each block lands contiguously; on a temporary file when large.
         out = scratch_array((len(order) // 2, view.output_dim(self.d)), order="F")
         return join_columns(blocks, out)
+
+    def column_order(self, view: View, lo: np.ndarray, hi: np.ndarray) -> ColumnOrder | None:
+        """The view's columns read by sorted position (``ColumnOrder``), or None (this default:
+        the engine hands whole columns, ``column_blocks``). ``lo``, ``hi`` (k,): a public range
+        the values lie in (clamped or public domain), where an engine may start looking."""
+        return None
+
+    def pair_value_order(
+        self, orders: Sequence[np.ndarray], rows: int, unit: int,
+        values_of: Any, lo: np.ndarray, hi: np.ndarray,
+    ) -> ColumnOrder | None:
+        """``column_order`` of values derived from pair differences, or None (this default:
+        ask ``pair_difference_blocks``). For each ``order``: the differences of its first
+        ``rows`` pairs (``pair_differences``, clamped rows), ``values_of`` applied to blocks of
+        consecutive pairs (a multiple of ``unit`` pairs, giving 1 row per ``unit``); the orders'
+        values stacked, the first order's first."""
+        return None
+
+    def pair_distances(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For the disjoint row pairs (a, b) of ``order``: ||a - b||_1 and ||a - b||_2^2 of the
+        clamped rows, each of length n // 2, in one pass over the columns. Exact statistics:
+        only a mechanism may release anything computed from them."""
+        l1 = np.zeros(self.n // 2)
+        squared = np.zeros(self.n // 2)
+        for _, diffs in self.pair_difference_blocks(View(), [order], self.column_width()):
+            l1 += np.abs(diffs[0]).sum(axis=1)
+            squared += np.einsum("ij,ij->i", diffs[0], diffs[0])
+        return l1, squared
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
         """The finished view rows v(x_i), in row order, as consecutive blocks of rows.
@@ -200,7 +249,7 @@ def _pair_differences(values: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pairs(order: np.ndarray) -> np.ndarray:
+def pairs_of(order: np.ndarray) -> np.ndarray:
     """The pairs (order[2i], order[2i+1]) as a (len(order) // 2, 2) array."""
     order = np.asarray(order)
     return order[: 2 * (len(order) // 2)].reshape(-1, 2)

@@ -6,14 +6,15 @@ aggregates, and the estimator adds noise once, on the client, after the reduce.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..transforms import BoxClamp, View
+from ..transforms import IDENTITY, BoxClamp, View
 from ..validation import check_data
-from .base import Engine, spilled_column_blocks
+from .base import CHUNK_ROWS_BYTES, Engine, pairs_of, spilled_column_blocks
+from .dask_order import DaskColumnOrder
 from .memory import InMemoryEngine
 
 
@@ -21,6 +22,10 @@ def _answer(block: np.ndarray, box: BoxClamp, question: str, *args: Any) -> np.n
     """One block's answer, by the in-memory engine's own per-block computation."""
     return getattr(InMemoryEngine(check_data(block), box.lo, box.hi, box.scale),
                    question)(*args)
+
+
+def _finish(block: np.ndarray, box: BoxClamp, rest: View) -> np.ndarray:
+    return rest.finish(box(check_data(block)))
 
 
 def _based(block: np.ndarray, box: BoxClamp, view: View) -> np.ndarray:
@@ -94,9 +99,46 @@ class DaskEngine(Engine):
 
     def _finished(self, view: View) -> Any:
         blocks, rest, box = self._for(view)
-        return blocks.map_blocks(lambda b: rest.finish(box(check_data(b))),
-                                 dtype=np.float64,
+        return blocks.map_blocks(_finish, box, rest, dtype=np.float64,
                                  chunks=(blocks.chunks[0], (view.output_dim(self.d),)))
+
+    def column_order(self, view: View, lo: np.ndarray, hi: np.ndarray) -> DaskColumnOrder:
+        # Order statistics selected on the workers (``dask_order``): the client receives
+        # histograms and the values near the ranks asked, never whole columns.
+        return DaskColumnOrder(self._finished(view), lo, hi)
+
+    def pair_value_order(
+        self, orders: Sequence[np.ndarray], rows: int, unit: int,
+        values_of: Any, lo: np.ndarray, hi: np.ndarray,
+    ) -> DaskColumnOrder:
+        parts = [self._pair_values(order, rows, unit, values_of) for order in orders]
+        import dask.array as da
+
+        return DaskColumnOrder(da.concatenate(parts, axis=0), lo, hi)
+
+    def _pair_values(self, order: np.ndarray, rows: int, unit: int, values_of: Any) -> Any:
+        diffs = self._pair_differences(order)[:rows]
+        k = diffs.shape[1]
+        # Blocks of whole units (groups of pairs), each giving one row per unit.
+        step = unit * max(1, CHUNK_ROWS_BYTES // (8 * k * unit))
+        diffs = diffs.rechunk({0: step})
+        return diffs.map_blocks(values_of, dtype=np.float64,
+                                chunks=(tuple(c // unit for c in diffs.chunks[0]), (k,)))
+
+    def _pair_differences(self, order: np.ndarray) -> Any:
+        """x_order[2i] - x_order[2i+1] of the clamped rows, as a dask.array gathered on the
+        workers (Dask moves the rows between them; the client sees only the index)."""
+        pairs = pairs_of(order)
+        rows = self._finished(IDENTITY)
+        return rows[pairs[:, 0]] - rows[pairs[:, 1]]
+
+    def pair_distances(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # Two numbers a pair, computed where the pair is: n / 2 of each reach the client.
+        diffs = self._pair_differences(order)
+        both = diffs.map_blocks(_l1_and_squared, chunks=(diffs.chunks[0], (2,)),
+                                dtype=np.float64)
+        distances = both.compute()
+        return distances[:, 0], distances[:, 1]
 
     def column_blocks(self, view: View, width: int) -> Iterator[tuple[slice, np.ndarray]]:
         # Row blocks come to the client one at a time and go to a column-major temporary file
@@ -112,6 +154,11 @@ class DaskEngine(Engine):
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
         # Block by block: the client holds one block of rows at a time.
         return self._finished_blocks(view)
+
+
+def _l1_and_squared(diffs: np.ndarray) -> np.ndarray:
+    """Per row of ``diffs``: its l1 norm and squared l2 norm, (rows, 2)."""
+    return np.column_stack([np.abs(diffs).sum(axis=1), np.einsum("ij,ij->i", diffs, diffs)])
 
 
 def _npy_rows(path: str, start: int, stop: int) -> np.ndarray:

@@ -242,3 +242,49 @@ def _appended(levels: np.ndarray, rows: np.ndarray, new: np.ndarray, fill: float
     column = np.full(levels.shape[0], fill, dtype=levels.dtype)
     column[rows] = new
     return np.column_stack([levels, column])
+
+
+class DaskColumnOrder:
+    """``engines.base.ColumnOrder`` of a dask.array ``x`` (n, k): every answer a ``select``,
+    its first grid on [lo, hi] where both are finite, else on the column's own [min, max]
+    (one more pass; the grid is internal, only exact order statistics leave)."""
+
+    def __init__(self, x: Any, lo: np.ndarray, hi: np.ndarray) -> None:
+        self._x = x
+        self.shape = (int(x.shape[0]), int(x.shape[1]))
+        self._lo = np.array(np.broadcast_to(lo, (self.shape[1],)), dtype=np.float64)
+        self._hi = np.array(np.broadcast_to(hi, (self.shape[1],)), dtype=np.float64)
+
+    def _grid(self) -> tuple[np.ndarray, np.ndarray]:
+        unbounded = ~(np.isfinite(self._lo) & np.isfinite(self._hi))
+        if unbounded.any():
+            import dask
+
+            low, high = dask.compute(self._x.min(axis=0), self._x.max(axis=0))
+            self._lo = np.where(unbounded, low, self._lo)
+            self._hi = np.where(unbounded, high, self._hi)
+        return self._lo, self._hi
+
+    def positions(self, start: int, stop: int, cols: slice) -> np.ndarray:
+        lo, hi = self._grid()
+        (found,), _ = select(self._x[:, cols], [(start, stop)], lo[cols], hi[cols])
+        wanted = np.arange(start, stop)
+        return np.stack([column.at(wanted) for column in found])
+
+    def tails(self, m: int, divisor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = self.shape[0]
+        lo, hi = self._grid()
+        (low, high), between = select(self._x, [(0, m + 1), (n - m - 1, n)], lo, hi,
+                                      between=(0, 1), divisor=divisor)
+        assert between is not None
+        lowest = np.stack([c.at(np.arange(m + 1)) for c in low], axis=1)
+        highest = np.stack([c.at(np.arange(n - m - 1, n)) for c in high], axis=1)
+        # The workers summed the positions strictly between the two selections; the rest of
+        # m..n-m-1 is in them (low's first where they overlap).
+        middle = between.copy()
+        for j, (a, b) in enumerate(zip(low, high, strict=True)):
+            low_end = a.below + int(a.counts.sum())
+            mine = np.arange(m, min(low_end, n - m))
+            theirs = np.arange(max(b.below, low_end, m), n - m)
+            middle[j] += (a.at(mine) / divisor).sum() + (b.at(theirs) / divisor).sum()
+        return lowest, highest, middle

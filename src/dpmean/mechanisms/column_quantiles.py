@@ -13,7 +13,7 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
-from .exponential import as_columns, exponential_draws, exponential_epsilon
+from .exponential import OrderStatistics, as_columns, exponential_draws, exponential_epsilon
 from .quantiles import real_search, search_cost
 
 QUANTILE_METHODS = ("exponential", "binary-search")
@@ -47,7 +47,7 @@ def _column_draws(
 
 
 def column_quantiles(
-    blocks: Iterable[tuple[slice, np.ndarray]], k: int, q: float, lo: np.ndarray | float,
+    blocks: Iterable[tuple[slice, np.ndarray]] | OrderStatistics, k: int, q: float, lo: np.ndarray | float,
     hi: np.ndarray | float, *, rho_each: float, rng: np.random.Generator,
     ledger: PrivacyLedger, stage: str, method: str = "exponential", steps: int = 20,
     sensitivity: float = 1.0, secure: bool = False,
@@ -57,7 +57,8 @@ def column_quantiles(
 
     ``method="exponential"``: the exponential mechanism (``exponential_quantile``; blocks whose
     widths are multiples of ``columns_per_draw`` give the very draws of one call on all
-    columns). ``"binary-search"``: PrivQuant on the real interval with ``steps`` halvings; the
+    columns; ``blocks`` may also be an ``OrderStatistics`` of all k columns, read by rank where
+    they are, with the same draws). ``"binary-search"``: PrivQuant on the real interval with ``steps`` halvings; the
     noise of each count is scaled to ``sensitivity``. ``secure=True`` noises those counts with
     the exact discrete Gaussian; the exponential mechanism has no secure path (its draws are
     floating point whatever ``secure`` says; see docs/privacy.md).
@@ -72,6 +73,12 @@ def column_quantiles(
     lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (k,))
     hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (k,))
     ledger.charge(stage, search_cost(lo, rho_each))
+    if isinstance(blocks, OrderStatistics):
+        if method != "exponential":
+            raise InvalidParameterError("order statistics are read by the exponential "
+                                        "mechanism only; give column blocks to binary-search")
+        return exponential_draws(blocks, lo, hi, q, rho=rho_each, rng=rng,
+                                 sensitivity=sensitivity)
     out = np.empty(k)
     for cols, values in blocks:
         out[cols] = _column_draws(values, q, lo[cols], hi[cols], rho_each=rho_each, rng=rng,
