@@ -168,21 +168,57 @@ def _npy_rows(path: str, start: int, stop: int) -> np.ndarray:
 
 def dask_array_from_file(path: str, rows_per_block: int | None = None, *,
                          n_items: int | None = None, **table_options: Any) -> Any:
-    """A dask.array over a data file: ``.npy`` blocks are read by the workers from the shared
-    file system (memory-mapped), other formats through ``open_source`` on the client.
-    ``n_items``: the public number of items of a ``.dat`` basket file (required for one);
-    ``table_options``: a table's ``columns`` and CSV layout (``open_source``)."""
-    import dask
+    """A dask.array over a data file whose blocks the workers read themselves: ``.npy`` blocks
+    memory-mapped, ``.parquet`` and ``.csv`` through ``dask.dataframe`` (the file's layout and
+    chosen columns are checked on the client first, from its first line or schema), all from
+    a file system the workers share. Other formats (``.dat``) are read through ``open_source``
+    on the client. ``n_items``: the public number of items of a ``.dat`` basket file (required
+    for one); ``table_options``: a table's ``columns`` and CSV layout (``open_source``)."""
     import dask.array as da
 
+    ext = str(path).lower().rsplit(".", 1)[-1]
+    if ext in ("csv", "parquet"):
+        from ..io import open_table
+
+        return _table_array(open_table(path, **table_options))
     from .chunked import CHUNK_BYTES, open_source
 
     source = open_source(path, n_items=n_items, **table_options)
     n, d = source.shape
     rows = rows_per_block or max(1, CHUNK_BYTES // (8 * d))
-    if not str(path).lower().endswith(".npy"):
+    if ext != "npy":
         return da.from_array(source.read_all(), chunks=(rows, -1))
+    import dask
+
     blocks = [da.from_delayed(dask.delayed(_npy_rows)(str(path), s, min(s + rows, n)),
                               shape=(min(s + rows, n) - s, d), dtype=np.float64)
               for s in range(0, n, rows)]
     return da.concatenate(blocks, axis=0)
+
+
+def _table_array(table: Any) -> Any:
+    """The chosen columns of a CsvTable or ParquetTable as a float64 dask.array read by the
+    workers; its row count (public) is counted by them, one task per partition."""
+    import dask.dataframe as dd
+
+    from ..errors import InvalidDataError
+    from ..tables import CsvTable
+
+    if isinstance(table, CsvTable):
+        # Columns by physical position (1-based in ``_column_of``), put back in chosen order.
+        positions = [at - 1 for at in table._column_of.values()]
+        frame = dd.read_csv(str(table.path), sep=table.delimiter,
+                            header=0 if table.header else None, usecols=positions,
+                            dtype=np.float64, encoding="utf-8-sig", blocksize=64 << 20)
+        labels = list(table._column_of) if table.header else positions
+    else:
+        frame = dd.read_parquet(str(table.path), columns=list(table.names))
+        labels = list(table.names)
+    try:
+        x = frame[labels].to_dask_array(lengths=True).astype(np.float64)
+    except (ValueError, TypeError) as exc:
+        raise InvalidDataError(f"{table.path}: a chosen cell is not a number "
+                               f"({type(exc).__name__})") from None
+    if x.shape[0] == 0:
+        raise InvalidDataError(f"{table.path}: the file holds a header but no rows")
+    return x
