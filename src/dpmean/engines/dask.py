@@ -54,11 +54,17 @@ class DaskEngine(Engine):
         self.n, self.d = (int(s) for s in self._x.shape)
         self._base_key: tuple | None = None
         self._base: Any = None
+        # The pair differences of the last orders asked, persisted on the workers: the
+        # spread and every pass of the variances' selection read them (one shuffle, not three).
+        self._pairs: list[tuple[np.ndarray, Any]] = []
 
     def _for(self, view: View) -> tuple[Any, View, BoxClamp]:
         """(blocks, rest of the view, box) that the per-block engine answers about."""
         key = (view.preclip, view.quantizer, view.rotation)
         if key == (None, None, None):
+            # A view without a base: the workers' copy of the last base goes (it is as large
+            # as the data; an estimator that comes back to it pays one more pass).
+            self._base, self._base_key = None, None
             return self._x, view, self._box
         if self._base_key is None or key != self._base_key:
             width = view.output_dim(self.d)
@@ -122,15 +128,21 @@ class DaskEngine(Engine):
         # Blocks of whole units (groups of pairs), each giving one row per unit.
         step = unit * max(1, CHUNK_ROWS_BYTES // (8 * k * unit))
         diffs = diffs.rechunk({0: step})
-        return diffs.map_blocks(values_of, dtype=np.float64,
+        return diffs.map_blocks(_values_of_copy, values_of, dtype=np.float64,
                                 chunks=(tuple(c // unit for c in diffs.chunks[0]), (k,)))
 
     def _pair_differences(self, order: np.ndarray) -> Any:
-        """x_order[2i] - x_order[2i+1] of the clamped rows, as a dask.array gathered on the
-        workers (Dask moves the rows between them; the client sees only the index)."""
+        """x_order[2i] - x_order[2i+1] of the clamped rows, as a dask.array gathered and kept
+        on the workers (Dask moves the rows between them; the client sees only the index).
+        The last two orders asked are kept (PLAN's spread and its first pairing share one)."""
+        for known, diffs in self._pairs:
+            if known is order:
+                return diffs
         pairs = pairs_of(order)
         rows = self._finished(IDENTITY)
-        return rows[pairs[:, 0]] - rows[pairs[:, 1]]
+        diffs = (rows[pairs[:, 0]] - rows[pairs[:, 1]]).persist()
+        self._pairs = [*self._pairs[-1:], (order, diffs)]
+        return diffs
 
     def pair_distances(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # Two numbers a pair, computed where the pair is: n / 2 of each reach the client.
@@ -154,6 +166,11 @@ class DaskEngine(Engine):
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
         # Block by block: the client holds one block of rows at a time.
         return self._finished_blocks(view)
+
+
+def _values_of_copy(block: np.ndarray, values_of: Any) -> np.ndarray:
+    """``values_of`` on a copy of a persisted block (it may write into its input)."""
+    return values_of(np.array(block))
 
 
 def _l1_and_squared(diffs: np.ndarray) -> np.ndarray:
