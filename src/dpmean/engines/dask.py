@@ -1,7 +1,9 @@
 """The Dask engine: each aggregate question is one Dask reduction over row blocks of a dask.array.
 
 Runs the estimators of IOME, PLAN and the others on a cluster (issue 8): workers return exact
-aggregates, and the estimator adds noise once, on the client, after the reduce.
+aggregates, and the estimator adds noise once, on the client, after the reduce. Column
+questions are answered where the rows are (issue 20): order statistics by histograms refined
+on the workers (``dask_order``), pair differences gathered and kept on the workers.
 """
 
 from __future__ import annotations
@@ -40,8 +42,13 @@ class DaskEngine(Engine):
     ``Client("tcp://host:8786")``), else Dask's local threads. Row blocks keep all columns.
     Like the in-memory engine it keeps the expensive part of a view (clip, quantize, rotate) for
     reuse, here persisted on the workers; shift, map and scale are applied per block. Row norms
-    (n-long) are gathered on the client; the column questions (order statistics, pair
-    differences) stream the finished blocks to a temporary file on the client, block by block.
+    (n-long) and pair distances (n/2-long) are gathered on the client. The order statistics
+    that PLAN's medians and variances and the trimmed mean read (``column_order``,
+    ``pair_value_order``) are selected on the workers: the client receives O(k x buckets)
+    histograms and the values near the ranks asked, never whole columns and never a temporary
+    file. Whole columns (``column_blocks``: the private box without bounds, PLAN's
+    binary-search variances, ``user_rows``) still come to the client block by block through a
+    temporary file there.
     """
 
     def __init__(self, x: Any, lo: np.ndarray, hi: np.ndarray,

@@ -47,8 +47,8 @@ def _column_draws(
 
 
 def column_quantiles(
-    blocks: Iterable[tuple[slice, np.ndarray]] | OrderStatistics, k: int, q: float, lo: np.ndarray | float,
-    hi: np.ndarray | float, *, rho_each: float, rng: np.random.Generator,
+    blocks: Iterable[tuple[slice, np.ndarray]] | OrderStatistics, k: int, q: float,
+    lo: np.ndarray | float, hi: np.ndarray | float, *, rho_each: float, rng: np.random.Generator,
     ledger: PrivacyLedger, stage: str, method: str = "exponential", steps: int = 20,
     sensitivity: float = 1.0, secure: bool = False,
 ) -> np.ndarray:
@@ -58,10 +58,10 @@ def column_quantiles(
     ``method="exponential"``: the exponential mechanism (``exponential_quantile``; blocks whose
     widths are multiples of ``columns_per_draw`` give the very draws of one call on all
     columns; ``blocks`` may also be an ``OrderStatistics`` of all k columns, read by rank where
-    they are, with the same draws). ``"binary-search"``: PrivQuant on the real interval with ``steps`` halvings; the
-    noise of each count is scaled to ``sensitivity``. ``secure=True`` noises those counts with
-    the exact discrete Gaussian; the exponential mechanism has no secure path (its draws are
-    floating point whatever ``secure`` says; see docs/privacy.md).
+    they are, with the same draws). ``"binary-search"``: PrivQuant on the real interval with
+    ``steps`` halvings; the noise of each count is scaled to ``sensitivity``. ``secure=True``
+    noises those counts with the exact discrete Gaussian; the exponential mechanism has no
+    secure path (its draws are floating point whatever ``secure`` says; see docs/privacy.md).
 
     Privacy: each column is ``rho_each``-zCDP when replacing one person moves each column's
     ranks by at most ``sensitivity``; the k columns cost k * rho_each, charged to ``stage``
