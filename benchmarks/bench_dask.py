@@ -7,9 +7,9 @@ and trimmed: wall time (one run each), the ratio to cm and to the non-private me
 peak resident memory after the run (getrusage: the client process only; the workers are other
 processes), and the temporary-directory check: the client runs with TMPDIR set to a fresh empty
 directory, every ``tempfile`` call of the client process is counted, and the directory must be
-empty afterwards. The workers keep their scratch space elsewhere (``--worker-dir``). Not a test.
+empty afterwards. The cluster keeps its scratch space elsewhere (``--worker-dir``). Not a test.
 
-    python benchmarks/bench_dask.py --gigabytes 10    # the issue's size (about 12 minutes)
+    python benchmarks/bench_dask.py --gigabytes 10    # the issue's size
     python benchmarks/bench_dask.py --gigabytes 0.2   # a smoke run
 """
 
@@ -79,8 +79,13 @@ def main(argv: list[str] | None = None) -> None:
     worker_dir = Path(args.worker_dir or Path.cwd() / "bench-dask-workers")
     worker_dir.mkdir(exist_ok=True)
 
+    import dask
     import dask.array as da
     from distributed import Client, LocalCluster
+
+    # The cluster's scheduler and nannies start from this process: their scratch space goes
+    # with the workers', not into the client's TMPDIR.
+    dask.config.set({"temporary-directory": str(worker_dir)})
 
     import dpmean
 

@@ -45,6 +45,11 @@ class _Queries:
     def depth(self) -> int:
         return self.first.shape[1]
 
+    def subset(self, which: np.ndarray) -> _Queries:
+        """The queries ``which`` alone."""
+        return _Queries(*(getattr(self, f)[which] for f in (
+            "column", "start", "stop", "offset", "factor", "first", "last", "below", "inside")))
+
 
 def _buckets(values: np.ndarray, offset: np.ndarray, factor: np.ndarray) -> np.ndarray:
     """The grid bucket of each value: floor((v - offset) * factor) clipped to the grid, a
@@ -84,15 +89,18 @@ class _Pass:
     divisor: float
 
     def on_block(self, block: np.ndarray) -> tuple[Any, ...]:
-        q = self.queries
-        values = np.asarray(block, dtype=np.float64)[:, q.column]
+        q, refine = self.queries, self.refine
+        if not self.collect:  # a histogram pass reads only the queries it refines
+            q, refine = q.subset(refine), np.arange(refine.size)
+        values = np.asarray(block, dtype=np.float64)
+        if not np.array_equal(q.column, np.arange(values.shape[1])):
+            values = values[:, q.column]
         side = _sides(values, q)
         counts = None
-        if self.refine.size:
-            bucket = _buckets(values[:, self.refine], self.next_offset, self.next_factor)
-            bucket += BUCKETS * np.arange(self.refine.size)
-            counts = np.bincount(bucket[side[:, self.refine] == 0],
-                                 minlength=BUCKETS * self.refine.size)
+        if refine.size:
+            bucket = _buckets(values[:, refine], self.next_offset, self.next_factor)
+            bucket += BUCKETS * np.arange(refine.size)
+            counts = np.bincount(bucket[side[:, refine] == 0], minlength=BUCKETS * refine.size)
         found: list[tuple[np.ndarray, np.ndarray]] = []
         if self.collect:
             found = [np.unique(values[side[:, j] == 0, j], return_counts=True)
@@ -183,8 +191,14 @@ def select(
     refine = np.arange(count * k)
     next_offset, next_factor = lo, _factor(lo, hi)
     while refine.size:
-        counts, _, _ = _run_pass(blocks, _Pass(q, refine, next_offset, next_factor, False,
-                                               None, divisor))
+        if q.depth == 0:
+            # The first level is one histogram per column, whichever ranges share it.
+            counts, _, _ = _run_pass(blocks, _Pass(q, refine[:k], next_offset[:k],
+                                                   next_factor[:k], False, None, divisor))
+            counts = np.tile(counts.reshape(k, BUCKETS), (count, 1))
+        else:
+            counts, _, _ = _run_pass(blocks, _Pass(q, refine, next_offset, next_factor, False,
+                                                   None, divisor))
         refine, next_offset, next_factor = _narrow(
             q, refine, next_offset, next_factor, counts.reshape(refine.size, BUCKETS))
     pairs = None
