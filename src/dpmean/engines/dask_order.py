@@ -160,19 +160,34 @@ def select(
     x: Any, ranges: Sequence[tuple[int, int]], lo: np.ndarray, hi: np.ndarray, *,
     between: tuple[int, int] | None = None, divisor: float = 1.0,
 ) -> tuple[list[list[Selection]], np.ndarray | None]:
-    """For each range [start, stop) of sorted positions and each column of the dask.array
-    ``x`` (n, k): the column's values at those positions, as ``Selection`` (per range, per
-    column). The first grid spans [lo_j, hi_j] (finite; values outside fall in its end
-    buckets).
-
-    ``between`` = (a, b), two indices into ``ranges``: also the per-column sum of the values
-    (each divided by ``divisor``) that lie strictly above range a's selection and strictly
-    below range b's, (k,) float64, computed on the workers.
+    """Exact order statistics of every column of a dask.array, selected on the workers.
 
     Passes: one histogram per level a range needs (usually one: a range whose buckets hold at
     most its own positions plus SPARE_VALUES is collected), then one collecting pass. The
     client holds O(ranges x k x (BUCKETS + positions + SPARE_VALUES)) values, or the distinct
-    values of a range after MAX_LEVELS (ties)."""
+    values of a range after MAX_LEVELS (ties).
+
+    Parameters
+    ----------
+    x : dask.array.Array
+        (n, k) float values, row blocks holding all k columns.
+    ranges : sequence of (start, stop)
+        Sorted positions [start, stop) to select in every column, 0 <= start < stop <= n.
+    lo, hi : numpy.ndarray
+        (k,) finite ends of each column's first grid; values outside fall in its end buckets.
+    between : (a, b), optional
+        Two indices into ``ranges``: also sum the values strictly above range a's selection
+        and strictly below range b's, per column.
+    divisor : float
+        Each value of that sum is divided by it first (a power of two keeps it exact).
+
+    Returns
+    -------
+    selections : list of list of Selection
+        Per range, per column: the values of the kept range (``Selection.at``).
+    sums : numpy.ndarray or None
+        (k,) the ``between`` sums, None without ``between``.
+    """
     n, k = (int(s) for s in x.shape)
     blocks = list(x.to_delayed().ravel())
     starts = np.array([r[0] for r in ranges], dtype=np.int64)

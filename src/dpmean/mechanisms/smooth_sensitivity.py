@@ -64,9 +64,23 @@ def tails_smooth_sensitivity(
     lowest: np.ndarray, highest: np.ndarray, n: int, m: int, t: Any, lo: Any, hi: Any, *,
     output_truncation: bool = False,
 ) -> np.ndarray:
-    """``trimmed_smooth_sensitivity`` from the only order statistics it reads: ``lowest``, the
-    sorted positions 0..m of each column, and ``highest``, positions n-m-1..n-1, (m + 1, P)
-    each (for engines that select them instead of sorting whole columns)."""
+    """``trimmed_smooth_sensitivity`` from the only order statistics it reads (for engines that
+    select them instead of sorting whole columns).
+
+    Parameters
+    ----------
+    lowest, highest : numpy.ndarray
+        (m + 1, P): sorted positions 0..m and n-m-1..n-1 of each of P columns.
+    n : int
+        Values per column.
+    m, t, lo, hi, output_truncation
+        As ``trimmed_smooth_sensitivity``.
+
+    Returns
+    -------
+    numpy.ndarray
+        (P,) the t-smooth sensitivity of trim_m of each column.
+    """
     _check_trim(m, n)
     problems = lowest.shape[1]
     m = int(m)
