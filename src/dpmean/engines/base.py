@@ -10,7 +10,7 @@ import os
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -22,9 +22,30 @@ from ..transforms import View
 # values in the column questions, and the largest answer kept in memory rather than spilled to
 # a temporary file (``scratch_array``).
 COLUMN_BLOCK_BYTES = 64 << 20
+# Bytes of one row block that an engine computes at a time (Dask partitions of derived rows).
+CHUNK_ROWS_BYTES = 64 << 20
 # The questions that read every row: one pass each.
 _PASSES = ("coordinate_counts", "row_norms", "clipped_sum", "clipped_outer_sum",
            "column_blocks", "user_rows")
+
+
+class ColumnOrder(Protocol):
+    """The columns of a view (or of values derived from its rows), read by sorted position
+    where they are, not handed over whole: what an engine whose rows live apart (Dask) answers
+    column questions with. ``shape`` is (n, k): n values in each of k columns. As sensitive as
+    the data: only mechanisms read it (``exponential_draws``, the trimmed mean's tails)."""
+
+    shape: tuple[int, int]
+
+    def positions(self, start: int, stop: int, cols: slice) -> np.ndarray:
+        """The values at sorted positions start..stop-1 (0-based, ascending) of each column in
+        ``cols``: (len(cols), stop - start), one column per row."""
+        ...
+
+    def tails(self, m: int, divisor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(low, high, middle): the sorted positions 0..m and n-m-1..n-1 of every column,
+        (m + 1, k) each, and sum_{i=m}^{n-m-1} x_(i) / divisor per column (k,)."""
+        ...
 
 
 class Engine(ABC):
@@ -155,6 +176,23 @@ class Engine(ABC):
         # Column-major, so each block lands contiguously; on a temporary file when large.
         out = scratch_array((len(order) // 2, view.output_dim(self.d)), order="F")
         return join_columns(blocks, out)
+
+    def column_order(self, view: View, lo: np.ndarray, hi: np.ndarray) -> ColumnOrder | None:
+        """The view's columns read by sorted position (``ColumnOrder``), or None (this default:
+        the engine hands whole columns, ``column_blocks``). ``lo``, ``hi`` (k,): a public range
+        the values lie in (clamped or public domain), where an engine may start looking."""
+        return None
+
+    def pair_value_order(
+        self, orders: Sequence[np.ndarray], rows: int, unit: int,
+        values_of: Any, lo: np.ndarray, hi: np.ndarray,
+    ) -> ColumnOrder | None:
+        """``column_order`` of values derived from pair differences, or None (this default:
+        ask ``pair_difference_blocks``). For each ``order``: the differences of its first
+        ``rows`` pairs (``pair_differences``, clamped rows), ``values_of`` applied to blocks of
+        consecutive pairs (a multiple of ``unit`` pairs, giving 1 row per ``unit``); the orders'
+        values stacked, the first order's first."""
+        return None
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
         """The finished view rows v(x_i), in row order, as consecutive blocks of rows.

@@ -1,19 +1,22 @@
 """The Dask engine: each aggregate question is one Dask reduction over row blocks of a dask.array.
 
 Runs the estimators of IOME, PLAN and the others on a cluster (issue 8): workers return exact
-aggregates, and the estimator adds noise once, on the client, after the reduce.
+aggregates, and the estimator adds noise once, on the client, after the reduce. Column
+questions are answered where the rows are (issue 20): order statistics by histograms refined
+on the workers (``dask_order``), pair differences gathered and kept on the workers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..transforms import BoxClamp, View
+from ..transforms import IDENTITY, BoxClamp, View
 from ..validation import check_data
-from .base import Engine, spilled_column_blocks
+from .base import CHUNK_ROWS_BYTES, Engine, pairs_of, spilled_column_blocks
+from .dask_order import DaskColumnOrder
 from .memory import InMemoryEngine
 
 
@@ -21,6 +24,10 @@ def _answer(block: np.ndarray, box: BoxClamp, question: str, *args: Any) -> np.n
     """One block's answer, by the in-memory engine's own per-block computation."""
     return getattr(InMemoryEngine(check_data(block), box.lo, box.hi, box.scale),
                    question)(*args)
+
+
+def _finish(block: np.ndarray, box: BoxClamp, rest: View) -> np.ndarray:
+    return rest.finish(box(check_data(block)))
 
 
 def _based(block: np.ndarray, box: BoxClamp, view: View) -> np.ndarray:
@@ -35,8 +42,13 @@ class DaskEngine(Engine):
     ``Client("tcp://host:8786")``), else Dask's local threads. Row blocks keep all columns.
     Like the in-memory engine it keeps the expensive part of a view (clip, quantize, rotate) for
     reuse, here persisted on the workers; shift, map and scale are applied per block. Row norms
-    (n-long) are gathered on the client; the column questions (order statistics, pair
-    differences) stream the finished blocks to a temporary file on the client, block by block.
+    (n-long) and pair distances (n/2-long) are gathered on the client. The order statistics
+    that PLAN's medians and variances and the trimmed mean read (``column_order``,
+    ``pair_value_order``) are selected on the workers: the client receives O(k x buckets)
+    histograms and the values near the ranks asked, never whole columns and never a temporary
+    file. Whole columns (``column_blocks``: the private box without bounds, PLAN's
+    binary-search variances, ``user_rows``) still come to the client block by block through a
+    temporary file there.
     """
 
     def __init__(self, x: Any, lo: np.ndarray, hi: np.ndarray,
@@ -49,11 +61,17 @@ class DaskEngine(Engine):
         self.n, self.d = (int(s) for s in self._x.shape)
         self._base_key: tuple | None = None
         self._base: Any = None
+        # The pair differences of the last orders asked, persisted on the workers: the
+        # spread and every pass of the variances' selection read them (one shuffle, not three).
+        self._pairs: list[tuple[np.ndarray, Any]] = []
 
     def _for(self, view: View) -> tuple[Any, View, BoxClamp]:
         """(blocks, rest of the view, box) that the per-block engine answers about."""
         key = (view.preclip, view.quantizer, view.rotation)
         if key == (None, None, None):
+            # A view without a base: the workers' copy of the last base goes (it is as large
+            # as the data; an estimator that comes back to it pays one more pass).
+            self._base, self._base_key = None, None
             return self._x, view, self._box
         if self._base_key is None or key != self._base_key:
             width = view.output_dim(self.d)
@@ -94,9 +112,52 @@ class DaskEngine(Engine):
 
     def _finished(self, view: View) -> Any:
         blocks, rest, box = self._for(view)
-        return blocks.map_blocks(lambda b: rest.finish(box(check_data(b))),
-                                 dtype=np.float64,
+        return blocks.map_blocks(_finish, box, rest, dtype=np.float64,
                                  chunks=(blocks.chunks[0], (view.output_dim(self.d),)))
+
+    def column_order(self, view: View, lo: np.ndarray, hi: np.ndarray) -> DaskColumnOrder:
+        # Order statistics selected on the workers (``dask_order``): the client receives
+        # histograms and the values near the ranks asked, never whole columns.
+        return DaskColumnOrder(self._finished(view), lo, hi)
+
+    def pair_value_order(
+        self, orders: Sequence[np.ndarray], rows: int, unit: int,
+        values_of: Any, lo: np.ndarray, hi: np.ndarray,
+    ) -> DaskColumnOrder:
+        parts = [self._pair_values(order, rows, unit, values_of) for order in orders]
+        import dask.array as da
+
+        return DaskColumnOrder(da.concatenate(parts, axis=0), lo, hi)
+
+    def _pair_values(self, order: np.ndarray, rows: int, unit: int, values_of: Any) -> Any:
+        diffs = self._pair_differences(order)[:rows]
+        k = diffs.shape[1]
+        # Blocks of whole units (groups of pairs), each giving one row per unit.
+        step = unit * max(1, CHUNK_ROWS_BYTES // (8 * k * unit))
+        diffs = diffs.rechunk({0: step})
+        return diffs.map_blocks(_values_of_copy, values_of, dtype=np.float64,
+                                chunks=(tuple(c // unit for c in diffs.chunks[0]), (k,)))
+
+    def _pair_differences(self, order: np.ndarray) -> Any:
+        """x_order[2i] - x_order[2i+1] of the clamped rows, as a dask.array gathered and kept
+        on the workers (Dask moves the rows between them; the client sees only the index).
+        The last two orders asked are kept (PLAN's spread and its first pairing share one)."""
+        for known, diffs in self._pairs:
+            if known is order:
+                return diffs
+        pairs = pairs_of(order)
+        rows = self._finished(IDENTITY)
+        diffs = (rows[pairs[:, 0]] - rows[pairs[:, 1]]).persist()
+        self._pairs = [*self._pairs[-1:], (order, diffs)]
+        return diffs
+
+    def pair_distances(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # Two numbers a pair, computed where the pair is: n / 2 of each reach the client.
+        diffs = self._pair_differences(order)
+        both = diffs.map_blocks(_l1_and_squared, chunks=(diffs.chunks[0], (2,)),
+                                dtype=np.float64)
+        distances = both.compute()
+        return distances[:, 0], distances[:, 1]
 
     def column_blocks(self, view: View, width: int) -> Iterator[tuple[slice, np.ndarray]]:
         # Row blocks come to the client one at a time and go to a column-major temporary file
@@ -114,6 +175,16 @@ class DaskEngine(Engine):
         return self._finished_blocks(view)
 
 
+def _values_of_copy(block: np.ndarray, values_of: Any) -> np.ndarray:
+    """``values_of`` on a copy of a persisted block (it may write into its input)."""
+    return values_of(np.array(block))
+
+
+def _l1_and_squared(diffs: np.ndarray) -> np.ndarray:
+    """Per row of ``diffs``: its l1 norm and squared l2 norm, (rows, 2)."""
+    return np.column_stack([np.abs(diffs).sum(axis=1), np.einsum("ij,ij->i", diffs, diffs)])
+
+
 def _npy_rows(path: str, start: int, stop: int) -> np.ndarray:
     x = np.load(path, mmap_mode="r", allow_pickle=False)
     return np.array((x[:, None] if x.ndim == 1 else x)[start:stop], dtype=np.float64)
@@ -121,21 +192,57 @@ def _npy_rows(path: str, start: int, stop: int) -> np.ndarray:
 
 def dask_array_from_file(path: str, rows_per_block: int | None = None, *,
                          n_items: int | None = None, **table_options: Any) -> Any:
-    """A dask.array over a data file: ``.npy`` blocks are read by the workers from the shared
-    file system (memory-mapped), other formats through ``open_source`` on the client.
-    ``n_items``: the public number of items of a ``.dat`` basket file (required for one);
-    ``table_options``: a table's ``columns`` and CSV layout (``open_source``)."""
-    import dask
+    """A dask.array over a data file whose blocks the workers read themselves: ``.npy`` blocks
+    memory-mapped, ``.parquet`` and ``.csv`` through ``dask.dataframe`` (the file's layout and
+    chosen columns are checked on the client first, from its first line or schema), all from
+    a file system the workers share. Other formats (``.dat``) are read through ``open_source``
+    on the client. ``n_items``: the public number of items of a ``.dat`` basket file (required
+    for one); ``table_options``: a table's ``columns`` and CSV layout (``open_source``)."""
     import dask.array as da
 
+    ext = str(path).lower().rsplit(".", 1)[-1]
+    if ext in ("csv", "parquet"):
+        from ..io import open_table
+
+        return _table_array(open_table(path, **table_options))
     from .chunked import CHUNK_BYTES, open_source
 
     source = open_source(path, n_items=n_items, **table_options)
     n, d = source.shape
     rows = rows_per_block or max(1, CHUNK_BYTES // (8 * d))
-    if not str(path).lower().endswith(".npy"):
+    if ext != "npy":
         return da.from_array(source.read_all(), chunks=(rows, -1))
+    import dask
+
     blocks = [da.from_delayed(dask.delayed(_npy_rows)(str(path), s, min(s + rows, n)),
                               shape=(min(s + rows, n) - s, d), dtype=np.float64)
               for s in range(0, n, rows)]
     return da.concatenate(blocks, axis=0)
+
+
+def _table_array(table: Any) -> Any:
+    """The chosen columns of a CsvTable or ParquetTable as a float64 dask.array read by the
+    workers; its row count (public) is counted by them, one task per partition."""
+    import dask.dataframe as dd
+
+    from ..errors import InvalidDataError
+    from ..tables import CsvTable
+
+    if isinstance(table, CsvTable):
+        # Columns by physical position (1-based in ``_column_of``), put back in chosen order.
+        positions = [at - 1 for at in table._column_of.values()]
+        frame = dd.read_csv(str(table.path), sep=table.delimiter,
+                            header=0 if table.header else None, usecols=positions,
+                            dtype=np.float64, encoding="utf-8-sig", blocksize=64 << 20)
+        labels = list(table._column_of) if table.header else positions
+    else:
+        frame = dd.read_parquet(str(table.path), columns=list(table.names))
+        labels = list(table.names)
+    try:
+        x = frame[labels].to_dask_array(lengths=True).astype(np.float64)
+    except (ValueError, TypeError) as exc:
+        raise InvalidDataError(f"{table.path}: a chosen cell is not a number "
+                               f"({type(exc).__name__})") from None
+    if x.shape[0] == 0:
+        raise InvalidDataError(f"{table.path}: the file holds a header but no rows")
+    return x

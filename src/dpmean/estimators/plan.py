@@ -248,7 +248,9 @@ class _PlanBase(MeanEstimator):
             return private_centre(engine, IDENTITY, engine.lo, engine.hi, steps=self.steps,
                                   rho=rho, ledger=ledger, rng=rng, beta=self.beta,
                                   secure=self.secure_noise)
-        columns = engine.column_blocks(IDENTITY, quantile_width(engine, engine.n))
+        # Engines whose rows live apart answer by rank where the rows are (None: in blocks).
+        columns = (engine.column_order(IDENTITY, engine.lo, engine.hi)
+                   or engine.column_blocks(IDENTITY, quantile_width(engine, engine.n)))
         return column_quantiles(columns, engine.d, 0.5, engine.lo, engine.hi,
                                 rho_each=rho / engine.d, rng=rng, ledger=ledger, stage="centre",
                                 secure=self.secure_noise)

@@ -28,7 +28,12 @@ from ..mechanisms.smooth_noise import (
     StudentT,
     smooth_sensitivity_mechanism,
 )
-from ..mechanisms.smooth_sensitivity import trimmed_means, trimmed_smooth_sensitivity
+from ..mechanisms.smooth_sensitivity import (
+    tails_smooth_sensitivity,
+    trimmed_means,
+    trimmed_smooth_sensitivity,
+    trimmed_sum_scale,
+)
 from ..parallel import over_row_ranges
 from ..rng import RandomState
 from ..transforms import IDENTITY
@@ -418,10 +423,24 @@ class TrimmedMean(MeanEstimator):
                 smooth[into] = trimmed_smooth_sensitivity(
                     same, int(m), smoothing[into], lo[into], hi[into], output_truncation=output)
 
-        for cols, values in engine.sorted_column_blocks(IDENTITY, engine.column_width()):
-            # Coordinates are separate problems: the block's columns are shared among the cores.
-            over_row_ranges(values.shape[1], partial(fill, values, cols.start),
-                            values=values.size)
+        order = engine.column_order(IDENTITY, engine.lo, engine.hi)
+        if order is not None:
+            # Rows that live apart (Dask): the tails and the middle sum are selected where the
+            # rows are; the same order statistics, the middle summed in another order.
+            n = engine.n
+            for m in np.unique(trims).tolist():
+                scale = trimmed_sum_scale(n, m)
+                lowest, highest, middle = order.tails(m, scale)
+                into = np.flatnonzero(trims == m)
+                exact[into] = (middle / (n - 2 * m) * scale)[into]
+                smooth[into] = tails_smooth_sensitivity(
+                    lowest[:, into], highest[:, into], n, m, smoothing[into], lo[into],
+                    hi[into], output_truncation=output)
+        else:
+            for cols, values in engine.sorted_column_blocks(IDENTITY, engine.column_width()):
+                # Coordinates are separate problems: the block's columns are shared among the cores.
+                over_row_ranges(values.shape[1], partial(fill, values, cols.start),
+                                values=values.size)
         if output:
             exact = np.clip(exact, lo, hi)
         return exact, smooth

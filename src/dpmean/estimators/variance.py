@@ -97,7 +97,8 @@ def pair_std(
         top = np.minimum(top, pair_spread(engine, orders[0], rho=spread_rho, ledger=ledger,
                                           rng=rng, log_range=log_range,
                                           stage=f"{stage} spread"))
-    lo, blocks = 0.0, pooled_blocks()
+    lo, floor = 0.0, None
+    blocks: Any = pooled_blocks()
     if log_range is not None:
         # The median of log(max(v, floor)) is log of the median of v (a monotone map keeps
         # every rank, so the sensitivity and the cost do not change); only the search measure
@@ -105,6 +106,18 @@ def pair_std(
         floor = top * np.exp(-log_range)
         lo, top = np.log(floor), np.log(top)
         blocks = ((cols, _log_above(v, floor[cols])) for cols, v in blocks)
+
+    def values_of(diffs: np.ndarray) -> np.ndarray:
+        # Consecutive pairs' differences (whole groups, all coordinates): their pair values.
+        values = _group_means(_half_squares(diffs), group_size)
+        return values if floor is None else _log_above(values, floor)
+
+    if quantile == "exponential":
+        # Engines whose rows live apart answer by rank where the rows are (None: in blocks).
+        k = engine.d
+        order = engine.pair_value_order(orders, groups * group_size, group_size, values_of,
+                                         np.broadcast_to(lo, (k,)), np.broadcast_to(top, (k,)))
+        blocks = blocks if order is None else order
     median = column_quantiles(blocks, engine.d, 0.5, lo, top,
                               rho_each=rho / engine.d, rng=rng, ledger=ledger, stage=stage,
                               method=quantile, steps=steps, sensitivity=pairings,
@@ -182,8 +195,8 @@ def pair_spread(
 
 def pair_distances(engine: Engine, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For the disjoint row pairs (a, b) of ``order``: ||a - b||_1 and ||a - b||_2^2 of the
-    clamped rows, each of length n // 2, in one pass over the columns. Exact statistics:
-    only a mechanism may release anything computed from them."""
+    clamped rows, each of length n // 2 (``Engine.pair_distances``), in one pass over the
+    columns. Exact statistics: only a mechanism may release anything computed from them."""
     return engine.pair_distances(order)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
 from ..events import exponential_event
-from .exponential import as_columns, exponential_draws, exponential_epsilon
+from .exponential import OrderStatistics, as_columns, exponential_draws, exponential_epsilon
 from .quantiles import real_search, search_cost, search_cost_event
 
 QUANTILE_METHODS = ("exponential", "binary-search")
@@ -48,8 +48,8 @@ def _column_draws(
 
 
 def column_quantiles(
-    blocks: Iterable[tuple[slice, np.ndarray]], k: int, q: float, lo: np.ndarray | float,
-    hi: np.ndarray | float, *, rho_each: float, rng: np.random.Generator,
+    blocks: Iterable[tuple[slice, np.ndarray]] | OrderStatistics, k: int, q: float,
+    lo: np.ndarray | float, hi: np.ndarray | float, *, rho_each: float, rng: np.random.Generator,
     ledger: PrivacyLedger, stage: str, method: str = "exponential", steps: int = 20,
     sensitivity: float = 1.0, secure: bool = False, presorted: bool = False,
 ) -> np.ndarray:
@@ -59,11 +59,12 @@ def column_quantiles(
     ``method="exponential"``: the exponential mechanism (``exponential_quantile``; blocks whose
     widths are multiples of ``columns_per_draw`` give the very draws of one call on all
     columns; ``presorted``: every column arrives sorted ascending, best as the transpose of a
-    C-ordered array, and is not sorted again). ``"binary-search"``: PrivQuant on the real
-    interval with ``steps`` halvings; the noise of each count is scaled to ``sensitivity``.
-    ``secure=True`` noises those counts with the exact discrete Gaussian; the exponential
-    mechanism has no secure path (its draws are floating point whatever ``secure`` says; see
-    docs/privacy.md).
+    C-ordered array, and is not sorted again; ``blocks`` may also be an ``OrderStatistics`` of
+    all k columns, read by rank where they are, with the same draws). ``"binary-search"``:
+    PrivQuant on the real interval with ``steps`` halvings; the noise of each count is scaled
+    to ``sensitivity``. ``secure=True`` noises those counts with the exact discrete Gaussian;
+    the exponential mechanism has no secure path (its draws are floating point whatever
+    ``secure`` says; see docs/privacy.md).
 
     Privacy: each column is ``rho_each``-zCDP when replacing one person moves each column's
     ranks by at most ``sensitivity``; the k columns cost k * rho_each, charged to ``stage``
@@ -74,10 +75,16 @@ def column_quantiles(
         exponential_epsilon(rho_each)  # validates before charging
     lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (k,))
     hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (k,))
+    if isinstance(blocks, OrderStatistics) and method != "exponential":
+        raise InvalidParameterError("order statistics are read by the exponential "
+                                    "mechanism only; give column blocks to binary-search")
     if method == "exponential":
         ledger.charge(stage, search_cost(lo, rho_each), exponential_event(rho_each, k))
     else:
         ledger.charge(stage, *search_cost_event(lo, rho_each, secure))
+    if isinstance(blocks, OrderStatistics):
+        return exponential_draws(blocks, lo, hi, q, rho=rho_each, rng=rng,
+                                 sensitivity=sensitivity)
     out = np.empty(k)
     for cols, values in blocks:
         out[cols] = _column_draws(values, q, lo[cols], hi[cols], rho_each=rho_each, rng=rng,

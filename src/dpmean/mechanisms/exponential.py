@@ -5,6 +5,11 @@ Smith (2011), in the form of Kaplan, Schnapp and Stemmer (2022); PLAN (Aumuller 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Protocol, runtime_checkable
+
 import numpy as np
 
 from ..accounting import PrivacyLedger
@@ -110,14 +115,59 @@ def _check_exponential(rho: float, q: float, sensitivity: float) -> None:
         raise InvalidParameterError(f"the quantile q must lie in [0, 1], got {q}")
 
 
+@runtime_checkable
+class OrderStatistics(Protocol):
+    """Columns read by sorted position, without handing them over whole: what an engine that
+    cannot bring n-long columns to one place (Dask) gives the exponential mechanism, which
+    reads only the ranks near its target (and, rarely, one column's whole side).
+
+    ``shape`` is (n, k): n values in each of k columns."""
+
+    shape: tuple[int, int]
+
+    def positions(self, start: int, stop: int, cols: slice) -> np.ndarray:
+        """The values at sorted positions start..stop-1 (0-based, ascending) of each column in
+        ``cols``: (len(cols), stop - start), one column per row."""
+        ...
+
+
+@dataclass(frozen=True)
+class _SortedWindow:
+    """What ``_draw`` reads of b sorted columns of n values: ``values`` (b, w), their sorted
+    positions start..start+w-1, and ``positions(row, start, stop)`` for any other positions of
+    one column (the outside of the window, read only when a draw lands there)."""
+
+    values: np.ndarray
+    start: int
+    n: int
+    positions: Callable[[int, int, int], np.ndarray]
+
+    @classmethod
+    def of_sorted(cls, rows: np.ndarray, window: tuple[int, int]) -> _SortedWindow:
+        """The window of rows (b, n), each sorted ascending, held whole in memory."""
+        n = rows.shape[1]
+        start, stop = _window_positions(n, window)
+        return cls(rows[:, start:stop], start, n, lambda row, a, b: rows[row, a:b])
+
+
+def _window_positions(n: int, window: tuple[int, int]) -> tuple[int, int]:
+    """The sorted positions [start, stop) that the gaps first..last of ``window`` border."""
+    first, last = window
+    return max(first - 1, 0), min(last, n - 1) + 1
+
+
 def exponential_draws(
-    values: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: float, *, rho: float,
-    rng: np.random.Generator, sensitivity: float = 1.0, presorted: bool = False,
+    values: np.ndarray | OrderStatistics, lo: np.ndarray, hi: np.ndarray, q: float, *,
+    rho: float, rng: np.random.Generator, sensitivity: float = 1.0, presorted: bool = False,
 ) -> np.ndarray:
     """``exponential_quantile``'s draws without its charge, on columns already shaped by
     ``as_columns``: for a mechanism that charges all its columns once and then draws them block
     by block; the caller charges. ``presorted``: every column is sorted ascending already (the
-    draws depend on the order statistics alone, so they are the same)."""
+    draws depend on the order statistics alone, so they are the same).
+
+    ``values`` may also be an ``OrderStatistics``: the window's ranks of all k columns are read
+    at once (k x O(window) values), and a column's outside only when a draw lands there; the
+    draws are those of the same columns given whole."""
     _check_exponential(rho, q, sensitivity)
     eps = exponential_epsilon(rho)
     n, k = values.shape
@@ -131,12 +181,30 @@ def exponential_draws(
     # written): temporaries stay about _BLOCK_VALUES doubles. Sorted whole, not selected around
     # the target (sort_columns says why): at PLAN's budgets the window covers whole columns.
     step = columns_per_draw(n)
+    if isinstance(values, OrderStatistics):
+        order = values
+        start, stop = _window_positions(n, window)
+        inside = order.positions(start, stop, slice(0, k))
+        for first in range(0, k, step):
+            cols = slice(first, min(first + step, k))
+            column = partial(_one_column, order, cols.start)
+            out[cols] = _draw(_SortedWindow(inside[cols], start, n, column), lo[cols],
+                              hi[cols], target, decay, window, rng)
+        return out
+    assert isinstance(values, np.ndarray)
     for start in range(0, k, step):
         cols = slice(start, min(start + step, k))
         rows = (np.ascontiguousarray(values[:, cols].T) if presorted
                 else sort_columns(values[:, cols]))
-        out[cols] = _draw(rows, lo[cols], hi[cols], target, decay, window, rng)
+        out[cols] = _draw(_SortedWindow.of_sorted(rows, window), lo[cols], hi[cols], target,
+                          decay, window, rng)
     return out
+
+
+def _one_column(order: OrderStatistics, offset: int, row: int, start: int,
+                stop: int) -> np.ndarray:
+    """Sorted positions start..stop-1 of column ``offset + row`` of ``order``."""
+    return order.positions(start, stop, slice(offset + row, offset + row + 1))[0]
 
 
 _BLOCK_VALUES = 1 << 21
@@ -175,11 +243,11 @@ _WINDOW, _LEFT, _RIGHT = 0, 1, 2
 
 
 def _draw(
-    rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, target: float, decay: float,
+    rows: _SortedWindow, lo: np.ndarray, hi: np.ndarray, target: float, decay: float,
     window: tuple[int, int], rng: np.random.Generator,
 ) -> np.ndarray:
-    """One draw per row of ``rows`` (b, n; each row sorted ascending), exact by rejection
-    sampling, vectorised over the rows.
+    """One draw per column of ``rows`` (b columns of n values, sorted, read through their
+    window), exact by rejection sampling, vectorised over the columns.
 
     The gaps first..last of ``window`` get their exact weights p_i = width_i e^(-decay |i -
     target|), in total S_W; the gaps left of it, together, the bound U_L = (x_(first) - lo)
@@ -202,14 +270,14 @@ def _draw(
     Randomness: per attempt three uniforms per row still trying (part, gap, keep), then one
     uniform per row (the position in its gap): a function of the block's columns alone, as
     ``columns_per_draw`` needs."""
-    b, n = rows.shape
+    b, n = rows.values.shape[0], rows.n
     first, last = window
     factors = np.exp(-decay * np.abs(np.arange(first, last + 1) - target))
     cumulative = np.empty((b, last - first + 1))
     log_parts = np.full((b, 3), -np.inf)  # log S_W, log U_L, log U_R
 
     def weigh(part: slice) -> None:
-        edges = _window_edges(rows[part], lo[part], hi[part], first, last)
+        edges = _window_edges(rows.values[part], n, lo[part], hi[part], first, last)
         span = edges[:, -1] - edges[:, 0]
         span[span == 0.0] = 1.0  # a window of tied values: all its weights are 0 anyway
         weights = cumulative[part]
@@ -247,7 +315,7 @@ def _draw(
                 pending[outside].tolist(), (chosen[outside] - _LEFT).tolist(),
                 uniform[outside, 1].tolist(), uniform[outside, 2].tolist(), strict=True):
             if (row, side) not in regions:
-                regions[row, side] = _outside_region(rows[row], lo[row], hi[row], target,
+                regions[row, side] = _outside_region(rows, row, lo[row], hi[row], target,
                                                      decay, window, side)
             region_starts, region_widths, log_weights = regions[row, side]
             region = _cumulative_weights(log_weights[None, :])
@@ -277,13 +345,13 @@ def _first_above(cumulative: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 def _window_edges(
-    rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, first: int, last: int,
+    inside: np.ndarray, n: int, lo: np.ndarray, hi: np.ndarray, first: int, last: int,
 ) -> np.ndarray:
-    """The edges of gaps first..last of each sorted row, clamped to [lo, hi] (clamping is
+    """The edges of gaps first..last of each sorted row of n values, from ``inside``, its
+    positions max(first - 1, 0)..min(last, n - 1), clamped to [lo, hi] (clamping is
     monotone: the clamped order statistics are the order statistics of the clamped values),
     lo and hi where the window reaches an end: (b, last - first + 2)."""
-    n = rows.shape[1]
-    inner = np.clip(rows[:, max(first - 1, 0):min(last, n - 1) + 1], lo[:, None], hi[:, None])
+    inner = np.clip(inside, lo[:, None], hi[:, None])
     parts = [lo[:, None]] if first == 0 else []
     parts.append(inner)
     if last == n:
@@ -292,26 +360,28 @@ def _window_edges(
 
 
 def _window_edges_at(
-    rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, first: int, which: np.ndarray,
+    rows: _SortedWindow, lo: np.ndarray, hi: np.ndarray, first: int, which: np.ndarray,
     gaps: np.ndarray,
 ) -> np.ndarray:
     """The left and right edges of window gap ``gaps[i]`` (0 for gap ``first``) of row
     ``which[i]``, as ``_window_edges`` gives them: (2, len(which))."""
     rank = first + gaps  # gap rank lies between x_(rank) and x_(rank + 1): positions rank - 1, rank
+    n, inside, start = rows.n, rows.values, rows.start
     left = np.where(rank == 0, lo[which],
-                    np.clip(rows[which, np.maximum(rank - 1, 0)], lo[which], hi[which]))
-    right = np.where(rank == rows.shape[1], hi[which],
-                     np.clip(rows[which, np.minimum(rank, rows.shape[1] - 1)], lo[which],
+                    np.clip(inside[which, np.maximum(rank - 1, 0) - start], lo[which],
+                            hi[which]))
+    right = np.where(rank == n, hi[which],
+                     np.clip(inside[which, np.minimum(rank, n - 1) - start], lo[which],
                              hi[which]))
     return np.stack([left, right])
 
 
 def _outside_region(
-    row: np.ndarray, lo: float, hi: float, target: float, decay: float,
+    rows: _SortedWindow, row: int, lo: float, hi: float, target: float, decay: float,
     window: tuple[int, int], side: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The gaps of positive width left (``side`` 0) or right (1) of the window in one sorted
-    row: their left edges, widths and exact log weights.
+    """The gaps of positive width left (``side`` 0) or right (1) of the window in sorted row
+    ``row``: their left edges, widths and exact log weights.
 
     Zero-width gaps (ties) have weight exactly 0: they add nothing to the running totals
     (x + 0.0 is x), so leaving them out picks the same gap for the same uniform, and the
@@ -319,11 +389,11 @@ def _outside_region(
     MNIST's pixels, not tens of thousands)."""
     first, last = window
     if side == 0:  # gaps 0..first-1: lo, x_(1), ..., x_(first)
-        edges = np.concatenate([[lo], np.clip(row[:first], lo, hi)])
+        edges = np.concatenate([[lo], np.clip(rows.positions(row, 0, first), lo, hi)])
         ranks = np.arange(first)
     else:  # gaps last+1..n: x_(last+1), ..., x_(n), hi
-        edges = np.concatenate([np.clip(row[last:], lo, hi), [hi]])
-        ranks = np.arange(last + 1, row.size + 1)
+        edges = np.concatenate([np.clip(rows.positions(row, last, rows.n), lo, hi), [hi]])
+        ranks = np.arange(last + 1, rows.n + 1)
     widths = np.diff(edges)
     wide = np.flatnonzero(widths > 0.0)
     log_weights = np.log(widths[wide]) - decay * np.abs(ranks[wide] - target)

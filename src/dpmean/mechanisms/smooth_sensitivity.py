@@ -49,9 +49,40 @@ def trimmed_smooth_sensitivity(
     values = np.asarray(sorted_values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
-    n, problems = values.shape
+    n = values.shape[0]
+    _check_trim(m, n)
+    return tails_smooth_sensitivity(values[:m + 1], values[n - m - 1:], n, int(m), t, lo, hi,
+                                    output_truncation=output_truncation)
+
+
+def _check_trim(m: int, n: int) -> None:
     if isinstance(m, bool) or not isinstance(m, numbers.Integral) or not 0 <= 2 * m < n:
         raise InvalidParameterError(f"trimming m must be an integer with 0 <= 2m < n={n}, got {m}")
+
+
+def tails_smooth_sensitivity(
+    lowest: np.ndarray, highest: np.ndarray, n: int, m: int, t: Any, lo: Any, hi: Any, *,
+    output_truncation: bool = False,
+) -> np.ndarray:
+    """``trimmed_smooth_sensitivity`` from the only order statistics it reads (for engines that
+    select them instead of sorting whole columns).
+
+    Parameters
+    ----------
+    lowest, highest : numpy.ndarray
+        (m + 1, P): sorted positions 0..m and n-m-1..n-1 of each of P columns.
+    n : int
+        Values per column.
+    m, t, lo, hi, output_truncation
+        As ``trimmed_smooth_sensitivity``.
+
+    Returns
+    -------
+    numpy.ndarray
+        (P,) the t-smooth sensitivity of trim_m of each column.
+    """
+    _check_trim(m, n)
+    problems = lowest.shape[1]
     m = int(m)
     width = n - 2 * m
     t = np.broadcast_to(np.asarray(t, dtype=np.float64), (problems,))
@@ -70,11 +101,11 @@ def trimmed_smooth_sensitivity(
     # When K < m the padding (all at k >= m) is out, and the data's own range bounds the rest.
     # Differences of unclamped values may overflow to +inf: above the cap, so min() is exact.
     with np.errstate(over="ignore"):
-        lower = np.minimum((pad_hi if m == 0 else values[n - m]) - values[m], cap)
+        lower = np.minimum((pad_hi if m == 0 else highest[1]) - lowest[m], cap)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        widest = np.maximum(pad_hi, values[-1]) - np.minimum(pad_lo, values[0])
+        widest = np.maximum(pad_hi, highest[-1]) - np.minimum(pad_lo, lowest[0])
         reach = _distance_reach(np.minimum(widest, cap), lower, t)
-        unpadded = _distance_reach(np.minimum(values[-1] - values[0], cap), lower, t)
+        unpadded = _distance_reach(np.minimum(highest[-1] - lowest[0], cap), lower, t)
     reach = np.where(reach < m, np.minimum(reach, unpadded), m).astype(int)
 
     # The corner every problem needs: rows i = m-K..m+1 (x_(i), x_(0) the padding) and columns
@@ -82,11 +113,11 @@ def trimmed_smooth_sensitivity(
     corner = int(reach.max(initial=0))
     low, high = np.empty((problems, corner + 2)), np.empty((problems, corner + 2))
     if corner == m:
-        low[:, 0], low[:, 1:] = pad_lo, values[:m + 1].T
-        high[:, -1], high[:, :-1] = pad_hi, values[n - m - 1:].T
+        low[:, 0], low[:, 1:] = pad_lo, lowest.T
+        high[:, -1], high[:, :-1] = pad_hi, highest.T
     else:
-        low[:] = values[m - corner - 1:m + 1].T
-        high[:] = values[n - m - 1:n - m + corner + 1].T
+        low[:] = lowest[m - corner - 1:m + 1].T
+        high[:] = highest[:corner + 2].T
 
     # Nodes of the divide and conquer: problem, row range [r0, r1] and column bracket [q0, q1]
     # (entry (r, q) is at distance k = q - r + K).
@@ -139,9 +170,15 @@ def trimmed_means(sorted_values: np.ndarray, m: int) -> np.ndarray:
     data give the same bits as ``mean``.
     """
     n = sorted_values.shape[0]
-    count = n - 2 * m
-    scale = 2.0 ** (math.ceil(math.log2(count)) + 1)
-    return (sorted_values[m:n - m] / scale).sum(axis=0) / count * scale
+    scale = trimmed_sum_scale(n, m)
+    return (sorted_values[m:n - m] / scale).sum(axis=0) / (n - 2 * m) * scale
 
 
-__all__ = ["trimmed_means", "trimmed_smooth_sensitivity"]
+def trimmed_sum_scale(n: int, m: int) -> float:
+    """The power of two ``trimmed_means`` divides every value by before summing the n - 2m
+    middle ones (public: n and m only)."""
+    return 2.0 ** (math.ceil(math.log2(n - 2 * m)) + 1)
+
+
+__all__ = ["tails_smooth_sensitivity", "trimmed_means", "trimmed_smooth_sensitivity",
+           "trimmed_sum_scale"]

@@ -1,0 +1,129 @@
+"""The Dask engine's column questions without a funnel (issue 20): exact order statistics
+selected on the workers (engines/dask_order.py), the exponential mechanism and the trimmed mean
+reading them, no temporary file on the client, and files read by the workers."""
+
+import json
+import tempfile
+
+import numpy as np
+import pytest
+
+import dpmean
+from dpmean.cli import main
+from dpmean.engines import base as base_module
+from dpmean.engines import dask_order
+from dpmean.mechanisms import exponential as exponential_module
+from dpmean.mechanisms.exponential import exponential_draws
+from dpmean.mechanisms.smooth_sensitivity import trimmed_means
+
+da = pytest.importorskip("dask.array")
+
+
+@pytest.fixture(scope="module")
+def awkward():
+    """Columns that make histograms work: Gaussian, heavy ties (rounded), constant, values
+    packed within 1e-300 (below any grid on the box), and a lopsided column outside the box."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(2.0, 1.5, size=(6000, 6))
+    x[:, 1] = np.round(x[:, 1])
+    x[:, 2] = 0.0
+    x[:2000, 3] = 1e-300 * rng.normal(size=2000)
+    x[:, 4] = np.exp(rng.normal(size=6000) * 3)
+    return x
+
+
+@pytest.mark.parametrize("ranges", [[(2900, 3100)], [(0, 31), (5969, 6000)], [(0, 6000)],
+                                    [(17, 18)], [(0, 3001), (2999, 6000)]])
+def test_selected_order_statistics_are_exact(awkward, ranges, monkeypatch):
+    # Few buckets and little spare room: every range needs several levels of the grid (ties
+    # and the packed column up to MAX_LEVELS), and must still give the sorted values exactly.
+    monkeypatch.setattr(dask_order, "BUCKETS", 16)
+    monkeypatch.setattr(dask_order, "SPARE_VALUES", 50)
+    x = da.from_array(awkward, chunks=(1100, 6))
+    lo, hi = np.full(6, -10.0), np.full(6, 10.0)
+    selections, _ = dask_order.select(x, ranges, lo, hi)
+    expected = np.sort(awkward, axis=0)
+    for (start, stop), per_column in zip(ranges, selections, strict=True):
+        got = np.stack([c.at(np.arange(start, stop)) for c in per_column], axis=1)
+        np.testing.assert_array_equal(got, expected[start:stop])
+
+
+@pytest.mark.parametrize("m", [0, 40, 2999])
+def test_tails_and_middle_sum_match_sorting(awkward, m, monkeypatch):
+    monkeypatch.setattr(dask_order, "BUCKETS", 64)
+    order = dask_order.DaskColumnOrder(da.from_array(awkward, chunks=(1100, 6)),
+                                       np.full(6, -np.inf), np.full(6, np.inf))
+    scale = 8.0
+    lowest, highest, middle = order.tails(m, scale)
+    s = np.sort(awkward, axis=0)
+    np.testing.assert_array_equal(lowest, s[:m + 1])
+    np.testing.assert_array_equal(highest, s[6000 - m - 1:])
+    # The middle is summed in another order than ``trimmed_means`` sums it: n u B apart at
+    # most (n = 6000 values of size B <= e^15 / 8, u = 2^-53), far below 1e-6 relative.
+    np.testing.assert_allclose(middle / (6000 - 2 * m) * scale, trimmed_means(s, m),
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_exponential_draws_from_order_statistics_equal_whole_columns(awkward, monkeypatch):
+    # A window of 2 ranks: most draws weigh the outside, which the order statistics fetch one
+    # column side at a time; the draws must be those of the whole columns.
+    monkeypatch.setattr(exponential_module, "window_half_width", lambda n, decay: 2)
+    x = np.clip(awkward, -10.0, 10.0)
+    lo, hi = np.full(6, -10.0), np.full(6, 10.0)
+    order = dask_order.DaskColumnOrder(da.from_array(x, chunks=(1100, 6)), lo, hi)
+    for q in (0.5, 0.1):
+        expected = exponential_draws(x, lo, hi, q, rho=0.01, rng=np.random.default_rng(5))
+        got = exponential_draws(order, lo, hi, q, rho=0.01, rng=np.random.default_rng(5))
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("method,options", [
+    ("plan", {}), ("plan", {"centre": "median"}), ("plan", {"pairings": 2, "group_size": 3}),
+    ("trimmed", {}), ("trimmed", {"truncation": "output"})])
+def test_column_questions_write_no_temporary_file(method, options, monkeypatch):
+    # Answers above 24 KiB would spill to a temporary file on the client (the old path); the
+    # Dask engine must answer without one, and as the in-memory engine does.
+    monkeypatch.setattr(base_module, "COLUMN_BLOCK_BYTES", 8 * 3000)
+
+    original = tempfile.TemporaryFile
+
+    def refuse(*args, dir=None, **kwargs):
+        # (numba probes its own cache folder with one: not the temporary directory)
+        assert dir is not None, "a temporary file on the client"
+        return original(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
+    rng = np.random.default_rng(8)
+    x = rng.normal(2.0, 1.5, size=(3000, 12)) * np.linspace(0.5, 2.0, 12)
+    options = {"rho": 1.0, "method": method, "bounds": (-20.0, 20.0), "random_state": 11,
+               **options}
+    expected = dpmean.mean(x, **options).mean
+    got = dpmean.mean(da.from_array(x, chunks=(700, 12)), **options).mean
+    # Same decisions and draws; only the trimmed mean's middle sum changes order (u B).
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_workers_read_tables(tmp_path, suffix, monkeypatch, capsys):
+    pd = pytest.importorskip("pandas")
+    from dpmean.engines import chunked
+    from dpmean.engines.dask import dask_array_from_file
+
+    x = np.random.default_rng(4).normal(2.0, 1.0, size=(2000, 5))
+    frame = pd.DataFrame(x, columns=list("abcde"))
+    path = tmp_path / f"x{suffix}"
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path, index=False)
+    got = dask_array_from_file(str(path), columns=["d", "a"])
+    np.testing.assert_array_equal(got.compute(), x[:, [3, 0]])
+    # The CLI on the Dask engine: the client never opens the rows (no RowSource).
+    monkeypatch.setattr(chunked.TableSource, "chunks", lambda *a: pytest.fail("client read"))
+    out = tmp_path / "r.json"
+    args = ["estimate", str(path), "--rho", "1", "--bounds", "-10", "10", "--seed", "3",
+            "--method", "trimmed", "--output", str(out)]
+    assert main([*args, "--engine", "dask"]) == 0
+    on_dask = json.loads(out.read_text())["mean"]
+    assert main(args) == 0
+    np.testing.assert_allclose(on_dask, json.loads(out.read_text())["mean"], atol=1e-9)
