@@ -156,6 +156,20 @@ def test_parquet_columns_by_name(tmp_path):
     assert SECRET not in str(info.value)
 
 
+@pytest.mark.parametrize("index", [None, [10, 11, 12, 13, 14]])
+def test_pandas_parquet_with_its_default_or_a_stored_index(tmp_path, index):
+    # pandas describes a RangeIndex in the metadata (a dict, no column) and stores any other
+    # index as a column: neither is data (the first crashed the reader).
+    pd = pytest.importorskip("pandas")
+    values = np.arange(15.0).reshape(5, 3)
+    path = tmp_path / "x.parquet"
+    pd.DataFrame(values, columns=["a", "b", "c"], index=index).to_parquet(path)
+    assert open_table(path).names == ("a", "b", "c")
+    np.testing.assert_array_equal(load_data(path), values)
+    source = open_source(path)
+    assert source.shape == (5, 3)
+
+
 def test_csv_options_only_for_their_formats(tmp_path):
     np.save(tmp_path / "x.npy", VALUES)
     with pytest.raises(InvalidParameterError, match=r"columns .* only applies to \.csv and "):

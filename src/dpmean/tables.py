@@ -84,12 +84,20 @@ def table_data(x: Any, columns: Sequence[str] | str | None = None
     except (TypeError, ValueError, pa.ArrowException, NotImplementedError) as exc:
         raise InvalidDataError(f"cannot read the {type(x).__name__} as a table of columns "
                                f"({type(exc).__name__})") from None
-    index = set((table.schema.pandas_metadata or {}).get("index_columns", []))
+    index = pandas_index_columns(table.schema)
     available = [name for name in table.column_names if name not in index]
     names = choose_columns(available, columns, "the table")
     for name in names:
         check_numeric_type(table.schema.field(name).type, name)
     return _as_array(table, names), tuple(names)
+
+
+def pandas_index_columns(schema: Any) -> set[str]:
+    """The columns of an Arrow schema that hold a pandas index (not data). pandas' metadata
+    lists a stored index by its column name and a RangeIndex by a description (a dict, with
+    no column): only the names are columns."""
+    listed = (schema.pandas_metadata or {}).get("index_columns", [])
+    return {name for name in listed if isinstance(name, str)}
 
 
 def choose_columns(available: Sequence[str], columns: Sequence[str] | str | None,
@@ -351,7 +359,7 @@ class ParquetTable:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise InvalidDataError(f"{self.path}: not a valid .parquet file ({reason})") from None
         schema = self._file.schema_arrow
-        index = set((schema.pandas_metadata or {}).get("index_columns", []))
+        index = pandas_index_columns(schema)
         available = [name for name in schema.names if name not in index]
         if not available:
             raise InvalidDataError(f"{self.path}: the table has no columns")
