@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import dpmean
+import dpmean.estimators.base as estimators_base
 from dpmean.accounting import PrivacyLedger, approx_dp_to_zcdp
 from dpmean.api import build_estimator
 from dpmean.errors import InvalidParameterError, PrivacyAccountingError
@@ -150,3 +151,22 @@ def test_accuracy_plans_with_the_calibrated_rho(x):
     assert rho > approx_dp_to_zcdp(EPSILON, DELTA)
     assert dpmean.accuracy("plan-noscale", n, d, BOUNDS, epsilon=EPSILON, delta=DELTA) == (
         pytest.approx(dpmean.accuracy("plan-noscale", n, d, BOUNDS, rho=rho), rel=1e-12))
+
+
+def test_boxes_that_print_alike_get_their_own_calibration():
+    # Two per-column boxes of 2,000 coordinates whose reprs agree (numpy elides the middle of
+    # long arrays) but whose widths differ in one coordinate: the cached rho of one must not
+    # serve the other.
+    d = 2000
+    lo, hi = np.full(d, -1.0), np.full(d, 1.0)
+    wide = hi.copy()
+    wide[d // 2] = 1e6
+    assert repr((lo, hi)) == repr((lo, wide))
+    a = build_estimator("plan", None, epsilon=EPSILON, delta=DELTA, bounds=(lo, hi))
+    b = build_estimator("plan", None, epsilon=EPSILON, delta=DELTA, bounds=(lo, wide))
+    cache = estimators_base._EXACT_RHO
+    before = len(cache)
+    for estimator in (a, b):
+        granted = estimator.granted(4000, d)
+        assert compose_delta(granted.privacy_events(), EPSILON) <= DELTA
+    assert len(cache) == before + 2  # one calibration each

@@ -616,9 +616,9 @@ def exact_rho(estimator: MeanEstimator, n: int, d: int, sparse: bool) -> float:
 
     budget = estimator.budget
     assert budget.epsilon is not None and budget.delta is not None and budget.rho is not None
-    params = {k: v for k, v in estimator.get_params().items()
+    params = {k: _exact(v) for k, v in estimator.get_params().items()
               if k not in ("rho", "epsilon", "delta", "random_state")}
-    key = (f"{type(estimator).__name__}{params!r}{budget!r}", n, d, sparse)
+    key = (f"{type(estimator).__name__}{sorted(params.items())!r}{budget!r}", n, d, sparse)
     if key not in _EXACT_RHO:
         def events_at(rho: float) -> list[Event]:
             return estimator.with_rho(rho).plan_events(n, d, sparse)
@@ -626,3 +626,15 @@ def exact_rho(estimator: MeanEstimator, n: int, d: int, sparse: bool) -> float:
         _EXACT_RHO[key] = calibrate_scale(budget.epsilon, budget.delta, events_at,
                                           initial_scale=budget.rho, rtol=1e-4)
     return _EXACT_RHO[key]
+
+
+def _exact(value: Any) -> Any:
+    """``value`` as a cache key that tells every distinct parameter apart: arrays by their
+    bytes (their repr elides long arrays, and two boxes must never share a calibration)."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.shape, value.dtype.str, value.tobytes())
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, *(_exact(item) for item in value))
+    if isinstance(value, dict):
+        return ("dict", *sorted((key, _exact(item)) for key, item in value.items()))
+    return value
