@@ -170,3 +170,12 @@ def test_boxes_that_print_alike_get_their_own_calibration():
         granted = estimator.granted(4000, d)
         assert compose_delta(granted.privacy_events(), EPSILON) <= DELTA
     assert len(cache) == before + 2  # one calibration each
+
+
+@pytest.mark.parametrize("method", ["trimmed", "auto", "iome"])
+def test_estimators_that_keep_their_conversion_never_read_the_shape(method):
+    # Only an estimator that declares its mechanisms is calibrated to the shape; for the others
+    # a session or the CLI ledger charges the request before the input is opened.
+    estimator = build_estimator(method, None, epsilon=EPSILON, delta=DELTA, bounds=BOUNDS)
+    assert not estimator.calibrates_to_shape()
+    assert estimator.granted(4000, 16) is estimator

@@ -582,7 +582,7 @@ def _finer_events(method: str | None) -> str | None:
         return None
     if cls.gaussian_stages:
         return "Gaussian"
-    if cls.stage_events is not MeanEstimator.stage_events:
+    if cls.declares_mechanisms():
         return "Gaussian and bounded-range"
     return None
 

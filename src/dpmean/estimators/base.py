@@ -283,8 +283,7 @@ class MeanEstimator(ABC):
                     f"{self.method}: this estimator was granted its budget for data of shape "
                     f"{self._granted_for[:2]}, not ({n}, {d})")
             return self
-        if (not self.calibrates_to_shape()
-                or self.stage_events(self.budget_plan(n, d), d, sparse) is None):
+        if not self.calibrates_to_shape():
             return self
         budget = self.budget
         rho = exact_rho(self, n, d, sparse)
@@ -296,15 +295,23 @@ class MeanEstimator(ABC):
         copy._granted_for = (n, d, sparse)
         return copy
 
+    @classmethod
+    def declares_mechanisms(cls) -> bool:
+        """Whether the class declares its stages' mechanisms beyond all-Gaussian: it overrides
+        ``stage_events`` (PLAN: Gaussian and exponential-mechanism stages)."""
+        return cls.stage_events is not MeanEstimator.stage_events
+
     def calibrates_to_shape(self) -> bool:
-        """Whether ``granted`` may calibrate the budget to the data's shape: an (epsilon, delta)
-        request, not yet granted, to an estimator not made only of Gaussian stages, given a box
-        (a private box is a data-dependent step before the plan: those keep the generic
+        """Whether ``granted`` calibrates the budget to the data's shape: an (epsilon, delta)
+        request, not yet granted, to an estimator that declares its mechanisms
+        (``declares_mechanisms``; those made only of Gaussian stages are exact already), given
+        a box (a private box is a data-dependent step before the plan: those keep the generic
         conversion)."""
         budget = self.budget
         return (self._granted_for is None and budget.notion == "zCDP"
                 and budget.epsilon is not None and budget.delta is not None
-                and not self.gaussian_stages and not (self.bounds is None and self.finds_bounds))
+                and self.declares_mechanisms() and not self.gaussian_stages
+                and not (self.bounds is None and self.finds_bounds))
 
     def with_rho(self, rho: float) -> MeanEstimator:
         """The same estimator (same parameters as given, same random state) granted rho-zCDP."""
@@ -315,10 +322,10 @@ class MeanEstimator(ABC):
         unspent as one ``ZCDPEvent``, so that they account for the whole grant."""
         from ..events import ZCDPEvent
 
-        events = self.stage_events(self.budget_plan(n, d), d, sparse)
+        plan = self.budget_plan(n, d)
+        events = self.stage_events(plan, d, sparse)
         assert events is not None and self.budget.rho is not None
-        planned = math.fsum(self.budget_plan(n, d).values())
-        unspent = self.budget.rho - planned
+        unspent = self.budget.rho - math.fsum(plan.values())
         return [*events.values(), *([ZCDPEvent(unspent)] if unspent > 0.0 else [])]
 
     def privacy_events(self) -> list:
