@@ -30,3 +30,17 @@ def test_a_blas_loaded_after_the_first_call_is_limited_too(monkeypatch):
     monkeypatch.setitem(sys.modules, "dpmean_test_marker", sys)
     with one_blas_thread():
         assert set(blas_threads()) == {1}
+
+
+def test_overlapping_entries_from_two_threads_restore_the_original():
+    # Dask's threaded scheduler enters the limit from several threads at once, and their
+    # exits need not nest: the limit must hold until the last exit, which must restore it
+    # (each limiter restoring what it found left BLAS at one thread for good).
+    before = blas_threads()
+    first, second = one_blas_thread(), one_blas_thread()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert set(blas_threads()) == {1}
+    second.__exit__(None, None, None)
+    assert blas_threads() == before
