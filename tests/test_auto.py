@@ -8,6 +8,7 @@ import dpmean
 from dpmean.errors import InvalidParameterError
 from dpmean.estimators import auto as auto_module
 from dpmean.estimators.auto import CHOICE_SHARE, CHOICE_STAGES
+from dpmean.events import exponential_event
 
 
 def skewed(seed, n=10000, d=256):
@@ -57,7 +58,7 @@ def test_the_choice_depends_on_the_data_only_through_private_medians(monkeypatch
     fixed = iter([2.0, 3.0, 40.0] * 2)
     monkeypatch.setattr(auto_module, "_private_median_norm",
                         lambda values, top, *, rho, ledger, rng, stage:
-                        ledger.charge(stage, rho) and next(fixed))
+                        ledger.charge(stage, rho, exponential_event(rho)) or next(fixed))
     rng = np.random.default_rng(5)
     answers = []
     for x in (rng.normal(0.0, 1.0, size=(3000, 16)), rng.exponential(50.0, size=(3000, 16))):

@@ -3,6 +3,7 @@ from a few private scalars that predict each one's noise."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine, SparseEngine
+from ..events import ChoiceEvent, Event, exponential_event
 from ..mechanisms import log_domain_quantile
 from ..transforms import IDENTITY
 from .base import MeanEstimator
@@ -85,6 +87,21 @@ class AutoMean(MeanEstimator):
         return {**{stage: choice / len(CHOICE_STAGES) for stage in CHOICE_STAGES},
                 "release": self.rho - choice}
 
+    def stage_events(self, plan: Mapping[str, float], n: int, d: int,
+                     sparse: bool = False) -> dict[str, Event] | None:
+        """The choice's medians are exponential mechanisms; the stage "release" is a
+        ``ChoiceEvent`` among every candidate's plan for (n, d) (a superset of those the public
+        checks leave runnable, which only makes it more pessimistic). None if a candidate
+        does not declare its mechanisms."""
+        options = []
+        for name in CANDIDATES:
+            candidate = self.candidate(name, plan["release"])
+            if candidate.stage_events(candidate.budget_plan(n, d), n, d, sparse) is None:
+                return None
+            options.append(tuple(candidate.plan_events(n, d, sparse)))
+        choice = {stage: exponential_event(plan[stage]) for stage in CHOICE_STAGES}
+        return {**choice, "release": ChoiceEvent(tuple(options))}
+
     def candidate(self, name: str, rho: float) -> MeanEstimator:
         """The estimator ``name`` with budget ``rho`` and this one's common settings."""
         return CANDIDATES[name](rho, bounds=self.bounds, secure_noise=self.secure_noise,
@@ -154,8 +171,11 @@ class AutoMean(MeanEstimator):
         chosen = candidates[name]
         inner = PrivacyLedger(rho_rest)
         inner_budget = inner.plan(plans[name])
-        ledger.charge("release", rho_rest)
+        sparse = isinstance(engine, SparseEngine)
+        declared = self.stage_events(ledger.planned, n, d, sparse)
+        ledger.charge("release", rho_rest, None if declared is None else declared["release"])
         mean, diagnostics = chosen.release(engine, inner_budget, inner, rng)
         inner.verify()
+        chosen.check_events(inner, n, d, sparse)  # it ran one of the choice's options
         return mean, {**diagnostics, "chosen": name, "predicted_noise": predicted,
                       "release_ledger": dict(inner.spent)}

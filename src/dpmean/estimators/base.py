@@ -237,10 +237,11 @@ class MeanEstimator(ABC):
             budget_rho = gaussian_rho_for_approx_dp(epsilon, delta)
         return Budget("zCDP", rho=budget_rho, epsilon=epsilon, delta=delta)
 
-    def stage_events(self, plan: Mapping[str, float], d: int,
+    def stage_events(self, plan: Mapping[str, float], n: int, d: int,
                      sparse: bool = False) -> dict[str, Event] | None:
-        """Stage -> the event (``dpmean.events``) its mechanism charges, for ``plan`` (public),
-        or None when some stage's mechanism is neither a Gaussian nor an exponential mechanism.
+        """Stage -> the event (``dpmean.events``) its mechanism charges, for ``plan`` (public)
+        and data of shape (n, d), or None when some stage's mechanism is neither a Gaussian nor
+        an exponential mechanism (nor a choice among estimators that declare theirs).
 
         Estimators made only of Gaussian stages (``gaussian_stages``) declare a Gaussian event
         per stage (a ``ZCDPEvent`` with secure noise); estimators with exponential-mechanism
@@ -253,12 +254,12 @@ class MeanEstimator(ABC):
 
         return {stage: gaussian_event(rho, self.secure_noise) for stage, rho in plan.items()}
 
-    def check_events(self, ledger: PrivacyLedger, d: int, sparse: bool) -> None:
+    def check_events(self, ledger: PrivacyLedger, n: int, d: int, sparse: bool) -> None:
         """Refuse a release whose mechanisms charged other events than ``stage_events``
         declares (an (epsilon, delta) calibration and a session's accounting rely on them)."""
         from ..events import same_events
 
-        declared = self.stage_events(ledger.planned, d, sparse)
+        declared = self.stage_events(ledger.planned, n, d, sparse)
         if declared is None:
             return
         for stage, event in ledger.events.items():
@@ -323,7 +324,7 @@ class MeanEstimator(ABC):
         from ..events import ZCDPEvent
 
         plan = self.budget_plan(n, d)
-        events = self.stage_events(plan, d, sparse)
+        events = self.stage_events(plan, n, d, sparse)
         assert events is not None and self.budget.rho is not None
         unspent = self.budget.rho - math.fsum(plan.values())
         return [*events.values(), *([ZCDPEvent(unspent)] if unspent > 0.0 else [])]
@@ -437,7 +438,7 @@ class MeanEstimator(ABC):
         mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
         # Every stage must have been charged its plan by the mechanism that spent it.
         ledger.verify()
-        self.check_events(ledger, d, sparse)
+        self.check_events(ledger, n, d, sparse)
         if scale is not None:
             mean, diagnostics = mean / scale, restore_diagnostics(diagnostics, scale)
         result = MeanResult(mean=self.project(mean, n, d), method=self.method, n=n, d=d,

@@ -219,7 +219,7 @@ class _PlanBase(MeanEstimator):
                 stages["centre"] = d
         return stages
 
-    def stage_events(self, plan: Mapping[str, float], d: int,
+    def stage_events(self, plan: Mapping[str, float], n: int, d: int,
                      sparse: bool = False) -> dict[str, Event]:
         exponential = self.exponential_stages(d, sparse)
         return {stage: exponential_event(rho / exponential[stage], exponential[stage])
