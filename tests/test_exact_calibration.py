@@ -89,12 +89,47 @@ def test_a_rho_request_is_not_recalibrated(x):
     assert not estimator.calibrates_to_shape()
 
 
-def test_gaussian_only_and_private_box_keep_their_conversion(x):
+def test_gaussian_only_keep_their_conversion(x):
     for method in ("iome", "cm", "gaussian"):
-        estimator = build_estimator(method, None, epsilon=EPSILON, delta=DELTA, bounds=BOUNDS)
-        assert estimator.granted(*x.shape) is estimator  # exact already (analytic Gaussian)
-    no_box = build_estimator("plan", None, epsilon=EPSILON, delta=DELTA)
-    assert no_box.granted(*x.shape) is no_box  # the private box comes first
+        for bounds in (BOUNDS, None):
+            estimator = build_estimator(method, None, epsilon=EPSILON, delta=DELTA,
+                                        bounds=bounds)
+            assert estimator.granted(*x.shape) is estimator  # exact already (analytic Gaussian)
+
+
+@pytest.mark.parametrize("method", ["plan", "auto"])
+def test_without_bounds_the_private_box_is_in_the_calibration(x, method):
+    from dpmean.estimators.private_bounds import BOUNDS_SHARE
+
+    estimator = build_estimator(method, None, epsilon=EPSILON, delta=DELTA, random_state=3)
+    granted = estimator.granted(*x.shape)
+    assert granted.budget.rho > approx_dp_to_zcdp(EPSILON, DELTA)
+    events = granted.privacy_events()
+    assert events[0] == GaussianEvent(granted.budget.rho * BOUNDS_SHARE)
+    assert compose_delta(events, EPSILON) <= DELTA
+    assert math.fsum(map(zcdp_cost, events)) == pytest.approx(granted.budget.rho, rel=1e-9)
+    result = estimator.estimate(x)
+    assert result.budget.rho == granted.budget.rho
+    assert math.fsum(result.ledger.values()) == pytest.approx(result.budget.rho, rel=1e-9)
+    assert result.diagnostics["private_bounds"]
+
+
+def test_a_plan_that_depends_on_the_private_box_is_refused(x, monkeypatch):
+    # The calibration plans in a stand-in box; were the plan in the private box accounted
+    # differently (here: PLAN moving budget from its Gaussian noise to its exponential
+    # threshold in any other box), the release must not leave.
+    original = PrivateLimitAdaptedNoise.budget_plan
+
+    def box_dependent(self, n, d):
+        plan = original(self, n, d)
+        if self.bounds is not estimators_base.BOX_STAND_IN:
+            plan["threshold"], plan["noise"] = plan["threshold"] * 1.5, (
+                plan["noise"] - plan["threshold"] * 0.5)
+        return plan
+
+    monkeypatch.setattr(PrivateLimitAdaptedNoise, "budget_plan", box_dependent)
+    with pytest.raises(PrivacyAccountingError, match="accounted differently"):
+        build_estimator("plan", None, epsilon=EPSILON, delta=DELTA).estimate(x)
 
 
 def test_a_granted_copy_refuses_another_shape(x):

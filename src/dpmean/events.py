@@ -168,6 +168,41 @@ def same_events(a: Event, b: Event) -> bool:
     return math.isclose(a.rho, b.rho, rel_tol=1e-9, abs_tol=1e-300)
 
 
+def equivalent_events(a: list[Event] | tuple[Event, ...],
+                      b: list[Event] | tuple[Event, ...]) -> bool:
+    """Whether two releases compose alike for an accountant: the same total rho of Gaussian
+    stages (their split does not matter: Gaussian composition is Gaussian), of zCDP stages, the
+    same pure- and approximate-DP mechanisms with their counts, and choices whose options are
+    equivalent in order (up to rounding)."""
+    def close(x: float, y: float) -> bool:
+        return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-300)
+
+    def total(events: list[Event] | tuple[Event, ...], kind: type) -> float:
+        return math.fsum(e.rho for e in events
+                         if isinstance(e, GaussianEvent | ZCDPEvent) and isinstance(e, kind))
+
+    def mechanisms(events: list[Event] | tuple[Event, ...]) -> list[tuple]:
+        counts: dict[tuple, int] = {}
+        for e in events:
+            if isinstance(e, PureDPEvent):
+                key: tuple = ("pure", round(e.epsilon, 12), e.bounded_range)
+            elif isinstance(e, ApproxDPEvent):
+                key = ("approx", round(e.epsilon, 12), round(e.delta, 15))
+            else:
+                continue
+            counts[key] = counts.get(key, 0) + e.count
+        return sorted(counts.items())
+
+    choices_a = [e for e in a if isinstance(e, ChoiceEvent)]
+    choices_b = [e for e in b if isinstance(e, ChoiceEvent)]
+    return (close(total(a, GaussianEvent), total(b, GaussianEvent))
+            and close(total(a, ZCDPEvent), total(b, ZCDPEvent))
+            and mechanisms(a) == mechanisms(b) and len(choices_a) == len(choices_b)
+            and all(len(x.options) == len(y.options)
+                    and all(map(equivalent_events, x.options, y.options))
+                    for x, y in zip(choices_a, choices_b, strict=True)))
+
+
 def gaussian_event(rho: float, secure: bool = False) -> Event:
     """The event of Gaussian stages of total ``rho``: exact (``GaussianEvent``) for continuous
     Gaussian noise; the discrete Gaussian of ``secure=True`` is rho-zCDP but its privacy curve

@@ -305,14 +305,23 @@ class MeanEstimator(ABC):
     def calibrates_to_shape(self) -> bool:
         """Whether ``granted`` calibrates the budget to the data's shape: an (epsilon, delta)
         request, not yet granted, to an estimator that declares its mechanisms
-        (``declares_mechanisms``; those made only of Gaussian stages are exact already), given
-        a box (a private box is a data-dependent step before the plan: those keep the generic
-        conversion)."""
+        (``declares_mechanisms``; those made only of Gaussian stages are exact already). Without
+        bounds the plan includes the private box (``plan_events``)."""
         budget = self.budget
         return (self._granted_for is None and budget.notion == "zCDP"
                 and budget.epsilon is not None and budget.delta is not None
-                and self.declares_mechanisms() and not self.gaussian_stages
-                and not (self.bounds is None and self.finds_bounds))
+                and self.declares_mechanisms() and not self.gaussian_stages)
+
+    def finds_its_box(self) -> bool:
+        """Whether a release spends ``BOUNDS_SHARE`` of rho on a private box first (no bounds
+        given, and the estimator can find them)."""
+        return self.bounds is None and self.finds_bounds
+
+    def in_box(self, rho: float, bounds: Any, random_state: RandomState = None) -> MeanEstimator:
+        """The same options, granted rho-zCDP, in the box ``bounds``: what runs after a private
+        box."""
+        return type(self)(**{**self.get_params(), "rho": rho, "epsilon": None, "delta": None,
+                             "bounds": bounds, "random_state": random_state})
 
     def with_rho(self, rho: float) -> MeanEstimator:
         """The same estimator (same parameters as given, same random state) granted rho-zCDP."""
@@ -320,9 +329,21 @@ class MeanEstimator(ABC):
 
     def plan_events(self, n: int, d: int, sparse: bool) -> list[Event]:
         """The events of the plan for (n, d) (``stage_events``), with any rho the plan leaves
-        unspent as one ``ZCDPEvent``, so that they account for the whole grant."""
-        from ..events import ZCDPEvent
+        unspent as one ``ZCDPEvent``, so that they account for the whole grant.
 
+        Without bounds: the private box's Gaussian, then the plan in a stand-in box
+        (``BOX_STAND_IN``). The box only moves rho between Gaussian stages (IOME's centre
+        narrowing), which does not change the composition; the release checks that the plan in
+        the private box is accounted the same (``equivalent_events``) before it runs."""
+        from ..events import ZCDPEvent, gaussian_event
+        from .private_bounds import BOUNDS_SHARE
+
+        if self.finds_its_box():
+            assert self.budget.rho is not None
+            rho_box = self.budget.rho * BOUNDS_SHARE
+            inner = self.in_box(self.budget.rho - rho_box, BOX_STAND_IN)
+            return [gaussian_event(rho_box, self.secure_noise),
+                    *inner.plan_events(n, d, sparse)]
         plan = self.budget_plan(n, d)
         events = self.stage_events(plan, n, d, sparse)
         assert events is not None and self.budget.rho is not None
@@ -417,7 +438,10 @@ class MeanEstimator(ABC):
 
     def _estimate(self, x: Any) -> MeanResult:
         n, d = public_shape(x)
-        if self.bounds is None and self.finds_bounds:
+        if self.finds_its_box():
+            granted = self.granted(n, d, self.runs_sparse(x))  # sparse input is refused below
+            if granted is not self:
+                return granted._estimate(x)
             return self._estimate_in_private_box(x, n, d)
         sparse = self.runs_sparse(x)
         granted = self.granted(n, d, sparse)
@@ -488,8 +512,19 @@ class MeanEstimator(ABC):
                                                     self.diagnostic_declarations(), d),
                               fallback=True)
         # The rest of the budget, the same options, the private box, and the same stream.
-        inner = type(self)(**{**self.get_params(), "rho": self.rho - rho_box, "epsilon": None,
-                              "delta": None, "bounds": (lo, hi), "random_state": rng})
+        inner = self.in_box(self.rho - rho_box, (lo, hi), rng)
+        if self._granted_for is not None:
+            # Calibrated with the plan in a stand-in box: this box's plan must compose alike.
+            from ..events import equivalent_events
+
+            sparse = self._granted_for[2]
+            if not equivalent_events(inner.plan_events(n, d, sparse),
+                                     self.in_box(inner.rho, BOX_STAND_IN).plan_events(
+                                         n, d, sparse)):
+                raise PrivacyAccountingError(
+                    f"{self.method}: the plan in the private box is accounted differently from "
+                    f"the plan the (epsilon, delta) calibration composed; the release must not "
+                    f"leave")
         result = inner.estimate(data)
         return MeanResult(mean=result.mean, method=self.method, n=n, d=d, budget=self.budget,
                           ledger={**ledger.spent, **result.ledger},
@@ -612,6 +647,11 @@ def public_shape(x: Any) -> tuple[int, int]:
 # composes up to thousands of privacy loss distributions (about a second at d = 2048), and
 # experiments release the same setting many times.
 _EXACT_RHO: dict[tuple[str, int, int, bool], float] = {}
+
+
+# The box a calibration without bounds plans in (``MeanEstimator.plan_events``): any box gives
+# the same accounting, which each release checks for its private box.
+BOX_STAND_IN = (-1.0, 1.0)
 
 
 def exact_rho(estimator: MeanEstimator, n: int, d: int, sparse: bool) -> float:
