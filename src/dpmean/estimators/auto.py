@@ -55,12 +55,15 @@ class AutoMean(MeanEstimator):
           radius sits above the median norm by a few standard deviations of the norms);
         - iome: the same with l2 / sqrt(2) for r0 and IOME's noise share;
         - plan: iome's prediction times sqrt(iome's noise share / plan's) times
-          min(1, 2^(1/4) S) / ``PLAN_MARGIN`` (S taken as 1 when PLAN's budget cannot resolve
+          min(1, S) / ``PLAN_MARGIN`` (S taken as 1 when PLAN's budget cannot resolve
           its variances and it runs without scaling: a public check). PLAN's noise
           is proportional to sqrt(sum_j sigma_j^2 / D_j * sum_j D_j), D_j = sigma_j +
           mean(sigma) (its regularised scale), IOME's to sqrt(d) ||sigma||_2; their ratio lies
           between S and sqrt(2) S (Cauchy-Schwarz below; sigma_j^2 / D_j <= sigma_j and
-          <= sigma_j^2 / mean(sigma) above), and 2^(1/4) S is the geometric middle;
+          <= sigma_j^2 / mean(sigma) above). It sits near the lower end on the data measured
+          (1.04 S at Zipf variances with alpha = 1, 1.11 S on MNIST's pixels, 1.18 S at
+          alpha = 2), and the margin covers the rest; 2^(1/4) S, the geometric middle used
+          before, picked IOME at alpha = 1 where PLAN was 7-26% better;
     and runs the smallest (candidates whose minimum n is not met, a public check, are left
     out). Sparse input (baskets) measures r0 only and chooses between gaussian, cm and plan
     (PLAN's binary instantiation, predicted as cm). The choice is a function of the private
@@ -152,7 +155,7 @@ class AutoMean(MeanEstimator):
         # than IOME's), and it scales only when its budget resolves the variances (a public
         # check: without a "variance" stage it is PLAN without scaling, no skew gain).
         shares = np.sqrt(iome.budget_plan(n, d)["noise"] / plan["noise"])
-        gain = min(1.0, 2.0**0.25 * skew) if "variance" in plan else 1.0
+        gain = min(1.0, skew) if "variance" in plan else 1.0
         predicted["plan"] = predicted["iome"] * shares * gain / PLAN_MARGIN
         return predicted
 
