@@ -116,3 +116,22 @@ def test_plan_is_not_chosen_for_a_skew_its_budget_cannot_use():
     predicted = result.diagnostics["predicted_noise"]
     assert predicted["plan"] > predicted["iome"]
     assert result.diagnostics["chosen"] != "plan"
+
+
+def test_a_choice_the_budget_cannot_place_spends_nothing_and_runs_plan():
+    """At n = 569 and epsilon = 1 the choice's medians would be noise (choice_resolves, a public
+    check): auto then is PLAN on the whole budget, and says so."""
+    from dpmean.estimators.auto import AutoMean
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.0, 1.0, size=(569, 30))
+    estimator = dpmean.api.build_estimator("auto", None, epsilon=1.0, delta=1e-6,
+                                           bounds=(-5, 5), random_state=1)
+    assert not estimator.granted(569, 30).choice_resolves(569)
+    assert AutoMean(0.5, bounds=(-5, 5)).choice_resolves(4000)
+    result = estimator.estimate(x)
+    assert result.diagnostics["chosen"] == "plan"
+    assert list(result.ledger) == ["release"]
+    assert "predicted_noise" not in result.diagnostics
+    same = dpmean.mean(x, rho=result.budget.rho, bounds=(-5, 5), method="plan", random_state=1)
+    np.testing.assert_allclose(result.mean, same.mean)

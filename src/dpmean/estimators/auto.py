@@ -23,6 +23,10 @@ from .variance import pair_distances
 # The share of the budget the choice spends, split evenly between its private scalars.
 CHOICE_SHARE = 0.03
 CHOICE_STAGES = ("choice norms", "choice pair l2", "choice pair l1")
+# The failure probability the choice's resolution check allows each median (see
+# AutoMean.choice_resolves), and what runs when the medians cannot be placed.
+CHOICE_BETA = 0.1
+UNRESOLVED_CHOICE = ("plan", "gaussian")
 # PLAN is chosen over IOME when its predicted noise is at most this fraction of IOME's: its
 # variances are estimated, not known, so a small predicted gain is not worth the risk.
 PLAN_MARGIN = 0.9
@@ -41,7 +45,9 @@ def _private_median_norm(values: np.ndarray, top: float, *, rho: float, ledger: 
 class AutoMean(MeanEstimator):
     """Choose the estimator privately, then run it on the rest of the budget.
 
-    The choice spends ``CHOICE_SHARE`` of rho (``CHOICE_STAGES``) on private medians (exponential
+    Where n and rho cannot place the choice's medians (``choice_resolves``, public), nothing is
+    spent on a choice and PLAN runs on the whole budget (``UNRESOLVED_CHOICE``). Otherwise the
+    choice spends ``CHOICE_SHARE`` of rho (``CHOICE_STAGES``) on private medians (exponential
     mechanism on log values, sensitivity 1: a row is in one value each) of
         - r0, the row norms ||x_i|| (how far the data lies from the origin: CM's radius);
         - l2 and l1, the norms ||a - b||_2 and ||a - b||_1 of differences of random row pairs
@@ -86,9 +92,24 @@ class AutoMean(MeanEstimator):
     supports_secure_noise = True
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
+        if not self.choice_resolves(n):
+            return {"release": self.rho}
         choice = self.rho * CHOICE_SHARE
         return {**{stage: choice / len(CHOICE_STAGES) for stage in CHOICE_STAGES},
                 "release": self.rho - choice}
+
+    def choice_resolves(self, n: int) -> bool:
+        """Whether the choice's medians can be placed (public: n and rho). Each is an
+        exponential mechanism, eps = sqrt(8 rho_stage), over at least m = floor(n / 2) values
+        (the pairs) on a ``LOG_RANGE``-nat domain, and puts at most (LOG_RANGE / w)
+        exp(-eps m / 4) of its mass on the domain's empty ends, relative to the nat-wide middle
+        of the data (PLAN's guard, ``pair_median_resolves``, for one mechanism): we ask
+        eps m / 4 >= ln(LOG_RANGE / CHOICE_BETA). Below it (e.g. n = 569 at epsilon = 1) the
+        predictions are noise, so nothing is spent on them and ``UNRESOLVED_CHOICE`` runs on the
+        whole budget: PLAN, which is within a few per cent of IOME where there is no skew and
+        better where there is, or the Gaussian mechanism where PLAN's minimum n is not met."""
+        eps = np.sqrt(8.0 * self.rho * CHOICE_SHARE / len(CHOICE_STAGES))
+        return bool(eps * (n // 2) / 4.0 >= np.log(LOG_RANGE / CHOICE_BETA))
 
     def stage_events(self, plan: Mapping[str, float], n: int, d: int,
                      sparse: bool = False) -> dict[str, Event] | None:
@@ -97,12 +118,13 @@ class AutoMean(MeanEstimator):
         checks leave runnable, which only makes it more pessimistic). None if a candidate
         does not declare its mechanisms."""
         options = []
-        for name in CANDIDATES:
+        for name in CANDIDATES if "choice norms" in plan else UNRESOLVED_CHOICE:
             candidate = self.candidate(name, plan["release"])
             if candidate.stage_events(candidate.budget_plan(n, d), n, d, sparse) is None:
                 return None
             options.append(tuple(candidate.plan_events(n, d, sparse)))
-        choice = {stage: exponential_event(plan[stage]) for stage in CHOICE_STAGES}
+        choice = {stage: exponential_event(plan[stage]) for stage in CHOICE_STAGES
+                  if stage in plan}
         return {**choice, "release": ChoiceEvent(tuple(options))}
 
     def candidate(self, name: str, rho: float) -> MeanEstimator:
@@ -165,12 +187,20 @@ class AutoMean(MeanEstimator):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         n, d = engine.n, engine.d
         rho_rest = budget["release"]
-        predicted = self.predicted_noise(engine, rho_rest, ledger, rng)
-        candidates = {name: self.candidate(name, rho_rest) for name in predicted}
+        resolved = "choice norms" in budget  # public (choice_resolves)
+        predicted = (self.predicted_noise(engine, rho_rest, ledger, rng) if resolved
+                     else None)
+        candidates = {name: self.candidate(name, rho_rest)
+                      for name in (predicted if predicted is not None else UNRESOLVED_CHOICE)}
         plans = {name: c.budget_plan(n, d) for name, c in candidates.items()}
         runnable = [name for name, c in candidates.items()  # a public check
                     if n >= c.minimum_rows(n, engine.lo, engine.hi, plans[name])]
-        name = min(runnable, key=predicted.__getitem__) if runnable else "gaussian"
+        if not runnable:
+            name = "gaussian"
+        elif predicted is None:
+            name = runnable[0]  # UNRESOLVED_CHOICE's order
+        else:
+            name = min(runnable, key=predicted.__getitem__)
         chosen = candidates[name]
         inner = PrivacyLedger(rho_rest)
         inner_budget = inner.plan(plans[name])
