@@ -1,4 +1,4 @@
-"""The rho an (epsilon, delta) request grants PLAN when calibrated to its plan by privacy loss
+"""The rho an (epsilon, delta) request grants PLAN and auto when calibrated to its plan by privacy loss
 distributions (``MeanEstimator.granted``), against the generic CKS conversion.
 
 Usage: python scripts/exact_calibration.py [n]
@@ -18,7 +18,7 @@ def main(n: int = 4000) -> None:
         delta = 1e-6
         cks = approx_dp_to_zcdp(epsilon, delta)
         gaussian = gaussian_rho_for_approx_dp(epsilon, delta)
-        for method in ("plan", "plan-noscale"):
+        for method in ("plan", "plan-noscale", "auto"):
             for d in (16, 512, 2048):
                 estimator = build_estimator(method, None, epsilon=epsilon, delta=delta,
                                             bounds=(-20.0, 20.0))

@@ -8,6 +8,7 @@ import dpmean
 from dpmean.errors import InvalidParameterError
 from dpmean.estimators import auto as auto_module
 from dpmean.estimators.auto import CHOICE_SHARE, CHOICE_STAGES
+from dpmean.events import exponential_event
 
 
 def skewed(seed, n=10000, d=256):
@@ -57,7 +58,7 @@ def test_the_choice_depends_on_the_data_only_through_private_medians(monkeypatch
     fixed = iter([2.0, 3.0, 40.0] * 2)
     monkeypatch.setattr(auto_module, "_private_median_norm",
                         lambda values, top, *, rho, ledger, rng, stage:
-                        ledger.charge(stage, rho) and next(fixed))
+                        ledger.charge(stage, rho, exponential_event(rho)) or next(fixed))
     rng = np.random.default_rng(5)
     answers = []
     for x in (rng.normal(0.0, 1.0, size=(3000, 16)), rng.exponential(50.0, size=(3000, 16))):
@@ -115,3 +116,22 @@ def test_plan_is_not_chosen_for_a_skew_its_budget_cannot_use():
     predicted = result.diagnostics["predicted_noise"]
     assert predicted["plan"] > predicted["iome"]
     assert result.diagnostics["chosen"] != "plan"
+
+
+def test_a_choice_the_budget_cannot_place_spends_nothing_and_runs_plan():
+    """At n = 569 and epsilon = 1 the choice's medians would be noise (choice_resolves, a public
+    check): auto then is PLAN on the whole budget, and says so."""
+    from dpmean.estimators.auto import AutoMean
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.0, 1.0, size=(569, 30))
+    estimator = dpmean.api.build_estimator("auto", None, epsilon=1.0, delta=1e-6,
+                                           bounds=(-5, 5), random_state=1)
+    assert not estimator.granted(569, 30).choice_resolves(569)
+    assert AutoMean(0.5, bounds=(-5, 5)).choice_resolves(4000)
+    result = estimator.estimate(x)
+    assert result.diagnostics["chosen"] == "plan"
+    assert list(result.ledger) == ["release"]
+    assert "predicted_noise" not in result.diagnostics
+    same = dpmean.mean(x, rho=result.budget.rho, bounds=(-5, 5), method="plan", random_state=1)
+    np.testing.assert_allclose(result.mean, same.mean)

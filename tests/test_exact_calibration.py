@@ -22,8 +22,16 @@ import dpmean.estimators.base as estimators_base
 from dpmean.accounting import PrivacyLedger, approx_dp_to_zcdp
 from dpmean.api import build_estimator
 from dpmean.errors import InvalidParameterError, PrivacyAccountingError
+from dpmean.estimators.auto import AutoMean
 from dpmean.estimators.plan import PrivateLimitAdaptedNoise
-from dpmean.events import GaussianEvent, PureDPEvent, ZCDPEvent, exponential_event
+from dpmean.events import (
+    ChoiceEvent,
+    GaussianEvent,
+    PureDPEvent,
+    ZCDPEvent,
+    exponential_event,
+    zcdp_cost,
+)
 from dpmean.pld import compose_delta
 
 EPSILON, DELTA = 1.0, 1e-6
@@ -81,12 +89,47 @@ def test_a_rho_request_is_not_recalibrated(x):
     assert not estimator.calibrates_to_shape()
 
 
-def test_gaussian_only_and_private_box_keep_their_conversion(x):
+def test_gaussian_only_keep_their_conversion(x):
     for method in ("iome", "cm", "gaussian"):
-        estimator = build_estimator(method, None, epsilon=EPSILON, delta=DELTA, bounds=BOUNDS)
-        assert estimator.granted(*x.shape) is estimator  # exact already (analytic Gaussian)
-    no_box = build_estimator("plan", None, epsilon=EPSILON, delta=DELTA)
-    assert no_box.granted(*x.shape) is no_box  # the private box comes first
+        for bounds in (BOUNDS, None):
+            estimator = build_estimator(method, None, epsilon=EPSILON, delta=DELTA,
+                                        bounds=bounds)
+            assert estimator.granted(*x.shape) is estimator  # exact already (analytic Gaussian)
+
+
+@pytest.mark.parametrize("method", ["plan", "auto"])
+def test_without_bounds_the_private_box_is_in_the_calibration(x, method):
+    from dpmean.estimators.private_bounds import BOUNDS_SHARE
+
+    estimator = build_estimator(method, None, epsilon=EPSILON, delta=DELTA, random_state=3)
+    granted = estimator.granted(*x.shape)
+    assert granted.budget.rho > approx_dp_to_zcdp(EPSILON, DELTA)
+    events = granted.privacy_events()
+    assert events[0] == GaussianEvent(granted.budget.rho * BOUNDS_SHARE)
+    assert compose_delta(events, EPSILON) <= DELTA
+    assert math.fsum(map(zcdp_cost, events)) == pytest.approx(granted.budget.rho, rel=1e-9)
+    result = estimator.estimate(x)
+    assert result.budget.rho == granted.budget.rho
+    assert math.fsum(result.ledger.values()) == pytest.approx(result.budget.rho, rel=1e-9)
+    assert result.diagnostics["private_bounds"]
+
+
+def test_a_plan_that_depends_on_the_private_box_is_refused(x, monkeypatch):
+    # The calibration plans in a stand-in box; were the plan in the private box accounted
+    # differently (here: PLAN moving budget from its Gaussian noise to its exponential
+    # threshold in any other box), the release must not leave.
+    original = PrivateLimitAdaptedNoise.budget_plan
+
+    def box_dependent(self, n, d):
+        plan = original(self, n, d)
+        if self.bounds is not estimators_base.BOX_STAND_IN:
+            plan["threshold"], plan["noise"] = plan["threshold"] * 1.5, (
+                plan["noise"] - plan["threshold"] * 0.5)
+        return plan
+
+    monkeypatch.setattr(PrivateLimitAdaptedNoise, "budget_plan", box_dependent)
+    with pytest.raises(PrivacyAccountingError, match="accounted differently"):
+        build_estimator("plan", None, epsilon=EPSILON, delta=DELTA).estimate(x)
 
 
 def test_a_granted_copy_refuses_another_shape(x):
@@ -172,10 +215,81 @@ def test_boxes_that_print_alike_get_their_own_calibration():
     assert len(cache) == before + 2  # one calibration each
 
 
-@pytest.mark.parametrize("method", ["trimmed", "auto", "iome"])
+@pytest.mark.parametrize("method", ["trimmed", "iome"])
 def test_estimators_that_keep_their_conversion_never_read_the_shape(method):
     # Only an estimator that declares its mechanisms is calibrated to the shape; for the others
     # a session or the CLI ledger charges the request before the input is opened.
     estimator = build_estimator(method, None, epsilon=EPSILON, delta=DELTA, bounds=BOUNDS)
     assert not estimator.calibrates_to_shape()
     assert estimator.granted(4000, 16) is estimator
+
+
+# --------------------------------------------------------------------------------------------
+# method="auto": the selection's exponential mechanisms, then a choice among the candidates
+# --------------------------------------------------------------------------------------------
+
+
+def test_auto_is_granted_the_largest_rho_its_choice_allows(x):
+    estimator = build_estimator("auto", None, epsilon=EPSILON, delta=DELTA, bounds=BOUNDS)
+    granted = estimator.granted(*x.shape)
+    cks = approx_dp_to_zcdp(EPSILON, DELTA)
+    assert granted is not estimator and granted.budget.rho > cks
+    events = granted.privacy_events()
+    (choice,) = [e for e in events if isinstance(e, ChoiceEvent)]
+    assert len(choice.options) == 4  # every candidate, runnable or not
+    assert compose_delta(events, EPSILON) <= DELTA
+    assert compose_delta(estimator.with_rho(granted.budget.rho * 1.001).plan_events(
+        *x.shape, False), EPSILON) > DELTA
+    assert math.fsum(map(zcdp_cost, events)) == pytest.approx(granted.budget.rho, rel=1e-9)
+    # No better than the exact Gaussian calibration of the whole request (the selection's
+    # medians and PLAN's stages cost more than Gaussian stages of the same rho).
+    gaussian = build_estimator("gaussian", None, epsilon=EPSILON, delta=DELTA, bounds=BOUNDS)
+    assert granted.budget.rho < gaussian.budget.rho
+
+
+def test_a_choice_is_at_least_as_loose_as_each_option_after_the_selection():
+    # Necessary for validity: whichever option runs, the accounted composition covers it.
+    rho = 0.03
+    selection = [exponential_event(rho / 300, 3)]
+    options = ((GaussianEvent(rho),),
+               (GaussianEvent(rho / 2), exponential_event(rho / 32, 16)),
+               (exponential_event(rho / 4, 4),))
+    for epsilon in (0.25, 1.0, 2.0):
+        chosen = compose_delta([*selection, ChoiceEvent(options)], epsilon)
+        for option in options:
+            # (equal for the dominant option, up to floating-point round-off)
+            assert chosen >= compose_delta([*selection, *option], epsilon) * (1 - 1e-12)
+    # One option is that option (up to the connect-the-dots grid, and never below it).
+    alone = compose_delta([ChoiceEvent(((GaussianEvent(rho),),))], 0.5)
+    assert compose_delta([GaussianEvent(rho)], 0.5) <= alone * (1 + 1e-6)
+    assert alone == pytest.approx(compose_delta([GaussianEvent(rho)], 0.5), rel=1e-3)
+
+
+def test_auto_release_charges_its_choice_and_checks_the_chosen_candidate(x, monkeypatch):
+    result = dpmean.mean(x, epsilon=EPSILON, delta=DELTA, bounds=BOUNDS, method="auto",
+                         random_state=3)
+    granted = build_estimator("auto", None, epsilon=EPSILON, delta=DELTA,
+                              bounds=BOUNDS).granted(*x.shape)
+    assert result.budget.rho == granted.budget.rho
+    assert math.fsum(result.ledger.values()) == pytest.approx(result.budget.rho, rel=1e-9)
+    # The chosen candidate ran one of the declared options: a candidate whose mechanisms
+    # charge what its declaration does not say is refused (PLAN declaring its exponential
+    # stages as Gaussians, chosen).
+    monkeypatch.setattr(PrivateLimitAdaptedNoise, "exponential_stages",
+                        lambda self, d, sparse: {})
+    monkeypatch.setattr(AutoMean, "predicted_noise",
+                        lambda self, engine, rho, ledger, rng: {"plan": 0.0, "cm": 1.0})
+    monkeypatch.setattr(AutoMean, "stage_events", lambda self, plan, n, d, sparse=False: None)
+    with pytest.raises(PrivacyAccountingError, match="declares"):
+        build_estimator("auto", 0.5, bounds=BOUNDS).estimate(x)
+
+
+def test_session_records_and_reloads_an_auto_release(x):
+    session = dpmean.Session(epsilon=3.0, delta=1e-5)
+    session.mean(x, epsilon=EPSILON, delta=DELTA, method="auto", bounds=BOUNDS, random_state=3)
+    (release,) = session.ledger
+    assert any(isinstance(e, ChoiceEvent) for e in release.events)
+    assert compose_delta(list(release.events), EPSILON) <= DELTA
+    again = dpmean.Session.from_dict(session.to_dict())
+    assert again.ledger[0].events == release.events
+    assert again.spent == pytest.approx(session.spent)

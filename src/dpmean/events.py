@@ -18,7 +18,8 @@ import numpy as np
 from .accounting import _non_negative
 from .errors import InvalidParameterError
 
-__all__ = ["ApproxDPEvent", "Event", "GaussianEvent", "PureDPEvent", "ZCDPEvent", "zcdp_cost"]
+__all__ = ["ApproxDPEvent", "ChoiceEvent", "Event", "GaussianEvent", "PureDPEvent", "ZCDPEvent",
+           "zcdp_cost"]
 
 
 def _count(value: object) -> int:
@@ -96,8 +97,37 @@ class ZCDPEvent:
         object.__setattr__(self, "rho", _non_negative("rho of a zCDP event", self.rho))
 
 
-Event = GaussianEvent | PureDPEvent | ApproxDPEvent | ZCDPEvent
-_EVENT_TYPES = (GaussianEvent, PureDPEvent, ApproxDPEvent, ZCDPEvent)
+@dataclass(frozen=True)
+class ChoiceEvent:
+    """A continuation chosen among ``options`` (each a tuple of events) by earlier stages'
+    outputs: ``method="auto"`` runs one of its candidates, chosen by its private medians.
+
+    Adaptive composition needs one worst case that holds whichever option runs. Option i has a
+    privacy profile delta_i(x) (its PLD's); the pointwise maximum max_i delta_i(x) is the profile
+    of the pair whose trade-off function is the convex hull of the options' minimum
+    (Dong-Roth-Su 2019, Prop. 2.12), and that pair dominates every option, so the choice is
+    accounted as that one pair (``pld``: its PLD by pessimistic connect-the-dots) and composes
+    with the stages that chose it (Zhu-Dong-Wang 2022, Thm. 10: adaptive composition of
+    dominating pairs). In zCDP it costs the largest option's rho. Note that composing each
+    option with the choosing stages and taking the maximum afterwards would *not* be valid."""
+
+    options: tuple[tuple[Event, ...], ...]
+
+    def __post_init__(self) -> None:
+        options = tuple(tuple(option) for option in self.options)
+        if not options or any(not option for option in options):
+            raise InvalidParameterError("a choice needs at least one option, each of at least "
+                                        "one event")
+        for option in options:
+            for event in option:
+                if not isinstance(event, _EVENT_TYPES):
+                    raise InvalidParameterError(
+                        f"a choice's options hold events, not {type(event).__name__}")
+        object.__setattr__(self, "options", options)
+
+
+Event = GaussianEvent | PureDPEvent | ApproxDPEvent | ZCDPEvent | ChoiceEvent
+_EVENT_TYPES = (GaussianEvent, PureDPEvent, ApproxDPEvent, ZCDPEvent, ChoiceEvent)
 
 
 def zcdp_cost(event: Event) -> float | None:
@@ -105,7 +135,13 @@ def zcdp_cost(event: Event) -> float | None:
 
     Gaussian and zCDP events: their rho. Pure DP: epsilon^2 / 8 per bounded-range mechanism
     (Cesar-Rogers 2021), epsilon^2 / 2 per generic one (Bun-Steinke 2016, Prop. 1.4), times the
-    count."""
+    count. A choice: its costliest option's total (a continuation chosen adaptively among
+    rho_i-zCDP ones is max rho_i-zCDP)."""
+    if isinstance(event, ChoiceEvent):
+        totals = [[zcdp_cost(e) for e in option] for option in event.options]
+        if any(cost is None for costs in totals for cost in costs):
+            return None
+        return max(math.fsum(costs) for costs in totals)  # type: ignore[arg-type]
     if isinstance(event, GaussianEvent | ZCDPEvent):
         return event.rho
     if isinstance(event, PureDPEvent):
@@ -118,6 +154,10 @@ def same_events(a: Event, b: Event) -> bool:
     """Whether two events are the same mechanism at the same cost (up to rounding)."""
     if type(a) is not type(b):
         return False
+    if isinstance(a, ChoiceEvent) and isinstance(b, ChoiceEvent):
+        return len(a.options) == len(b.options) and all(
+            len(x) == len(y) and all(map(same_events, x, y))
+            for x, y in zip(a.options, b.options, strict=True))
     if isinstance(a, PureDPEvent) and isinstance(b, PureDPEvent):
         return (a.count == b.count and a.bounded_range == b.bounded_range
                 and math.isclose(a.epsilon, b.epsilon, rel_tol=1e-9))
@@ -126,6 +166,41 @@ def same_events(a: Event, b: Event) -> bool:
                 and math.isclose(a.delta, b.delta, rel_tol=1e-9))
     assert isinstance(a, GaussianEvent | ZCDPEvent) and isinstance(b, GaussianEvent | ZCDPEvent)
     return math.isclose(a.rho, b.rho, rel_tol=1e-9, abs_tol=1e-300)
+
+
+def equivalent_events(a: list[Event] | tuple[Event, ...],
+                      b: list[Event] | tuple[Event, ...]) -> bool:
+    """Whether two releases compose alike for an accountant: the same total rho of Gaussian
+    stages (their split does not matter: Gaussian composition is Gaussian), of zCDP stages, the
+    same pure- and approximate-DP mechanisms with their counts, and choices whose options are
+    equivalent in order (up to rounding)."""
+    def close(x: float, y: float) -> bool:
+        return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-300)
+
+    def total(events: list[Event] | tuple[Event, ...], kind: type) -> float:
+        return math.fsum(e.rho for e in events
+                         if isinstance(e, GaussianEvent | ZCDPEvent) and isinstance(e, kind))
+
+    def mechanisms(events: list[Event] | tuple[Event, ...]) -> list[tuple]:
+        counts: dict[tuple, int] = {}
+        for e in events:
+            if isinstance(e, PureDPEvent):
+                key: tuple = ("pure", round(e.epsilon, 12), e.bounded_range)
+            elif isinstance(e, ApproxDPEvent):
+                key = ("approx", round(e.epsilon, 12), round(e.delta, 15))
+            else:
+                continue
+            counts[key] = counts.get(key, 0) + e.count
+        return sorted(counts.items())
+
+    choices_a = [e for e in a if isinstance(e, ChoiceEvent)]
+    choices_b = [e for e in b if isinstance(e, ChoiceEvent)]
+    return (close(total(a, GaussianEvent), total(b, GaussianEvent))
+            and close(total(a, ZCDPEvent), total(b, ZCDPEvent))
+            and mechanisms(a) == mechanisms(b) and len(choices_a) == len(choices_b)
+            and all(len(x.options) == len(y.options)
+                    and all(map(equivalent_events, x.options, y.options))
+                    for x, y in zip(choices_a, choices_b, strict=True)))
 
 
 def gaussian_event(rho: float, secure: bool = False) -> Event:

@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -86,14 +87,17 @@ from .errors import InvalidParameterError
 from .events import (
     _EVENT_TYPES,
     ApproxDPEvent,
+    ChoiceEvent,
     Event,
     GaussianEvent,
     PureDPEvent,
     ZCDPEvent,
+    zcdp_cost,
 )
 
 __all__ = [
     "ApproxDPEvent",
+    "ChoiceEvent",
     "GaussianEvent",
     "PureDPEvent",
     "ZCDPEvent",
@@ -466,12 +470,13 @@ class _Bound:
         groups: dict[tuple[str, float, float], int],
         zcdp_rho: float,
         grid: float,
+        choices: Sequence[Any] = (),
     ) -> None:
         self.mu = math.sqrt(2.0 * gaussian_rho)
         self.zcdp_rho = zcdp_rho
         self.pld = None
         self._tails = None
-        factors = []
+        factors = list(choices)  # the PLDs of choices (``_choice_pld``)
         for (kind, epsilon, delta), count in sorted(groups.items()):
             if epsilon == 0.0 and delta == 0.0:
                 continue
@@ -505,6 +510,16 @@ class _Bound:
             return _gaussian_delta_array(self.mu, epsilon)
         return np.zeros_like(epsilon)
 
+    def top_loss(self) -> float:
+        """A loss above which the PLD part has no finite mass (delta there is P[L = inf])."""
+        if self._tails is not None:
+            losses, mass_p = self._tails[0], self._tails[1]
+            finite = np.flatnonzero(mass_p[:-1] > 0.0)
+            return float(losses[finite[-1]]) if finite.size else 0.0
+        if self.pld is not None:  # pragma: no cover - a dp_accounting without dense arrays
+            return math.inf
+        return 0.5 * self.mu**2 + _GAUSSIAN_TAIL_SDS * self.mu
+
     def _has_pld(self) -> bool:
         return self.pld is not None or self.mu > 0.0
 
@@ -527,15 +542,85 @@ class _Bound:
         return min(best, 1.0)
 
 
+def _option_bound(option: Sequence[Event], grid: float) -> _Bound | None:
+    """Option of a choice as a PLD (accounting A below), or None when part of it has none (a
+    ``ZCDPEvent`` of positive rho, or a choice within it)."""
+    if any(isinstance(e, ChoiceEvent) or (isinstance(e, ZCDPEvent) and e.rho > 0.0)
+           for e in option):
+        return None
+    gaussian = math.fsum(e.rho for e in option if isinstance(e, GaussianEvent))
+    groups: dict[tuple[str, float, float], int] = {}
+    for e in option:
+        if isinstance(e, PureDPEvent | ApproxDPEvent):
+            key = ((("br" if e.bounded_range else "kov"), e.epsilon, 0.0)
+                   if isinstance(e, PureDPEvent) else ("kov", e.epsilon, e.delta))
+            groups[key] = groups.get(key, 0) + e.count
+    return _Bound(gaussian, groups, 0.0, grid)
+
+
+# The most support points of a choice's connect-the-dots PLD on each side of 0 (fewer, coarser
+# points only make it more pessimistic).
+_CHOICE_POINTS = 100_000
+
+
+def _choice_pld(event: ChoiceEvent, grid: float):
+    """The PLD of a choice's dominating pair (``ChoiceEvent``), or None when some option has no
+    PLD (it is then accounted by its zCDP cost).
+
+    The pair's profile is delta(x) = max_i delta_i(x) for x >= 0 (delta_i: option i's PLD) and,
+    by the identity H_(e^x)(P || Q) = 1 - e^x + e^x H_(e^-x)(Q || P) of hockey-stick divergences
+    (the options' PLDs are symmetric, as every PLD here), delta(x) = 1 - e^x + e^x delta(-x) for
+    x < 0. Pessimistic connect-the-dots (Doroshenko et al. 2022, Alg. 1) on grid points from
+    -top to top, top the largest finite loss of any option (delta(top) is then the mass at
+    +inf, where the construction puts it; a Gaussian's losses are cut 10 standard deviations
+    out, as in ``_gaussian_pld``), gives a PLD whose
+    profile is the exact one at those points and above it between them (the profile is convex in
+    e^x): it dominates the pair."""
+    bounds = [_option_bound(option, grid) for option in event.options]
+    if any(b is None for b in bounds):
+        return None
+
+    def profile(x: np.ndarray) -> np.ndarray:
+        return np.max([b._pld_delta(x) for b in bounds if b is not None], axis=0)
+
+    top = max(b.top_loss() for b in bounds if b is not None)
+    if not math.isfinite(top):  # pragma: no cover - a dp_accounting without dense arrays
+        return None
+    last = max(1, math.ceil(top / grid))
+    step = max(1, math.ceil(last / _CHOICE_POINTS))
+    index = np.unique(np.append(np.arange(0, last, step), last))
+    x = index * grid
+    upper = profile(x)
+    lower = -np.expm1(-x[1:]) + np.exp(-x[1:]) * upper[1:]
+    deltas = np.concatenate([lower[::-1], upper])
+    # Non-increasing as the construction requires; raising a value by round-off is pessimistic.
+    deltas = np.minimum(np.maximum.accumulate(deltas[::-1])[::-1], 1.0)
+    pld_pmf, PrivacyLossDistribution = _dp_accounting()
+    pmf = pld_pmf.create_pmf_pessimistic_connect_dots(
+        grid, np.concatenate([-index[1:][::-1], index]), deltas)
+    return PrivacyLossDistribution(pmf)
+
+
 def _bounds(events: list[Event], grid: float) -> list[_Bound]:
     """The valid accountings compared: (A) everything with a PLD in the PLD (bounded-range
-    events by their envelope PLD, ``_bounded_range_pld``); (B) as A, but bounded-range events as
-    epsilon^2/8-zCDP; (C) everything zCDP-capable as zCDP (today's
-    accounting, plus exact PLD for any (epsilon, delta) black boxes)."""
+    events by their envelope PLD, ``_bounded_range_pld``; choices by ``_choice_pld``); (B) as
+    A, but bounded-range events as epsilon^2/8-zCDP; (C) everything zCDP-capable as zCDP
+    (today's accounting, plus exact PLD for any (epsilon, delta) black boxes)."""
     gaussian = math.fsum(e.rho for e in events if isinstance(e, GaussianEvent))
     zcdp = math.fsum(e.rho for e in events if isinstance(e, ZCDPEvent))
     pure = [e for e in events if isinstance(e, PureDPEvent)]
     approx = [e for e in events if isinstance(e, ApproxDPEvent)]
+    choices = [e for e in events if isinstance(e, ChoiceEvent)]
+    choice_plds = [_choice_pld(c, grid) for c in choices]
+    choice_costs = [zcdp_cost(c) for c in choices]
+    # A choice with no PLD is accounted by its zCDP cost.
+    if any(p is None and cost is None for p, cost in zip(choice_plds, choice_costs, strict=True)):
+        raise InvalidParameterError(
+            "a choice whose options mix zCDP events and approximate-DP events has neither a PLD "
+            "nor a zCDP cost: it cannot be accounted")
+    choice_zcdp = math.fsum(cost for p, cost in zip(choice_plds, choice_costs, strict=True)
+                            if p is None and cost is not None)
+    plds = [p for p in choice_plds if p is not None]
 
     def groups(included: list[PureDPEvent]) -> dict[tuple[str, float, float], int]:
         out: dict[tuple[str, float, float], int] = {}
@@ -554,12 +639,18 @@ def _bounds(events: list[Event], grid: float) -> list[_Bound]:
 
     bounded = [e for e in pure if e.bounded_range]
     generic = [e for e in pure if not e.bounded_range]
-    plans = [(gaussian, groups(pure), zcdp)]
+    base = zcdp + choice_zcdp
+    plans = [(gaussian, groups(pure), base, plds)]
     if bounded:
-        plans.append((gaussian, groups(generic), zcdp + math.fsum(map(as_zcdp, bounded))))
-    if gaussian > 0.0 or pure:
-        plans.append((0.0, groups([]), zcdp + gaussian + math.fsum(map(as_zcdp, pure))))
-    return [_Bound(g, grp, z, grid) for g, grp, z in plans]
+        plans.append((gaussian, groups(generic), base + math.fsum(map(as_zcdp, bounded)), plds))
+    if gaussian > 0.0 or pure or choices:
+        # Choices in zCDP too, where every option has a zCDP cost; else as in A.
+        all_zcdp = all(cost is not None for cost in choice_costs)
+        plans.append((0.0, groups([]),
+                      zcdp + gaussian + math.fsum(map(as_zcdp, pure))
+                      + (math.fsum(choice_costs) if all_zcdp else choice_zcdp),  # type: ignore[arg-type]
+                      [] if all_zcdp else plds))
+    return [_Bound(g, grp, z, grid, p) for g, grp, z, p in plans]
 
 
 def compose_delta(

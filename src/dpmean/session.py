@@ -29,6 +29,7 @@ from .errors import BudgetExceededError, InvalidDataError, InvalidParameterError
 from .events import zcdp_cost
 from .pld import (
     ApproxDPEvent,
+    ChoiceEvent,
     Event,
     GaussianEvent,
     PureDPEvent,
@@ -132,6 +133,9 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     if isinstance(event, ApproxDPEvent):
         return {"kind": "approx-DP", "epsilon": event.epsilon, "delta": event.delta,
                 "count": event.count}
+    if isinstance(event, ChoiceEvent):
+        return {"kind": "choice",
+                "options": [[event_to_dict(e) for e in option] for option in event.options]}
     raise InvalidParameterError(f"not an accountant event: {type(event).__name__}")
 
 
@@ -145,9 +149,17 @@ _EVENT_FIELDS = {
 
 def event_from_dict(data: Any) -> Event:
     """The inverse of ``event_to_dict``; InvalidParameterError on anything else."""
+    if isinstance(data, dict) and data.get("kind") == "choice":
+        options = data.get("options")
+        if set(data) != {"kind", "options"} or not isinstance(options, list) or not all(
+                isinstance(option, list) for option in options):
+            raise InvalidParameterError("a choice event has exactly the fields kind and "
+                                        "options, a list of lists of events")
+        return ChoiceEvent(tuple(tuple(map(event_from_dict, option)) for option in options))
     if not isinstance(data, dict) or data.get("kind") not in _EVENT_FIELDS:
         raise InvalidParameterError(
-            f"an event must be a mapping with a kind among {', '.join(_EVENT_FIELDS)}")
+            f"an event must be a mapping with a kind among {', '.join(_EVENT_FIELDS)}, "
+            f"choice")
     cls, fields = _EVENT_FIELDS[data["kind"]]
     if set(data) != {"kind", *fields}:
         raise InvalidParameterError(f"a {data['kind']} event has exactly the fields kind, "
@@ -592,11 +604,14 @@ def _refines(events: Sequence[Event], rho: float, finer: str) -> bool:
     (and, unless ``finer`` is "Gaussian", bounded-range exponential ones) whose zCDP costs add
     up to at most ``rho``: what an estimator declares in ``privacy_events``; its mechanisms'
     charges are checked against the declaration when it releases."""
-    known = all(isinstance(e, GaussianEvent | ZCDPEvent)
-                or (finer != "Gaussian" and isinstance(e, PureDPEvent) and e.bounded_range)
-                for e in events)
+    def known(e: Event) -> bool:
+        if isinstance(e, ChoiceEvent):  # auto's candidates, each refining its own rho
+            return finer != "Gaussian" and all(known(x) for option in e.options for x in option)
+        return isinstance(e, GaussianEvent | ZCDPEvent) or (
+            finer != "Gaussian" and isinstance(e, PureDPEvent) and e.bounded_range)
+
     total = math.fsum(c for c in map(zcdp_cost, events) if c is not None)
-    return known and math.isclose(total, rho, rel_tol=1e-9)
+    return all(map(known, events)) and math.isclose(total, rho, rel_tol=1e-9)
 
 
 def _number(value: Any, name: str, bad: Any) -> float:

@@ -237,10 +237,11 @@ class MeanEstimator(ABC):
             budget_rho = gaussian_rho_for_approx_dp(epsilon, delta)
         return Budget("zCDP", rho=budget_rho, epsilon=epsilon, delta=delta)
 
-    def stage_events(self, plan: Mapping[str, float], d: int,
+    def stage_events(self, plan: Mapping[str, float], n: int, d: int,
                      sparse: bool = False) -> dict[str, Event] | None:
-        """Stage -> the event (``dpmean.events``) its mechanism charges, for ``plan`` (public),
-        or None when some stage's mechanism is neither a Gaussian nor an exponential mechanism.
+        """Stage -> the event (``dpmean.events``) its mechanism charges, for ``plan`` (public)
+        and data of shape (n, d), or None when some stage's mechanism is neither a Gaussian nor
+        an exponential mechanism (nor a choice among estimators that declare theirs).
 
         Estimators made only of Gaussian stages (``gaussian_stages``) declare a Gaussian event
         per stage (a ``ZCDPEvent`` with secure noise); estimators with exponential-mechanism
@@ -253,12 +254,12 @@ class MeanEstimator(ABC):
 
         return {stage: gaussian_event(rho, self.secure_noise) for stage, rho in plan.items()}
 
-    def check_events(self, ledger: PrivacyLedger, d: int, sparse: bool) -> None:
+    def check_events(self, ledger: PrivacyLedger, n: int, d: int, sparse: bool) -> None:
         """Refuse a release whose mechanisms charged other events than ``stage_events``
         declares (an (epsilon, delta) calibration and a session's accounting rely on them)."""
         from ..events import same_events
 
-        declared = self.stage_events(ledger.planned, d, sparse)
+        declared = self.stage_events(ledger.planned, n, d, sparse)
         if declared is None:
             return
         for stage, event in ledger.events.items():
@@ -304,14 +305,23 @@ class MeanEstimator(ABC):
     def calibrates_to_shape(self) -> bool:
         """Whether ``granted`` calibrates the budget to the data's shape: an (epsilon, delta)
         request, not yet granted, to an estimator that declares its mechanisms
-        (``declares_mechanisms``; those made only of Gaussian stages are exact already), given
-        a box (a private box is a data-dependent step before the plan: those keep the generic
-        conversion)."""
+        (``declares_mechanisms``; those made only of Gaussian stages are exact already). Without
+        bounds the plan includes the private box (``plan_events``)."""
         budget = self.budget
         return (self._granted_for is None and budget.notion == "zCDP"
                 and budget.epsilon is not None and budget.delta is not None
-                and self.declares_mechanisms() and not self.gaussian_stages
-                and not (self.bounds is None and self.finds_bounds))
+                and self.declares_mechanisms() and not self.gaussian_stages)
+
+    def finds_its_box(self) -> bool:
+        """Whether a release spends ``BOUNDS_SHARE`` of rho on a private box first (no bounds
+        given, and the estimator can find them)."""
+        return self.bounds is None and self.finds_bounds
+
+    def in_box(self, rho: float, bounds: Any, random_state: RandomState = None) -> MeanEstimator:
+        """The same options, granted rho-zCDP, in the box ``bounds``: what runs after a private
+        box."""
+        return type(self)(**{**self.get_params(), "rho": rho, "epsilon": None, "delta": None,
+                             "bounds": bounds, "random_state": random_state})
 
     def with_rho(self, rho: float) -> MeanEstimator:
         """The same estimator (same parameters as given, same random state) granted rho-zCDP."""
@@ -319,11 +329,23 @@ class MeanEstimator(ABC):
 
     def plan_events(self, n: int, d: int, sparse: bool) -> list[Event]:
         """The events of the plan for (n, d) (``stage_events``), with any rho the plan leaves
-        unspent as one ``ZCDPEvent``, so that they account for the whole grant."""
-        from ..events import ZCDPEvent
+        unspent as one ``ZCDPEvent``, so that they account for the whole grant.
 
+        Without bounds: the private box's Gaussian, then the plan in a stand-in box
+        (``BOX_STAND_IN``). The box only moves rho between Gaussian stages (IOME's centre
+        narrowing), which does not change the composition; the release checks that the plan in
+        the private box is accounted the same (``equivalent_events``) before it runs."""
+        from ..events import ZCDPEvent, gaussian_event
+        from .private_bounds import BOUNDS_SHARE
+
+        if self.finds_its_box():
+            assert self.budget.rho is not None
+            rho_box = self.budget.rho * BOUNDS_SHARE
+            inner = self.in_box(self.budget.rho - rho_box, BOX_STAND_IN)
+            return [gaussian_event(rho_box, self.secure_noise),
+                    *inner.plan_events(n, d, sparse)]
         plan = self.budget_plan(n, d)
-        events = self.stage_events(plan, d, sparse)
+        events = self.stage_events(plan, n, d, sparse)
         assert events is not None and self.budget.rho is not None
         unspent = self.budget.rho - math.fsum(plan.values())
         return [*events.values(), *([ZCDPEvent(unspent)] if unspent > 0.0 else [])]
@@ -416,7 +438,10 @@ class MeanEstimator(ABC):
 
     def _estimate(self, x: Any) -> MeanResult:
         n, d = public_shape(x)
-        if self.bounds is None and self.finds_bounds:
+        if self.finds_its_box():
+            granted = self.granted(n, d, self.runs_sparse(x))  # sparse input is refused below
+            if granted is not self:
+                return granted._estimate(x)
             return self._estimate_in_private_box(x, n, d)
         sparse = self.runs_sparse(x)
         granted = self.granted(n, d, sparse)
@@ -437,7 +462,7 @@ class MeanEstimator(ABC):
         mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
         # Every stage must have been charged its plan by the mechanism that spent it.
         ledger.verify()
-        self.check_events(ledger, d, sparse)
+        self.check_events(ledger, n, d, sparse)
         if scale is not None:
             mean, diagnostics = mean / scale, restore_diagnostics(diagnostics, scale)
         result = MeanResult(mean=self.project(mean, n, d), method=self.method, n=n, d=d,
@@ -487,8 +512,19 @@ class MeanEstimator(ABC):
                                                     self.diagnostic_declarations(), d),
                               fallback=True)
         # The rest of the budget, the same options, the private box, and the same stream.
-        inner = type(self)(**{**self.get_params(), "rho": self.rho - rho_box, "epsilon": None,
-                              "delta": None, "bounds": (lo, hi), "random_state": rng})
+        inner = self.in_box(self.rho - rho_box, (lo, hi), rng)
+        if self._granted_for is not None:
+            # Calibrated with the plan in a stand-in box: this box's plan must compose alike.
+            from ..events import equivalent_events
+
+            sparse = self._granted_for[2]
+            if not equivalent_events(inner.plan_events(n, d, sparse),
+                                     self.in_box(inner.rho, BOX_STAND_IN).plan_events(
+                                         n, d, sparse)):
+                raise PrivacyAccountingError(
+                    f"{self.method}: the plan in the private box is accounted differently from "
+                    f"the plan the (epsilon, delta) calibration composed; the release must not "
+                    f"leave")
         result = inner.estimate(data)
         return MeanResult(mean=result.mean, method=self.method, n=n, d=d, budget=self.budget,
                           ledger={**ledger.spent, **result.ledger},
@@ -611,6 +647,11 @@ def public_shape(x: Any) -> tuple[int, int]:
 # composes up to thousands of privacy loss distributions (about a second at d = 2048), and
 # experiments release the same setting many times.
 _EXACT_RHO: dict[tuple[str, int, int, bool], float] = {}
+
+
+# The box a calibration without bounds plans in (``MeanEstimator.plan_events``): any box gives
+# the same accounting, which each release checks for its private box.
+BOX_STAND_IN = (-1.0, 1.0)
 
 
 def exact_rho(estimator: MeanEstimator, n: int, d: int, sparse: bool) -> float:

@@ -31,6 +31,7 @@ from .variance import (
     bernoulli_std,
     known_std,
     pair_median_resolves,
+    pair_quantile_resolves,
     pair_std,
     pooled_noisy_mean,
     quantile_width,
@@ -42,6 +43,9 @@ VARIANCE_STAGES = ("variance spread", "variance")
 # How far below the top of a variance search its log domain reaches (nats): variances down to
 # e^-46 = 1e-20 of the box's (or the private spread's) are told apart.
 LOG_RANGE = 46.0
+# The quantile of the pair values the variance search targets where the budget places it
+# (``variance_level="auto"``): see PrivateLimitAdaptedNoise.variance_quantile.
+UPPER_VARIANCE_LEVEL = 0.75
 # The share of the variance budget spent on the private spread that tops every variance search.
 SPREAD_SHARE = 1.0 / 16.0
 VARIANCES = ("auto", "gaussian", "generic", "binary")
@@ -219,7 +223,7 @@ class _PlanBase(MeanEstimator):
                 stages["centre"] = d
         return stages
 
-    def stage_events(self, plan: Mapping[str, float], d: int,
+    def stage_events(self, plan: Mapping[str, float], n: int, d: int,
                      sparse: bool = False) -> dict[str, Event]:
         exponential = self.exponential_stages(d, sparse)
         return {stage: exponential_event(rho / exponential[stage], exponential[stage])
@@ -374,6 +378,12 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         Use sigma_j + mean(sigma) in the scale (the paper, sec. 7.1).
     spread_share : float, default 1/16
         The fraction of the variance budget spent on the private spread (0 turns it off).
+    variance_level : float or "auto", default "auto"
+        The quantile of each coordinate's pair values the variance search targets (the paper:
+        the median, 0.5). "auto": 0.75 where the budget places it (``pair_quantile_resolves``,
+        public), else 0.5. The upper quartile still sees a coordinate that is constant in most
+        rows (a pixel that is 0 in 70% of the images has median pair value 0), whose variance
+        the median misses and whose rows then dominate the scaled norms.
     preprocess_share : float, default 0.25
         The fraction of rho spent on the centre and the variances, in (0, 1).
     threshold_share : float or "auto", default "auto"
@@ -446,9 +456,12 @@ class PrivateLimitAdaptedNoise(_PlanBase):
     def __init__(
         self, rho: float | None = None, *, p: float = 2.0, variance: str = "auto",
         std: Any = None, centre_share: float = 0.25, group_size: int = 1, pairings: int = 1,
-        regularise: bool = True, spread_share: float = SPREAD_SHARE, **options: Any,
+        regularise: bool = True, spread_share: float = SPREAD_SHARE,
+        variance_level: float | str = "auto", **options: Any,
     ) -> None:
         super().__init__(rho, **options)
+        self.variance_level = (variance_level if variance_level == "auto" else
+                               check_fraction(variance_level, "variance_level"))
         self.p = check_number(p, "p")
         if self.p < 1:
             raise InvalidParameterError(f"p must be >= 1 (the lp error to target), got {p}")
@@ -477,6 +490,19 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         return pair_median_resolves(n, d, rho_var * (1.0 - self.spread_share),
                                     log_range=self.log_range, beta=self.beta,
                                     group_size=self.group_size, pairings=self.pairings)
+
+    def variance_quantile(self, n: int, d: int, rho_variance: float) -> float:
+        """The quantile of the pair values the variance search targets (public: n, d, the
+        variance stage's budget): ``variance_level``, or with "auto" the upper quartile where
+        the budget places it as reliably as the guard asks of the median
+        (``pair_quantile_resolves``), else the median."""
+        if self.variance_level != "auto":
+            return float(self.variance_level)
+        if self.log_range is not None and pair_quantile_resolves(
+                n, d, rho_variance, UPPER_VARIANCE_LEVEL, log_range=self.log_range,
+                beta=self.beta, group_size=self.group_size, pairings=self.pairings):
+            return UPPER_VARIANCE_LEVEL
+        return 0.5
 
     def preprocess_stages(self, rho_pre: float, n: int, d: int) -> dict[str, float]:
         rho_var = rho_pre * (1.0 - self.centre_share)
@@ -528,6 +554,7 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         if kind != "binary":
             centre, _ = super().centre_and_std(engine, budget, ledger, rng)
             std = pair_std(engine, rho=budget["variance"], ledger=ledger, rng=rng,
+                           q=self.variance_quantile(engine.n, engine.d, budget["variance"]),
                            group_size=self.group_size, pairings=self.pairings,
                            wilson_hilferty=kind == "gaussian", quantile=self.quantile,
                            steps=self.steps, log_range=self.log_range,

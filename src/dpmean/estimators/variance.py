@@ -39,7 +39,7 @@ def pair_std(
     group_size: int = 1, pairings: int = 1, wilson_hilferty: bool = True,
     quantile: str = "exponential", steps: int = 20, stage: str = "variance",
     log_range: float | None = None, spread_rho: float | None = None,
-    secure: bool = False,
+    secure: bool = False, q: float = 0.5,
 ) -> np.ndarray:
     """Private standard deviation of every coordinate from differences of random row pairs.
 
@@ -51,7 +51,9 @@ def pair_std(
     ``wilson_hilferty_factor(k)`` sigma^2, so the median is divided by it; the generic
     Algorithm 2 (``wilson_hilferty=False``) returns the median of the group averages as it is.
     ``pairings`` > 1 repeats the pairing with fresh permutations (the reference code's "fill")
-    and pools all group averages.
+    and pools all group averages. ``q`` other than 1/2 targets that quantile of the group
+    averages instead of the median, divided (Gaussian data) by the exact q-quantile of
+    chi^2_k / k (``chi2_quantile_factor``); the spread then bounds that quantile.
 
     Sensitivity under replace-one: a row sits in one pair per pairing, hence in one group per
     pairing, so each coordinate's ranks move by at most ``pairings``; the exponential
@@ -96,6 +98,7 @@ def pair_std(
     if spread_rho is not None:
         top = np.minimum(top, pair_spread(engine, orders[0], rho=spread_rho, ledger=ledger,
                                           rng=rng, log_range=log_range,
+                                          q=max(0.75, (1.0 + q) / 2.0),
                                           stage=f"{stage} spread"))
     lo, floor = 0.0, None
     blocks: Any = pooled_blocks()
@@ -118,15 +121,24 @@ def pair_std(
         order = engine.pair_value_order(orders, groups * group_size, group_size, values_of,
                                          np.broadcast_to(lo, (k,)), np.broadcast_to(top, (k,)))
         blocks = blocks if order is None else order
-    median = column_quantiles(blocks, engine.d, 0.5, lo, top,
+    median = column_quantiles(blocks, engine.d, q, lo, top,
                               rho_each=rho / engine.d, rng=rng, ledger=ledger, stage=stage,
                               method=quantile, steps=steps, sensitivity=pairings,
                               secure=secure, presorted=presorted)
     if log_range is not None:
         median = np.exp(median)
     if wilson_hilferty:
-        median = median / wilson_hilferty_factor(group_size)
+        median = median / (wilson_hilferty_factor(group_size) if q == 0.5
+                           else chi2_quantile_factor(q, group_size))
     return np.sqrt(median)
+
+
+def chi2_quantile_factor(q: float, k: int) -> float:
+    """The q-quantile of chi^2_k / k: the ratio of the q-quantile of an average of k values
+    sigma^2 chi^2_1 to its mean sigma^2 (exact; 1.3233 for q = 3/4 and k = 1)."""
+    from scipy.stats import chi2
+
+    return float(chi2.ppf(q, k) / k)
 
 
 def _half_squares(diff: np.ndarray) -> np.ndarray:
@@ -150,6 +162,17 @@ def _log_above(values: np.ndarray, floor: np.ndarray) -> np.ndarray:
     return np.log(values, out=values)
 
 
+def pair_quantile_resolves(n: int, d: int, rho: float, q: float, *, log_range: float,
+                           beta: float, group_size: int = 1, pairings: int = 1) -> bool:
+    """``pair_median_resolves`` for the q-quantile (q >= 1/2): the empty top of the domain
+    lies at rank distance (1 - q) m from the target instead of m / 2, so the same bound asks
+    eps (1 - q) m / 2 >= ln(log_range / beta) + ln(d) / 4 (twice the median's budget at
+    q = 3/4)."""
+    eps = np.sqrt(8.0 * rho / d) / pairings
+    m = pairings * ((n // 2) // group_size)
+    return bool(eps * (1.0 - q) * m / 2.0 >= np.log(log_range / beta) + 0.25 * np.log(d))
+
+
 def pair_median_resolves(n: int, d: int, rho: float, *, log_range: float, beta: float,
                          group_size: int = 1, pairings: int = 1) -> bool:
     """Whether ``pair_std`` on log pair values can place its d medians: public (n, d, rho).
@@ -166,9 +189,8 @@ def pair_median_resolves(n: int, d: int, rho: float, *, log_range: float, beta: 
     rho = 1/16 (eps m / 4 = 8.2), where they halve the error; d^1 kept them at Gaussian A,
     d = 1024, rho = 1/8 (6.6), where they cost 30 %.
     """
-    eps = np.sqrt(8.0 * rho / d) / pairings
-    m = pairings * ((n // 2) // group_size)
-    return bool(eps * m / 4.0 >= np.log(log_range / beta) + 0.25 * np.log(d))
+    return pair_quantile_resolves(n, d, rho, 0.5, log_range=log_range, beta=beta,
+                                  group_size=group_size, pairings=pairings)
 
 
 def pair_spread(
