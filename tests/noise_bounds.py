@@ -26,3 +26,45 @@ def clipped_mean(x: np.ndarray, centre: np.ndarray, radius: float) -> np.ndarray
     offsets = x - centre
     shrink = np.minimum(1.0, radius / np.maximum(np.linalg.norm(offsets, axis=1), 1e-300))
     return centre + (offsets * shrink[:, None]).mean(axis=0)
+
+
+def release_target(x: np.ndarray, result) -> np.ndarray:
+    """The exact mean (NON-PRIVATE) a Gaussian release adds its noise to: the rows clipped
+    to the private ``threshold`` about the private ``centre`` (0 when absent: CM), in PLAN's
+    view (coordinate j multiplied by ``scale_j``, absent: 1), mapped back to the data's units;
+    the plain mean for releases that clip nothing (the Gaussian baseline). The rows must lie
+    in the box (no clamping here)."""
+    diagnostics = result.diagnostics
+    if "threshold" not in diagnostics:
+        return x.mean(axis=0)
+    scale = np.asarray(diagnostics.get("scale", 1.0))
+    centre = np.asarray(diagnostics.get("centre", 0.0)) * np.ones(x.shape[1])
+    return clipped_mean(x * scale, centre * scale, diagnostics["threshold"]) / scale
+
+
+def standardised_noise(x: np.ndarray, result) -> float:
+    """||(release - target) / sigma||, sigma the declared noise standard deviation of each
+    coordinate in the data's units (``noise_std``, divided by PLAN's ``scale``): the norm of a
+    standard normal d-vector, so within ``chi_band(d, failure)`` except with probability
+    ``failure``. The release must not have been moved by the projection onto the box."""
+    diagnostics = result.diagnostics
+    sigma = np.asarray(diagnostics["noise_std"]) / np.asarray(diagnostics.get("scale", 1.0))
+    return float(np.linalg.norm((result.mean - release_target(x, result)) / sigma))
+
+
+def exponential_rank_error(values: np.ndarray, q: float, lo: float, hi: float, rho: float,
+                           failure: float) -> float:
+    """t such that the exponential quantile of ``values`` on [lo, hi] (eps = sqrt(8 rho),
+    ``dpmean.mechanisms.exponential``) lands t or more ranks from q n with probability at most
+    ``failure``, for these values (NON-PRIVATE: the test knows them).
+
+    Gap i (i values below it) has probability w_i e^{-eps |i - q n| / 2} / Z, and Z is at least
+    any one gap's term, so the gaps t or more ranks away weigh together at most
+    (hi - lo) e^{-eps t / 2} / max_i (w_i e^{-eps |i - q n| / 2}); t solves that = failure."""
+    eps = np.sqrt(8.0 * rho)
+    edges = np.concatenate([[lo], np.sort(np.clip(values, lo, hi)), [hi]])
+    widths = np.diff(edges)
+    ranks = np.arange(widths.size)
+    with np.errstate(divide="ignore"):
+        log_terms = np.log(widths) - eps * np.abs(ranks - q * values.size) / 2.0
+    return float(2.0 / eps * (np.log(hi - lo) - log_terms.max() - np.log(failure)))

@@ -4,13 +4,20 @@ Appendix D settings), sparse/dense agreement, the non-degenerate no-scaling vari
 import numpy as np
 import pytest
 import scipy.sparse
-from noise_bounds import isotropic_std
+from noise_bounds import (
+    chi_band,
+    exponential_rank_error,
+    isotropic_std,
+    release_target,
+    standardised_noise,
+)
 from scipy.stats import chi2, norm
 
 import dpmean
 from dpmean.accounting import PrivacyLedger
 from dpmean.engines import InMemoryEngine
 from dpmean.errors import InsufficientDataWarning, InvalidParameterError
+from dpmean.estimators.plan import LOG_RANGE
 from dpmean.estimators.plan import PrivateLimitAdaptedNoise as PLAN
 from dpmean.estimators.variance import binary_std, known_std, pair_std
 from dpmean.transforms import View
@@ -50,16 +57,47 @@ def test_plan_beats_iome_on_skewed_variances():
         assert np.linalg.norm(plan.mean - empirical) < least
 
 
-def test_plan_stays_close_to_iome_without_skew():
-    errors = {"plan": [], "iome": []}
+def test_plan_and_iome_release_their_clipped_means_plus_their_noise_without_skew():
+    """Isotropic Gaussian C (d = 64, n = 4000, box 10 +- 200): both errors are dominated by
+    the sampling error sqrt(d / n) = 0.126. Which of the two errs less here is not derivable
+    from their noise scales (PLAN's variance stage costs it noise budget; the paper's Figure
+    3(a) shows them level; the bound of 1.25 times IOME's error this test had was measured), so
+    it asserts what is derivable, for each seed: both releases are their exact clipped means
+    plus their declared noise, and PLAN's clipping moved the mean no further than its
+    threshold's rank guarantee allows (``assert_released_as_declared``)."""
     for seed in range(2):
         x, bounds = skewed_gaussian(seed, d=64, n=4000, skew=False)
-        for method in errors:
+        for method in ("plan", "iome"):
             result = dpmean.mean(x, rho=1.0, method=method, bounds=bounds, random_state=seed)
-            errors[method].append(np.linalg.norm(result.mean - 10.0))
-    # Both are dominated by the sampling error sqrt(d / n) = 0.126 (noise adds ~ 10-20 %); the
-    # variance stage costs PLAN some noise budget, the paper's Figure 3(a) shows them level.
-    assert np.mean(errors["plan"]) < 1.25 * np.mean(errors["iome"])
+            assert_released_as_declared(x, result)
+
+
+def assert_released_as_declared(x, result, failure=1e-6):
+    """The release is its exact clipped mean plus its declared Gaussian noise: the standardised
+    noise's norm lies in the chi band (failure ``failure``). For PLAN also: at most (1 - q) n + t
+    rows were clipped, t the exponential threshold's rank error on these view norms at failure
+    ``failure`` (``exponential_rank_error``; the threshold is drawn on log norms over
+    [log B - log_range, log B], B = ``norm_bound``), and so clipping moved the mean by at most
+    ((1 - q) n + t) / n times the largest excess of a view norm over the threshold, divided by
+    the smallest scale factor (data units). A collapsed PLAN, clipping every row to a radius
+    near 0, fails this by the whole spread of the rows."""
+    n, d = x.shape
+    low, high = chi_band(d, failure)
+    assert low <= standardised_noise(x, result) <= high
+    if result.method != "plan":
+        return
+    diagnostics = result.diagnostics
+    scale = np.asarray(diagnostics.get("scale", 1.0)) * np.ones(d)
+    norms = np.linalg.norm((x - diagnostics["centre"]) * scale, axis=1)
+    q, top = diagnostics["target_quantile"], diagnostics["norm_bound"]
+    t = exponential_rank_error(np.log(np.maximum(norms, top * np.exp(-LOG_RANGE))), q,
+                               np.log(top) - LOG_RANGE, np.log(top),
+                               diagnostics["threshold_rho"], failure)
+    clipped_rows = (1.0 - q) * n + t
+    excess = norms - diagnostics["threshold"]
+    assert np.count_nonzero(excess > 0) <= clipped_rows
+    bias = np.linalg.norm(release_target(x, result) - x.mean(axis=0))
+    assert bias <= clipped_rows / n * max(excess.max(), 0.0) / scale.min()
 
 
 ROTATED = {"centre domain", "centre"}
@@ -340,17 +378,20 @@ def test_guard_runs_plan_without_scaling_where_variances_cannot_be_resolved():
 
 def test_plan_does_not_collapse_on_isotropic_data_in_a_loose_box():
     """Gaussian A at d = 1024, rho = 1/2 (box +-25 sqrt(d)): the median-centred PLAN of the
-    paper's recipe failed here in every run (error ~25x IOME's); now it stays within 1.25x of
-    IOME (both about 0.9; the sampling error alone is sqrt(d / n) = 0.51)."""
+    paper's recipe failed here in every run (error ~25x IOME's: it clipped every row to about
+    its centre). The comparison with IOME is not derivable from the noise scales (both errors
+    are about 0.8 on these seeds, the sampling error alone sqrt(d / n) = 0.51; the bound of
+    1.25 times IOME's error this test had was measured); what is: both releases are their
+    exact clipped means plus their declared noise, and PLAN clipped no more rows, and moved
+    the mean no further, than its threshold's rank guarantee allows
+    (``assert_released_as_declared``), which a collapse breaks."""
     d, n = 1024, 4000
-    errors = {"plan": [], "iome": []}
     for seed in range(2):
         x = np.random.default_rng(seed).standard_normal((n, d))
-        for method in errors:
+        for method in ("plan", "iome"):
             result = dpmean.mean(x, rho=0.5, method=method, bounds=(-25 * 32, 25 * 32),
                                  random_state=seed)
-            errors[method].append(np.linalg.norm(result.mean))
-    assert np.mean(errors["plan"]) < 1.25 * np.mean(errors["iome"])
+            assert_released_as_declared(x, result)
 
 
 def test_group_size_is_a_count_not_a_step_number():
