@@ -68,3 +68,28 @@ def exponential_rank_error(values: np.ndarray, q: float, lo: float, hi: float, r
     with np.errstate(divide="ignore"):
         log_terms = np.log(widths) - eps * np.abs(ranks - q * values.size) / 2.0
     return float(2.0 / eps * (np.log(hi - lo) - log_terms.max() - np.log(failure)))
+
+
+def pair_std_band(rho_each: float, m: int, log_range: float, failure: float
+                  ) -> tuple[float, float]:
+    """(lo, hi) with one coordinate's private sigma / sigma from PLAN's pair variances (one
+    pairing, groups of one pair, the exponential median on log pair values over ``log_range``
+    nats; Gaussian rows) outside [lo, hi] with probability at most ``failure``.
+
+    The m pair values are v = sigma^2 chi^2_1, independent. With beta = failure / 3 each:
+    (1) the gap at rank m / 2 (utility 0) is at least a = beta / (m g) nats wide, g = 0.242 the
+    largest density of log chi^2_1 (uniform spacings are Beta(1, m): P(< u) <= m u); (2) then
+    the mechanism lands t or more ranks from m / 2 with probability at most
+    log_range e^{-eps t / 2} / a (``exponential_rank_error``'s argument), eps = sqrt(8 rho_each):
+    t = (2 / eps) ln(log_range m g / beta^2); (3) DKW: every order statistic's chi^2_1 quantile
+    is within sqrt(ln(2 / beta) / (2 m)) of its rank / m. So the median lies between the
+    chi^2_1 quantiles 1/2 -+ delta, delta = (t + 1) / m + that, and sigma is its square root
+    over Wilson-Hilferty's median factor (``wilson_hilferty_factor(1)``)."""
+    beta = failure / 3.0
+    g = float(chi2.pdf(1.0, 1))  # log chi^2_1 has density f(e^y) e^y, largest at e^y = 1
+    t = 2.0 / np.sqrt(8.0 * rho_each) * np.log(log_range * m * g / beta**2)
+    delta = (t + 1.0) / m + np.sqrt(np.log(2.0 / beta) / (2.0 * m))
+    factor = (1.0 - 2.0 / 9.0) ** 3
+    lo = np.sqrt(chi2.ppf(0.5 - delta, 1) / factor) if delta < 0.5 else 0.0
+    hi = np.sqrt(chi2.ppf(0.5 + delta, 1) / factor) if delta < 0.5 else np.inf
+    return float(lo), float(hi)
