@@ -110,7 +110,7 @@ def test_demo(capsys, tmp_path, monkeypatch):
                     assert s == pytest.approx(WIDTH * math.sqrt(D) / row["n"]
                                               / math.sqrt(2 * rho), rel=1e-12)
                 truth = x.mean(axis=0)
-                bias = np.linalg.norm(release_target(x.astype(float), result) - truth)
+                bias = np.linalg.norm(release_target(x, result) - truth)
                 assert 0 < row["l2_error"][method] <= bias + high * s
 
     # The terminal table holds the JSON's numbers, to one decimal.
