@@ -4,13 +4,21 @@ Appendix D settings), sparse/dense agreement, the non-degenerate no-scaling vari
 import numpy as np
 import pytest
 import scipy.sparse
-from noise_bounds import isotropic_std
+from noise_bounds import (
+    chi_band,
+    exponential_rank_error,
+    isotropic_std,
+    pair_std_band,
+    release_target,
+    standardised_noise,
+)
 from scipy.stats import chi2, norm
 
 import dpmean
 from dpmean.accounting import PrivacyLedger
 from dpmean.engines import InMemoryEngine
 from dpmean.errors import InsufficientDataWarning, InvalidParameterError
+from dpmean.estimators.plan import LOG_RANGE
 from dpmean.estimators.plan import PrivateLimitAdaptedNoise as PLAN
 from dpmean.estimators.variance import binary_std, known_std, pair_std
 from dpmean.transforms import View
@@ -50,16 +58,47 @@ def test_plan_beats_iome_on_skewed_variances():
         assert np.linalg.norm(plan.mean - empirical) < least
 
 
-def test_plan_stays_close_to_iome_without_skew():
-    errors = {"plan": [], "iome": []}
+def test_plan_and_iome_release_their_clipped_means_plus_their_noise_without_skew():
+    """Isotropic Gaussian C (d = 64, n = 4000, box 10 +- 200): both errors are dominated by
+    the sampling error sqrt(d / n) = 0.126. Which of the two errs less here is not derivable
+    from their noise scales (PLAN's variance stage costs it noise budget; the paper's Figure
+    3(a) shows them level; the bound of 1.25 times IOME's error this test had was measured), so
+    it asserts what is derivable, for each seed: both releases are their exact clipped means
+    plus their declared noise, and PLAN's clipping moved the mean no further than its
+    threshold's rank guarantee allows (``assert_released_as_declared``)."""
     for seed in range(2):
         x, bounds = skewed_gaussian(seed, d=64, n=4000, skew=False)
-        for method in errors:
+        for method in ("plan", "iome"):
             result = dpmean.mean(x, rho=1.0, method=method, bounds=bounds, random_state=seed)
-            errors[method].append(np.linalg.norm(result.mean - 10.0))
-    # Both are dominated by the sampling error sqrt(d / n) = 0.126 (noise adds ~ 10-20 %); the
-    # variance stage costs PLAN some noise budget, the paper's Figure 3(a) shows them level.
-    assert np.mean(errors["plan"]) < 1.25 * np.mean(errors["iome"])
+            assert_released_as_declared(x, result)
+
+
+def assert_released_as_declared(x, result, failure=1e-6):
+    """The release is its exact clipped mean plus its declared Gaussian noise: the standardised
+    noise's norm lies in the chi band (failure ``failure``). For PLAN also: at most (1 - q) n + t
+    rows were clipped, t the exponential threshold's rank error on these view norms at failure
+    ``failure`` (``exponential_rank_error``; the threshold is drawn on log norms over
+    [log B - log_range, log B], B = ``norm_bound``), and so clipping moved the mean by at most
+    ((1 - q) n + t) / n times the largest excess of a view norm over the threshold, divided by
+    the smallest scale factor (data units). A collapsed PLAN, clipping every row to a radius
+    near 0, fails this by the whole spread of the rows."""
+    n, d = x.shape
+    low, high = chi_band(d, failure)
+    assert low <= standardised_noise(x, result) <= high
+    if result.method != "plan":
+        return
+    diagnostics = result.diagnostics
+    scale = np.asarray(diagnostics.get("scale", 1.0)) * np.ones(d)
+    norms = np.linalg.norm((x - diagnostics["centre"]) * scale, axis=1)
+    q, top = diagnostics["target_quantile"], diagnostics["norm_bound"]
+    t = exponential_rank_error(np.log(np.maximum(norms, top * np.exp(-LOG_RANGE))), q,
+                               np.log(top) - LOG_RANGE, np.log(top),
+                               diagnostics["threshold_rho"], failure)
+    clipped_rows = (1.0 - q) * n + t
+    excess = norms - diagnostics["threshold"]
+    assert np.count_nonzero(excess > 0) <= clipped_rows
+    bias = np.linalg.norm(release_target(x, result) - x.mean(axis=0))
+    assert bias <= clipped_rows / n * max(excess.max(), 0.0) / scale.min()
 
 
 ROTATED = {"centre domain", "centre"}
@@ -104,7 +143,9 @@ def test_ledger_sums_to_rho_and_follows_the_shares(options, stages):
 def test_clipped_count_is_the_noisy_number_of_clipped_rows():
     """Stage "clipped count" releases the number of rows whose view norm exceeds the released
     threshold plus N(0, 1 / (2 rho_count)): over 50 releases the noisy counts minus the exact
-    ones average within 4 standard errors of 0 (NON-PRIVATE check with the exact norms)."""
+    ones average within 4 standard errors of 0 (failure 6e-5), and their spread about their
+    average, sum (e_i - mean)^2 / std^2 ~ chi^2_49, lies within its 1e-4 two-sided quantiles
+    (NON-PRIVATE check with the exact norms)."""
     x = np.random.default_rng(0).normal(0.0, 1.0, size=(2000, 4))
     errors = []
     for seed in range(50):
@@ -116,7 +157,8 @@ def test_clipped_count_is_the_noisy_number_of_clipped_rows():
         assert d["clipped_count_rho"] == result.ledger["clipped count"] == pytest.approx(0.01)
     std = 1.0 / np.sqrt(2 * 0.01)
     assert abs(np.mean(errors)) <= 4 * std / np.sqrt(50)
-    assert 0.5 * std <= np.std(errors) <= 1.5 * std
+    spread = 50 * np.var(errors) / std**2
+    assert chi2.ppf(5e-5, 49) <= spread <= chi2.isf(5e-5, 49)
     off = dpmean.mean(x, rho=1.0, method="plan-noscale", bounds=(-10, 10), random_state=0,
                       count_share=0)
     assert "clipped count" not in off.ledger and "clipped_count" not in off.diagnostics
@@ -277,28 +319,36 @@ def test_threshold_share_auto_clips_at_most_three_root_n_rows(method):
 
 def test_log_domain_variances_are_accurate_where_the_box_is_loose():
     """Zipf standard deviations 64 / i in a box +-50 * 64^1.5 (PLAN's Gaussian C at d = 64),
-    rho = 1: each coordinate's exponential mechanism gets eps = sqrt(8 * 0.176 / 64) = 0.148 on
-    m = 5000 pair values. Its rank error exceeds (2 / eps)(ln(46 / beta') + ln(1 / beta'))
-    ~ 232 ranks with probability at most beta' = 1e-4 per coordinate: the median pair value's
-    quantile is 0.5 +- 0.047 (+- 0.014 sampling), where chi^2_1 gives sigma 0.87-1.14 times the
-    truth (Wilson-Hilferty's 3.3 % low bias included). We allow [0.8, 1.25]."""
+    m = 5000 pairs. At rho = 1 every coordinate's private sigma / sigma lies in
+    ``pair_std_band`` (its exponential median's rank error, the gap at the median and DKW) at
+    failure 1e-3 / d each, so all d together fail with probability at most 1e-3: about
+    [0.70, 1.31] (the spread's cap, a 3/4-quantile of the whole rows' half squared distances,
+    stays far above every coordinate's median pair value and out of the band's way).
+
+    At rho = 0.01 (eps m / 4 = 18.5, about ln of the box's width over the data's) the paper's
+    linear search puts most of them near the box's scale (median ratio 1.6e4 on this seed; the
+    contrast, not a tolerance). The log search's per-coordinate guarantee is void at this
+    budget for any small failure; what holds is about the median: each coordinate is in the
+    band at failure 0.3, the coordinates' pair values are independent (the cap only bounds the
+    search domain from above), and the median ratio leaves the band only if 32 or more of the
+    64 do, with probability binom.sf(31, 64, 0.3) < 1e-3."""
+    from scipy.stats import binom
+
     d, n = 64, 10000
     std = d / np.arange(1, d + 1)
     x = 10.0 + np.random.default_rng(2).standard_normal((n, d)) * std
     half = 50 * d**1.5
     result = dpmean.mean(x, rho=1.0, method="plan", bounds=(-half, half), random_state=2)
     ratio = result.diagnostics["std"] / std
-    assert 0.8 <= ratio.min() and ratio.max() <= 1.25
-    # At rho = 0.01 (eps m / 4 = 18.5, about ln of the box's width over the data's) the
-    # paper's linear search puts most of them near the box's scale (median ratio 1.6e4 on this
-    # seed); the log search stays within 0.71-1.25 here (a regression check: its guarantee at
-    # this budget is weaker than this seed shows, so we assert only [0.5, 2]).
+    low, high = pair_std_band(result.ledger["variance"] / d, n // 2, LOG_RANGE, 1e-3 / d)
+    assert low <= ratio.min() and ratio.max() <= high
     linear = dpmean.mean(x, rho=0.01, method="plan", bounds=(-half, half), random_state=2,
                          log_range=None, spread_share=0, centre="median")
     assert np.median(linear.diagnostics["std"] / std) > 100
-    ratio = dpmean.mean(x, rho=0.01, method="plan", bounds=(-half, half),
-                        random_state=2).diagnostics["std"] / std
-    assert 0.5 <= ratio.min() and ratio.max() <= 2
+    result = dpmean.mean(x, rho=0.01, method="plan", bounds=(-half, half), random_state=2)
+    low, high = pair_std_band(result.ledger["variance"] / d, n // 2, LOG_RANGE, 0.3)
+    assert binom.sf(d // 2 - 1, d, 0.3) < 1e-3
+    assert low <= np.median(result.diagnostics["std"] / std) <= high
 
 
 def test_spread_caps_every_variance_search():
@@ -340,17 +390,20 @@ def test_guard_runs_plan_without_scaling_where_variances_cannot_be_resolved():
 
 def test_plan_does_not_collapse_on_isotropic_data_in_a_loose_box():
     """Gaussian A at d = 1024, rho = 1/2 (box +-25 sqrt(d)): the median-centred PLAN of the
-    paper's recipe failed here in every run (error ~25x IOME's); now it stays within 1.25x of
-    IOME (both about 0.9; the sampling error alone is sqrt(d / n) = 0.51)."""
+    paper's recipe failed here in every run (error ~25x IOME's: it clipped every row to about
+    its centre). The comparison with IOME is not derivable from the noise scales (both errors
+    are about 0.8 on these seeds, the sampling error alone sqrt(d / n) = 0.51; the bound of
+    1.25 times IOME's error this test had was measured); what is: both releases are their
+    exact clipped means plus their declared noise, and PLAN clipped no more rows, and moved
+    the mean no further, than its threshold's rank guarantee allows
+    (``assert_released_as_declared``), which a collapse breaks."""
     d, n = 1024, 4000
-    errors = {"plan": [], "iome": []}
     for seed in range(2):
         x = np.random.default_rng(seed).standard_normal((n, d))
-        for method in errors:
+        for method in ("plan", "iome"):
             result = dpmean.mean(x, rho=0.5, method=method, bounds=(-25 * 32, 25 * 32),
                                  random_state=seed)
-            errors[method].append(np.linalg.norm(result.mean))
-    assert np.mean(errors["plan"]) < 1.25 * np.mean(errors["iome"])
+            assert_released_as_declared(x, result)
 
 
 def test_group_size_is_a_count_not_a_step_number():

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PrivacyLedger",
     "approx_dp_to_zcdp",
+    "check_budget_request",
     "classic_zcdp_to_approx_dp",
     "exponential_mechanism_zcdp",
     "gaussian_mechanism_zcdp",
@@ -288,6 +289,25 @@ def resolve_budget(
 
     (epsilon, delta) is converted with ``approx_dp_to_zcdp``: the largest rho that meets it.
     """
+    check_budget_request(rho, epsilon, delta)
+    if rho is not None:
+        return float(rho)
+    assert epsilon is not None and delta is not None
+    return approx_dp_to_zcdp(epsilon, delta)
+
+
+def check_budget_request(
+    rho: float | None = None, epsilon: float | None = None, delta: float | None = None
+) -> None:
+    """Validate a request of exactly one of ``rho`` or the pair (``epsilon``, ``delta``),
+    converting nothing (``resolve_budget`` converts): what an estimator's constructor checks.
+
+    Raises
+    ------
+    InvalidParameterError
+        No budget, both ``rho`` and (part of) the pair, half of the pair, or a value that is
+        not a positive finite number (``delta`` in (0, 1)).
+    """
     if rho is not None and (epsilon is not None or delta is not None):
         given = ", ".join(
             name for name, value in (("epsilon", epsilon), ("delta", delta)) if value is not None
@@ -296,7 +316,8 @@ def resolve_budget(
             f"give either rho or (epsilon, delta), not both: got rho and {given}"
         )
     if rho is not None:
-        return _positive("rho", rho)
+        _positive("rho", rho)
+        return
     if epsilon is None and delta is None:
         raise InvalidParameterError(
             "no privacy budget given: pass rho (zCDP, e.g. rho=0.5), or epsilon and delta "
@@ -308,7 +329,8 @@ def resolve_budget(
         raise InvalidParameterError(
             "delta was given without epsilon: give both epsilon and delta, or give rho"
         )
-    return approx_dp_to_zcdp(_positive("epsilon", epsilon), _delta(delta))
+    _positive("epsilon", epsilon)
+    _delta(delta)
 
 
 # --------------------------------------------------------------------------------------------
@@ -596,18 +618,7 @@ def approx_dp_to_tcdp(epsilon: float, delta: float, omega: float) -> float:
     a delta that small at that epsilon (e.g. omega = 10, (0.5, 1e-6)); a larger omega, delta or
     epsilon is needed.
     """
-    epsilon = _positive("epsilon", epsilon)
-    delta = _delta(delta)
-    omega = _omega(omega)
-    floor = _tcdp_epsilon(0.0, omega, delta)
-    if not floor < epsilon:
-        raise InvalidParameterError(
-            f"(rho, omega={omega:g})-tCDP cannot give ({epsilon:g}, {delta:g})-DP for any "
-            f"rho > 0: it bounds the Renyi divergence only at orders up to omega, and those "
-            f"give epsilon >= {floor:.4g} at delta={delta:g} even as rho -> 0. Omega is too "
-            f"small for that delta: use a larger omega, a larger delta or epsilon, or a zCDP "
-            f"noise"
-        )
+    epsilon, delta, omega = check_tcdp_request(epsilon, delta, omega)
 
     def feasible(rho: float) -> bool:
         return _tcdp_epsilon(rho, omega, delta) <= epsilon
@@ -628,4 +639,27 @@ def approx_dp_to_tcdp(epsilon: float, delta: float, omega: float) -> float:
     return lo
 
 
-__all__ += ["approx_dp_to_tcdp", "tcdp_to_approx_dp"]
+def check_tcdp_request(epsilon: float, delta: float, omega: float) -> tuple[float, float, float]:
+    """``(epsilon, delta, omega)`` validated as a request some (rho, omega)-tCDP budget meets
+    (``approx_dp_to_tcdp`` finds the largest), without computing that rho.
+
+    Raises InvalidParameterError on a non-positive epsilon, a delta outside (0, 1), omega <= 1,
+    or when no rho > 0 can meet the request: the orders up to omega give an epsilon above the
+    request's even as rho -> 0.
+    """
+    epsilon = _positive("epsilon", epsilon)
+    delta = _delta(delta)
+    omega = _omega(omega)
+    floor = _tcdp_epsilon(0.0, omega, delta)
+    if not floor < epsilon:
+        raise InvalidParameterError(
+            f"(rho, omega={omega:g})-tCDP cannot give ({epsilon:g}, {delta:g})-DP for any "
+            f"rho > 0: it bounds the Renyi divergence only at orders up to omega, and those "
+            f"give epsilon >= {floor:.4g} at delta={delta:g} even as rho -> 0. Omega is too "
+            f"small for that delta: use a larger omega, a larger delta or epsilon, or a zCDP "
+            f"noise"
+        )
+    return epsilon, delta, omega
+
+
+__all__ += ["approx_dp_to_tcdp", "check_tcdp_request", "tcdp_to_approx_dp"]

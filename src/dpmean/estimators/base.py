@@ -10,11 +10,12 @@ import math
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..accounting import PrivacyLedger, resolve_budget
+from ..accounting import PrivacyLedger, check_budget_request, resolve_budget
 from ..budget import Budget
 from ..diagnostics import Diagnostic, Kind, document, normalise
 from ..engines import Engine, check_engine, is_deferred, make_engine
@@ -47,9 +48,10 @@ class MeanEstimator(ABC):
     rho : float, optional
         The zCDP budget. Give either ``rho`` or both ``epsilon`` and ``delta``.
     epsilon, delta : float, optional
-        An (epsilon, delta)-DP request instead of ``rho``, converted to the largest rho that
-        meets it: exactly (the analytic Gaussian) for estimators made only of continuous
-        Gaussian stages, otherwise with the tight Canonne-Kamath-Steinke bound (``grant``).
+        An (epsilon, delta)-DP request instead of ``rho``, validated at construction and
+        converted on first use (``budget``) to the largest rho that meets it: exactly (the
+        analytic Gaussian) for estimators made only of continuous Gaussian stages, otherwise
+        with the tight Canonne-Kamath-Steinke bound (``grant``).
     bounds : tuple of (scalar or array_like), optional
         ``(lo, hi)``, scalars or length-d arrays: the public box the data is assumed to lie in.
         Values outside are clamped (silently: reporting how many would leak). With
@@ -214,13 +216,28 @@ class MeanEstimator(ABC):
             )
         self.secure_noise = bool(secure_noise)
         self.engine = check_engine(engine)
-        self.budget = self.grant(rho, epsilon, delta)
+        # Validated now, converted on first use (``budget``): building an estimator is cheap
+        # and loads no accountant.
+        self.check_budget(rho, epsilon, delta)
+        self._request = (rho, epsilon, delta)
         self.bounds = bounds
         check_random_state(random_state)  # each estimate() makes its own generator
         self.random_state = random_state
 
+    def check_budget(self, rho: float | None, epsilon: float | None, delta: float | None) -> None:
+        """Refuse a request ``grant`` would refuse, converting nothing: what the constructor
+        checks (default: exactly one of ``rho`` or (``epsilon``, ``delta``), each in range)."""
+        check_budget_request(rho, epsilon, delta)
+
+    @cached_property
+    def budget(self) -> Budget:
+        """The granted budget: the request as given, converted by ``grant`` on first use (an
+        estimate, a session's check, ``dpmean.accuracy``), then kept."""
+        return self.grant(*self._request)
+
     def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
-        """The typed budget of the request, in this estimator's notion (validated).
+        """The typed budget of a request ``check_budget`` accepted, in this estimator's notion
+        (``budget`` calls it once, on first use).
 
         Default: a rho-zCDP budget; (epsilon, delta) is converted to the largest rho that implies
         it, and kept on the budget as the guarantee the caller asked for. The conversion is exact

@@ -17,7 +17,12 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ..accounting import PrivacyLedger, approx_dp_to_tcdp, resolve_budget
+from ..accounting import (
+    PrivacyLedger,
+    approx_dp_to_tcdp,
+    check_budget_request,
+    check_tcdp_request,
+)
 from ..budget import Budget
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
@@ -271,25 +276,30 @@ class TrimmedMean(MeanEstimator):
         self.dof = StudentT(dof).dof if noise == "student-t" else dof
         self.symmetric = bool(symmetric)
 
+    def check_budget(self, rho: float | None, epsilon: float | None, delta: float | None) -> None:
+        if self.notion == "approx-DP" and (rho is not None or epsilon is None or delta is None):
+            raise InvalidParameterError(
+                f"noise={self.noise!r} gives (epsilon, delta)-DP: pass epsilon and delta, "
+                f"not rho"
+            )
+        check_budget_request(rho, epsilon, delta)
+        if self.notion == "tCDP" and rho is None:
+            assert epsilon is not None and delta is not None
+            check_tcdp_request(epsilon, delta, self.omega)  # some rho > 0 must meet the pair
+
     def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
         if self.notion == "approx-DP":
             # NRS noise is (eps, delta)-DP: the ledger is kept in epsilon, delta split alongside.
-            if rho is not None or epsilon is None or delta is None:
-                raise InvalidParameterError(
-                    f"noise={self.noise!r} gives (epsilon, delta)-DP: pass epsilon and delta, "
-                    f"not rho"
-                )
-            resolve_budget(None, epsilon, delta)  # validates the pair
+            assert epsilon is not None and delta is not None
             return Budget.approx_dp(epsilon, delta)
         if self.notion == "tCDP":
-            if rho is None and (epsilon is not None or delta is not None):
+            if rho is None:
                 # (rho, omega)-tCDP bounds only the orders alpha <= omega: (epsilon, delta) is
                 # met by the tCDP conversion, not the zCDP one (which needs every order).
-                resolve_budget(None, epsilon, delta)  # validates the pair, with its messages
                 assert epsilon is not None and delta is not None
                 rho = approx_dp_to_tcdp(epsilon, delta, self.omega)
                 return Budget("tCDP", rho=rho, omega=self.omega, epsilon=epsilon, delta=delta)
-            return Budget("tCDP", rho=resolve_budget(rho), omega=self.omega)
+            return Budget("tCDP", rho=rho, omega=self.omega)
         return super().grant(rho, epsilon, delta)
 
     def _trim_count(self, n: int) -> int | None:

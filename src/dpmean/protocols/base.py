@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..accounting import resolve_budget, zcdp_to_approx_dp
+from ..accounting import check_budget_request, zcdp_to_approx_dp
 from ..budget import Budget
 from ..diagnostics import Diagnostic, Kind
 from ..estimators.base import MeanEstimator
@@ -56,15 +56,18 @@ class ApproxDPProtocol(ProtocolEstimator):
     result's budget then holds that epsilon and delta, and no rho.
     """
 
+    def check_budget(self, rho: float | None, epsilon: float | None, delta: float | None) -> None:
+        if rho is None:
+            check_budget_request(None, epsilon, delta)  # the pair, with its messages
+            return
+        check_budget_request(rho, epsilon)  # a positive rho, never with epsilon
+        if delta is not None:
+            check_fraction(delta, "delta")  # the delta to convert rho at
+
     def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
         if rho is not None:
-            rho = resolve_budget(rho)
-            delta = DEFAULT_DELTA if delta is None else check_fraction(delta, "delta")
-            if epsilon is not None:
-                resolve_budget(rho, epsilon)  # raises: both given
+            delta = DEFAULT_DELTA if delta is None else delta
             epsilon = zcdp_to_approx_dp(rho, delta)
-        else:
-            resolve_budget(None, epsilon, delta)  # validates the pair, with its messages
         assert epsilon is not None and delta is not None
         return Budget(self.notion, epsilon=float(epsilon), delta=float(delta))
 
