@@ -58,9 +58,21 @@ def magnitude_levels(values: np.ndarray) -> np.ndarray:
 
 
 def signed_levels(values: np.ndarray) -> np.ndarray:
-    """The signed bin of each value, 0 .. 2 LEVELS - 1: a negative value's magnitude bin, or
-    LEVELS plus a nonnegative value's (0 and -0.0 in the lowest nonnegative bin)."""
-    return magnitude_levels(values) + np.where(values < 0.0, 0, LEVELS)
+    """The signed bin of each value: a negative value's magnitude bin, LEVELS plus a positive
+    value's, and 2 LEVELS for 0 (either sign of it), which is counted on neither side."""
+    sign = np.where(values < 0.0, 0, np.where(values > 0.0, LEVELS, 2 * LEVELS))
+    return np.where(values == 0.0, sign, magnitude_levels(values) + sign)
+
+
+def signed_counts(values: np.ndarray) -> np.ndarray:
+    """Each column's histogram of its nonzero values' signed magnitudes, shape (columns, 2,
+    LEVELS), negative values first; zeros are not counted (a box's one-sided edge is 0, which
+    holds them). One row moves at most one count down and one up in each column, so two data
+    sets a row apart have counts at most sqrt(2 d) apart in l2."""
+    k = values.shape[1]
+    flat = signed_levels(values) + (2 * LEVELS + 1) * np.arange(k)
+    counts = np.bincount(flat.ravel(), minlength=k * (2 * LEVELS + 1))
+    return counts.reshape(k, 2 * LEVELS + 1)[:, :-1].reshape(k, 2, LEVELS).astype(np.float64)
 
 
 def level_top(levels: np.ndarray) -> np.ndarray:
@@ -77,9 +89,10 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
     one-sided where the data show no values of one sign.
 
     Each coordinate's histogram of signed magnitudes: the LEVELS public bins of negative
-    values and the LEVELS of nonnegative ones (0 in the lowest nonnegative bin). Replacing one
-    row moves one count down and one up in each coordinate, so the d x 2 LEVELS counts have l2
-    sensitivity sqrt(2 d), as with unsigned bins: one Gaussian mechanism of ``rho`` (charged to
+    values and the LEVELS of positive ones (zeros are counted on neither side: they make no
+    sign present, and a one-sided edge, 0, holds them). Replacing one row moves at most one
+    count down and one up in each coordinate, so the d x 2 LEVELS counts have l2 sensitivity
+    sqrt(2 d), as with unsigned bins: one Gaussian mechanism of ``rho`` (charged to
     ``stage``), drawn a block of columns at a time, noise sigma a count. Post-processing then
     reads, for each sign:
 
@@ -92,8 +105,9 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
     Column j's reach is the highest of these over both signs; M_j is its top times
     2^MARGIN_LEVELS. A sign is *present* when any of its bins above is loud, or when
     ``_sign_present``'s tests over the sums of each column's SIGN_WINDOW bins up to its
-    reach find it. The box is [-M_j if negatives are present else 0, M_j if nonnegatives are present else
-    0]; NaN where no bin of either sign is loud (too few rows for the budget).
+    reach find it. The box is [-M_j if negative values are present else 0, M_j if positive
+    ones are else 0]; NaN where no bin of either sign is loud (too few rows for the budget,
+    or only zeros).
 
     What a one-sided box clamps, and why it is bounded: the absent sign's values, which no
     test told from noise. Every one of its bins holds fewer than about tau rows in each column
@@ -124,9 +138,7 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
     width = min(engine.column_width(), max(1, (64 << 20) // (8 * bins)))
     for cols, values in engine.column_blocks(IDENTITY, width):
         k = values.shape[1]
-        flat = signed_levels(values) + bins * np.arange(k)
-        counts = np.bincount(flat.ravel(), minlength=k * bins).reshape(k, 2, LEVELS)
-        noisy = gaussian_noise(counts.astype(np.float64), sensitivity, rho, rng, secure=secure)
+        noisy = gaussian_noise(signed_counts(values), sensitivity, rho, rng, secure=secure)
         pooled += noisy.sum(axis=0)
         own[cols] = _highest_loud(noisy.reshape(2 * k, LEVELS), tau).reshape(k, 2)
         kept[cols] = noisy
@@ -171,4 +183,5 @@ def _highest_loud(noisy: np.ndarray, tau: float) -> np.ndarray:
 
 
 __all__ = ["BOUNDS_BETA", "BOUNDS_SHARE", "LEVELS", "SIGN_BETA", "SIGN_WINDOW", "level_top",
-           "magnitude_levels", "private_box", "signed_levels"]
+           "magnitude_levels", "private_box", "signed_counts",
+           "signed_levels"]
