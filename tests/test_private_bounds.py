@@ -12,8 +12,13 @@ import dpmean
 from dpmean.accounting import PrivacyLedger
 from dpmean.engines import make_engine
 from dpmean.errors import InsufficientDataWarning, NoisyReleaseWarning
-from dpmean.estimators.private_bounds import (BOUNDS_BETA, LEVELS, SIGN_BETA, private_box,
-                                              signed_counts)
+from dpmean.estimators.private_bounds import (
+    BOUNDS_BETA,
+    LEVELS,
+    SIGN_BETA,
+    private_box,
+    signed_counts,
+)
 
 RHO_BOX = 0.025  # 10% of rho = 1/4
 
@@ -31,7 +36,7 @@ def box(x: np.ndarray, seed: int, rho: float = RHO_BOX) -> tuple[np.ndarray, np.
 
 
 def pixels(seed: int, n: int = 2000, d: int = 64) -> np.ndarray:
-    """Nonnegative values up to 255; a quarter of the columns are 0 in every row (MNIST's border)."""
+    """Integers 0 to 255; a quarter of the columns are 0 in every row (as MNIST's border)."""
     x = np.random.default_rng(seed).integers(0, 256, size=(n, d)).astype(np.float64)
     x[:, : d // 4] = 0.0
     return x

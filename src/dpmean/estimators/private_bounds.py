@@ -1,10 +1,11 @@
 """A private box when no bounds are given: noisy log-scale histograms over all float64 magnitudes.
 
-The idea of Google's approximate bounds (as PyDP applies it when bounds are omitted): every value
-falls in one bin of a public grid of powers of two covering the whole float64 range of
-magnitudes, the bins' counts are released with Gaussian noise, and the box reaches the highest
-bin whose noisy count clears a threshold that an empty bin passes with probability at most
-``beta`` (all bins together). Nothing about the grid comes from the data.
+The idea of Google's approximate bounds (as PyDP applies it when bounds are omitted): every
+nonzero value falls in one bin of a public grid, its sign and its magnitude's power of two over
+the whole float64 range, the bins' counts are released with Gaussian noise, and the box reaches
+the highest bin whose noisy count clears a threshold that an empty bin passes with probability
+at most ``beta`` (all bins together), on the sides whose sign the noisy counts show (0 on the
+other). Nothing about the grid comes from the data.
 """
 
 from __future__ import annotations
@@ -37,11 +38,11 @@ BOUNDS_BETA = 1e-4
 # decays at all (a Gaussian's past 2 sigma: from 2.3 % to 0.003 % of the rows).
 MARGIN_LEVELS = 1
 # Deciding that one sign is absent (a one-sided box, edge 0): each column's sum of the
-# SIGN_WINDOW bins below its box's edge is tested, and a sign with no values is declared
-# present with probability at most SIGN_BETA. A false "present" only gives the symmetric box
-# (on MNIST, 1.15-1.31x against [0, 255] instead of about 1.0x); a false "absent" clamps that
-# sign's values, so SIGN_BETA is far above BOUNDS_BETA. Values below the window are at most
-# 2^-SIGN_WINDOW of the edge: clamping them moves a column's mean by less than that.
+# SIGN_WINDOW bins up to its reach is tested, and a sign with no values is declared present
+# with probability at most SIGN_BETA. A false "present" only gives the symmetric box (on MNIST
+# 1.15-1.31x the pixel box [0, 255], where the one-sided box is 1.00-1.10x); a false "absent"
+# clamps that sign's values, so SIGN_BETA is far above BOUNDS_BETA. Values below the window
+# are less than 2^-SIGN_WINDOW of the box's edge: clamping them moves a column's mean by less.
 SIGN_BETA = 0.01
 SIGN_WINDOW = 8
 # Binary exponents of float64 magnitudes: |v| in [2^(e-1), 2^e) for e = frexp(v)[1], from the
