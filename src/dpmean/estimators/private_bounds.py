@@ -95,20 +95,22 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
     count down and one up in each coordinate, so the d x 2 LEVELS counts have l2 sensitivity
     sqrt(2 d), as with unsigned bins: one Gaussian mechanism of ``rho`` (charged to
     ``stage``), drawn a block of columns at a time, noise sigma a count. Post-processing then
-    reads, for each sign:
+    reads three histograms of each column, each sign's and the magnitudes' (both signs' counts
+    summed, over sqrt(2) to keep noise sigma: the unsigned bins' reach at 1/sqrt(2) of their
+    signal to noise, where a sign's own bins hold only its share of the values), and in each:
 
     - the pooled reach, the highest bin of the d histograms' sum (noise sigma sqrt(d) a bin)
-      above sigma sqrt(d) z(beta / (2 LEVELS)): all n d values together, so it is found at
+      above sigma sqrt(d) z(beta / (3 LEVELS)): all n d values together, so it is found at
       every d where a column's own bins (at most n rows against noise sigma) would not be;
-    - each column's own reach, its highest bin above tau = sigma z(beta / (2 d LEVELS)),
+    - each column's own reach, its highest bin above tau = sigma z(beta / (3 d LEVELS)),
       which lifts the pooled one for a column of a larger scale than most.
 
-    Column j's reach is the highest of these over both signs; M_j is its top times
-    2^MARGIN_LEVELS. A sign is *present* when any of its bins above is loud, or when
-    ``_sign_present``'s tests over the sums of each column's SIGN_WINDOW bins up to its
-    reach find it. The box is [-M_j if negative values are present else 0, M_j if positive
-    ones are else 0]; NaN where no bin of either sign is loud (too few rows for the budget,
-    or only zeros).
+    Column j's reach is the highest of these six; M_j is its top times 2^MARGIN_LEVELS. A sign
+    is *present* when one of its own histograms' bins above is loud, or when
+    ``_sign_present``'s tests over the sums of each column's SIGN_WINDOW bins up to the other
+    sign's reach find it (neither, though a magnitude bin is loud: both). The box is [-M_j if
+    negative values are present else 0, M_j if positive ones are else 0]; NaN where no bin is
+    loud (too few rows for the budget, or only zeros).
 
     What a one-sided box clamps, and why it is bounded: the absent sign's values, which no
     test told from noise. Every one of its bins holds fewer than about tau rows in each column
@@ -127,13 +129,15 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
     sensitivity = float(np.sqrt(2.0 * d))
     sigma = gaussian_noise_std(sensitivity, rho)
     bins = 2 * LEVELS
-    tau = sigma * float(norm.isf(beta / (d * bins)))
-    tau_pooled = sigma * float(np.sqrt(d)) * float(norm.isf(beta / bins))
+    # Three readings a magnitude (each sign, and both signs' sum scaled to noise sigma), all
+    # in one union bound.
+    tau = sigma * float(norm.isf(beta / (3 * d * LEVELS)))
+    tau_pooled = sigma * float(np.sqrt(d)) * float(norm.isf(beta / (3 * LEVELS)))
     ledger.charge(stage, rho, gaussian_event(rho, secure))
     # The noisy counts are kept for the sign tests, whose windows need the pooled reach (known
     # after the last block): in float32, 16 KiB a column (the reaches use float64 as drawn).
     kept = np.empty((d, 2, LEVELS), dtype=np.float32)  # (column, sign: negative first, bin)
-    own = np.full((d, 2), -1)
+    own = np.full((d, 3), -1)  # (column, reading: negative, positive, both)
     pooled = np.zeros((2, LEVELS))
     # Columns a block: the engine's own width, and at most 64 MiB of counts.
     width = min(engine.column_width(), max(1, (64 << 20) // (8 * bins)))
@@ -141,24 +145,34 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
         k = values.shape[1]
         noisy = gaussian_noise(signed_counts(values), sensitivity, rho, rng, secure=secure)
         pooled += noisy.sum(axis=0)
-        own[cols] = _highest_loud(noisy.reshape(2 * k, LEVELS), tau).reshape(k, 2)
+        own[cols] = _highest_loud(_readings(noisy).reshape(3 * k, LEVELS), tau).reshape(k, 3)
         kept[cols] = noisy
-    pooled_reach = _highest_loud(pooled, tau_pooled)
-    side_reach = np.maximum(own, pooled_reach)  # (column, sign)
+    side_reach = np.maximum(own, _highest_loud(_readings(pooled[None])[0], tau_pooled))
     reach = side_reach.max(axis=1)
     edge = np.minimum(reach + MARGIN_LEVELS, LEVELS - 1)
     top = level_top(edge)
     present = [bool((side_reach[:, sign] >= 0).any())
-               or _sign_present(kept[:, sign], reach, sigma) for sign in (0, 1)]
+               or _sign_present(kept[:, sign], side_reach[:, 1 - sign], sigma)
+               for sign in (0, 1)]
+    if not any(present):  # only the magnitudes' bins are loud: no sign can be ruled out
+        present = [True, True]
     lo = np.where(reach < 0, np.nan, -top if present[0] else 0.0)
     hi = np.where(reach < 0, np.nan, top if present[1] else 0.0)
     return lo, hi
 
 
+def _readings(noisy: np.ndarray) -> np.ndarray:
+    """Noisy signed counts (columns, 2, LEVELS) and, third, their magnitudes' counts (both
+    signs' sum over sqrt(2): noise of the same sigma), shape (columns, 3, LEVELS)."""
+    both = noisy.sum(axis=1, keepdims=True) / np.sqrt(2.0)
+    return np.concatenate([noisy, both], axis=1)
+
+
 def _sign_present(noisy: np.ndarray, reach: np.ndarray, sigma: float) -> bool:
     """Whether one sign's noisy counts (d columns x LEVELS) show values in the columns'
-    windows, the SIGN_WINDOW bins up to each column's ``reach`` (read from the other sign's
-    counts, or this test is not needed; columns without a reach are left out). A window's sum
+    windows, the SIGN_WINDOW bins up to each column's ``reach`` (the other sign's, read from
+    its counts alone, so the windows are independent of these counts; columns without one are
+    left out). A window's sum
     has noise sigma sqrt(bins), independent across columns. Two tests, SIGN_BETA / 2 each
     where the sign has no values: the largest standardised sum (a few columns of many values)
     and the sum of their squares (chi-square, a degree of freedom a column: values spread
