@@ -60,8 +60,8 @@ def test_nonnegative_data_get_a_one_sided_box():
 
 def test_data_of_both_signs_get_both_sides():
     # N(0, 1), d = 16, n = 4000: each sign's summed bin [2, 4) holds about 1,450 values
-    # against a threshold of 552 (sigma sqrt(d) z(1e-4 / 4196), sigma = sqrt(d / rho) = 25.3),
-    # [4, 8) about 2: the reach tops at 4, the box is [-8, 8] in every column.
+    # against a threshold of 560 (sigma sqrt(d) z(1e-4 / (3 x 2098)), sigma = sqrt(d / rho)
+    # = 25.3), [4, 8) about 2: the reach tops at 4, the box is [-8, 8] in every column.
     x = np.random.default_rng(1).normal(size=(4000, 16))
     for seed in range(10):
         lo, hi = box(x, seed)
@@ -70,8 +70,8 @@ def test_data_of_both_signs_get_both_sides():
 
 def test_a_negative_tail_in_one_column_gets_its_reach():
     # Values in [0, 1) and, in column 0, a tenth of the rows at -1000 (the bin [512, 1024)):
-    # 400 values against the column's own threshold tau = 216 (sigma = 35.8, z(1e-4 /
-    # (32 x 4196))), so column 0 reaches -2048; the summed bin's threshold is 1,100 (noise
+    # 400 values against the column's own threshold tau = 219 (sigma = 35.8, z(1e-4 /
+    # (3 x 32 x 2098))), so column 0 reaches -2048; the summed bin's threshold is 1,119 (noise
     # 202), so the other columns keep their own reach. The sign is decided for all columns at once
     # (a per-column decision clamped Gaussian B's thinly spread negative values): the other
     # columns' boxes are symmetric about their own reach, [-2, 2].
