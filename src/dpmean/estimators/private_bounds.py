@@ -115,8 +115,8 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
     What a one-sided box clamps, and why it is bounded: the absent sign's values, which no
     test told from noise. Every one of its bins holds fewer than about tau rows in each column
     (sigma sqrt(d) z over all columns together), and each column's window sum fewer than about
-    sigma sqrt(SIGN_WINDOW) z(SIGN_BETA / (4 d)) rows: the same order of rows as the tail past
-    a loud bin that the far edge clamps, and at most M_j 2^-SIGN_WINDOW each below the window.
+    sigma sqrt(SIGN_WINDOW) z(SIGN_BETA / (2 d)) rows: the same order of rows as the tail past
+    a loud bin that the far edge clamps, and less than M_j 2^-SIGN_WINDOW each below the window.
     Why the sign is decided for all columns at once, and why a present sign's edge is the
     reach of both: with each sign's own reach and a per-column decision (Gaussian B, Zipf
     variances (d/i)^alpha, d = 512, n = 10^4, 10% of rho = 1/4), alpha = 1's 23,000 negative
