@@ -519,7 +519,8 @@ class MeanEstimator(ABC):
         if np.isnan(lo).any():  # no bin cleared the threshold somewhere: post-processing
             warnings.warn(
                 f"{self.method}: n={n} rows is too few for {self.budget} to find a private "
-                f"box (no bin of the columns' histograms, alone or summed, clears its noise); "
+                f"box (no bin of the columns' histograms, alone or summed, clears its noise; "
+                f"values that are exactly 0 fall in no bin, so all-zero data find none either); "
                 f"releasing the zero vector. Give bounds=(lo, hi), a larger budget or more rows.",
                 InsufficientDataWarning, stacklevel=3)
             return MeanResult(mean=np.zeros(d), method=self.method, n=n, d=d,
