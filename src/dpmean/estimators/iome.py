@@ -17,6 +17,7 @@ from ..transforms import IDENTITY, Quantizer, RandomRotation, View, next_power_o
 from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
 from .clipped import (
+    escape_rank_error,
     noisy_clipped_mean,
     optimal_clip_rank,
     private_centre,
@@ -113,7 +114,7 @@ class ClippedMean(MeanEstimator):
     def target_rank(self, n: int, lo: np.ndarray, hi: np.ndarray,
                     budget: dict[str, float]) -> float:
         """The rank the private radius aims at: public, from n, d, the box and the budget."""
-        tau = rank_error_bound(self.search_steps(n, lo, hi), budget["threshold"], self.beta)
+        tau = escape_rank_error(self.search_steps(n, lo, hi), budget["threshold"], self.beta)
         return self.clip_rank(n, lo.shape[0], budget, tau)
 
     def minimum_rows(
