@@ -99,6 +99,26 @@ def clone_pair_delta(epsilon: float, local_epsilon: float, n: int, tail: float =
     # u = alpha - e^eps (1 - alpha) and w = 1 - alpha - e^eps alpha, written without cancellation
     u = (e0 - ee) / (e0 + 1.0)
     w = -math.expm1(epsilon + local_epsilon) / (e0 + 1.0)
+    c, weights, outside = _clone_counts(local_epsilon, n, tail)
+    ratio = math.expm1(epsilon + local_epsilon) / ((ee + 1.0) * math.expm1(local_epsilon))
+    t0 = np.floor(ratio * (c + 1.0)) + 1.0
+    # S_c(k) = Pr[Bin(c, 1/2) >= k] = sf(k - 1) at k = t - 1 and t for t = t0 - 1, t0, t0 + 1:
+    # four distinct tails, each computed once.
+    tails = [binom.sf(t0 + k, c, 0.5) for k in (-3.0, -2.0, -1.0, 0.0)]
+    per_c = np.zeros_like(c)
+    for shift in range(3):
+        per_c = np.maximum(per_c, u * tails[shift] + w * tails[shift + 1])
+    total = float(np.dot(weights, per_c)) + outside
+    return min(1.0, total * (1.0 + _DELTA_SLACK_REL) + _DELTA_SLACK_ABS)
+
+
+@functools.lru_cache(maxsize=64)
+def _clone_counts(local_epsilon: float, n: int, tail: float) -> tuple[np.ndarray, np.ndarray,
+                                                                       float]:
+    """The clone counts c of ``clone_pair_delta``'s window, their probabilities Pr[C = c]
+    (C ~ Bin(n - 1, e^-eps0)) and the probability outside the window (charged in full). They do
+    not depend on the central epsilon, so a search over it computes them once (read-only
+    arrays: they are shared)."""
     trials, p = n - 1, math.exp(-local_epsilon)
     if tail > 0:
         lo = max(int(binom.ppf(tail / 2.0, trials, p)) - 1, 0)
@@ -107,15 +127,9 @@ def clone_pair_delta(epsilon: float, local_epsilon: float, n: int, tail: float =
         lo, hi = 0, trials
     c = np.arange(lo, hi + 1, dtype=np.float64)
     outside = (binom.cdf(lo - 1, trials, p) if lo > 0 else 0.0) + binom.sf(hi, trials, p)
-    ratio = math.expm1(epsilon + local_epsilon) / ((ee + 1.0) * math.expm1(local_epsilon))
-    t0 = np.floor(ratio * (c + 1.0)) + 1.0
-    per_c = np.zeros_like(c)
-    for shift in (-1.0, 0.0, 1.0):
-        t = t0 + shift
-        # S_c(k) = Pr[Bin(c, 1/2) >= k] = sf(k - 1)
-        per_c = np.maximum(per_c, u * binom.sf(t - 2.0, c, 0.5) + w * binom.sf(t - 1.0, c, 0.5))
-    total = float(np.dot(binom.pmf(c, trials, p), per_c)) + float(outside)
-    return min(1.0, total * (1.0 + _DELTA_SLACK_REL) + _DELTA_SLACK_ABS)
+    weights = binom.pmf(c, trials, p)
+    c.flags.writeable = weights.flags.writeable = False
+    return c, weights, float(outside)
 
 
 def _numerical_epsilon(local_epsilon: float, n: int, delta: float) -> float:
