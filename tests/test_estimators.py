@@ -47,9 +47,12 @@ def test_iome_error_is_near_the_empirical_mean_whatever_the_centre(mu):
         result = dpmean.mean(x, rho=RHO, method="iome", bounds=(-R, R), random_state=seed)
         noise_std = isotropic_std(result)
         private_error = np.linalg.norm(result.mean - x.mean(axis=0))
-        assert private_error <= noise_std * (np.sqrt(D) + 3) + 0.07
-        # ... and is of the same order as the sampling error sqrt(d/n) = 0.18 (paper: "close").
-        assert private_error < 0.6 * np.sqrt(D / N)
+        certified = noise_std * (np.sqrt(D) + 3) + 0.07
+        assert private_error <= certified
+        # ... and is no larger than the sampling error sqrt(d/n) = 0.18, the rms distance of
+        # the empirical mean from mu (paper: "close"): the bound above, from the declared
+        # noise, certifies it for every release, with no measured constant.
+        assert certified < np.sqrt(D / N)
 
 
 def test_cm_error_grows_with_the_distance_from_the_origin_and_iome_does_not():
@@ -188,7 +191,7 @@ def test_ledger_sums_to_the_budget(method):
 
 def test_paper_budget_split_for_iome():
     x = gaussian_data(0.0, 0, n=2000, d=8)
-    ledger = dpmean.mean(x, rho=1.0, bounds=(-20, 20), random_state=0,
+    ledger = dpmean.mean(x, rho=1.0, bounds=(-20, 20), random_state=0, method="iome",
                          threshold_share=0.25).ledger
     assert dict(ledger) == pytest.approx({"centre": 0.25, "threshold": 0.1875, "noise": 0.5625})
 
@@ -258,7 +261,8 @@ def test_iome_with_per_coordinate_bounds_of_different_scales():
 
 def test_epsilon_delta_budget():
     x = gaussian_data(0.0, 0, n=1000, d=4)
-    result = dpmean.mean(x, epsilon=1.0, delta=1e-6, bounds=(-10, 10), random_state=0)
+    result = dpmean.mean(x, epsilon=1.0, delta=1e-6, bounds=(-10, 10), random_state=0,
+                         method="iome")
     assert result.epsilon == 1.0 and result.delta == 1e-6
     # iome is made of Gaussian stages only: exactly sqrt(2 rho)-GDP, calibrated exactly to
     # (1, 1e-6), which allows more rho than the zCDP conversion (about 7% less noise std).
@@ -283,7 +287,7 @@ def test_epsilon_delta_converts_through_zcdp_where_a_stage_is_not_a_gaussian(met
 
 def test_result_is_frozen_and_carries_only_private_values():
     x = gaussian_data(2.0, 0, n=1000, d=4)
-    result = dpmean.mean(x, rho=0.5, bounds=(-10, 10), random_state=0)
+    result = dpmean.mean(x, rho=0.5, bounds=(-10, 10), random_state=0, method="iome")
     with pytest.raises(ValueError):
         result.mean[0] = 0.0
     with pytest.raises(TypeError):
@@ -445,9 +449,10 @@ def test_gaussian_wrapper_runs_at_iome_experiment_scale_d512():
     noise = isotropic_std(result) * (np.sqrt(d) + 4)
     error = np.linalg.norm(result.mean - x.mean(axis=0))
     assert error <= alpha / 2 + bias + noise
-    # ... and the private error stays of the order of the sampling error sqrt(d/n) = 0.36
-    # (noise std = 2 C / (n sqrt(2 rho_noise)) with C ~ sqrt(d) + 1.3: about 0.016 sqrt(d)).
-    assert error < 1.5 * np.sqrt(d / n)
+    # ... and the noise, the term privacy adds, is smaller than the sampling error: its
+    # declared std per coordinate is below 1 / sqrt(n), the empirical mean's (so its rms norm
+    # is below sqrt(d / n) = 0.36), with no measured constant.
+    assert isotropic_std(result) < 1.0 / np.sqrt(n)
 
 
 @pytest.mark.parametrize("n,d,rho,share", [
