@@ -135,3 +135,21 @@ def test_a_choice_the_budget_cannot_place_spends_nothing_and_runs_plan():
     assert "predicted_noise" not in result.diagnostics
     same = dpmean.mean(x, rho=result.budget.rho, bounds=(-5, 5), method="plan", random_state=1)
     np.testing.assert_allclose(result.mean, same.mean)
+
+
+def test_a_choice_that_would_cost_plan_its_scaling_spends_nothing_and_runs_plan():
+    """Gaussian C, d = 2048, rho = 1/16, n = 10^4: PLAN resolves its variances on the whole
+    budget but not on the 97% the choice leaves (its own public guard), so auto spends nothing
+    on the choice and runs PLAN with scaling; at rho = 1 the choice costs PLAN nothing."""
+    from dpmean.estimators.auto import CHOICE_SHARE, AutoMean
+
+    n, d, half = 10_000, 2048, 50 * 2048**1.5
+    auto = AutoMean(1 / 16, bounds=(-half, half))
+    plan_at = lambda rho: auto.candidate("plan", rho).budget_plan(n, d)  # noqa: E731
+    assert "variance" in plan_at(1 / 16)
+    assert "variance" not in plan_at((1 - CHOICE_SHARE) / 16)
+    assert auto.choice_resolves(n) and auto.choice_costs_plan_its_scaling(n, d)
+    assert auto.budget_plan(n, d) == {"release": 1 / 16}
+    rich = AutoMean(1.0, bounds=(-half, half))
+    assert not rich.choice_costs_plan_its_scaling(n, d)
+    assert "choice norms" in rich.budget_plan(n, d)
