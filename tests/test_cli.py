@@ -256,7 +256,8 @@ BAD_ESTIMATES = {
     "option without value": ["inf.csv", *GOOD, "--option", "threshold_share"],
     "option out of range": ["empty.npy", *GOOD, "--option", "threshold_share=2"],
     "negative seed": ["inf.csv", *GOOD, "--seed", "-3"],
-    "n too small for the budget": ["few.npy", "--rho", "1e-9", "--bounds", "0", "1"],
+    "n too small for the budget": ["few.npy", "--rho", "1e-9", "--bounds", "0", "1",
+                                   "--method", "iome"],
 }
 
 

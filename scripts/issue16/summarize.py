@@ -93,7 +93,10 @@ if __name__ == "__main__":
             "b": (f"{OUT}/plan-gaussian-b.csv", "B", "alpha", None),
             "c": (f"{OUT}/plan-gaussian-c.csv", "C", "d", None),
             "ga": (f"{OUT}/plan-appendix-g.csv", "A", "d", lambda row: row["case"] == "A"),
-            "gc": (f"{OUT}/plan-appendix-g.csv", "C", "d", lambda row: row["case"] == "C")}[which]
+            "gc": (f"{OUT}/plan-appendix-g.csv", "C", "d", lambda row: row["case"] == "C"),
+            # Appendix E (correlated; no stored authors' figures to compare with)
+            "ea": (f"{OUT}/plan-appendix-e-a.csv", "E-A", "d", None),
+            "ec": (f"{OUT}/plan-appendix-e-c.csv", "E-C", "d", None)}[which]
     rows, fails = table(spec[0], spec[1], spec[2], spec[3])
     print(fmt(rows, spec[2]))
     print("runs per setting:", sorted({r["runs"] for r in rows}))

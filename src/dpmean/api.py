@@ -9,7 +9,7 @@ from typing import Any
 
 from .errors import InvalidParameterError
 from .estimators import MeanEstimator
-from .registry import ESTIMATORS, available_methods
+from .registry import DEFAULT_METHOD, ESTIMATORS, available_methods
 from .result import MeanResult
 from .rng import RandomState
 
@@ -20,7 +20,7 @@ def mean(
     rho: float | None = None,
     epsilon: float | None = None,
     delta: float | None = None,
-    method: str = "iome",
+    method: str = DEFAULT_METHOD,
     bounds: Any = None,
     random_state: RandomState = None,
     columns: Sequence[str] | str | None = None,
@@ -43,8 +43,10 @@ def mean(
         to the largest rho that implies it (Canonne-Kamath-Steinke).
     method : str, default "iome"
         One of ``available_methods()``: ``"iome"`` (instance-optimal), ``"plan"``
-        (variance-aware), ``"auto"`` (a private choice between plan, iome, cm and gaussian),
-        the baselines and the local and shuffle protocols (README).
+        (variance-aware), ``"auto"`` (a private choice between plan, iome, cm and gaussian:
+        3% of the budget buys three private medians that predict each one's noise, the rest
+        runs the one predicted best; it takes only the options common to all, ``engine`` and
+        ``secure_noise``), the baselines and the local and shuffle protocols (README).
     bounds : (lo, hi), optional
         The public a priori box: scalars or length-d arrays. Required by most methods; never
         derived from the data.

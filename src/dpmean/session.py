@@ -37,7 +37,7 @@ from .pld import (
     budget_events,
     compose_epsilon,
 )
-from .registry import ESTIMATORS
+from .registry import DEFAULT_METHOD, ESTIMATORS
 from .result import MeanResult
 from .tables import data_columns
 
@@ -294,7 +294,7 @@ class Session:
     # Releasing
 
     def mean(self, x: Any, /, *, rho: float | None = None, epsilon: float | None = None,
-             delta: float | None = None, method: str = "iome",
+             delta: float | None = None, method: str = DEFAULT_METHOD,
              columns: Sequence[str] | str | None = None, **options: Any) -> MeanResult:
         """Release a private mean of ``x`` (as ``dpmean.mean``) and charge it to the session.
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParameterError
-from ..registry import available_methods
+from ..registry import DEFAULT_METHOD, available_methods
 
 if TYPE_CHECKING:
     import numpy as np
@@ -194,15 +194,16 @@ def add_seed_argument(parser: argparse.ArgumentParser, help: str = SEED_HELP) ->
 
 
 def add_method_argument(parser: argparse.ArgumentParser) -> None:
-    """Add --method M (default iome), whose help lists the registered methods.
+    """Add --method M (default auto), whose help lists the registered methods.
 
     Parameters
     ----------
     parser : argparse.ArgumentParser
         The command's parser.
     """
-    parser.add_argument("--method", default="iome", metavar="M",
-                        help=f"estimator: {', '.join(available_methods())} (default: iome)")
+    parser.add_argument("--method", default=DEFAULT_METHOD, metavar="M",
+                        help=f"estimator: {', '.join(available_methods())} "
+                             f"(default: {DEFAULT_METHOD})")
 
 
 def add_option_argument(parser: argparse.ArgumentParser) -> None:

@@ -424,8 +424,15 @@ class MeanEstimator(ABC):
         return 1.0
 
     def box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
-        """The public box the engine clamps to."""
-        return check_bounds(self.bounds, d)
+        """The public box the engine clamps to (read-only arrays)."""
+        # A release asks for its box a dozen times (splits, domains, the engine, the
+        # projection); validating the bounds each time was a fifth of a small release's time.
+        boxes = self.__dict__.setdefault("_checked_boxes", {})
+        if d not in boxes:
+            lo, hi = check_bounds(self.bounds, d)
+            lo.flags.writeable = hi.flags.writeable = False
+            boxes[d] = (lo, hi)
+        return boxes[d]
 
     def release_box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
         """The public box the released mean is projected onto (default: ``box``)."""
@@ -454,6 +461,9 @@ class MeanEstimator(ABC):
         return self._estimate(x).named(names)
 
     def _estimate(self, x: Any) -> MeanResult:
+        # Each release validates its bounds afresh (``box`` keeps them for this release only:
+        # a caller may have changed the arrays in place since the last one).
+        self.__dict__.pop("_checked_boxes", None)
         n, d = public_shape(x)
         if self.finds_its_box():
             granted = self.granted(n, d, self.runs_sparse(x))  # sparse input is refused below
