@@ -22,3 +22,11 @@ def dask_client(_dask_cluster_client):
 
     with dask.config.set(scheduler=_dask_cluster_client):
         yield _dask_cluster_client
+
+
+@pytest.fixture
+def old_target_rank(monkeypatch):
+    """For tests against stored releases, which predate the radius search's escape margin
+    (``ESCAPE_BETA``, sized below beta): with it at beta or above, the target rank is the old
+    one and every bit of the old release must come back."""
+    monkeypatch.setattr("dpmean.estimators.clipped.ESCAPE_BETA", 1.0)

@@ -4,7 +4,6 @@ same seed, and the column counter behind its medians against the plain compariso
 from pathlib import Path
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,14 +13,6 @@ from dpmean.engines.column_counts import ColumnCounter
 DATA = Path(__file__).resolve().parents[1] / "data" / "mnist-70k.npz"
 BEFORE = np.load(Path(__file__).parent / "data" / "iome-release-59c63aa.npz")
 PROJECTED = np.load(Path(__file__).parent / "data" / "iome-release-projected.npz")
-
-
-@pytest.fixture
-def old_target_rank(monkeypatch):
-    """The stored releases predate the radius search's escape margin (``ESCAPE_BETA``, sized
-    below beta): with it at beta or above, the target rank is the old one and every bit of the
-    old release must come back."""
-    monkeypatch.setattr("dpmean.estimators.clipped.ESCAPE_BETA", 1.0)
 
 
 def _mnist(n: int) -> np.ndarray:

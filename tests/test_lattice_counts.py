@@ -25,14 +25,6 @@ from dpmean.transforms import RandomRotation, View
 BEFORE = json.loads((Path(__file__).parent / "data" / "iome-sparse-releases.json").read_text())
 
 
-@pytest.fixture
-def old_target_rank(monkeypatch):
-    """The stored releases predate the radius search's escape margin (``ESCAPE_BETA``, sized
-    below beta): with it at beta or above, the target rank is the old one and every bit of the
-    old release must come back."""
-    monkeypatch.setattr("dpmean.estimators.clipped.ESCAPE_BETA", 1.0)
-
-
 def _baskets(rng: np.random.Generator, n: int, d: int, longest: int) -> scipy.sparse.csr_matrix:
     """0/1 rows of geometric lengths, a few long ones, and some rows with other values: on the
     lattice (2, -1) and off it (0.3), and explicit zeros."""

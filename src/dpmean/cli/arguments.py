@@ -194,7 +194,7 @@ def add_seed_argument(parser: argparse.ArgumentParser, help: str = SEED_HELP) ->
 
 
 def add_method_argument(parser: argparse.ArgumentParser) -> None:
-    """Add --method M (default auto), whose help lists the registered methods.
+    """Add --method M (default ``DEFAULT_METHOD``), whose help lists the registered methods.
 
     Parameters
     ----------
