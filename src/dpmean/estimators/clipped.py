@@ -47,7 +47,15 @@ def escape_rank_error(steps: int, rho_search: float, beta: float) -> float:
     """Theorem 3.3's tau for a radius search of ``steps`` noisy counts sharing ``rho_search``,
     at failure probability min(beta, ``ESCAPE_BETA``): the margin below n that keeps the
     search from escaping above the data (public: steps, budget, beta)."""
-    return rank_error_bound(steps, rho_search, min(beta, ESCAPE_BETA))
+    return rank_error_bound(steps, rho_search, escape_beta(beta))
+
+
+def escape_beta(beta: float) -> float:
+    """The failure probability a search's escape margin is sized for: min(beta, ``ESCAPE_BETA``).
+
+    A rank error of beta is mild; a search that leaves the data is not (a median or a reach far
+    from every row, a radius above every norm). Public: beta."""
+    return min(beta, ESCAPE_BETA)
 
 
 def reliable_median_steps(n: int, k: int, rho: float, beta: float, most: int) -> int:
@@ -66,7 +74,7 @@ def private_centre(
 
     Budget: ``rho`` in total, rho / k per coordinate for k coordinates (k searches, each of
     sensitivity-1 counts). ``steps=None`` runs the exact integer search of Algorithm 1. Either
-    search stops after ``reliable_search_steps`` halvings: with probability 1 - beta no count
+    search stops after ``reliable_median_steps`` halvings: with probability 1 - beta no count
     of the k searches is off by n/2, so no median lands outside the data (with a small budget
     for its n and k, the last interval is wider instead).
     """
@@ -91,13 +99,14 @@ def private_reach(
     with probability 1 - beta.
 
     Searches [0, top] (``top`` bounds every row norm) for the 3n/4-th row norm, with at most
-    the halvings whose counts all stay within n/4 (``reliable_search_steps``), and returns the
+    the halvings whose counts all stay within n/4 (``reliable_search_steps``, at failure
+    probability ``escape_beta(beta)``), and returns the
     top of the last interval: that end is either ``top`` or a point whose noisy count exceeded
     3n/4, so its true count exceeds n/2. Budget: ``rho`` (one search of sensitivity-1 counts),
     charged to the stage "centre domain".
     """
     n = engine.n
-    steps = reliable_search_steps(n / 4.0, rho, beta, steps)
+    steps = reliable_search_steps(n / 4.0, rho, escape_beta(beta), steps)
     count = lambda t: engine.norm_counts(view, t)  # noqa: E731
     found = private_quantile_real(count, 0.75 * n, np.zeros(1), np.array([top]), steps=steps,
                                   rho_per_search=rho, rng=rng, ledger=ledger,

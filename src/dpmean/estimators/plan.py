@@ -24,7 +24,7 @@ from ..validation import (
     check_steps,
 )
 from .base import MeanEstimator
-from .clipped import noisy_clipped_mean, private_centre, private_radius
+from .clipped import escape_beta, noisy_clipped_mean, private_centre, private_radius
 from .iome import THRESHOLD_SHARES, _Geometry, centre_stages, rotated_centre
 from .variance import (
     bernoulli_floor,
@@ -77,8 +77,9 @@ class _PlanBase(MeanEstimator):
     ``"median"``.
 
     Threshold: the private (1 - k/n)-quantile of the scaled, shifted row norms, k = sqrt(n) +
-    the quantile mechanism's rank error at failure probability ``beta`` (PLAN Algorithm 1,
-    line 3): ``quantile="exponential"`` (default, as the paper) uses ln(n / beta) /
+    the quantile mechanism's rank error at failure probability b = min(``beta``, 1e-3) (PLAN
+    Algorithm 1, line 3, with b for beta: a threshold above every norm is a catastrophe, not a
+    mild rank error; ``clip_count``): ``quantile="exponential"`` (default) uses ln(n / b) /
     sqrt(2 rho_threshold), the rank error of an eps-DP exponential mechanism (eps =
     sqrt(8 rho)) whose target gap is no narrower than 1/n of its universe; ``"binary-search"``
     uses Theorem 3.3 of IOME for ``steps`` halvings. When k >= n (a public check) the zero vector
@@ -193,11 +194,19 @@ class _PlanBase(MeanEstimator):
         return THRESHOLD_SHARES[-1]
 
     def clip_count(self, n: int, rho_threshold: float) -> float:
-        """k: how many rows the threshold aims to clip (public: n, the budget, beta)."""
+        """k: how many rows the threshold aims to clip (public: n, the budget, beta).
+
+        sqrt(n) plus the threshold's rank error at failure probability ``escape_beta(beta)``:
+        the margin below n is what keeps the threshold from landing above every norm, where
+        the noise then scales with the box. With the exponential mechanism at beta = 0.1 that
+        happened once in 50 releases of PLAN-noscale (PLAN Appendix E A', d = 1024, rho = 1/2:
+        threshold 1,068 against norms near 32, error 24 times the usual); the smaller failure
+        probability adds ln(beta / 1e-3) / sqrt(2 rho_threshold) rows to k."""
+        beta = escape_beta(self.beta)
         if self.quantile == "exponential":
-            rank_error = np.log(n / self.beta) / np.sqrt(2.0 * rho_threshold)
+            rank_error = np.log(n / beta) / np.sqrt(2.0 * rho_threshold)
         else:
-            rank_error = rank_error_bound(self.steps, rho_threshold, self.beta)
+            rank_error = rank_error_bound(self.steps, rho_threshold, beta)
         return float(np.sqrt(n) + rank_error)
 
     def minimum_rows(
