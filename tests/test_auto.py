@@ -1,5 +1,7 @@
 """method="auto": a private choice between plan, iome, cm and gaussian."""
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -34,7 +36,7 @@ def test_ledger_adds_up_and_the_release_spends_the_rest():
     ("far", "iome"),           # isotropic, far from the origin, in a loose box: centre first
     ("tight", "gaussian"),     # the box is the data's own range: nothing to clip
 ])
-def test_clear_cases_choose_the_method_built_for_them(case, expected):
+def test_clear_cases_choose_the_method_built_for_them(case, expected, monkeypatch):
     rng = np.random.default_rng(3)
     if case == "skewed":
         x, box = skewed(3)
@@ -44,12 +46,23 @@ def test_clear_cases_choose_the_method_built_for_them(case, expected):
         x, box = rng.uniform(0.0, 1.0, size=(100000, 4)), (0.0, 1.0)
     result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=3)
     assert result.diagnostics["chosen"] == expected
-    # The predictions behind the choice differ by a wide margin in these cases (no coin flip);
-    # PLAN's is IOME's / PLAN_MARGIN on isotropic data, by construction.
-    predicted = result.diagnostics["predicted_noise"]
-    others = [v for k, v in predicted.items()
-              if k != expected and {k, expected} != {"iome", "plan"}]
-    assert predicted[expected] < 0.8 * min(others)
+    # No coin flip: each private median is within tau = ln(m / 1e-3) / sqrt(2 rho_stage) ranks
+    # of the middle of its m values (the exponential mechanism's rank error at failure
+    # probability 1e-3), and the choice stays the same with every median moved to either end
+    # of that range, in all 8 combinations.
+    for ends in itertools.product((-1, 1), repeat=len(CHOICE_STAGES)):
+        moved = dict(zip(CHOICE_STAGES, ends, strict=True))
+
+        def median_at_its_rank_error(values, top, *, rho, ledger, rng, stage, moved=moved):
+            ledger.charge(stage, rho, exponential_event(rho))
+            ordered = np.sort(values)
+            tau = np.log(ordered.size / 1e-3) / np.sqrt(2 * rho)
+            rank = int(np.clip(ordered.size / 2 + moved[stage] * tau, 0, ordered.size - 1))
+            return float(ordered[rank])
+
+        monkeypatch.setattr(auto_module, "_private_median_norm", median_at_its_rank_error)
+        result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=3)
+        assert result.diagnostics["chosen"] == expected, moved
 
 
 def test_the_choice_depends_on_the_data_only_through_private_medians(monkeypatch):
