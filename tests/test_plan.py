@@ -306,20 +306,24 @@ def test_threshold_share_auto_clips_at_most_three_root_n_rows(method):
     from dpmean.estimators.iome import THRESHOLD_SHARES
     from dpmean.registry import ESTIMATORS
 
-    # k's rank error is ln(n / 1e-3) / sqrt(2 rho_threshold) (the escape margin's failure
-    # probability, below the default beta = 0.1): e.g. n = 1e4, rho = 1/16 leaves 0.0464 after
-    # preprocessing and the count, and k <= 3 sqrt(n) needs a share of at least 0.07.
-    for n, rho, share in [(4000, 1.0, 0.01), (10000, 0.0625, 0.1), (2000, 0.5, 0.05),
-                          (200, 0.5, 0.25), (50, 0.01, 0.25)]:
+    # The share is sized by the rank error at beta = 0.1, ln(n / beta) / sqrt(2 rho_t) (the
+    # target then adds the escape margin): e.g. n = 1e4, rho = 1/16 leaves 0.0464 after
+    # preprocessing and the count, and k <= 3 sqrt(n) needs a share of at least 0.046.
+    for n, rho, share in [(4000, 1.0, 0.01), (10000, 0.0625, 0.05), (2000, 0.5, 0.02),
+                          (200, 0.5, 0.1), (50, 0.01, 0.25)]:
         estimator = ESTIMATORS[method](rho, bounds=(-10, 10))
         plan = estimator.budget_plan(n, 64)
         rest = rho * 0.99 * 0.75  # 1 % first for the count of clipped rows
         assert plan["threshold"] + plan["noise"] == pytest.approx(rest)
         assert plan["threshold"] == pytest.approx(share * rest)
         smaller = [s for s in THRESHOLD_SHARES if s < share]
-        assert all(estimator.clip_count(n, s * rest) > 3 * np.sqrt(n) for s in smaller)
+        assert all(estimator.clip_count(n, s * rest, 0.1) > 3 * np.sqrt(n) for s in smaller)
         assert (share == THRESHOLD_SHARES[-1]
-                or estimator.clip_count(n, share * rest) <= 3 * np.sqrt(n))
+                or estimator.clip_count(n, share * rest, 0.1) <= 3 * np.sqrt(n))
+        # The target keeps the escape margin: ln(0.1 / 1e-3) / sqrt(2 rho_t) rows more.
+        rho_t = plan["threshold"]
+        assert estimator.clip_count(n, rho_t) - estimator.clip_count(n, rho_t, 0.1) == (
+            pytest.approx(np.log(100) / np.sqrt(2 * rho_t)))
 
 
 def test_log_domain_variances_are_accurate_where_the_box_is_loose():

@@ -182,27 +182,32 @@ class _PlanBase(MeanEstimator):
         """The threshold's share of the budget ``rho_rest`` left after preprocessing.
 
         ``threshold_share="auto"`` (default): the smallest of ``THRESHOLD_SHARES`` whose clip
-        count (sqrt(n) plus the rank error) is at most 3 sqrt(n), so that at most about three
-        times the paper's sqrt(n) rows are clipped, else 1/4 (the paper's). The rest goes to the
-        noise, which every coordinate carries. Public: n and the budget.
+        count (sqrt(n) plus the rank error at ``beta``) is at most 3 sqrt(n), so that at most
+        about three times the paper's sqrt(n) rows are clipped, else 1/4 (the paper's). The rest
+        goes to the noise, which every coordinate carries. Public: n and the budget.
         """
         if self.threshold_share != "auto":
             return float(self.threshold_share)
+        # Sized by the typical rank error (at beta), not the escape margin's: the margin's
+        # extra ln(beta / 1e-3) / sqrt(2 rho_t) rows would push the share up a notch at small
+        # budgets (1/10 -> 1/4 at Gaussian A, rho = 1/16), taking 17% of the noise's budget to
+        # clip fewer rows that, on concentrated norms, hardly bias the mean.
         for share in THRESHOLD_SHARES:
-            if self.clip_count(n, share * rho_rest) <= 3.0 * np.sqrt(n):
+            if self.clip_count(n, share * rho_rest, self.beta) <= 3.0 * np.sqrt(n):
                 return share
         return THRESHOLD_SHARES[-1]
 
-    def clip_count(self, n: int, rho_threshold: float) -> float:
+    def clip_count(self, n: int, rho_threshold: float, failure: float | None = None) -> float:
         """k: how many rows the threshold aims to clip (public: n, the budget, beta).
 
-        sqrt(n) plus the threshold's rank error at failure probability ``escape_beta(beta)``:
+        sqrt(n) plus the threshold's rank error at failure probability ``failure``, by default
+        ``escape_beta(beta)``:
         the margin below n is what keeps the threshold from landing above every norm, where
         the noise then scales with the box. With the exponential mechanism at beta = 0.1 that
         happened once in 50 releases of PLAN-noscale (PLAN Appendix E A', d = 1024, rho = 1/2:
         threshold 1,068 against norms near 32, error 24 times the usual); the smaller failure
         probability adds ln(beta / 1e-3) / sqrt(2 rho_threshold) rows to k."""
-        beta = escape_beta(self.beta)
+        beta = escape_beta(self.beta) if failure is None else failure
         if self.quantile == "exponential":
             rank_error = np.log(n / beta) / np.sqrt(2.0 * rho_threshold)
         else:
