@@ -181,6 +181,7 @@ def test_rotated_copy_of_small_integers_is_float32_only_where_exact(dtype, d, lo
     x = rng.integers(info.min, info.max, size=(2001, d), endpoint=True).astype(dtype)
     box = (np.full(d, lo), np.full(d, hi))
     view = View(rotation=RandomRotation.draw(d, rng))
+    given = x.copy()
     small, wide = InMemoryEngine(x, *box), InMemoryEngine(x.astype(np.float64), *box)
     rotated = view.apply(np.clip(x.astype(np.float64), lo, hi))
     k = rotated.shape[1]
@@ -193,3 +194,9 @@ def test_rotated_copy_of_small_integers_is_float32_only_where_exact(dtype, d, lo
     assert small._counter is not None and wide._counter is not None
     assert small._counter.values.dtype == (np.float32 if compact else np.float64)
     assert wide._counter.values.dtype == np.float64
+    # The compact copy is rotated in the column layout, in float32: the very values of the
+    # float64 rotation (each column's multiset; the counter reorders within columns), and
+    # clamping it did not write into the caller's array.
+    np.testing.assert_array_equal(np.sort(small._counter.values, axis=1),
+                                  np.sort(rotated.T, axis=1))
+    np.testing.assert_array_equal(x, given)

@@ -18,6 +18,7 @@ from dpmean.transforms import (
     fwht,
     next_power_of_two,
 )
+from dpmean.transforms.hadamard import fwht_columns
 
 
 @pytest.mark.parametrize("d", [1, 2, 4, 8, 16, 32, 64, 256, 512, 2048])
@@ -33,6 +34,30 @@ def test_fwht_keeps_leading_shape_and_input():
     assert out.shape == x.shape
     np.testing.assert_array_equal(x, before)
     np.testing.assert_allclose(fwht(out) / 64, x, atol=1e-12)
+
+
+@pytest.mark.parametrize("d", [1, 2, 16, 64, 512, 2048])
+def test_fwht_columns_is_the_row_transform_transposed(d):
+    x = np.random.default_rng(d).normal(size=(6, d))
+    before = x.T.copy()
+    np.testing.assert_allclose(fwht_columns(x.T.copy()), fwht(x).T, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(x.T, before)
+    with pytest.raises(ValueError, match="power-of-two"):
+        fwht_columns(np.ones((12, 2)))
+
+
+@pytest.mark.parametrize("dtype,d", [(np.uint8, 784), (np.int16, 60), (np.uint8, 3)])
+def test_rotation_in_columns_is_exact_in_float32_on_small_integers(dtype, d):
+    # d_pad a power of 4 (1024, 64, 4): the scale is a power of two and every partial sum a
+    # multiple of it below 2^24 of them, so float32 holds each value exactly: the same numbers
+    # as the float64 rotation of the same rows.
+    rng = np.random.default_rng(d)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, size=(50, d), endpoint=True).astype(dtype)
+    rot = RandomRotation.draw(d, rng)
+    columns = rot.apply_columns(x, np.float32)
+    assert columns.dtype == np.float32 and columns.shape == (rot.padded_dim, 50)
+    np.testing.assert_array_equal(columns, rot.apply(x.astype(np.float64)).T)
 
 
 @pytest.mark.parametrize("d", [0, 3, 12, 100])

@@ -148,8 +148,16 @@ class InMemoryEngine(Engine):
             self._counter = None  # let the old copy go before the new one is made
             k = view.output_dim(self.d)
             values = np.empty((k, self.n), dtype=self._rotated_type(view))
+            exact_single = values.dtype == np.float32
 
             def fill(rows: slice) -> tuple[np.ndarray, np.ndarray]:
+                if exact_single:
+                    # Exact in float32 (``_rotated_type``): rotate straight into the column
+                    # layout, no float64 copy and no transpose (3x faster on MNIST), the
+                    # same values.
+                    block = view.rotation.apply_columns(self._integer_rows(rows), np.float32)
+                    values[:, rows] = block
+                    return block.min(axis=1), block.max(axis=1)
                 block = view.apply_base(self._clamped(rows))
                 values[:, rows] = block.T
                 return block.min(axis=0), block.max(axis=0)
@@ -357,6 +365,15 @@ class InMemoryEngine(Engine):
             return None
         return (np.clip(box.lo, least, most).astype(dtype),
                 np.clip(box.hi, least, most).astype(dtype))
+
+    def _integer_rows(self, rows: slice) -> np.ndarray:
+        """The block ``rows`` clamped to the box in the data's own integer type (a copy where
+        clamping moves a value; the data itself when the box holds the type)."""
+        if self._box_holds_type:
+            return self._x[rows]
+        box = self._integer_box()
+        assert box is not None  # only called where _rotated_type found an integer box
+        return np.clip(self._x[rows], box[0], box[1])
 
     def _integer_clamped(self, rows: np.ndarray,
                          box: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
