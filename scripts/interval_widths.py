@@ -3,7 +3,8 @@ per-coordinate width of the ``level`` interval over the empirical root-mean-squa
 the release, on Gaussian data where clipping is rare (N(0.5, 1), box [-5, 5]^d).
 
 NON-PRIVATE evaluation: the exact (clamped) mean is read to measure the error. Usage:
-``PYTHONPATH=src python scripts/interval_widths.py [releases] [n] [d]`` (defaults 100, 2000, 8).
+``PYTHONPATH=src python scripts/interval_widths.py [releases] [n] [d] [CASE;CASE...]``
+(defaults 100, 2000, 8, every case).
 A release whose interval is the public box is reported as such ("box").
 """
 
@@ -31,6 +32,11 @@ CASES = {
     "trimmed (symmetric)": ("trimmed", {"symmetric": True}),
     "cm (secure noise)": ("cm", {"secure_noise": True}),
     "iome (quantized)": ("iome", {"quantized": True}),
+    "cm + profile 5%": ("cm", {"interval_share": 0.05}),
+    "cm-fixed + profile 5%": ("cm-fixed", {"interval_share": 0.05}),
+    "iome + profile 5%": ("iome", {"interval_share": 0.05}),
+    "iome + profile 2%": ("iome", {"interval_share": 0.02}),
+    "iome (quantized) + profile 5%": ("iome", {"quantized": True, "interval_share": 0.05}),
     "coinpress": ("coinpress", {"radius": 5.0}),
     "auto": ("auto", {}),
 }
@@ -68,7 +74,9 @@ def main() -> None:
     print(f"n = {n}, d = {d}, rho = {RHO}, box {BOX}, level {LEVEL}, {releases} releases")
     print("| estimator | mean width | RMSE | width / RMSE | coverage |")
     print("|---|---|---|---|---|")
-    for name, (method, options) in CASES.items():
+    chosen = sys.argv[4].split(";") if len(sys.argv) > 4 else list(CASES)
+    for name in chosen:
+        method, options = CASES[name]
         print(f"| {name} | {measure(x, method, options, releases)} |", flush=True)
 
 

@@ -209,6 +209,8 @@ REPLAY_METHODS = {
     "plan-paper": {"centre": "median", "log_range": None, "spread_share": 0.0,
                    "threshold_share": 0.25},
     "iome-paper": {"threshold_share": 0.25},
+    "cm-profile": {"interval_share": 0.05},
+    "iome-profile": {"interval_share": 0.05},
 }
 
 
@@ -231,7 +233,7 @@ def replay_pairs(d):
 @pytest.mark.parametrize("name", sorted(REPLAY_METHODS))
 @pytest.mark.parametrize("d", [3, 8])
 def test_replay_privacy_loss_within_budget(name, d, monkeypatch):
-    method = name.removesuffix("-paper")
+    method = name.removesuffix("-paper").removesuffix("-profile")
     for x, x_prime in replay_pairs(d):
         for seed in range(3):
             for a, b in ((x, x_prime), (x_prime, x)):

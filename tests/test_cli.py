@@ -77,6 +77,23 @@ def test_estimate_summary_on_stdout(capsys, data):
     assert err == ""
 
 
+def test_estimate_names_the_clip_profile_where_it_would_narrow_the_interval(capsys, data):
+    hint = "--option interval_share=0.05"
+    code, out, _ = run(capsys, "estimate", data / "x.npy", "--rho", 1, "--method", "iome",
+                       "--bounds", 0, 10, "--seed", 1)
+    assert code == 0 and hint in out
+    code, out, _ = run(capsys, "estimate", data / "x.npy", "--rho", 1, "--method", "iome",
+                       "--bounds", 0, 10, "--seed", 1, "--option", "interval_share=0.05",
+                       "--json")
+    payload = json.loads(out)
+    assert code == 0 and "clip profile" in payload["ledger"] and hint not in out
+    check_json(payload, 1.0)
+    for method in ("gaussian", "trimmed"):  # nothing to narrow by a profile
+        code, out, _ = run(capsys, "estimate", data / "x.npy", "--rho", 1, "--method", method,
+                           "--bounds", 0, 10, "--seed", 1)
+        assert code == 0 and hint not in out
+
+
 def test_estimate_output_file(capsys, data, tmp_path):
     target = tmp_path / "result.json"
     code, out, _ = run(capsys, "estimate", data / "x.csv", "--rho", 0.5, "--method", "gaussian",

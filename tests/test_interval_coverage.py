@@ -35,6 +35,9 @@ EXTRA = {
     "plan-noscale": ("plan-noscale", {}, "mixed"),
     "cm-secure": ("cm", {"secure_noise": True}, "gaussian"),
     "iome-quantized": ("iome", {"quantized": True}, "outliers"),
+    "cm-profile": ("cm", {"interval_share": 0.05}, "outliers"),
+    "iome-profile": ("iome", {"interval_share": 0.05}, "mixed"),
+    "iome-quantized-profile": ("iome", {"quantized": True, "interval_share": 0.05}, "outliers"),
     "trimmed-student-t": ("trimmed", {"noise": "student-t", "trim": 0.05, "smoothing": 0.02},
                           "mnist"),
 }

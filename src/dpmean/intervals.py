@@ -74,6 +74,15 @@ centre), never the box's diameter.
   rows with view norm > C plus N(0, 1 / (2 rho_count)) (sensitivity 1 under replace-one); with
   probability 1 - beta, k <= noisy count + z(beta) / sqrt(2 rho_count) (sub-Gaussian as above
   for secure noise), and r = C: every other row is not clipped.
+- *A clip profile* (``cm``, ``cm-fixed``, ``iome`` with ``interval_share`` > 0). Stage "clip
+  profile" releases the row counts of the shells of view norm above C (lower edges e_s from
+  ``clipped.clip_profile_edges``), each plus N(0, 1 / rho_profile) (l2 sensitivity sqrt(2): a
+  row is in at most one shell). The rows above e_s are the shells from s on; a union bound
+  over the S tails (beta / S each, the tail's noise N(0, (S - s) / rho_profile)) gives a
+  staircase of (e_s, k_s). For a staircase, since M_j is nondecreasing,
+  sum_i M_j(v_i) <= sum_s k_s (M_j(e_s+1) - M_j(e_s)) (e_S = B, the steps' k made
+  non-increasing, a first step (C, n)); a single (r, k) gives the formula above. The profile
+  is combined with the search's rank guarantee, beta / 2 each.
 
 IOME's quantized path rounds each coordinate to the grid ``bucket`` first (in the box-
 normalised units where applicable): that moves coordinate j by at most bucket / (2 box_scale_j)
@@ -164,8 +173,13 @@ def _count_excess(std: float, beta: float, secure: bool) -> float:
     return std * float(norm.isf(beta))
 
 
+# A staircase: (r, k) pairs, r ascending, each saying that at most k rows have view norm above r.
+Staircase = list[tuple[float, float]]
+
+
 class Clipping(Protocol):
-    """How many rows the clip may have moved: at most k rows with view norm above r >= C."""
+    """How many rows the clip may have moved, and how far out: a staircase of (r, k), at most
+    k rows with view norm above r >= C."""
 
     @property
     def n(self) -> int: ...
@@ -176,8 +190,9 @@ class Clipping(Protocol):
     @property
     def radius(self) -> float: ...
 
-    def clipped(self, beta: float) -> tuple[float, float] | None:
-        """(k, r) holding with probability >= 1 - ``beta``; None when nothing bounds them."""
+    def clipped(self, beta: float) -> Staircase | None:
+        """The staircase, all of it holding with probability >= 1 - ``beta``; None when nothing
+        bounds the clipped rows."""
 
 
 @dataclass(frozen=True)
@@ -216,7 +231,7 @@ class SearchClipping:
     integer: bool = False
     secure: bool = False
 
-    def clipped(self, beta: float) -> tuple[float, float] | None:
+    def clipped(self, beta: float) -> Staircase | None:
         radius = self.radius
         if self.integer:
             right = radius
@@ -229,10 +244,10 @@ class SearchClipping:
             top = self.top
         if not moved:
             # every count sent the search right: rows above top are not counted
-            return (0.0, right) if top >= self.norm_bound else None
+            return [(right, 0.0)] if top >= self.norm_bound else None
         std = count_noise_std(self.steps, self.rho)
         excess = _count_excess(std, beta / self.steps, self.secure)
-        return min(float(self.n), max(0.0, math.floor(self.n - self.rank + excess))), right
+        return [(right, min(float(self.n), max(0.0, math.floor(self.n - self.rank + excess))))]
 
 
 @dataclass(frozen=True)
@@ -257,7 +272,7 @@ class CountClipping:
     radius: float
     secure: bool = False
 
-    def clipped(self, beta: float) -> tuple[float, float] | None:
+    def clipped(self, beta: float) -> Staircase | None:
         std = gaussian_noise_std(1.0, self.rho)
         if self.secure:  # the Gaussian mechanism's grid, not the search's integer counts
             sub, rounding = secure_terms(std, self.rho)
@@ -265,7 +280,78 @@ class CountClipping:
         else:
             excess = _count_excess(std, beta, False)
         k = min(float(self.n), max(0.0, math.floor(self.count + excess)))
-        return k, self.radius
+        return [(self.radius, k)]
+
+
+@dataclass(frozen=True)
+class ProfileClipping:
+    """A released clip profile: noisy counts of the rows in shells of view norm beyond the
+    radius (module notes, "A clip profile").
+
+    Attributes
+    ----------
+    counts : numpy.ndarray
+        The noisy count of each shell (Gaussian, l2 sensitivity sqrt(2)).
+    edges : numpy.ndarray
+        The shells' lower edges, ascending, the first the radius; the last shell is unbounded.
+    rho : float
+        The profile's budget.
+    n, norm_bound, radius, secure
+        As in :class:`SearchClipping`.
+    """
+
+    n: int
+    counts: np.ndarray
+    edges: np.ndarray
+    rho: float
+    norm_bound: float
+    radius: float
+    secure: bool = False
+
+    def clipped(self, beta: float) -> Staircase | None:
+        shells = len(self.edges)
+        std = gaussian_noise_std(math.sqrt(2.0), self.rho)
+        # Rows above edge s: the sum of the shells from s on, whose noise is the sum of
+        # shells - s independent draws; a union bound over the shells' tails.
+        tails = np.cumsum(np.asarray(self.counts, dtype=np.float64)[::-1])[::-1]
+        terms = shells - np.arange(shells)
+        tail_beta = beta / shells
+        if self.secure:
+            sub, rounding = secure_terms(std, self.rho)
+            excess = terms * rounding + sub * np.sqrt(terms) * math.sqrt(
+                2.0 * math.log(1.0 / tail_beta))
+        else:
+            excess = std * np.sqrt(terms) * float(norm.isf(tail_beta))
+        bounds = np.clip(np.floor(tails + excess), 0.0, float(self.n))
+        return [(float(r), float(k)) for r, k in zip(self.edges, bounds, strict=True)]
+
+
+@dataclass(frozen=True)
+class CombinedClipping:
+    """Two bounds on the same clip (the radius search's rank guarantee and a clip profile),
+    each given half the failure probability; their staircases together."""
+
+    first: Clipping
+    second: Clipping
+
+    @property
+    def n(self) -> int:
+        return self.first.n
+
+    @property
+    def norm_bound(self) -> float:
+        return self.first.norm_bound
+
+    @property
+    def radius(self) -> float:
+        return self.first.radius
+
+    def clipped(self, beta: float) -> Staircase | None:
+        first, second = self.first.clipped(beta / 2.0), self.second.clipped(beta / 2.0)
+        if first is None or second is None:
+            return None if first is None and second is None else (
+                self.second.clipped(beta) if first is None else self.first.clipped(beta))
+        return sorted(first + second)
 
 
 @dataclass(frozen=True)
@@ -298,22 +384,33 @@ class ClipBias:
 
     def bounds(self, beta: float) -> tuple[np.ndarray, float] | None:
         """(per-coordinate bias, l2 bias), holding with probability >= 1 - ``beta``; None when
-        the number of clipped rows has no bound."""
+        the number of clipped rows has no bound.
+
+        With at most k_s rows above r_s (the staircase, after (C, n): no more than n rows lie
+        beyond C) and M nondecreasing, sum_i M(v_i) = integral over r of #{v_i > r} dM(r) <=
+        sum_s k_s (M(r_s+1) - M(r_s)), the last step ending at B; a count above r_s also
+        bounds the rows above any larger r, so each k_s is the least of those up to it."""
         found = self.clipping.clipped(beta)
         if found is None:
             return None
-        k, right = found
         clipping = self.clipping
-        bound, radius = clipping.norm_bound, clipping.radius
-        share = k / clipping.n
-        near = min(right, bound)
-        per = share * self._moves(bound) + (1.0 - share) * self._moves(near)
-        view_l2 = share * max(bound - radius, 0.0) + (1.0 - share) * max(near - radius, 0.0)
-        l2 = min(view_l2 / float(np.min(self.factor)), float(np.linalg.norm(per)))
+        bound, radius, n = clipping.norm_bound, clipping.radius, float(clipping.n)
+        steps = [(radius, n), *sorted(found)]
+        per = np.zeros_like(self.reach, dtype=np.float64)
+        view_l2, fewest = 0.0, n
+        for s, (r, k) in enumerate(steps):
+            fewest = min(fewest, k)
+            start = min(max(r, radius), bound)
+            stop = min(max(steps[s + 1][0] if s + 1 < len(steps) else bound, radius), bound)
+            if stop > start and fewest > 0:
+                per += fewest * (self._moves(stop) - self._moves(start))
+                view_l2 += fewest * (stop - start)
+        per /= n
+        l2 = view_l2 / n / float(np.min(self.factor))
         if self.rounding is not None:
             per = per + self.rounding
             l2 += float(np.linalg.norm(self.rounding))
-        return per, l2
+        return per, min(l2, float(np.linalg.norm(per)))
 
 
 @dataclass(frozen=True)
@@ -551,8 +648,21 @@ def _cm_iome_model(result: Any, method: str, sigma: np.ndarray, box_scale: np.nd
                               float(diagnostics["threshold"]), integer=quantized,
                               secure=secure_rho is not None)
     reach = _reach(result, centre) + (0.0 if rounding is None else rounding)
+    profile = _profile(result, bound, secure_rho is not None)
+    both = clipping if profile is None else CombinedClipping(clipping, profile)
     return NoiseAndClipping(GaussianNoise(sigma, secure_rho),
-                            ClipBias(clipping, reach, factor, rounding))
+                            ClipBias(both, reach, factor, rounding))
+
+
+def _profile(result: Any, norm_bound: float, secure: bool) -> ProfileClipping | None:
+    """The release's clip profile (``interval_share`` > 0), or None."""
+    diagnostics = result.diagnostics
+    if diagnostics.get("clip_profile") is None:
+        return None
+    return ProfileClipping(result.n, np.asarray(diagnostics["clip_profile"], dtype=np.float64),
+                           np.asarray(diagnostics["clip_profile_edges"], dtype=np.float64),
+                           float(diagnostics["clip_profile_rho"]), norm_bound,
+                           float(diagnostics["threshold"]), secure)
 
 
 def _plan_model(result: Any, sigma: np.ndarray, box_scale: np.ndarray,

@@ -346,11 +346,25 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     lines.append(f"{ci['level']:.0%} interval per coordinate ({ci['basis']}): lo "
                  f"{_format_values(ci['lo'][:shown])}; hi {_format_values(ci['hi'][:shown])}")
     lines.append(f"{ci['level']:.0%} l2 radius of the whole vector: {ci['radius']:.6g}")
+    if _could_profile(result) and ci["basis"] == "noise and clipping bias":
+        lines.append("note: the interval's clipping-bias part assumes every row the radius "
+                     "search may have clipped lies at the box's farthest corner; --option "
+                     "interval_share=0.05 spends 5% of the budget on a clip profile that "
+                     "narrows it (docs/privacy.md, \"Confidence intervals\")")
     if args.seed is not None:
         lines.append("note: --seed makes the noise reproducible; use it for experiments only")
     if output is not None:
         lines.append(f"wrote {output}")
     print("\n".join(lines), file=out)
+
+
+def _could_profile(result: Any) -> bool:
+    """Whether the release's estimator takes ``interval_share`` and spent none on it."""
+    from ..estimators.iome import ClippedMean
+
+    estimator = ESTIMATORS.get(result.method)
+    return (estimator is not None and issubclass(estimator, ClippedMean)
+            and "clip_profile" not in result.diagnostics)
 
 
 def _privacy_line(result: Any) -> str:

@@ -148,14 +148,14 @@ class InMemoryEngine(Engine):
             self._counter = None  # let the old copy go before the new one is made
             k = view.output_dim(self.d)
             values = np.empty((k, self.n), dtype=self._rotated_type(view))
-            exact_single = values.dtype == np.float32
+            # Exact in float32 (``_rotated_type``): rotate straight into the column layout,
+            # no float64 copy and no transpose (3x faster on MNIST), the same values.
+            exact_single = values.dtype == np.float32 and view.rotation is not None
+            rotation = view.rotation
 
             def fill(rows: slice) -> tuple[np.ndarray, np.ndarray]:
-                if exact_single:
-                    # Exact in float32 (``_rotated_type``): rotate straight into the column
-                    # layout, no float64 copy and no transpose (3x faster on MNIST), the
-                    # same values.
-                    block = view.rotation.apply_columns(self._integer_rows(rows), np.float32)
+                if exact_single and rotation is not None:
+                    block = rotation.apply_columns(self._integer_rows(rows), np.float32)
                     values[:, rows] = block
                     return block.min(axis=1), block.max(axis=1)
                 block = view.apply_base(self._clamped(rows))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..accounting import PrivacyLedger
+from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..mechanisms import (
     gaussian_mechanism,
@@ -155,3 +156,50 @@ def noisy_clipped_mean(
     noisy = gaussian_mechanism(engine.clipped_sum(view, radius) / engine.n, sensitivity, rho, rng,
                                ledger=ledger, stage=stage, secure=secure)
     return noisy, gaussian_noise_std(sensitivity, rho)
+
+
+# The clip profile's shells above the radius C: fine ones at C (1 + 2^-k), k = FINE_SHELLS..1
+# (rows clipped by design lie just above C), then doublings 2C, 4C, ... up to the norm bound.
+FINE_SHELLS = 6
+PROFILE_STAGE = "clip profile"
+PROFILE_DIAGNOSTICS = {
+    "clip_profile": Diagnostic(Kind.SERIES, "The private (noisy) numbers of rows in each shell "
+                               "of view norms beyond the radius (absent when interval_share "
+                               "is 0)."),
+    "clip_profile_edges": Diagnostic(Kind.SERIES, "The shells' lower edges (view units; "
+                                     "public given the radius)."),
+    "clip_profile_rho": Diagnostic(Kind.FLOAT, "The rho the clip profile spent."),
+}
+
+
+def clip_profile_edges(radius: float, norm_bound: float) -> np.ndarray:
+    """The lower edges of the clip profile's shells: C, C (1 + 2^-6), ..., 1.5 C, 2 C, 4 C, ...,
+    every one below the norm bound B (just C when C >= B or C = 0). Shell s holds the rows of
+    view norm in (e_s, e_s+1], the last one those above its edge. Public: a function of the
+    released radius and the public bound only."""
+    if not radius > 0 or radius >= norm_bound:
+        return np.array([float(radius)])
+    fine = radius * (1.0 + 2.0 ** -np.arange(FINE_SHELLS, 0, -1, dtype=np.float64))
+    doublings = radius * 2.0 ** np.arange(1, max(1, int(np.ceil(np.log2(norm_bound / radius)))))
+    edges = np.concatenate([[radius], fine, doublings])
+    return edges[edges < norm_bound]
+
+
+def clip_profile(
+    engine: Engine, view: View, radius: float, norm_bound: float, *, rho: float,
+    ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
+) -> dict[str, object]:
+    """Stage "clip profile": how many rows lie how far beyond the radius, for confidence
+    intervals (``dpmean.intervals``, "A clip profile").
+
+    Releases the numbers of rows whose view norm falls in each shell above ``radius``
+    (``clip_profile_edges``), plus Gaussian noise. A row lies in at most one shell (rows
+    within the radius in none), so replacing one row changes at most two counts by 1: l2
+    sensitivity sqrt(2), cost ``rho``. The view (its centre and scale), the radius and the
+    edges are earlier releases or public. Returns the diagnostics it adds."""
+    edges = clip_profile_edges(radius, norm_bound)
+    above = engine.n - engine.norm_counts(view, edges).astype(np.float64)
+    shells = above - np.append(above[1:], 0.0)
+    noisy = gaussian_mechanism(shells, np.sqrt(2.0), rho, rng, ledger=ledger,
+                               stage=PROFILE_STAGE, secure=secure)
+    return {"clip_profile": noisy, "clip_profile_edges": edges, "clip_profile_rho": rho}

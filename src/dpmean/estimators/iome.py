@@ -17,6 +17,9 @@ from ..transforms import IDENTITY, Quantizer, RandomRotation, View, next_power_o
 from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
 from .clipped import (
+    PROFILE_DIAGNOSTICS,
+    PROFILE_STAGE,
+    clip_profile,
     escape_beta,
     escape_rank_error,
     noisy_clipped_mean,
@@ -48,14 +51,21 @@ class ClippedMean(MeanEstimator):
         Halvings of the radius search (noisy counts), from 1 to 60.
     beta : float, default 0.05
         The probability that the radius search errs by more than its rank error, in (0, 1).
+    interval_share : float, default 0
+        The fraction of rho spent on a clip profile (stage "clip profile": noisy counts of the
+        rows in shells beyond the radius), in [0, 1). It buys a narrower confidence interval
+        (``MeanResult.confidence_interval``): without it the interval assumes that every row
+        the radius search may have clipped lies at the box's farthest corner. 0 (default)
+        spends nothing on it.
     **common
         The parameters of :class:`MeanEstimator`.
 
     Raises
     ------
     InvalidParameterError
-        A share or ``beta`` outside (0, 1), ``threshold_steps`` outside 1 to 60, or a common
-        parameter :class:`MeanEstimator` refuses.
+        A share or ``beta`` outside (0, 1) (``interval_share`` outside [0, 1)),
+        ``threshold_steps`` outside 1 to 60, or a common parameter :class:`MeanEstimator`
+        refuses.
 
     Warns
     -----
@@ -68,8 +78,11 @@ class ClippedMean(MeanEstimator):
     rho-zCDP (stages ``budget_plan`` states): "threshold", ``threshold_share * rho``, a binary
     search of ``threshold_steps`` noisy counts of sensitivity 1 (``threshold_share * rho /
     threshold_steps`` each); "noise", ``(1 - threshold_share) * rho``, the Gaussian mechanism on
-    the clipped mean, l2 sensitivity 2C/n. Without ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho
-    first buys a private box and the split applies to the rest.
+    the clipped mean, l2 sensitivity 2C/n. With ``interval_share``, "clip profile" takes that
+    share of rho first (the split applies to the rest): the Gaussian mechanism on the counts of
+    rows in the shells beyond C, l2 sensitivity sqrt(2) (``clipped.clip_profile``). Without
+    ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a private box and the split applies
+    to the rest.
     """
 
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
@@ -84,6 +97,7 @@ class ClippedMean(MeanEstimator):
         "threshold_steps": Diagnostic(Kind.INT, "Halvings of the radius search (absent on "
                                       "IOME's quantized path, whose integer search sets them)."),
         "threshold_rho": Diagnostic(Kind.FLOAT, "The rho the radius search spent."),
+        **PROFILE_DIAGNOSTICS,
     }
     supports_secure_noise = True
     # Row norms, clipped sums and (rotated) coordinate counts: the sparse engine answers them
@@ -92,18 +106,33 @@ class ClippedMean(MeanEstimator):
 
     def __init__(
         self, rho: float | None = None, *, threshold_share: float = 0.25,
-        threshold_steps: int = 20, beta: float = 0.05, **common: Any,
+        threshold_steps: int = 20, beta: float = 0.05, interval_share: float = 0.0,
+        **common: Any,
     ) -> None:
         super().__init__(rho, **common)
         self.threshold_share = check_fraction(threshold_share, "threshold_share")
         self.threshold_steps = check_steps(threshold_steps, "threshold_steps")
         self.beta = check_fraction(beta, "beta")
+        self.interval_share = check_fraction(interval_share, "interval_share", low_open=False)
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        return {
-            "threshold": self.rho * self.threshold_share,
-            "noise": self.rho * (1.0 - self.threshold_share),
-        }
+        profile = self.rho * self.interval_share
+        plan = self.clipping_stages(self.rho - profile, n, d)
+        return {**plan, PROFILE_STAGE: profile} if profile else plan
+
+    def clipping_stages(self, rho: float, n: int, d: int) -> dict[str, float]:
+        """The stages of ``rho``, the budget left after the clip profile (public)."""
+        return {"threshold": rho * self.threshold_share,
+                "noise": rho * (1.0 - self.threshold_share)}
+
+    def profiled(self, engine: Engine, view: View, radius: float, norm_bound: float,
+                 budget: dict[str, float], ledger: PrivacyLedger,
+                 rng: np.random.Generator) -> dict[str, Any]:
+        """The clip profile's diagnostics when the plan has its stage, else none."""
+        if PROFILE_STAGE not in budget:
+            return {}
+        return clip_profile(engine, view, radius, norm_bound, rho=budget[PROFILE_STAGE],
+                            ledger=ledger, rng=rng, secure=self.secure_noise)
 
     def clip_rank(self, n: int, d: int, budget: dict[str, float], rank_error: float) -> float:
         return optimal_clip_rank(n, d, budget["noise"], rank_error)
@@ -137,7 +166,8 @@ class ClippedMean(MeanEstimator):
                                              ledger=ledger, rng=rng, secure=self.secure_noise)
         return mean, {"threshold": radius, "target_rank": rank, "noise_std": noise_std,
                       "norm_bound": norm_bound, "threshold_steps": self.threshold_steps,
-                      "threshold_rho": budget["threshold"]}
+                      "threshold_rho": budget["threshold"],
+                      **self.profiled(engine, IDENTITY, radius, norm_bound, budget, ledger, rng)}
 
 
 # The radius search's shares that threshold_share="auto" tries, smallest first.
@@ -271,11 +301,11 @@ class ShiftedClippedMean(ClippedMean):
         self.quantized = bool(quantized)
         self.bucket = None if bucket is None else check_positive(bucket, "bucket")
 
-    def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        rest = self.rho * (1.0 - self.centre_share)
+    def clipping_stages(self, rho: float, n: int, d: int) -> dict[str, float]:
+        rest = rho * (1.0 - self.centre_share)
         share = self.threshold_fraction(n, d, rest)
         return {**centre_stages(self._geometry(n, *self.unit_box(n, d)), n,
-                                self.rho * self.centre_share, self.beta, self.median_steps),
+                                rho * self.centre_share, self.beta, self.median_steps),
                 "threshold": rest * share, "noise": rest * (1.0 - share)}
 
     def threshold_fraction(self, n: int, d: int, rho_rest: float) -> float:
@@ -367,6 +397,7 @@ class ShiftedClippedMean(ClippedMean):
             "norm_bound": norm_bound,
             "threshold_steps": None if quantizer else self.threshold_steps,
             "threshold_rho": budget["threshold"],
+            **self.profiled(engine, view, radius, norm_bound, budget, ledger, rng),
         }
 
     def preclip(self, n: int, d: int) -> float | None:

@@ -44,7 +44,7 @@ def _stages(x: np.ndarray, lead: int, d: int, trail: int) -> np.ndarray:
     while low < d:
         size = min(_RADIX, d // low)
         high = d // (low * size)
-        block = hadamard_matrix(size, x.dtype.type)
+        block = hadamard_matrix(size, np.float32 if x.dtype == np.float32 else np.float64)
         if low * trail == 1:  # one large product instead of a batch of matrix-vector ones
             x = x.reshape(lead * high, size) @ block
         else:
