@@ -37,6 +37,11 @@ CASES = {
     "iome + profile 5%": ("iome", {"interval_share": 0.05}),
     "iome + profile 2%": ("iome", {"interval_share": 0.02}),
     "iome (quantized) + profile 5%": ("iome", {"quantized": True, "interval_share": 0.05}),
+    "plan + profile 1%": ("plan", {"interval_share": 0.01}),
+    "plan + profile 5%": ("plan", {"interval_share": 0.05}),
+    "plan (binary-search) + profile 5%": ("plan", {"quantile": "binary-search",
+                                                   "interval_share": 0.05}),
+    "plan-noscale + profile 5%": ("plan-noscale", {"interval_share": 0.05}),
     "coinpress": ("coinpress", {"radius": 5.0}),
     "auto": ("auto", {}),
 }

@@ -169,7 +169,7 @@ def test_auto_delegates_to_the_chosen_estimator():
 @pytest.mark.parametrize("method, options", [
     ("trimmed", {"truncation": "output"}),
     ("coinpress", {"radius": 10.0}),
-    ("plan", {"count_share": 0}),
+    ("plan", {"interval_share": 0}),
     ("iome-local", {}),
 ])
 def test_box_and_warning_where_no_honest_interval(method, options):

@@ -103,7 +103,7 @@ def assert_released_as_declared(x, result, failure=1e-6):
 
 ROTATED = {"centre domain", "centre"}
 SPREAD = {"variance spread", "variance"}
-COUNT = {"clipped count"}  # the exponential-mechanism threshold's count of clipped rows
+COUNT = {"clip profile"}  # the exponential-mechanism threshold's clipped rows, by shell
 
 
 @pytest.mark.parametrize("options,stages", [
@@ -123,11 +123,11 @@ def test_ledger_sums_to_rho_and_follows_the_shares(options, stages):
                          threshold_share=0.25, **options)
     assert set(result.ledger) == stages
     assert sum(result.ledger.values()) == pytest.approx(0.8, rel=1e-12)
-    # 1 % for the count of clipped rows (exponential threshold), then of the rest 1/4 for
+    # 1 % for the clip profile (exponential threshold), then of the rest 1/4 for
     # preprocessing and 1/4 of the remaining 3/4 for the threshold.
     rho = 0.8 * 0.99 if COUNT <= stages else 0.8
     if COUNT <= stages:
-        assert result.ledger["clipped count"] == pytest.approx(0.8 * 0.01)
+        assert result.ledger["clip profile"] == pytest.approx(0.8 * 0.01)
     assert result.ledger["threshold"] == pytest.approx(rho * 0.75 * 0.25)
     assert result.ledger["noise"] == pytest.approx(rho * 0.75 * 0.75)
     centre = sum(result.ledger[stage] for stage in ROTATED if stage in result.ledger)
@@ -140,12 +140,14 @@ def test_ledger_sums_to_rho_and_follows_the_shares(options, stages):
         assert centre == pytest.approx(rho * 0.25)
 
 
-def test_clipped_count_is_the_noisy_number_of_clipped_rows():
-    """Stage "clipped count" releases the number of rows whose view norm exceeds the released
-    threshold plus N(0, 1 / (2 rho_count)): over 50 releases the noisy counts minus the exact
-    ones average within 4 standard errors of 0 (failure 6e-5), and their spread about their
-    average, sum (e_i - mean)^2 / std^2 ~ chi^2_49, lies within its 1e-4 two-sided quantiles
-    (NON-PRIVATE check with the exact norms)."""
+def test_clip_profile_is_the_noisy_number_of_clipped_rows_by_shell():
+    """Stage "clip profile" releases the rows whose view norm lies in each shell beyond the
+    released threshold plus N(0, 2 / (2 rho_profile)) per shell (l2 sensitivity sqrt(2)): over
+    50 releases the noisy minus the exact counts of every shell average within 4 standard
+    errors of 0 (Bonferroni over the shells keeps the failure below 1e-3), and their spread,
+    sum of squares / std^2 over all shells and releases, lies within its 1e-4 two-sided
+    chi^2 quantiles (NON-PRIVATE check with the exact norms). The profile's shells add up to
+    the rows beyond the threshold. count_share is the deprecated spelling of interval_share."""
     x = np.random.default_rng(0).normal(0.0, 1.0, size=(2000, 4))
     errors = []
     for seed in range(50):
@@ -153,26 +155,36 @@ def test_clipped_count_is_the_noisy_number_of_clipped_rows():
                              random_state=seed)
         d = result.diagnostics
         norms = np.linalg.norm(x - d["centre"], axis=1)
-        errors.append(d["clipped_count"] - np.count_nonzero(norms > d["threshold"]))
-        assert d["clipped_count_rho"] == result.ledger["clipped count"] == pytest.approx(0.01)
-    std = 1.0 / np.sqrt(2 * 0.01)
-    assert abs(np.mean(errors)) <= 4 * std / np.sqrt(50)
-    spread = 50 * np.var(errors) / std**2
-    assert chi2.ppf(5e-5, 49) <= spread <= chi2.isf(5e-5, 49)
+        edges = np.append(d["clip_profile_edges"], np.inf)
+        exact = np.array([np.count_nonzero((norms > lo) & (norms <= hi))
+                          for lo, hi in zip(edges[:-1], edges[1:], strict=True)])
+        assert exact.sum() == np.count_nonzero(norms > d["threshold"])
+        errors.append(d["clip_profile"] - exact)
+        assert d["clip_profile_rho"] == result.ledger["clip profile"] == pytest.approx(0.01)
+    std = np.sqrt(2.0) / np.sqrt(2 * 0.01)
+    shells = min(len(e) for e in errors)
+    errors = np.array([e[:shells] for e in errors])
+    assert np.all(np.abs(errors.mean(axis=0)) <= 4 * std / np.sqrt(50))
+    spread = float(np.sum(errors**2)) / std**2
+    assert chi2.ppf(5e-5, errors.size) <= spread <= chi2.isf(5e-5, errors.size)
     off = dpmean.mean(x, rho=1.0, method="plan-noscale", bounds=(-10, 10), random_state=0,
-                      count_share=0)
-    assert "clipped count" not in off.ledger and "clipped_count" not in off.diagnostics
+                      interval_share=0)
+    assert "clip profile" not in off.ledger and "clip_profile" not in off.diagnostics
+    with pytest.warns(DeprecationWarning, match="count_share"):
+        old = dpmean.mean(x, rho=1.0, method="plan-noscale", bounds=(-10, 10), random_state=0,
+                          count_share=0.02)
+    assert old.ledger["clip profile"] == pytest.approx(0.02)
 
 
 def test_noscale_ledger_and_shares():
     x = np.random.default_rng(0).normal(0.0, 1.0, size=(3000, 8))
     result = dpmean.mean(x, rho=1.0, method="plan-noscale", bounds=(-10, 10), random_state=1,
                          preprocess_share=0.2, threshold_share=0.3)
-    rest = 0.99  # after the count of clipped rows
+    rest = 0.99  # after the clip profile
     assert result.ledger == pytest.approx({"centre domain": rest * 0.2 / 16,
                                            "centre": rest * 0.2 * 15 / 16,
                                            "threshold": rest * 0.24, "noise": rest * 0.56,
-                                           "clipped count": 0.01})
+                                           "clip profile": 0.01})
 
 
 def test_noscale_is_not_the_private_median():

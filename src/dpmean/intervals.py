@@ -69,12 +69,9 @@ centre), never the box's diameter.
   norms, ``integer_search_steps`` counts) ends with left = right = C^2, so r = C (moved unless
   C^2 = top). If the right end never moved, k = 0 when top >= B, and there is no bound when
   top < B (PLAN's concentrated universe): the box is returned.
-- *A private count* (``plan`` and ``plan-noscale`` with the exponential-mechanism threshold,
-  whose rank error has no data-independent bound). Stage "clipped count" releases the number of
-  rows with view norm > C plus N(0, 1 / (2 rho_count)) (sensitivity 1 under replace-one); with
-  probability 1 - beta, k <= noisy count + z(beta) / sqrt(2 rho_count) (sub-Gaussian as above
-  for secure noise), and r = C: every other row is not clipped.
-- *A clip profile* (``cm``, ``cm-fixed``, ``iome`` with ``interval_share`` > 0). Stage "clip
+- *A clip profile* (``plan`` and ``plan-noscale`` by default with the exponential-mechanism
+  threshold, whose rank error has no data-independent bound; ``cm``, ``cm-fixed``, ``iome``,
+  and PLAN's binary search with ``interval_share`` > 0). Stage "clip
   profile" releases the row counts of the shells of view norm above C (lower edges e_s from
   ``clipped.clip_profile_edges``), each plus N(0, 1 / rho_profile) (l2 sensitivity sqrt(2): a
   row is in at most one shell). The rows above e_s are the shells from s on; a union bound
@@ -248,39 +245,6 @@ class SearchClipping:
         std = count_noise_std(self.steps, self.rho)
         excess = _count_excess(std, beta / self.steps, self.secure)
         return [(right, min(float(self.n), max(0.0, math.floor(self.n - self.rank + excess))))]
-
-
-@dataclass(frozen=True)
-class CountClipping:
-    """A released private count of the rows the clip moved (module notes, "A private count").
-
-    Attributes
-    ----------
-    count : float
-        The noisy count of rows with view norm above the radius.
-    rho : float
-        The count's budget (sensitivity 1).
-    n, norm_bound, radius, secure
-        As in :class:`SearchClipping` (``secure``: the count was released with
-        ``secure_noise=True``).
-    """
-
-    n: int
-    count: float
-    rho: float
-    norm_bound: float
-    radius: float
-    secure: bool = False
-
-    def clipped(self, beta: float) -> Staircase | None:
-        std = gaussian_noise_std(1.0, self.rho)
-        if self.secure:  # the Gaussian mechanism's grid, not the search's integer counts
-            sub, rounding = secure_terms(std, self.rho)
-            excess = float(rounding + sub * math.sqrt(2.0 * math.log(1.0 / beta)))
-        else:
-            excess = _count_excess(std, beta, False)
-        k = min(float(self.n), max(0.0, math.floor(self.count + excess)))
-        return [(self.radius, k)]
 
 
 @dataclass(frozen=True)
@@ -669,12 +633,12 @@ def _plan_model(result: Any, sigma: np.ndarray, box_scale: np.ndarray,
                 secure_rho: float | None) -> ErrorModel | str:
     diagnostics = result.diagnostics
     binary = diagnostics.get("threshold_search") == "binary-search"
-    if not binary and diagnostics.get("clipped_count") is None:
+    if not binary and diagnostics.get("clip_profile") is None:
         return ("PLAN's exponential-mechanism threshold has no data-independent rank guarantee, "
-                "and this release has no private count of its clipped rows (count_share=0)")
+                "and this release has no clip profile of its clipped rows (interval_share=0)")
     missing = _need(diagnostics, "norm_bound", "view_norm_bound", "threshold", "centre",
                     *(("threshold_steps", "threshold_rho", "target_quantile") if binary
-                      else ("clipped_count", "clipped_count_rho")))
+                      else ("clip_profile_edges", "clip_profile_rho")))
     if missing:
         return missing
     n, d = result.n, result.d
@@ -682,15 +646,16 @@ def _plan_model(result: Any, sigma: np.ndarray, box_scale: np.ndarray,
     scale = np.ones(d) if scale is None else _vector(scale, d)
     bound, radius = float(diagnostics["view_norm_bound"]), float(diagnostics["threshold"])
     secure = secure_rho is not None
-    clipping: Clipping
+    clipping: Clipping | None = None
     if binary:
         clipping = SearchClipping(n, float(diagnostics["target_quantile"]) * n,
                                   int(diagnostics["threshold_steps"]),
                                   float(diagnostics["threshold_rho"]),
                                   float(diagnostics["norm_bound"]), bound, radius, secure=secure)
-    else:
-        clipping = CountClipping(n, float(diagnostics["clipped_count"]),
-                                 float(diagnostics["clipped_count_rho"]), bound, radius, secure)
+    profile = _profile(result, bound, secure)
+    if profile is not None:
+        clipping = profile if clipping is None else CombinedClipping(clipping, profile)
+    assert clipping is not None  # binary, or checked above to carry a profile
     # The view multiplies coordinate j by scale_j (PLAN) after box_scale_j (normalisation).
     factor = scale * box_scale
     reach = _reach(result, _vector(diagnostics["centre"], d))
