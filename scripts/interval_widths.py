@@ -43,6 +43,7 @@ CASES = {
                                                    "interval_share": 0.05}),
     "plan-noscale + profile 5%": ("plan-noscale", {"interval_share": 0.05}),
     "coinpress": ("coinpress", {"radius": 5.0}),
+    "coinpress + profile 5%": ("coinpress", {"radius": 5.0, "interval_share": 0.05}),
     "auto": ("auto", {}),
 }
 

@@ -211,6 +211,7 @@ REPLAY_METHODS = {
     "iome-paper": {"threshold_share": 0.25},
     "cm-profile": {"interval_share": 0.05},
     "iome-profile": {"interval_share": 0.05},
+    "coinpress-profile": {"radius": 2.0, "interval_share": 0.05},
 }
 
 

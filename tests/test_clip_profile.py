@@ -39,10 +39,32 @@ def test_profile_takes_its_share_first_and_the_ledger_adds_up(method):
     assert profiled.diagnostics["clip_profile"].shape == edges.shape
 
 
+def test_coinpress_buys_an_interval_with_a_profile_and_needs_bounds():
+    x = rows(4)
+    plain = dpmean.mean(x, rho=1.0, method="coinpress", bounds=BOX, radius=5.0, random_state=0)
+    with pytest.warns(dpmean.BoxIntervalWarning, match="interval_share"):
+        lo, hi = plain.confidence_interval(0.9)
+    assert np.all(hi - lo == BOX[1] - BOX[0])
+    profiled = dpmean.mean(x, rho=1.0, method="coinpress", bounds=BOX, radius=5.0,
+                           random_state=0, interval_share=0.05)
+    assert profiled.ledger["clip profile"] == pytest.approx(0.05)
+    assert profiled.spent == pytest.approx(1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dpmean.BoxIntervalWarning)
+        lo, hi = profiled.confidence_interval(0.9)
+    assert np.all(hi - lo < 0.1 * (BOX[1] - BOX[0]))
+    # The noise part: the last step's isotropic noise in data units (sigma = 1 here).
+    assert np.allclose(profiled.diagnostics["noise_std"],
+                       profiled.diagnostics["step_noise_std"][-1])
+    with pytest.raises(InvalidParameterError, match="needs bounds"):
+        dpmean.mean(x, rho=1.0, method="coinpress", radius=5.0, interval_share=0.05)
+
+
 @pytest.mark.parametrize("share", [-0.1, 1.0, float("nan"), "half"])
 def test_profile_share_is_validated(share):
-    with pytest.raises(InvalidParameterError, match="interval_share"):
-        dpmean.mean(rows(0), rho=1.0, method="iome", bounds=BOX, interval_share=share)
+    for method in ("iome", "plan"):
+        with pytest.raises(InvalidParameterError, match="interval_share"):
+            dpmean.mean(rows(0), rho=1.0, method=method, bounds=BOX, interval_share=share)
 
 
 def test_edges_are_fine_near_the_radius_then_double_below_the_bound():

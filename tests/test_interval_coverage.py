@@ -38,6 +38,7 @@ EXTRA = {
     "cm-profile": ("cm", {"interval_share": 0.05}, "outliers"),
     "iome-profile": ("iome", {"interval_share": 0.05}, "mixed"),
     "iome-quantized-profile": ("iome", {"quantized": True, "interval_share": 0.05}, "outliers"),
+    "coinpress-profile": ("coinpress", {"radius": 50.0, "interval_share": 0.05}, "outliers"),
     "trimmed-student-t": ("trimmed", {"noise": "student-t", "trim": 0.05, "smoothing": 0.02},
                           "mnist"),
 }

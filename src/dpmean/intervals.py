@@ -110,8 +110,11 @@ it and the radius capped by the box's farthest point from the release. (A releas
 onto the box is no farther from any point of the box, so the projection keeps coverage.)
 
 Where no honest bound is available (a fallback release, ``iome-gaussian``'s preclip, which
-changes the estimand, the trimmed mean with output truncation, CoinPress, the local and shuffle
-protocols), the public box is returned with a ``BoxIntervalWarning`` naming why.
+changes the estimand, the trimmed mean with output truncation, CoinPress without a clip
+profile, the local and shuffle protocols), the public box is returned with a
+``BoxIntervalWarning`` naming why. CoinPress with one (``interval_share``, with ``bounds``)
+clips its last step about the previous step's release c in the view (x - c) / sigma: the same
+radial shrink, bounded by the profile alone.
 """
 
 from __future__ import annotations
@@ -134,11 +137,12 @@ from .mechanisms.discrete_gaussian import SIGMA2_BITS
 from .mechanisms.gaussian import GRID_SLACK
 
 CLIPPED = ("cm", "cm-fixed", "iome", "plan", "plan-noscale")
-SUPPORTED = ("gaussian", *CLIPPED, "trimmed")
+SUPPORTED = ("gaussian", *CLIPPED, "trimmed", "coinpress")
 SEARCH_SHARE = 0.5
 # Why the others get the public box (the reason a BoxIntervalWarning gives).
 _COINPRESS = ("CoinPress's last step clips rows to a ball about a private centre with no count "
-              "or rank guarantee of the rows it clips, so only the box bounds its bias")
+              "or rank guarantee of the rows it clips, so only the box bounds its bias "
+              "(coinpress with bounds and interval_share > 0 buys a clip profile)")
 _PROTOCOLS = ("the local and shuffle protocols' range counts carry no rank guarantee that the "
               "intervals use yet")
 NO_INTERVAL = {
@@ -559,6 +563,8 @@ def error_model(result: Any) -> ErrorModel | str:
                                        f"{', '.join(SUPPORTED)} and auto)")
     if method == "trimmed":
         return _trimmed_model(result)
+    if method == "coinpress" and diagnostics.get("clip_profile") is None:
+        return _COINPRESS
     missing = _need(diagnostics, "noise_std")
     if missing:
         return missing
@@ -577,6 +583,8 @@ def error_model(result: Any) -> ErrorModel | str:
         return NoiseAndClipping(GaussianNoise(sigma, secure_rho))
     if method in ("plan", "plan-noscale"):
         return _plan_model(result, sigma, box_scale, secure_rho)
+    if method == "coinpress":
+        return _coinpress_model(result, sigma, secure_rho)
     return _cm_iome_model(result, method, sigma, box_scale, secure_rho)
 
 
@@ -661,6 +669,29 @@ def _plan_model(result: Any, sigma: np.ndarray, box_scale: np.ndarray,
     reach = _reach(result, _vector(diagnostics["centre"], d))
     return NoiseAndClipping(GaussianNoise(sigma / scale, secure_rho),
                             ClipBias(clipping, reach, factor))
+
+
+def _coinpress_model(result: Any, sigma: np.ndarray,
+                     secure_rho: float | None) -> ErrorModel | str:
+    """MVMRec's last step clips the clamped rows in the view u = (x - c) / sigma about the
+    previous step's release c: a radial shrink about a released centre with f_j = 1 / sigma,
+    bounded by its clip profile alone (no rank guarantee)."""
+    diagnostics = result.diagnostics
+    missing = _need(diagnostics, "clip_centre", "norm_bound", "clip_radii", "sigma",
+                    "clip_profile_edges", "clip_profile_rho")
+    if missing:
+        return missing
+    d = result.d
+    centre = _vector(diagnostics["clip_centre"], d)
+    radius = float(np.asarray(diagnostics["clip_radii"])[-1])
+    bound = float(diagnostics["norm_bound"])
+    profile = ProfileClipping(result.n, np.asarray(diagnostics["clip_profile"], dtype=np.float64),
+                              np.asarray(diagnostics["clip_profile_edges"], dtype=np.float64),
+                              float(diagnostics["clip_profile_rho"]), bound, radius,
+                              secure_rho is not None)
+    factor = np.full(d, 1.0 / float(diagnostics["sigma"]))
+    return NoiseAndClipping(GaussianNoise(sigma, secure_rho),
+                            ClipBias(profile, _reach(result, centre), factor))
 
 
 def _trimmed_model(result: Any) -> ErrorModel | str:

@@ -10,14 +10,14 @@ from typing import Any
 import numpy as np
 
 from ..accounting import PrivacyLedger
-from ..diagnostics import Diagnostic, Kind
+from ..diagnostics import NOISE_STD, Diagnostic, Kind
 from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms import symmetric_gaussian_mechanism
 from ..transforms import View
 from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
-from .clipped import noisy_clipped_mean
+from .clipped import PROFILE_DIAGNOSTICS, PROFILE_STAGE, clip_profile, noisy_clipped_mean
 
 
 def gaussian_tail_radius(d: int, beta: float) -> float:
@@ -46,7 +46,7 @@ def _planned(budget: dict[str, float], prefix: str, steps: int) -> list[float]:
 def mvm_rec(
     engine: Engine, view: View, centre: np.ndarray, radius: float, budgets: list[float], *,
     beta: float, ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
-) -> tuple[np.ndarray, dict[str, Any]]:
+) -> tuple[np.ndarray, dict[str, Any], View]:
     """MVMRec: shrink a public ball B(centre, radius) around the mean, one noisy step at a time.
 
     ``view`` maps rows to coordinates where they are assumed N(mu', Sigma') with Sigma' <= I (a
@@ -64,12 +64,14 @@ def mvm_rec(
 
     Each step projects the (clamped) rows themselves, as the paper's algorithm does; the
     reference code projects in place, so later steps see rows already projected. The radii are
-    functions of public values only. Returns the last centre and its diagnostics: the clipping
-    radii, noise stds and final confidence radius, all in view units.
+    functions of public values only. Returns the last centre, its diagnostics (the clipping
+    radii, noise stds and final confidence radius, all in view units) and the view the last
+    step clipped in (centred on the previous, released, centre).
     """
     n = engine.n
     gamma = gaussian_tail_radius(view.output_dim(engine.d), beta)
     clip_radii, noise_stds = [], []
+    step = view
     for k, rho in enumerate(budgets, start=1):
         step = view.with_shift(centre)
         kappa = min(math.sqrt(radius**2 + 6.0 * radius + gamma**2), radius + gamma)
@@ -80,7 +82,7 @@ def mvm_rec(
         clip_radii.append(kappa)
         noise_stds.append(std)
     return centre, {"clip_radii": clip_radii, "step_noise_std": noise_stds,
-                    "final_radius": radius}
+                    "final_radius": radius}, step
 
 
 def _whitening_view(a: np.ndarray) -> View:
@@ -172,6 +174,14 @@ class _CoinPress(MeanEstimator):
                                      "release's)."),
         "final_radius": Diagnostic(Kind.FLOAT, "The last confidence ball's radius (view "
                                    "units)."),
+        "noise_std": NOISE_STD,
+        "sigma": Diagnostic(Kind.FLOAT, "The public scale bound sigma (view units are data "
+                            "units over sigma)."),
+        "clip_centre": Diagnostic(Kind.VECTOR, "The centre the last step clipped about (the "
+                                  "previous step's release; data units)."),
+        "norm_bound": Diagnostic(Kind.FLOAT, "B, the largest view norm a clamped row can have "
+                                 "about the last clip's centre (with a clip profile)."),
+        **PROFILE_DIAGNOSTICS,
     }
     # The ball (radius, center) and the covariance bound are in the data's units, and a ball
     # rescaled coordinate by coordinate is no ball: runs in the data's own units.
@@ -237,6 +247,11 @@ class CoinPressMean(_CoinPress):
         c, a number or a length-d vector: the a priori centre of the ball.
     beta : float, default 0.01
         The failure probability of each step's Gaussian tail bound, in (0, 1).
+    interval_share : float, default 0
+        The fraction of rho spent first on a clip profile of the last step's clip (stage "clip
+        profile", as in :class:`~dpmean.estimators.iome.ClippedMean`), in [0, 1); needs
+        ``bounds``. With it the release has a confidence interval; without it the interval is
+        the public box (nothing bounds how many rows the last step clipped).
     center : float or array_like, optional
         Deprecated spelling of ``centre`` (a FutureWarning, for one release).
     **options
@@ -248,28 +263,40 @@ class CoinPressMean(_CoinPress):
     InvalidParameterError
         No ``radius``, a non-positive ``radius`` or ``sigma``, a ``centre`` that is not a
         finite number or vector (or, at estimate time, not of length d), ``t`` outside 1 to
-        60, ``beta`` outside (0, 1), or a common parameter :class:`MeanEstimator` refuses.
+        60, ``beta`` outside (0, 1), ``interval_share`` outside [0, 1) or given without
+        ``bounds``, or a common parameter :class:`MeanEstimator` refuses.
 
     Privacy
     -------
     rho-zCDP under replace-one, for any data. One stage per step, "mean-step-1" ...
     "mean-step-t": step k < t spends rho / (4 (t - 1)), the last 3 rho / 4 (t = 1: all of rho);
     each is the Gaussian mechanism on the mean of the rows clipped to the ball B(c_k, kappa_k),
-    l2 sensitivity 2 kappa_k / n. No private box is searched without ``bounds``.
+    l2 sensitivity 2 kappa_k / n. With ``interval_share`` s > 0, "clip profile" takes s rho
+    first (the steps share the rest as above): the Gaussian mechanism on the counts of rows in
+    shells beyond kappa_t about c_t, l2 sensitivity sqrt(2). No private box is searched
+    without ``bounds``.
     """
 
     method = "coinpress"
     supports_sparse = True  # shifted row norms and clipped sums only
 
     def __init__(
-        self, rho: float | None = None, *, t: int = 2, sigma: float = 1.0, **options: Any,
+        self, rho: float | None = None, *, t: int = 2, sigma: float = 1.0,
+        interval_share: float = 0.0, **options: Any,
     ) -> None:
         super().__init__(rho, **options)
         self.t = check_steps(t, "t")
         self.sigma = check_positive(sigma, "sigma")
+        self.interval_share = check_fraction(interval_share, "interval_share", low_open=False)
+        if self.interval_share and self.bounds is None:
+            raise InvalidParameterError(
+                "interval_share needs bounds: the clip profile's shells end at the box's "
+                "farthest corner from the last clip's centre")
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        return _stages("mean", step_budgets(self.rho, self.t))
+        profile = self.rho * self.interval_share
+        plan = _stages("mean", step_budgets(self.rho - profile, self.t))
+        return {**plan, PROFILE_STAGE: profile} if profile else plan
 
     def release(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
@@ -277,10 +304,20 @@ class CoinPressMean(_CoinPress):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         d = engine.d
         view = View().with_scale(np.full(d, 1.0 / self.sigma))
-        mean, diagnostics = mvm_rec(
+        mean, diagnostics, last = mvm_rec(
             engine, view, self.prior_centre(d), self.radius / self.sigma,
             _planned(budget, "mean", self.t), beta=self.beta, ledger=ledger, rng=rng,
             secure=self.secure_noise)
+        # restore() multiplies the view's isotropic noise by sigma.
+        diagnostics.update(noise_std=np.full(d, diagnostics["step_noise_std"][-1] * self.sigma),
+                           sigma=self.sigma)
+        if PROFILE_STAGE in budget:
+            centre = last.restore(np.zeros(d))
+            reach = np.maximum(np.abs(engine.hi - centre), np.abs(centre - engine.lo))
+            bound = float(np.linalg.norm(reach)) / self.sigma
+            diagnostics.update(clip_centre=centre, norm_bound=bound, **clip_profile(
+                engine, last, diagnostics["clip_radii"][-1], bound, rho=budget[PROFILE_STAGE],
+                ledger=ledger, rng=rng, secure=self.secure_noise))
         return mean, diagnostics
 
 
@@ -381,7 +418,7 @@ class CoinPressCovMean(_CoinPress):
         # ||M||_op from the Gram matrix: a symmetric eigenvalue problem, cheaper than an SVD.
         whitening_norm = float(np.sqrt(np.linalg.eigvalsh(whitening @ whitening.T)[-1]))
         # MVMRec in whitened coordinates: the ball B(M c, ||M||_op R) contains M mu.
-        whitened_mean, diagnostics = mvm_rec(
+        whitened_mean, diagnostics, _ = mvm_rec(
             engine.materialised(View().with_linear(whitening)), View(),
             whitening @ self.prior_centre(d),
             whitening_norm * self.radius, _planned(budget, "mean", self.t), beta=self.beta,
