@@ -46,6 +46,7 @@ DENSE = [
     ("iome-gaussian", {"mean_radius": 10.0, "sigma_min": 0.5, "sigma_max": 2.0,
                        "centre_share": 1e-4}),
     ("coinpress", {"radius": 50.0}),
+    ("iome", {"interval_share": 0.05}),  # the clip profile's counts
     ("coinpress-cov", {"radius": 50.0}),
     ("trimmed", {}),
     ("trimmed", {"truncation": "output", "noise": "student-t"}),
