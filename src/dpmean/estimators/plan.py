@@ -633,10 +633,11 @@ class PlanNoScale(_PlanBase):
     ----------
     rho : float, optional
         The zCDP budget; the common parameters are those of :class:`MeanEstimator`.
-    preprocess_share, threshold_share, centre, quantile, steps, beta, log_range,
-    interval_share, count_share
+    preprocess_share, threshold_share, centre, quantile, steps, beta, log_range, interval_share
         As in :class:`PrivateLimitAdaptedNoise` (here the preprocessing budget is the
         centre's alone).
+    count_share : float or None, default None
+        Deprecated spelling of ``interval_share``.
     **common
         The parameters of :class:`MeanEstimator`.
 
