@@ -212,6 +212,7 @@ REPLAY_METHODS = {
     "cm-profile": {"interval_share": 0.05},
     "iome-profile": {"interval_share": 0.05},
     "coinpress-profile": {"radius": 2.0, "interval_share": 0.05},
+    "auto-profile": {"interval_share": 0.05},
 }
 
 

@@ -60,9 +60,26 @@ def test_coinpress_buys_an_interval_with_a_profile_and_needs_bounds():
         dpmean.mean(x, rho=1.0, method="coinpress", radius=5.0, interval_share=0.05)
 
 
+def test_auto_passes_the_share_to_the_candidate_it_runs():
+    x = rows(5)
+    plain = dpmean.mean(x, rho=1.0, method="auto", bounds=BOX, random_state=0)
+    profiled = dpmean.mean(x, rho=1.0, method="auto", bounds=BOX, random_state=0,
+                           interval_share=0.05)
+    assert plain.diagnostics["chosen"] == profiled.diagnostics["chosen"] == "iome"
+    inner = profiled.diagnostics["release_ledger"]
+    assert inner["clip profile"] == pytest.approx(0.05 * profiled.ledger["release"])
+    assert "clip profile" not in plain.diagnostics["release_ledger"]
+    assert profiled.spent == pytest.approx(1.0)
+    width = {}
+    for name, result in (("plain", plain), ("profiled", profiled)):
+        lo, hi = result.confidence_interval(0.9)
+        width[name] = float(np.mean(hi - lo))
+    assert width["profiled"] < width["plain"] / 1.5, width
+
+
 @pytest.mark.parametrize("share", [-0.1, 1.0, float("nan"), "half"])
 def test_profile_share_is_validated(share):
-    for method in ("iome", "plan"):
+    for method in ("iome", "plan", "auto"):
         with pytest.raises(InvalidParameterError, match="interval_share"):
             dpmean.mean(rows(0), rho=1.0, method=method, bounds=BOX, interval_share=share)
 

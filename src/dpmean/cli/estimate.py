@@ -362,7 +362,8 @@ def _could_profile(result: Any) -> bool:
     """Whether the release's estimator takes ``interval_share`` and spent none on it."""
     from ..estimators.iome import ClippedMean
 
-    estimator = ESTIMATORS.get(result.method)
+    method = result.diagnostics.get("chosen") if result.method == "auto" else result.method
+    estimator = ESTIMATORS.get(method) if isinstance(method, str) else None
     return (estimator is not None and issubclass(estimator, ClippedMean)
             and "clip_profile" not in result.diagnostics)
 

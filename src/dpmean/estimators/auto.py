@@ -14,6 +14,7 @@ from ..engines import Engine, SparseEngine
 from ..events import ChoiceEvent, Event, exponential_event
 from ..mechanisms import log_domain_quantile
 from ..transforms import IDENTITY
+from ..validation import check_fraction
 from .base import MeanEstimator
 from .baselines import GaussianMean
 from .iome import ClippedMean, ShiftedClippedMean
@@ -77,6 +78,24 @@ class AutoMean(MeanEstimator):
     function of the private medians and public values only; the chosen estimator's whole plan
     is charged to the stage "release" (its stages are in ``diagnostics["release_ledger"]``)
     and verified.
+
+    Parameters
+    ----------
+    rho : float, optional
+        The zCDP budget; the common parameters are those of :class:`MeanEstimator`.
+    interval_share : float or None, default None
+        Passed to the candidates that clip (``cm``, ``iome``, ``plan``): the share of their
+        budget spent on a clip profile for a narrower confidence interval, in [0, 1). None
+        leaves each candidate's own default (PLAN: 1%, the others: none). The predictions
+        read each candidate's plan, so they see what the profile takes from the noise.
+    **common
+        The parameters of :class:`MeanEstimator`.
+
+    Raises
+    ------
+    InvalidParameterError
+        An ``interval_share`` outside [0, 1), or a common parameter :class:`MeanEstimator`
+        refuses.
     """
 
     method = "auto"
@@ -92,6 +111,12 @@ class AutoMean(MeanEstimator):
     }
     supports_sparse = True
     supports_secure_noise = True
+
+    def __init__(self, rho: float | None = None, *, interval_share: float | None = None,
+                 **common: Any) -> None:
+        super().__init__(rho, **common)
+        self.interval_share = None if interval_share is None else check_fraction(
+            interval_share, "interval_share", low_open=False)
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         if not self.choice_resolves(n) or self.choice_costs_plan_its_scaling(n, d):
@@ -143,9 +168,13 @@ class AutoMean(MeanEstimator):
         return {**choice, "release": ChoiceEvent(tuple(options))}
 
     def candidate(self, name: str, rho: float) -> MeanEstimator:
-        """The estimator ``name`` with budget ``rho`` and this one's common settings."""
+        """The estimator ``name`` with budget ``rho`` and this one's common settings (and its
+        ``interval_share``, for the candidates that clip)."""
+        options: dict[str, Any] = {}
+        if self.interval_share is not None and name != "gaussian":
+            options["interval_share"] = self.interval_share
         return CANDIDATES[name](rho, bounds=self.bounds, secure_noise=self.secure_noise,
-                                engine=self.engine)
+                                engine=self.engine, **options)
 
     def predicted_noise(self, engine: Engine, rho_rest: float, ledger: PrivacyLedger,
                         rng: np.random.Generator) -> dict[str, float]:
