@@ -56,15 +56,19 @@ def test_column_blocks_equal_direct_computation(engine_kind, monkeypatch):
                                        atol=1e-12)
 
 
-@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float64])
-def test_memory_engine_sorts_raw_columns_then_clamps(dtype):
+@pytest.mark.parametrize("dtype,holds", [(np.uint8, False), (np.uint8, True), (np.int16, False),
+                                         (np.float64, False)])
+def test_memory_engine_sorts_raw_columns_then_clamps(dtype, holds):
     # The in-memory engine sorts the identity view's columns in the data's own dtype (a radix
     # sort for small integers) and clamps after: clamping is monotone, so the order statistics
-    # are those of the clamped data, ties (70 % zeros) and clamped values included.
+    # are those of the clamped data, ties (70 % zeros) and clamped values included. A box that
+    # holds the whole type (``holds``) only converts.
     rng = np.random.default_rng(8)
     x = np.where(rng.random((9001, 8)) < 0.7, 0, rng.integers(0, 256, size=(9001, 8)))
     x = x.astype(dtype)
     lo, hi = np.linspace(-1.0, 30.0, 8), np.linspace(150.0, 300.0, 8)
+    if holds:
+        lo, hi = np.linspace(-1.0, 0.0, 8), np.linspace(255.0, 300.0, 8)
     engine = InMemoryEngine(x, lo, hi)
     blocks = list(engine.sorted_column_blocks(View(), 3))
     got = np.concatenate([values for _, values in blocks], axis=1)

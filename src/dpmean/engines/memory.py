@@ -288,7 +288,7 @@ class InMemoryEngine(Engine):
             lo, hi, scale = self._box_columns(cols)
             yield cols, _clamped_on_cores(
                 sort_columns(self._x[:, cols]), lo[:, None], hi[:, None],
-                None if scale is None else scale[:, None]).T
+                None if scale is None else scale[:, None], clamps=not self._box_holds_type).T
 
     def _box_columns(self, cols: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """The raw box and the box-normalising scale (None: none) of columns ``cols``."""
@@ -425,17 +425,21 @@ def _type_range(dtype: np.dtype) -> tuple[int, int]:
 
 
 def _clamped_on_cores(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                      scale: np.ndarray | None = None) -> np.ndarray:
+                      scale: np.ndarray | None = None, *, clamps: bool = True) -> np.ndarray:
     """``values`` clamped to [lo, hi] and multiplied by ``scale`` (each broadcast to its shape;
     the engine's ``BoxClamp``) as a new float64 array, its row ranges shared among the cores: a
-    strided read and a clamp are memory-bound, and two cores read faster than one."""
+    strided read and a clamp are memory-bound, and two cores read faster than one.
+    ``clamps=False``: the box holds every value of the type, so converting is the clamp."""
     out = np.empty(values.shape)
     lo = np.broadcast_to(lo, values.shape)
     hi = np.broadcast_to(hi, values.shape)
     factor = None if scale is None else np.broadcast_to(scale, values.shape)
 
     def fill(part: slice) -> None:
-        clamp(values[part], lo[part], hi[part], out=out[part])
+        if clamps:
+            clamp(values[part], lo[part], hi[part], out=out[part])
+        else:
+            out[part] = values[part]
         if factor is not None:
             out[part] *= factor[part]
 
