@@ -62,6 +62,30 @@ def test_every_engine_reads_the_same_columns(capsys, folder, engine):
     np.testing.assert_allclose(payload["mean"], expected.mean, rtol=1e-12)
 
 
+@pytest.mark.parametrize("engine", ["memory", "chunked"])
+def test_named_bounds_file_is_matched_by_name(capsys, folder, engine):
+    """A bounds CSV whose header names the columns in another order gives each column its own
+    range (it was read by position: x clamped to z's range); columns the data does not use are
+    ignored, a missing one is an error, and a bounds file without names stays positional."""
+    scaled = pd.DataFrame({"small": VALUES[:, 0], "large": 1000.0 * VALUES[:, 1]})
+    scaled.to_csv(folder / "scaled.csv", index=False)
+    (folder / "named.csv").write_text("large,unused,small\n0,0,0\n1000,1,1\n")
+    (folder / "positional.csv").write_text("0,0\n1,1000\n")
+    (folder / "short.csv").write_text("large\n0\n1000\n")
+    expected = dpmean.mean(scaled.to_numpy(), rho=1, bounds=([0, 0], [1, 1000]),
+                           random_state=3, method="gaussian")
+    for bounds in ("named.csv", "positional.csv"):
+        code, out, _ = run(capsys, "estimate", folder / "scaled.csv", "--rho", "1", "--seed",
+                           "3", "--bounds-file", folder / bounds, "--method", "gaussian",
+                           "--engine", engine, "--json")
+        payload = json.loads(out)
+        assert code == 0 and payload["diagnostics"]["bounds_hi"] == [1.0, 1000.0], bounds
+        np.testing.assert_allclose(payload["mean"], expected.mean, rtol=1e-12)
+    code, out, err = run(capsys, "estimate", folder / "scaled.csv", "--rho", "1",
+                         "--bounds-file", folder / "short.csv", "--engine", engine)
+    assert code == 2 and out == "" and "no range for small" in err
+
+
 def test_a_header_of_numbers_with_header_flag(capsys, folder):
     code, out, _ = run(capsys, "estimate", folder / "numbers.csv", *GOOD, "--header", "--json")
     payload = json.loads(out)

@@ -132,7 +132,9 @@ def add_bounds_arguments(parser: argparse.ArgumentParser) -> None:
                         "(ledger stage 'bounds')")
     bounds.add_argument("--bounds-file", metavar="FILE.npy",
                         help="per-coordinate public ranges: a (2, d) array, row 0 the lower "
-                        "bounds, row 1 the upper bounds (any format INPUT may have)")
+                        "bounds, row 1 the upper bounds (any format INPUT may have). A CSV "
+                        "with a header (or a Parquet file) gives each named column its range: "
+                        "matched to a table INPUT's columns by name, in any order")
 
 
 def bounds_from(args: argparse.Namespace) -> tuple[Any, Any] | None:
@@ -157,6 +159,31 @@ def bounds_from(args: argparse.Namespace) -> tuple[Any, Any] | None:
     if args.bounds_file:
         return _load_bounds(args.bounds_file)
     return tuple(args.bounds) if args.bounds else None
+
+
+def bounds_file_names(args: argparse.Namespace) -> list[str] | None:
+    """The column names a --bounds-file gives its ranges (a CSV header or a Parquet schema),
+    else None (positional: the data's column order).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments with ``bounds_file``.
+
+    Returns
+    -------
+    list of str or None
+        The names, in the file's order.
+    """
+    from pathlib import Path
+
+    from ..io import open_table
+
+    path = args.bounds_file
+    if not path or Path(path).suffix.lower() not in (".csv", ".parquet"):
+        return None
+    names = open_table(path).names
+    return None if names is None else [str(name) for name in names]
 
 
 def _load_bounds(path: str) -> tuple[np.ndarray, np.ndarray]:

@@ -26,6 +26,7 @@ from .arguments import (
     add_option_argument,
     add_output_arguments,
     add_seed_argument,
+    bounds_file_names,
     bounds_from,
     budget_from,
     check_writable,
@@ -182,7 +183,36 @@ def _bounds(args: argparse.Namespace) -> tuple[Any, Any] | None:
     bounds = bounds_from(args)
     if bounds is None and Path(args.input).suffix.lower() == ".dat":
         return (0.0, 1.0)
+    named = bounds_file_names(args)
+    if bounds is not None and named is not None:
+        return _bounds_by_name(args, bounds, named)
     return bounds
+
+
+def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any],
+                    named: list[str]) -> tuple[Any, Any]:
+    """A bounds file whose columns are named, matched to INPUT's columns by name (a CSV header
+    or Parquet schema; layout only, no rows read): its order need not be the data's, and
+    columns the data does not use are ignored. Positional when INPUT has no names."""
+    import numpy as np
+
+    from ..io import open_table
+
+    if Path(args.input).suffix.lower() not in (".csv", ".parquet"):
+        return bounds
+    data_names = open_table(args.input, **_table_options(args)).names
+    if data_names is None:
+        return bounds
+    where = {name: i for i, name in enumerate(named)}
+    missing = [str(name) for name in data_names if str(name) not in where]
+    if missing:
+        raise UsageError(
+            f"{args.bounds_file} names its columns but has no range for "
+            f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} (columns of "
+            f"{args.input}); give every column a range, by name")
+    order = np.array([where[str(name)] for name in data_names])
+    lo, hi = bounds
+    return np.asarray(lo)[order], np.asarray(hi)[order]
 
 
 def _release(args: argparse.Namespace, estimator: Any,
