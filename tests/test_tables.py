@@ -177,3 +177,25 @@ def test_csv_options_only_for_their_formats(tmp_path):
     (tmp_path / "x.parquet").write_bytes(b"")
     with pytest.raises(InvalidParameterError, match=r"delimiter .* only applies to \.csv"):
         load_data(tmp_path / "x.parquet", delimiter=";")
+
+
+def test_bounds_by_column_name():
+    """A mapping of column name to (lo, hi) is the box in the data's column order (any order
+    in the mapping, unused names ignored): the same release as the arrays; a missing name, a
+    malformed range or data without names is refused with the reason."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"age": rng.integers(18, 90, 500), "income": rng.lognormal(10, 1, 500)})
+    by_name = {"income": (0.0, 1e6), "age": (0.0, 120.0), "unused": (0.0, 1.0)}
+    named = dpmean.mean(frame, rho=1.0, bounds=by_name, random_state=4)
+    arrays = dpmean.mean(frame, rho=1.0, bounds=([0.0, 0.0], [120.0, 1e6]), random_state=4)
+    np.testing.assert_array_equal(named.mean, arrays.mean)
+    assert named.columns == ("age", "income")
+    picked = dpmean.mean(frame, rho=1.0, bounds=by_name, random_state=4, columns=["income"])
+    assert picked.diagnostics["bounds_hi"].tolist() == [1e6]
+    with pytest.raises(dpmean.InvalidParameterError, match="no range for column"):
+        dpmean.mean(frame, rho=1.0, bounds={"age": (0, 120)})
+    with pytest.raises(dpmean.InvalidParameterError, match=r"bounds\['age'\] must be a pair"):
+        dpmean.mean(frame, rho=1.0, bounds={"age": 5, "income": (0, 1)})
+    with pytest.raises(dpmean.InvalidParameterError, match="named columns"):
+        dpmean.mean(frame.to_numpy(dtype=float), rho=1.0, bounds=by_name)

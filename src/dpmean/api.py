@@ -47,9 +47,10 @@ def mean(
         3% of the budget buys three private medians that predict each one's noise, the rest
         runs the one predicted best; it takes only the options common to all, ``engine`` and
         ``secure_noise``), the baselines and the local and shuffle protocols (README).
-    bounds : (lo, hi), optional
-        The public a priori box: scalars or length-d arrays. Required by most methods; never
-        derived from the data.
+    bounds : (lo, hi) or mapping, optional
+        The public a priori box: scalars or length-d arrays, or (data with named columns) a
+        mapping of column name to its (lo, hi). Required by most methods unless they may buy
+        a private box; never derived from the data.
     random_state : None, int or numpy.random.Generator
         None (default) for a real release: noise from the OS-keyed secure generator. An int
         only for experiments and tests (the noise becomes reproducible).

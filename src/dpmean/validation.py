@@ -117,6 +117,31 @@ def check_sparse_data(x):
     return csr
 
 
+def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) arrays in the order of the data's column ``names`` from a mapping of column name
+    to its (lo, hi); names the data does not use are ignored. Public: the names and the box."""
+    if names is None:
+        raise InvalidParameterError(
+            "bounds given by column name need data with named columns (a data frame or an "
+            "Arrow table); give bounds=(lo, hi) with per-coordinate arrays otherwise")
+    missing = [str(name) for name in names if name not in bounds]
+    if missing:
+        raise InvalidParameterError(
+            f"bounds have no range for column(s) {', '.join(missing[:5])}"
+            f"{' ...' if len(missing) > 5 else ''}: give every column a (lo, hi)")
+    pairs = []
+    for name in names:
+        try:
+            lo, hi = bounds[name]
+            pairs.append((float(lo), float(hi)))
+        except (TypeError, ValueError):
+            raise InvalidParameterError(
+                f"bounds[{name!r}] must be a pair (lo, hi) of numbers, got {bounds[name]!r}"
+            ) from None
+    lo_arr, hi_arr = (np.array(side, dtype=np.float64) for side in zip(*pairs, strict=True))
+    return lo_arr, hi_arr
+
+
 def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Return (lo, hi) as float64 arrays of shape (d,) from scalars or per-coordinate arrays."""
     if bounds is None:

@@ -30,7 +30,7 @@ from ..result import MeanResult
 from ..rng import RandomState, check_random_state, make_rng
 from ..tables import data_columns
 from ..transforms import box_scale
-from ..validation import check_bounds, check_data, check_sparse_data, is_sparse
+from ..validation import bounds_by_name, check_bounds, check_data, check_sparse_data, is_sparse
 
 if TYPE_CHECKING:
     from ..events import Event
@@ -52,9 +52,10 @@ class MeanEstimator(ABC):
         converted on first use (``budget``) to the largest rho that meets it: exactly (the
         analytic Gaussian) for estimators made only of continuous Gaussian stages, otherwise
         with the tight Canonne-Kamath-Steinke bound (``grant``).
-    bounds : tuple of (scalar or array_like), optional
-        ``(lo, hi)``, scalars or length-d arrays: the public box the data is assumed to lie in.
-        Values outside are clamped (silently: reporting how many would leak). With
+    bounds : tuple of (scalar or array_like), or mapping, optional
+        ``(lo, hi)``, scalars or length-d arrays: the public box the data is assumed to lie in;
+        or, for data with named columns (a data frame, an Arrow table), a mapping of column
+        name to its ``(lo, hi)`` (names the data does not use are ignored). Values outside are clamped (silently: reporting how many would leak). With
         per-coordinate widths that differ, the estimator runs in the box-normalised space
         (coordinate j multiplied by the public 1 / (hi_j - lo_j), ``box_scale``) and its
         release is mapped back, so each column's noise follows its own declared range
@@ -458,6 +459,11 @@ class MeanEstimator(ABC):
         table (pandas, polars, pyarrow) whose numeric ``columns`` (default all) are used, by
         name; the result then carries the names (``MeanResult.columns``)."""
         x, names = data_columns(x, columns)
+        if isinstance(self.bounds, Mapping):
+            # Ranges by column name: this release's box in the data's column order.
+            in_order = bounds_by_name(self.bounds, names)
+            return type(self)(**{**self.get_params(), "bounds": in_order})._estimate(x).named(
+                names)
         return self._estimate(x).named(names)
 
     def _estimate(self, x: Any) -> MeanResult:
