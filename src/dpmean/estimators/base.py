@@ -55,7 +55,8 @@ class MeanEstimator(ABC):
     bounds : tuple of (scalar or array_like), or mapping, optional
         ``(lo, hi)``, scalars or length-d arrays: the public box the data is assumed to lie in;
         or, for data with named columns (a data frame, an Arrow table), a mapping of column
-        name to its ``(lo, hi)`` (names the data does not use are ignored). Values outside are clamped (silently: reporting how many would leak). With
+        name to its ``(lo, hi)`` (names the data does not use are ignored). Values outside
+        are clamped (silently: reporting how many would leak). With
         per-coordinate widths that differ, the estimator runs in the box-normalised space
         (coordinate j multiplied by the public 1 / (hi_j - lo_j), ``box_scale``) and its
         release is mapped back, so each column's noise follows its own declared range
