@@ -39,6 +39,7 @@ EXTRA = {
     "iome-profile": ("iome", {"interval_share": 0.05}, "mixed"),
     "iome-quantized-profile": ("iome", {"quantized": True, "interval_share": 0.05}, "outliers"),
     "coinpress-profile": ("coinpress", {"radius": 50.0, "interval_share": 0.05}, "outliers"),
+    "plan-secure": ("plan", {"secure_noise": True}, "outliers"),  # its default profile, on a grid
     "trimmed-student-t": ("trimmed", {"noise": "student-t", "trim": 0.05, "smoothing": 0.02},
                           "mnist"),
 }
