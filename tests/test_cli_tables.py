@@ -86,6 +86,28 @@ def test_named_bounds_file_is_matched_by_name(capsys, folder, engine):
     assert code == 2 and out == "" and "no range for small" in err
 
 
+def test_ranges_by_name_on_the_command_line(capsys, folder):
+    """--range NAME=LO:HI per column, in any order, matched to the header like a named bounds
+    file; a missing column, a malformed range, a repeated name or an INPUT without names is
+    one error line."""
+    scaled = pd.DataFrame({"small": VALUES[:, 0], "large": 1000.0 * VALUES[:, 1]})
+    scaled.to_csv(folder / "scaled.csv", index=False)
+    base = ["estimate", folder / "scaled.csv", "--rho", "1", "--seed", "3", "--method",
+            "gaussian"]
+    code, out, _ = run(capsys, *base, "--range", "large=0:1000", "--range", "small=-0:1",
+                       "--json")
+    assert code == 0 and json.loads(out)["diagnostics"]["bounds_hi"] == [1.0, 1000.0]
+    np.save(folder / "scaled.npy", scaled.to_numpy())
+    for argv, message in [
+        ((*base, "--range", "large=0:1000"), "no range for small"),
+        ((*base, "--range", "large0:1000"), "expected NAME=LO:HI"),
+        ((*base, "--range", "large=0:1", "--range", "large=0:2"), "twice"),
+        (("estimate", folder / "scaled.npy", "--rho", "1", "--range", "a=0:1"), "has none"),
+    ]:
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "" and message in err, (argv, err)
+
+
 def test_a_header_of_numbers_with_header_flag(capsys, folder):
     code, out, _ = run(capsys, "estimate", folder / "numbers.csv", *GOOD, "--header", "--json")
     payload = json.loads(out)

@@ -118,7 +118,8 @@ def budget_from(args: argparse.Namespace) -> dict[str, float]:
 
 
 def add_bounds_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add --bounds LO HI or --bounds-file FILE (one of them): the data's public range.
+    """Add --bounds LO HI, --bounds-file FILE or --range NAME=LO:HI (one kind of them): the
+    data's public range.
 
     Parameters
     ----------
@@ -135,6 +136,23 @@ def add_bounds_arguments(parser: argparse.ArgumentParser) -> None:
                         "bounds, row 1 the upper bounds (any format INPUT may have). A CSV "
                         "with a header (or a Parquet file) gives each named column its range: "
                         "matched to a table INPUT's columns by name, in any order")
+    bounds.add_argument("--range", action="append", type=_named_range, metavar="NAME=LO:HI",
+                        dest="ranges",
+                        help="one column's public range by name, e.g. --range age=0:120 "
+                        "--range income=0:1e6 (repeat for every column; matched to a table "
+                        "INPUT's header by name)")
+
+
+def _named_range(text: str) -> tuple[str, float, float]:
+    name, equals, span = text.rpartition("=")
+    lo, colon, hi = span.partition(":")
+    try:
+        if not (name and equals and colon):
+            raise ValueError
+        return name, float(lo), float(hi)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=LO:HI (e.g. age=0:120), got {text!r}") from None
 
 
 def bounds_from(args: argparse.Namespace) -> tuple[Any, Any] | None:
@@ -158,12 +176,20 @@ def bounds_from(args: argparse.Namespace) -> tuple[Any, Any] | None:
     """
     if args.bounds_file:
         return _load_bounds(args.bounds_file)
+    if getattr(args, "ranges", None):
+        import numpy as np
+
+        names = [name for name, _, _ in args.ranges]
+        if len(set(names)) < len(names):
+            raise UsageError(f"--range names a column twice: {', '.join(names)}")
+        return (np.array([lo for _, lo, _ in args.ranges]),
+                np.array([hi for _, _, hi in args.ranges]))
     return tuple(args.bounds) if args.bounds else None
 
 
-def bounds_file_names(args: argparse.Namespace) -> list[str] | None:
-    """The column names a --bounds-file gives its ranges (a CSV header or a Parquet schema),
-    else None (positional: the data's column order).
+def bounds_names(args: argparse.Namespace) -> list[str] | None:
+    """The column names the ranges are given for: --range's names, or a --bounds-file's CSV
+    header or Parquet schema; else None (positional: the data's column order).
 
     Parameters
     ----------
@@ -179,6 +205,8 @@ def bounds_file_names(args: argparse.Namespace) -> list[str] | None:
 
     from ..io import open_table
 
+    if getattr(args, "ranges", None):
+        return [name for name, _, _ in args.ranges]
     path = args.bounds_file
     if not path or Path(path).suffix.lower() not in (".csv", ".parquet"):
         return None

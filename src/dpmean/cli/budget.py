@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
     bounds = bounds_from(args)
     if bounds is None:
-        raise UsageError("budget needs the public box: --bounds LO HI or --bounds-file FILE")
+        raise UsageError("budget needs the public box: --bounds LO HI, --bounds-file FILE or "
+                         "--range NAME=LO:HI for each column")
     options = parse_options(args.option)
     shape = {"method": args.method, "n": args.n, "d": args.d, "level": args.level}
     if args.half_width is not None:

@@ -26,8 +26,8 @@ from .arguments import (
     add_option_argument,
     add_output_arguments,
     add_seed_argument,
-    bounds_file_names,
     bounds_from,
+    bounds_names,
     budget_from,
     check_writable,
     parse_options,
@@ -59,7 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Release a differentially private mean of the rows of INPUT "
         "(.npy, .npz, .csv with optional header, .parquet, or .dat baskets). Give the budget as "
         "--rho (zCDP) or as --epsilon with --delta, and the public range of the data with "
-        "--bounds LO HI (the same for every column) or --bounds-file (one range per column). "
+        "--bounds LO HI (the same for every column), --bounds-file (one range per column) or "
+        "--range NAME=LO:HI (a table's columns by name). "
         "The range must be chosen without looking at the data; values outside are clamped, "
         "columns of unequal ranges are estimated each in proportion to its range, and the "
         "release is projected into the range. Without a range, 10% of a rho budget finds one "
@@ -183,7 +184,7 @@ def _bounds(args: argparse.Namespace) -> tuple[Any, Any] | None:
     bounds = bounds_from(args)
     if bounds is None and Path(args.input).suffix.lower() == ".dat":
         return (0.0, 1.0)
-    named = bounds_file_names(args)
+    named = bounds_names(args)
     if bounds is not None and named is not None:
         return _bounds_by_name(args, bounds, named)
     return bounds
@@ -191,23 +192,27 @@ def _bounds(args: argparse.Namespace) -> tuple[Any, Any] | None:
 
 def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any],
                     named: list[str]) -> tuple[Any, Any]:
-    """A bounds file whose columns are named, matched to INPUT's columns by name (a CSV header
-    or Parquet schema; layout only, no rows read): its order need not be the data's, and
-    columns the data does not use are ignored. Positional when INPUT has no names."""
+    """Ranges given by column name (--range, or a bounds file with a CSV header or Parquet
+    schema) matched to INPUT's columns by name (its header or schema: layout only, no rows
+    read): their order need not be the data's, and columns the data does not use are ignored.
+    A bounds file is positional when INPUT has no names; --range needs them."""
     import numpy as np
 
     from ..io import open_table
 
-    if Path(args.input).suffix.lower() not in (".csv", ".parquet"):
-        return bounds
-    data_names = open_table(args.input, **_table_options(args)).names
+    source = args.bounds_file or "--range"
+    table = Path(args.input).suffix.lower() in (".csv", ".parquet")
+    data_names = open_table(args.input, **_table_options(args)).names if table else None
     if data_names is None:
-        return bounds
+        if args.bounds_file:
+            return bounds
+        raise UsageError(f"--range names columns, but {args.input} has none (a .csv with a "
+                         f"header or a .parquet file has): use --bounds-file or --bounds")
     where = {name: i for i, name in enumerate(named)}
     missing = [str(name) for name in data_names if str(name) not in where]
     if missing:
         raise UsageError(
-            f"{args.bounds_file} names its columns but has no range for "
+            f"{source} names its columns but has no range for "
             f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} (columns of "
             f"{args.input}); give every column a range, by name")
     order = np.array([where[str(name)] for name in data_names])
