@@ -160,6 +160,8 @@ def noisy_clipped_mean(
 
 # The clip profile's shells above the radius C: fine ones at C (1 + 2^-k), k = FINE_SHELLS..1
 # (rows clipped by design lie just above C), then doublings 2C, 4C, ... up to the norm bound.
+# Measured on the interval widths (iome at 5% and PLAN's default on N(0.5, 1), n = 2000, d = 8,
+# box [-5, 5]; iome on MNIST): 3 fine shells were 5-23% wider than 6, 9 only 1-5% narrower.
 FINE_SHELLS = 6
 PROFILE_STAGE = "clip profile"
 PROFILE_DIAGNOSTICS = {
