@@ -316,10 +316,10 @@ class CombinedClipping:
 
     def clipped(self, beta: float) -> Staircase | None:
         first, second = self.first.clipped(beta / 2.0), self.second.clipped(beta / 2.0)
-        if first is None or second is None:
-            return None if first is None and second is None else (
-                self.second.clipped(beta) if first is None else self.first.clipped(beta))
-        return sorted(first + second)
+        if first is not None and second is not None:
+            return sorted(first + second)
+        # Only one bounds the clip: it gets all of beta (None when neither does).
+        return self.second.clipped(beta) if first is None else self.first.clipped(beta)
 
 
 @dataclass(frozen=True)
@@ -620,21 +620,21 @@ def _cm_iome_model(result: Any, method: str, sigma: np.ndarray, box_scale: np.nd
                               float(diagnostics["threshold"]), integer=quantized,
                               secure=secure_rho is not None)
     reach = _reach(result, centre) + (0.0 if rounding is None else rounding)
-    profile = _profile(result, bound, secure_rho is not None)
+    profile = _profile(result, bound, float(diagnostics["threshold"]), secure_rho is not None)
     both = clipping if profile is None else CombinedClipping(clipping, profile)
     return NoiseAndClipping(GaussianNoise(sigma, secure_rho),
                             ClipBias(both, reach, factor, rounding))
 
 
-def _profile(result: Any, norm_bound: float, secure: bool) -> ProfileClipping | None:
-    """The release's clip profile (``interval_share`` > 0), or None."""
+def _profile(result: Any, norm_bound: float, radius: float,
+             secure: bool) -> ProfileClipping | None:
+    """The release's clip profile beyond ``radius`` (``interval_share`` > 0), or None."""
     diagnostics = result.diagnostics
     if diagnostics.get("clip_profile") is None:
         return None
     return ProfileClipping(result.n, np.asarray(diagnostics["clip_profile"], dtype=np.float64),
                            np.asarray(diagnostics["clip_profile_edges"], dtype=np.float64),
-                           float(diagnostics["clip_profile_rho"]), norm_bound,
-                           float(diagnostics["threshold"]), secure)
+                           float(diagnostics["clip_profile_rho"]), norm_bound, radius, secure)
 
 
 def _plan_model(result: Any, sigma: np.ndarray, box_scale: np.ndarray,
@@ -660,7 +660,7 @@ def _plan_model(result: Any, sigma: np.ndarray, box_scale: np.ndarray,
                                   int(diagnostics["threshold_steps"]),
                                   float(diagnostics["threshold_rho"]),
                                   float(diagnostics["norm_bound"]), bound, radius, secure=secure)
-    profile = _profile(result, bound, secure)
+    profile = _profile(result, bound, radius, secure)
     if profile is not None:
         clipping = profile if clipping is None else CombinedClipping(clipping, profile)
     assert clipping is not None  # binary, or checked above to carry a profile
@@ -684,11 +684,8 @@ def _coinpress_model(result: Any, sigma: np.ndarray,
     d = result.d
     centre = _vector(diagnostics["clip_centre"], d)
     radius = float(np.asarray(diagnostics["clip_radii"])[-1])
-    bound = float(diagnostics["norm_bound"])
-    profile = ProfileClipping(result.n, np.asarray(diagnostics["clip_profile"], dtype=np.float64),
-                              np.asarray(diagnostics["clip_profile_edges"], dtype=np.float64),
-                              float(diagnostics["clip_profile_rho"]), bound, radius,
-                              secure_rho is not None)
+    profile = _profile(result, float(diagnostics["norm_bound"]), radius, secure_rho is not None)
+    assert profile is not None  # error_model sends only profiled CoinPress releases here
     factor = np.full(d, 1.0 / float(diagnostics["sigma"]))
     return NoiseAndClipping(GaussianNoise(sigma, secure_rho),
                             ClipBias(profile, _reach(result, centre), factor))

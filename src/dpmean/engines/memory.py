@@ -150,11 +150,10 @@ class InMemoryEngine(Engine):
             values = np.empty((k, self.n), dtype=self._rotated_type(view))
             # Exact in float32 (``_rotated_type``): rotate straight into the column layout,
             # no float64 copy and no transpose (3x faster on MNIST), the same values.
-            exact_single = values.dtype == np.float32 and view.rotation is not None
-            rotation = view.rotation
+            rotation = view.rotation if values.dtype == np.float32 else None
 
             def fill(rows: slice) -> tuple[np.ndarray, np.ndarray]:
-                if exact_single and rotation is not None:
+                if rotation is not None:
                     block = rotation.apply_columns(self._integer_rows(rows), np.float32)
                     values[:, rows] = block
                     return block.min(axis=1), block.max(axis=1)

@@ -339,12 +339,17 @@ class MeanEstimator(ABC):
     def in_box(self, rho: float, bounds: Any, random_state: RandomState = None) -> MeanEstimator:
         """The same options, granted rho-zCDP, in the box ``bounds``: what runs after a private
         box."""
-        return type(self)(**{**self.get_params(), "rho": rho, "epsilon": None, "delta": None,
-                             "bounds": bounds, "random_state": random_state})
+        return self.with_params(rho=rho, epsilon=None, delta=None, bounds=bounds,
+                                random_state=random_state)
 
     def with_rho(self, rho: float) -> MeanEstimator:
         """The same estimator (same parameters as given, same random state) granted rho-zCDP."""
-        return type(self)(**{**self.get_params(), "rho": rho, "epsilon": None, "delta": None})
+        return self.with_params(rho=rho, epsilon=None, delta=None)
+
+    def with_params(self, **changes: Any) -> MeanEstimator:
+        """A new estimator of this class with the parameters as given here, ``changes``
+        replacing some of them."""
+        return type(self)(**{**self.get_params(), **changes})
 
     def plan_events(self, n: int, d: int, sparse: bool) -> list[Event]:
         """The events of the plan for (n, d) (``stage_events``), with any rho the plan leaves
@@ -462,9 +467,8 @@ class MeanEstimator(ABC):
         x, names = data_columns(x, columns)
         if isinstance(self.bounds, Mapping):
             # Ranges by column name: this release's box in the data's column order.
-            in_order = bounds_by_name(self.bounds, names)
-            return type(self)(**{**self.get_params(), "bounds": in_order})._estimate(x).named(
-                names)
+            in_order = self.with_params(bounds=bounds_by_name(self.bounds, names))
+            return in_order._estimate(x).named(names)
         return self._estimate(x).named(names)
 
     def _estimate(self, x: Any) -> MeanResult:

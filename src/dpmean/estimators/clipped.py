@@ -4,6 +4,8 @@ it spends, before it draws."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..accounting import PrivacyLedger
@@ -185,6 +187,26 @@ def clip_profile_edges(radius: float, norm_bound: float) -> np.ndarray:
     doublings = radius * 2.0 ** np.arange(1, max(1, int(np.ceil(np.log2(norm_bound / radius)))))
     edges = np.concatenate([[radius], fine, doublings])
     return edges[edges < norm_bound]
+
+
+def with_clip_profile(rho: float, share: float,
+                      stages: Callable[[float], dict[str, float]]) -> dict[str, float]:
+    """A budget plan with the stage "clip profile" taken off the top: ``share`` of ``rho``
+    first (none when ``share`` is 0), ``stages`` splitting the rest. Public."""
+    profile = rho * share
+    plan = stages(rho - profile)
+    return {**plan, PROFILE_STAGE: profile} if profile else plan
+
+
+def planned_clip_profile(
+    engine: Engine, view: View, radius: float, norm_bound: float, budget: dict[str, float], *,
+    ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
+) -> dict[str, object]:
+    """``clip_profile`` on its planned budget when the plan has the stage, else nothing."""
+    if PROFILE_STAGE not in budget:
+        return {}
+    return clip_profile(engine, view, radius, norm_bound, rho=budget[PROFILE_STAGE],
+                        ledger=ledger, rng=rng, secure=secure)
 
 
 def clip_profile(

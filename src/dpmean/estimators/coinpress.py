@@ -17,7 +17,13 @@ from ..mechanisms import symmetric_gaussian_mechanism
 from ..transforms import View
 from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
-from .clipped import PROFILE_DIAGNOSTICS, PROFILE_STAGE, clip_profile, noisy_clipped_mean
+from .clipped import (
+    PROFILE_DIAGNOSTICS,
+    PROFILE_STAGE,
+    clip_profile,
+    noisy_clipped_mean,
+    with_clip_profile,
+)
 
 
 def gaussian_tail_radius(d: int, beta: float) -> float:
@@ -294,9 +300,8 @@ class CoinPressMean(_CoinPress):
                 "farthest corner from the last clip's centre")
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        profile = self.rho * self.interval_share
-        plan = _stages("mean", step_budgets(self.rho - profile, self.t))
-        return {**plan, PROFILE_STAGE: profile} if profile else plan
+        return with_clip_profile(self.rho, self.interval_share,
+                                 lambda rho: _stages("mean", step_budgets(rho, self.t)))
 
     def release(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,

@@ -18,16 +18,16 @@ from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
 from .clipped import (
     PROFILE_DIAGNOSTICS,
-    PROFILE_STAGE,
-    clip_profile,
     escape_beta,
     escape_rank_error,
     noisy_clipped_mean,
     optimal_clip_rank,
+    planned_clip_profile,
     private_centre,
     private_radius,
     private_reach,
     reliable_median_steps,
+    with_clip_profile,
 )
 
 
@@ -116,23 +116,13 @@ class ClippedMean(MeanEstimator):
         self.interval_share = check_fraction(interval_share, "interval_share", low_open=False)
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        profile = self.rho * self.interval_share
-        plan = self.clipping_stages(self.rho - profile, n, d)
-        return {**plan, PROFILE_STAGE: profile} if profile else plan
+        return with_clip_profile(self.rho, self.interval_share,
+                                 lambda rho: self.clipping_stages(rho, n, d))
 
     def clipping_stages(self, rho: float, n: int, d: int) -> dict[str, float]:
         """The stages of ``rho``, the budget left after the clip profile (public)."""
         return {"threshold": rho * self.threshold_share,
                 "noise": rho * (1.0 - self.threshold_share)}
-
-    def profiled(self, engine: Engine, view: View, radius: float, norm_bound: float,
-                 budget: dict[str, float], ledger: PrivacyLedger,
-                 rng: np.random.Generator) -> dict[str, Any]:
-        """The clip profile's diagnostics when the plan has its stage, else none."""
-        if PROFILE_STAGE not in budget:
-            return {}
-        return clip_profile(engine, view, radius, norm_bound, rho=budget[PROFILE_STAGE],
-                            ledger=ledger, rng=rng, secure=self.secure_noise)
 
     def clip_rank(self, n: int, d: int, budget: dict[str, float], rank_error: float) -> float:
         return optimal_clip_rank(n, d, budget["noise"], rank_error)
@@ -167,7 +157,8 @@ class ClippedMean(MeanEstimator):
         return mean, {"threshold": radius, "target_rank": rank, "noise_std": noise_std,
                       "norm_bound": norm_bound, "threshold_steps": self.threshold_steps,
                       "threshold_rho": budget["threshold"],
-                      **self.profiled(engine, IDENTITY, radius, norm_bound, budget, ledger, rng)}
+                      **planned_clip_profile(engine, IDENTITY, radius, norm_bound, budget,
+                                             ledger=ledger, rng=rng, secure=self.secure_noise)}
 
 
 # The radius search's shares that threshold_share="auto" tries, smallest first.
@@ -397,7 +388,8 @@ class ShiftedClippedMean(ClippedMean):
             "norm_bound": norm_bound,
             "threshold_steps": None if quantizer else self.threshold_steps,
             "threshold_rho": budget["threshold"],
-            **self.profiled(engine, view, radius, norm_bound, budget, ledger, rng),
+            **planned_clip_profile(engine, view, radius, norm_bound, budget, ledger=ledger,
+                                   rng=rng, secure=self.secure_noise),
         }
 
     def preclip(self, n: int, d: int) -> float | None:

@@ -27,12 +27,12 @@ from ..validation import (
 from .base import MeanEstimator
 from .clipped import (
     PROFILE_DIAGNOSTICS,
-    PROFILE_STAGE,
-    clip_profile,
     escape_beta,
     noisy_clipped_mean,
+    planned_clip_profile,
     private_centre,
     private_radius,
+    with_clip_profile,
 )
 from .iome import THRESHOLD_SHARES, _Geometry, centre_stages, rotated_centre
 from .variance import (
@@ -158,18 +158,13 @@ class _PlanBase(MeanEstimator):
                              always_narrow=True)
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        profile = self.rho * self.profile_share()
-        rho = self.rho - profile
-        rest = rho * (1.0 - self.preprocess_share)
-        share = self.threshold_fraction(n, rest)
-        plan = {
-            **self.preprocess_stages(rho * self.preprocess_share, n, d),
-            "threshold": rest * share,
-            "noise": rest * (1.0 - share),
-        }
-        if profile:
-            plan[PROFILE_STAGE] = profile
-        return plan
+        def stages(rho: float) -> dict[str, float]:
+            rest = rho * (1.0 - self.preprocess_share)
+            share = self.threshold_fraction(n, rest)
+            return {**self.preprocess_stages(rho * self.preprocess_share, n, d),
+                    "threshold": rest * share, "noise": rest * (1.0 - share)}
+
+        return with_clip_profile(self.rho, self.profile_share(), stages)
 
     def profile_share(self) -> float:
         """The share of rho the stage "clip profile" takes first: ``interval_share`` as given;
@@ -329,11 +324,9 @@ class _PlanBase(MeanEstimator):
         if scale is not None:
             diagnostics["std"] = std
             diagnostics["scale"] = scale
-        if PROFILE_STAGE in budget:
-            # After the mean's noise: the profile's draws change no release of the mean.
-            diagnostics.update(clip_profile(engine, view, radius, view_bound,
-                                            rho=budget[PROFILE_STAGE], ledger=ledger, rng=rng,
-                                            secure=self.secure_noise))
+        # After the mean's noise: the profile's draws change no release of the mean.
+        diagnostics.update(planned_clip_profile(engine, view, radius, view_bound, budget,
+                                                ledger=ledger, rng=rng, secure=self.secure_noise))
         return view.restore(noisy), diagnostics
 
 
