@@ -14,7 +14,7 @@ import numpy as np
 
 from dpmean.experiments.figures import _plan_box
 from dpmean.experiments.runner import columns, get_spec, task_seed
-from dpmean.experiments.spec import Method, METRICS
+from dpmean.experiments.spec import METRICS, Method
 
 EXTRA = (Method("CM", "cm", lambda s, data: _plan_box(s)),
          Method("gaussian", "gaussian", lambda s, data: _plan_box(s)))
@@ -35,8 +35,13 @@ def task(name: str, index: int, trial: int) -> list[dict]:
 def main() -> None:
     name, out = sys.argv[1], Path(sys.argv[2])
     jobs = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    append_trials(name, out / f"{name}-extra.csv", task, jobs)
+
+
+def append_trials(name: str, path: Path, task, jobs: int) -> None:
+    """Run ``task(name, index, trial)`` (a list of CSV rows) for every (setting, trial) of the
+    spec ``name`` not yet in ``path``, appending each trial's rows as it finishes (resumable)."""
     spec = get_spec(name)
-    path = out / f"{name}-extra.csv"
     header = columns(spec)
     done = set()
     if path.exists():
@@ -45,11 +50,12 @@ def main() -> None:
     todo = [(i, t) for t in range(spec.trials) for i, s in enumerate(spec.settings)
             if (t, tuple(str(s.get(p, "")) for p in header[:-3])) not in done]
     fresh = not path.exists()
+    indices, trials = zip(*todo, strict=True) if todo else ((), ())
     with path.open("a", newline="") as f, ProcessPoolExecutor(jobs) as pool:
         writer = csv.DictWriter(f, fieldnames=header)
         if fresh:
             writer.writeheader()
-        for rows in pool.map(task, [name] * len(todo), *zip(*todo) if todo else ([], [])):
+        for rows in pool.map(task, [name] * len(todo), indices, trials):
             writer.writerows(rows)
             f.flush()
     print(path, len(todo), "trials run")

@@ -21,8 +21,10 @@ from .iome import ClippedMean, ShiftedClippedMean
 from .plan import LOG_RANGE, PrivateLimitAdaptedNoise
 from .variance import pair_distances
 
-# The share of the budget the choice spends, split evenly between its private scalars.
+# The most of the budget the choice spends, split evenly between its private scalars, and the
+# precision it buys them (AutoMean.choice_share): where the share would buy more, it spends less.
 CHOICE_SHARE = 0.03
+CHOICE_RANK_ERROR = 0.02
 CHOICE_STAGES = ("choice norms", "choice pair l2", "choice pair l1")
 # The failure probability the choice's resolution check allows each median (see
 # AutoMean.choice_resolves), and what runs when the medians cannot be placed.
@@ -49,7 +51,8 @@ class AutoMean(MeanEstimator):
     Where n and rho cannot place the choice's medians (``choice_resolves``, public), or where
     the choice's share would cost PLAN its scaling (``choice_costs_plan_its_scaling``, public),
     nothing is spent on a choice and PLAN runs on the whole budget (``UNRESOLVED_CHOICE``).
-    Otherwise the choice spends ``CHOICE_SHARE`` of rho (``CHOICE_STAGES``) on private medians
+    Otherwise the choice spends ``choice_share`` of rho (``CHOICE_STAGES``; at most
+    ``CHOICE_SHARE``, less where n and rho buy its precision for less) on private medians
     (exponential mechanism on log values, sensitivity 1: a row is in one value each) of
         - r0, the row norms ||x_i|| (how far the data lies from the origin: CM's radius);
         - l2 and l1, the norms ||a - b||_2 and ||a - b||_1 of differences of random row pairs
@@ -121,7 +124,7 @@ class AutoMean(MeanEstimator):
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         if not self.choice_resolves(n) or self.choice_costs_plan_its_scaling(n, d):
             return {"release": self.rho}
-        choice = self.rho * CHOICE_SHARE
+        choice = self.rho * self.choice_share(n)
         return {**{stage: choice / len(CHOICE_STAGES) for stage in CHOICE_STAGES},
                 "release": self.rho - choice}
 
@@ -138,18 +141,36 @@ class AutoMean(MeanEstimator):
         eps = np.sqrt(8.0 * self.rho * CHOICE_SHARE / len(CHOICE_STAGES))
         return bool(eps * (n // 2) / 4.0 >= np.log(LOG_RANGE / CHOICE_BETA))
 
+    def choice_share(self, n: int) -> float:
+        """The share of rho the choice spends (public: n and rho): ``CHOICE_SHARE``, or the
+        smallest share at which each median's rank error has a standard deviation of at most
+        ``CHOICE_RANK_ERROR`` of its m = floor(n / 2) values, if that is less.
+
+        Each median is an exponential mechanism on ranks with sensitivity 1, eps =
+        sqrt(8 rho_stage): near the middle its rank error is Laplace with scale 2 / eps, so
+        standard deviation 2 sqrt(2) / eps. Asking that to be at most c m (c =
+        ``CHOICE_RANK_ERROR``) gives rho_stage >= 1 / (c m)^2, and the share is
+        len(CHOICE_STAGES) / ((c m)^2 rho). c = 2% is the precision 3% buys at n = 4000 and
+        rho = 1/16 (Gaussian A, d = 16, Appendix G), where the candidates lie within 6% of each
+        other and the choice is hardest; at n = 10^4 and rho = 1/8 it costs 0.24% instead of
+        3%, and the rest goes to the release. Below that precision the share stays at
+        ``CHOICE_SHARE`` (whether the medians resolve at all is ``choice_resolves``)."""
+        needed = len(CHOICE_STAGES) / ((CHOICE_RANK_ERROR * (n // 2)) ** 2 * self.rho)
+        return min(CHOICE_SHARE, needed)
+
     def choice_costs_plan_its_scaling(self, n: int, d: int) -> bool:
         """Whether PLAN resolves its coordinate variances on the whole budget but not on what
         the choice would leave it (public: n, d, rho; PLAN's own guard). There the choice's
-        ``CHOICE_SHARE`` would turn PLAN into PLAN without scaling and its skew gain into
-        nothing the predictions could see (Gaussian C, d = 2048, rho = 1/16: auto chose IOME at
-        2.2x PLAN's error over 50 runs), so nothing is spent on the choice and
-        ``UNRESOLVED_CHOICE`` runs. On isotropic data PLAN is then within about 1.1x of IOME
-        (docs/results.md, Appendix G); among the PLAN grids only that one setting is in this
-        band."""
+        ``choice_share`` would turn PLAN into PLAN without scaling and its skew gain into
+        nothing the predictions could see (Gaussian C, d = 2048, rho = 1/16, when the share was
+        a flat 3%: auto chose IOME at 2.2x PLAN's error over 50 runs), so nothing is spent on
+        the choice and ``UNRESOLVED_CHOICE`` runs. On isotropic data PLAN is then within about
+        1.1x of IOME (docs/results.md, Appendix G). With the share sized by n and rho no PLAN
+        grid setting falls in this band (at that one the share is 0.48% and PLAN keeps its
+        scaling)."""
         def scales(rho: float) -> bool:
             return "variance" in self.candidate("plan", rho).budget_plan(n, d)
-        return scales(self.rho) and not scales(self.rho * (1.0 - CHOICE_SHARE))
+        return scales(self.rho) and not scales(self.rho * (1.0 - self.choice_share(n)))
 
     def stage_events(self, plan: Mapping[str, float], n: int, d: int,
                      sparse: bool = False) -> dict[str, Event] | None:
