@@ -14,6 +14,7 @@ import dpmean
 from dpmean.cli import main
 from dpmean.engines import open_source
 from dpmean.progress import shown_passes
+from dpmean.registry import DEFAULT_METHOD
 
 pd = pytest.importorskip("pandas")
 
@@ -119,7 +120,7 @@ def test_baskets_run_with_the_default_method(capsys, folder):
                        "--seed", 1, "--json")
     assert code == 0
     payload = json.loads(out)
-    assert payload["method"] == "iome" and payload["d"] == 5 and payload["n"] == 1000
+    assert payload["method"] == DEFAULT_METHOD and payload["d"] == 5 and payload["n"] == 1000
 
 
 @pytest.mark.parametrize("argv, message", [

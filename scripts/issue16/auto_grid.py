@@ -5,6 +5,7 @@ true mean).
     python scripts/issue16/auto_grid.py run NAME DIR [JOBS]   # appends DIR/NAME-auto.csv
     python scripts/issue16/auto_grid.py compare DIR           # auto / best per cell
     python scripts/issue16/auto_grid.py update DIR            # ... written into the tables
+    python scripts/issue16/auto_grid.py draws NAME CASE D RHO  # more noise draws, one cell
 
 `run` draws each (setting, trial)'s dataset exactly as `dpmean reproduce NAME` does (the task
 seed's first draws) and runs `auto` on it with its own noise seed ([index, trial, 99]), so a
@@ -12,7 +13,10 @@ change to `auto` alone is measured without rerunning the other methods. The runs
 `compare` reads the grid tables of docs/results.md (PLAN, IOME and CM means over the same 50
 datasets; the Gaussian mechanism is never the best there) and prints, per cell, the new
 auto's mean, the best candidate, their ratio and the ratio the table had; `update` writes the
-new auto mean, median and auto / best into those tables (nothing else in them changes).
+new auto mean, median and auto / best into those tables (nothing else in them changes);
+`draws` runs plan, auto and iome twice more on each of one cell's datasets (noise seeds
+[index, trial, 97 or 98, k]; CASE "-" for a spec without cases) and prints their means and
+medians over the 100 releases.
 """
 import csv
 import re
@@ -132,11 +136,30 @@ def compare(out: Path) -> None:
     print("largest five:", worst[:5])
 
 
+def draws(name: str, case: str, d: int, rho: float) -> None:
+    spec = get_spec(name)
+    index = next(i for i, s in enumerate(spec.settings)
+                 if s.get("case", "-") == case and s["d"] == d and s["rho"] == rho)
+    setting = spec.settings[index]
+    errors: dict[str, list[float]] = {"plan": [], "auto": [], "iome": []}
+    for trial in range(spec.trials):
+        data = spec.data(setting, np.random.default_rng(task_seed(spec, index, trial)))
+        for k, method in enumerate(errors):
+            for seed in (97, 98):
+                run_ = Method(method, method, lambda s, data: _plan_box(s))
+                rng = np.random.default_rng([index, trial, seed, k])
+                errors[method].append(METRICS[spec.metric][1](run_.run(setting, data, rng), data))
+    for method, v in errors.items():
+        print(method, len(v), f"mean {np.mean(v):.4g} median {np.median(v):.4g}")
+
+
 def main() -> None:
     if sys.argv[1] == "run":
         run(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 1)
     elif sys.argv[1] == "update":
         update(Path(sys.argv[2]))
+    elif sys.argv[1] == "draws":
+        draws(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
     else:
         compare(Path(sys.argv[2]))
 

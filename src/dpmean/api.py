@@ -41,12 +41,13 @@ def mean(
         An (epsilon, delta)-DP budget instead (epsilon > 0, 0 < delta < 1). Estimators made only
         of Gaussian stages calibrate it exactly (the analytic Gaussian); the others convert it
         to the largest rho that implies it (Canonne-Kamath-Steinke).
-    method : str, default "iome"
-        One of ``available_methods()``: ``"iome"`` (instance-optimal), ``"plan"``
-        (variance-aware), ``"auto"`` (a private choice between plan, iome, cm and gaussian:
-        3% of the budget buys three private medians that predict each one's noise, the rest
-        runs the one predicted best; it takes only the options common to all, ``engine`` and
-        ``secure_noise``), the baselines and the local and shuffle protocols (README).
+    method : str, default "auto"
+        One of ``available_methods()``: ``"auto"`` (a private choice between plan, iome, cm and
+        gaussian: at most 3% of the budget buys three private medians that predict each one's
+        noise, the rest runs the one predicted best; it takes only the options common to all,
+        ``engine``, ``secure_noise`` and ``interval_share``), ``"iome"`` (instance-optimal),
+        ``"plan"`` (variance-aware), the baselines and the local and shuffle protocols
+        (README).
     bounds : (lo, hi) or mapping, optional
         The public a priori box: scalars or length-d arrays, or (data with named columns) a
         mapping of column name to its (lo, hi). Required by most methods unless they may buy
