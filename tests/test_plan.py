@@ -427,6 +427,25 @@ def test_plan_does_not_collapse_on_isotropic_data_in_a_loose_box():
             assert_released_as_declared(x, result)
 
 
+@pytest.mark.parametrize("box", [(0.0, 1.0), (-10.0, 10.0)])
+def test_plan_does_not_collapse_on_boolean_columns(box):
+    """Dense 0/1 columns (p = 0.2): each pair value is 0 or 1/2, the upper quartile falls on the
+    atom at 1/2, and the variance search draws in the empty log gap below it, so the private
+    deviations come out 1e-9 to 1e-1 of the truth. A norm bound built from them put the radius
+    search's top below every row: radius 0, every row clipped to the centre, 50x IOME's error.
+    The log-domain search now keeps the box's bound, above every row's view norm, so the
+    threshold's rank guarantee holds on these norms; the release is its clipped mean plus its
+    declared noise and clips no more rows than that guarantee allows
+    (``assert_released_as_declared``)."""
+    x = (np.random.default_rng(0).random((3000, 6)) < 0.2).astype(float)
+    for seed in range(3):
+        result = dpmean.mean(x, rho=0.5, method="plan", bounds=box, random_state=seed)
+        diagnostics = result.diagnostics
+        norms = np.linalg.norm((x - diagnostics["centre"]) * diagnostics["scale"], axis=1)
+        assert diagnostics["norm_bound"] == diagnostics["view_norm_bound"] >= norms.max()
+        assert_released_as_declared(x, result)
+
+
 def test_group_size_is_a_count_not_a_step_number():
     x = np.random.default_rng(0).normal(0.0, 1.0, size=(4000, 4))
     result = dpmean.mean(x, rho=1.0, method="plan", bounds=(-10, 10), random_state=0,

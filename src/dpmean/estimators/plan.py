@@ -602,7 +602,14 @@ class PrivateLimitAdaptedNoise(_PlanBase):
 
     def norm_bound(self, engine: Engine, centre: np.ndarray, std: np.ndarray | None,
                    scale: np.ndarray | None) -> float:
-        if scale is None:
+        if scale is None or (self.quantile == "exponential" and self.log_range is not None):
+            # The log-domain search pays only ln(top / data) nats of domain for a loose top,
+            # while a top below the data is fatal: every norm lies above it, the mechanism
+            # draws uniformly over the log domain and the radius lands far below the data.
+            # A top from the private deviations (below) is that whenever they are far too small,
+            # as the pair-value medians of two-valued columns are (the target quantile falls on
+            # an atom and the draw in the empty log gap below it: boolean data gave radius 0
+            # and 50x IOME's error). So this search keeps the box's bound.
             return super().norm_bound(engine, centre, std, scale)
         assert std is not None  # scale() is None exactly when std is
         expected = float(np.sum((std * scale) ** 2))
