@@ -205,3 +205,27 @@ def test_pair_statistics_equal_the_column_block_computation(dtype, lo, hi, monke
         got = np.concatenate([values for _, values in blocks], axis=1)
         assert got.dtype == np.float64
         np.testing.assert_array_equal(got, expected)
+
+
+def test_integers_the_box_holds_are_rescaled_without_a_clamp_and_the_same():
+    """uint8 data in per-column boxes of different widths that hold the type (the engine
+    rescales each column by 1 / width): its rows are converted and rescaled, not clamped, and
+    every answer equals the float path's (clamp, then rescale) bit for bit."""
+    rng = np.random.default_rng(7)
+    x = np.where(rng.random((1500, 9)) < 0.5, 0, rng.integers(0, 256, (1500, 9))).astype(np.uint8)
+    lo, hi = np.zeros(9), np.where(np.arange(9) % 2 == 0, 255.0, 400.0)
+    scale = 1.0 / (hi - lo)
+    fast, slow = InMemoryEngine(x, lo, hi, scale), InMemoryEngine(x.astype(np.float64), lo, hi,
+                                                                   scale)
+    assert fast._box_holds_values and not slow._box_holds_values
+    view = View(shift=np.full(9, 0.3), scale=np.linspace(0.5, 2.0, 9))
+    np.testing.assert_array_equal(fast.sorted_norms(view), slow.sorted_norms(view))
+    np.testing.assert_array_equal(fast.clipped_sum(view, 0.8), slow.clipped_sum(view, 0.8))
+    for (c1, a), (c2, b) in zip(fast.column_blocks(View(), 4), slow.column_blocks(View(), 4),
+                                strict=True):
+        assert c1 == c2
+        np.testing.assert_array_equal(a, b)
+    for (c1, a), (c2, b) in zip(fast.sorted_column_blocks(View(), 4),
+                                slow.sorted_column_blocks(View(), 4), strict=True):
+        assert c1 == c2
+        np.testing.assert_array_equal(a, b)

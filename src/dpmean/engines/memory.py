@@ -50,11 +50,12 @@ class InMemoryEngine(Engine):
         self._counter: ColumnCounter | None = None
         self._norms: tuple[View, np.ndarray] | None = None
         # Integer data whose type's whole range lies in the box (MNIST's uint8 pixels in
-        # [0, 255]): clamping changes nothing, so rows are only converted. Public: the dtype
-        # and the box.
-        self._box_holds_type = x.dtype.kind in "iub" and self._box.scale is None and bool(
+        # [0, 255]): clamping changes nothing, so rows are only converted (and rescaled where
+        # the engine normalises the box, as PLAN's does). Public: the dtype and the box.
+        self._box_holds_values = x.dtype.kind in "iub" and bool(
             (self._box.lo <= _type_range(x.dtype)[0]).all()
             and (self._box.hi >= _type_range(x.dtype)[1]).all())
+        self._box_holds_type = self._box_holds_values and self._box.scale is None
 
     def _each_block(self, width: int, fn: Callable[[slice], Any]) -> list:
         """fn over row blocks; each thread takes a contiguous run of blocks. Results come back
@@ -75,8 +76,12 @@ class InMemoryEngine(Engine):
                 return [result for run in done for result in run]
 
     def _clamped(self, rows: slice | np.ndarray) -> np.ndarray:
-        if self._box_holds_type:
-            return self._x[rows].astype(np.float64)
+        if self._box_holds_values:
+            # BoxClamp's product after a clamp that would change nothing: the same values
+            out = self._x[rows].astype(np.float64)
+            if self._box.scale is not None:
+                out *= self._box.scale
+            return out
         return self._box(self._x[rows])
 
     def _base_reader(
@@ -287,7 +292,7 @@ class InMemoryEngine(Engine):
             lo, hi, scale = self._box_columns(cols)
             yield cols, _clamped_on_cores(
                 sort_columns(self._x[:, cols]), lo[:, None], hi[:, None],
-                None if scale is None else scale[:, None], clamps=not self._box_holds_type).T
+                None if scale is None else scale[:, None], clamps=not self._box_holds_values).T
 
     def _box_columns(self, cols: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """The raw box and the box-normalising scale (None: none) of columns ``cols``."""
@@ -297,7 +302,8 @@ class InMemoryEngine(Engine):
     def _base_columns(self, view: View, cols: slice) -> np.ndarray:
         """Columns ``cols`` of the view's base (clip, quantize, rotate) over all rows: a copy."""
         if (view.preclip, view.quantizer, view.rotation) == (None, None, None):
-            return _clamped_on_cores(self._x[:, cols], *self._box_columns(cols))
+            return _clamped_on_cores(self._x[:, cols], *self._box_columns(cols),
+                                     clamps=not self._box_holds_values)
         return np.array(self._cached_base(view)[:, cols])
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
