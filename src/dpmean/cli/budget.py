@@ -37,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "of each coordinate's confidence interval; with --half-width H, the rho that makes it "
         "at most H (and, with --delta, the epsilon that rho gives). The clipping bias of a "
         "release is not part of this number: the release's own interval adds it. Methods: "
-        f"{', '.join(PLANNED)}.",
+        f"{', '.join(PLANNED)}; not auto (the default of dpmean estimate) nor plan, whose "
+        "noise depends on private values (auto's choice, PLAN's scales): plan the method the "
+        "release will name with --method.",
     )
     p.add_argument("--method", default="iome", choices=PLANNED, metavar="M",
                    help=f"estimator: {', '.join(PLANNED)} (default: iome)")
