@@ -1,5 +1,5 @@
-"""The rho an (epsilon, delta) request grants PLAN and auto when calibrated to its plan by privacy loss
-distributions (``MeanEstimator.granted``), against the generic CKS conversion.
+"""The rho an (epsilon, delta) request grants PLAN and auto when calibrated to its plan by privacy
+loss distributions (``MeanEstimator.granted``), against the generic CKS conversion.
 
 Usage: python scripts/exact_calibration.py [n]
 """
@@ -20,11 +20,14 @@ def main(n: int = 4000) -> None:
         gaussian = gaussian_rho_for_approx_dp(epsilon, delta)
         for method in ("plan", "plan-noscale", "auto"):
             for d in (16, 512, 2048):
-                estimator = build_estimator(method, None, epsilon=epsilon, delta=delta,
-                                            bounds=(-20.0, 20.0))
+                estimator = build_estimator(
+                    method, None, epsilon=epsilon, delta=delta, bounds=(-20.0, 20.0)
+                )
                 rho = estimator.granted(n, d).budget.rho
-                print(f"{epsilon:<8g} {delta:<7g} {method:<13} {d:<5} {cks:<8.5f} {rho:<8.5f} "
-                      f"{gaussian:<13.5f} {(cks / rho) ** 0.5:.3f}")
+                print(
+                    f"{epsilon:<8g} {delta:<7g} {method:<13} {d:<5} {cks:<8.5f} {rho:<8.5f} "
+                    f"{gaussian:<13.5f} {(cks / rho) ** 0.5:.3f}"
+                )
 
 
 if __name__ == "__main__":
