@@ -45,7 +45,10 @@ CASES = {
     "plan-noscale + profile 5%": ("plan-noscale", {"interval_share": 0.05}),
     "coinpress": ("coinpress", {"radius": 5.0}),
     "coinpress + profile 5%": ("coinpress", {"radius": 5.0, "interval_share": 0.05}),
-    "auto": ("auto", {}),
+    "auto": ("auto", {}),  # its candidates that clip get a 1% profile by default
+    "auto (no profile)": ("auto", {"interval_share": None}),
+    "iome + profile 1%": ("iome", {"interval_share": 0.01}),
+    "cm + profile 1%": ("cm", {"interval_share": 0.01}),
 }
 
 

@@ -11,6 +11,7 @@ import pytest
 import dpmean
 from dpmean.engines import InMemoryEngine
 from dpmean.errors import InvalidParameterError
+from dpmean.estimators.auto import AUTO_INTERVAL_SHARE
 from dpmean.estimators.clipped import FINE_SHELLS, clip_profile_edges
 from dpmean.intervals import ClipBias, error_model
 from dpmean.transforms import IDENTITY
@@ -61,13 +62,15 @@ def test_coinpress_buys_an_interval_with_a_profile_and_needs_bounds():
 
 
 def test_auto_passes_the_share_to_the_candidate_it_runs():
+    """auto gives every clipping candidate a 1% profile by default (AUTO_INTERVAL_SHARE);
+    None leaves IOME its own default, no profile, and a wider interval."""
     x = rows(5)
-    plain = dpmean.mean(x, rho=1.0, method="auto", bounds=BOX, random_state=0)
-    profiled = dpmean.mean(x, rho=1.0, method="auto", bounds=BOX, random_state=0,
-                           interval_share=0.05)
+    plain = dpmean.mean(x, rho=1.0, method="auto", bounds=BOX, random_state=0,
+                        interval_share=None)
+    profiled = dpmean.mean(x, rho=1.0, method="auto", bounds=BOX, random_state=0)
     assert plain.diagnostics["chosen"] == profiled.diagnostics["chosen"] == "iome"
     inner = profiled.diagnostics["release_ledger"]
-    assert inner["clip profile"] == pytest.approx(0.05 * profiled.ledger["release"])
+    assert inner["clip profile"] == pytest.approx(AUTO_INTERVAL_SHARE * profiled.ledger["release"])
     assert "clip profile" not in plain.diagnostics["release_ledger"]
     assert profiled.spent == pytest.approx(1.0)
     width = {}
