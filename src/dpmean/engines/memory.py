@@ -76,13 +76,7 @@ class InMemoryEngine(Engine):
                 return [result for run in done for result in run]
 
     def _clamped(self, rows: slice | np.ndarray) -> np.ndarray:
-        if self._box_holds_values:
-            # BoxClamp's product after a clamp that would change nothing: the same values
-            out = self._x[rows].astype(np.float64)
-            if self._box.scale is not None:
-                out *= self._box.scale
-            return out
-        return self._box(self._x[rows])
+        return self._box(self._x[rows], clamps=not self._box_holds_values)
 
     def _base_reader(
         self, view: View, *, once: bool = False,

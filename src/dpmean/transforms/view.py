@@ -54,9 +54,12 @@ class BoxClamp:
     def out_hi(self) -> np.ndarray:
         return self.hi if self.scale is None else self.hi * self.scale
 
-    def __call__(self, x: np.ndarray, cols: slice = slice(None)) -> np.ndarray:
-        """Rows ``x`` (columns ``cols`` of the box) clamped and rescaled: a float64 copy."""
-        out = clamp(x, self.lo[cols], self.hi[cols])
+    def __call__(self, x: np.ndarray, cols: slice = slice(None), *,
+                 clamps: bool = True) -> np.ndarray:
+        """Rows ``x`` (columns ``cols`` of the box) clamped and rescaled: a float64 copy.
+        ``clamps=False``: the caller knows the box holds every value (integers whose type's
+        range lies in it), so converting is the clamp; the same values."""
+        out = clamp(x, self.lo[cols], self.hi[cols]) if clamps else x.astype(np.float64)
         if self.scale is not None:
             out *= self.scale[cols]
         return out
