@@ -31,7 +31,19 @@ from dpmean.experiments.figures import _plan_box
 from dpmean.experiments.runner import get_spec, task_seed
 from dpmean.experiments.spec import METRICS, Method
 
-AUTO = Method("auto", "auto", lambda s, data: _plan_box(s))
+
+def grid_method(method: str) -> Method:
+    """``method`` on a PLAN grid setting, in the grid's own box."""
+    return Method(method, method, lambda s, data: _plan_box(s))
+
+
+def best_of(row: dict) -> float:
+    """The best candidate's mean in a results.md grid row (the Gaussian mechanism is never the
+    best on these grids, and its column is not in the tables)."""
+    return min(float(row[k]) for k in ("PLAN", "IOME", "CM") if row.get(k))
+
+
+AUTO = grid_method("auto")
 GRIDS = {  # spec: (the results.md heading it sits under, the tables' x column, the case of
     # each of the heading's tables in order; None for a spec without cases)
     "plan-gaussian-a": ("### Gaussian A:", "d", (None,)),
@@ -108,8 +120,7 @@ def update(out: Path) -> None:
         if not v:
             continue
         at = header.index("auto")
-        best = min(float(cells[header.index(k)]) for k in ("PLAN", "IOME", "CM")
-                   if cells[header.index(k)])
+        best = best_of(dict(zip(header, cells, strict=True)))
         cells[at], cells[at + 1] = f"{np.mean(v):.4g}", f"{np.median(v):.4g}"
         cells[header.index("auto/best")] = f"{np.mean(v) / best:.2f}"
         lines[i] = "| " + " | ".join(cells) + " |\n"
@@ -126,7 +137,7 @@ def compare(out: Path) -> None:
         if row is None:
             print(key, "not in docs/results.md")
             continue
-        best = min(float(row[k]) for k in ("PLAN", "IOME", "CM") if row.get(k))
+        best = best_of(row)
         ratio = np.mean(v) / best
         worst.append((round(ratio, 3), *key))
         print(*key, len(v), f"auto {np.mean(v):.4g} best {best:.4g} auto/best {ratio:.3f} "
@@ -141,14 +152,14 @@ def draws(name: str, case: str, d: int, rho: float) -> None:
     index = next(i for i, s in enumerate(spec.settings)
                  if s.get("case", "-") == case and s["d"] == d and s["rho"] == rho)
     setting = spec.settings[index]
-    errors: dict[str, list[float]] = {"plan": [], "auto": [], "iome": []}
+    methods = {name: grid_method(name) for name in ("plan", "auto", "iome")}
+    errors: dict[str, list[float]] = {name: [] for name in methods}
     for trial in range(spec.trials):
         data = spec.data(setting, np.random.default_rng(task_seed(spec, index, trial)))
-        for k, method in enumerate(errors):
+        for k, (name, method) in enumerate(methods.items()):
             for seed in (97, 98):
-                run_ = Method(method, method, lambda s, data: _plan_box(s))
                 rng = np.random.default_rng([index, trial, seed, k])
-                errors[method].append(METRICS[spec.metric][1](run_.run(setting, data, rng), data))
+                errors[name].append(METRICS[spec.metric][1](method.run(setting, data, rng), data))
     for method, v in errors.items():
         print(method, len(v), f"mean {np.mean(v):.4g} median {np.median(v):.4g}")
 
