@@ -42,6 +42,21 @@ def test_answers_match_direct_computation(setting, monkeypatch):
         thresholds = rng.normal(size=rows.shape[1])
         np.testing.assert_array_equal(engine.coordinate_counts(view, thresholds),
                                       np.count_nonzero(rows <= thresholds, axis=0))
+        # Many thresholds a column in one pass: an unevenly spaced stretch and repeated edges
+        # as the direct comparison counts them; with the values themselves among them (ties,
+        # where the view's shift and scale round as the engine's own counts do), as the
+        # engine's one pass per column counts them.
+        edges = np.sort(np.column_stack([
+            rng.normal(size=(rows.shape[1], 6)), np.exp(rng.normal(size=(rows.shape[1], 4))),
+            np.zeros((rows.shape[1], 2))]), axis=1)
+        np.testing.assert_array_equal(
+            engine.coordinate_count_table(view, edges),
+            np.count_nonzero(rows[:, :, None] <= edges[None], axis=0))
+        edges = np.sort(np.column_stack([edges, rows[rng.integers(0, len(rows), 5)].T]), axis=1)
+        np.testing.assert_array_equal(
+            engine.coordinate_count_table(view, edges),
+            np.column_stack([engine.coordinate_counts(view, edges[:, col])
+                             for col in range(edges.shape[1])]))
         norms = np.linalg.norm(rows, axis=1)
         # Radii between norms: a radius equal to a norm would compare rounding, not logic.
         ranked = np.sort(norms)

@@ -158,3 +158,27 @@ def test_sparse_refuses_order_statistics_clearly(method, options):
     with pytest.raises(InvalidParameterError, match="order statistics.*dense array"):
         dpmean.mean(x, rho=1.0, method=method, bounds=(0.0, 1.0), random_state=1,
                     engine="sparse", **options)
+
+
+def test_count_tables_agree_on_every_engine(dense, monkeypatch, dask_client):
+    # The table of counts a search reads several halvings from (``coordinate_count_table``):
+    # the same integers from the chunked engine (a rotation per chunk of 97 rows) and from
+    # Dask (per block on the workers) as from memory, on a rotated and shifted view.
+    da = pytest.importorskip("dask.array")
+    from dpmean.engines import ChunkedEngine, InMemoryEngine
+    from dpmean.engines.dask import DaskEngine
+    from dpmean.transforms import RandomRotation, View
+
+    x, path = dense
+    monkeypatch.setattr(chunked_module, "CHUNK_BYTES", 8 * 2 * x.shape[1] * 97)
+    rng = np.random.default_rng(2)
+    rotation = RandomRotation.draw(x.shape[1], rng)
+    view = View(rotation=rotation, shift=rng.normal(size=rotation.padded_dim))
+    edges = np.sort(rng.normal(0.0, 4.0, size=(rotation.padded_dim, 9)), axis=1)
+    lo, hi = np.full(x.shape[1], -20.0), np.full(x.shape[1], 20.0)
+    expected = InMemoryEngine(x, lo, hi).coordinate_count_table(view, edges)
+    assert expected.min() < 100 and expected.max() > 2900  # the edges span the columns
+    for engine in (ChunkedEngine(open_source(path), lo, hi),
+                   DaskEngine(da.from_array(x, chunks=(700, 12)), lo, hi)):
+        assert engine.counts_by_table
+        np.testing.assert_array_equal(engine.coordinate_count_table(view, edges), expected)

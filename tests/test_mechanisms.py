@@ -184,6 +184,56 @@ def test_privquant_vectorised_matches_independent_searches():
     np.testing.assert_allclose(medians, np.median(data, axis=0), atol=0.05)
 
 
+@pytest.mark.parametrize("table_counts,width", [(7, 1), (30, 7), (3 << 20, (1 << 20) - 1)],
+                         ids=["1-level", "3-levels", "one-table"])
+@pytest.mark.parametrize("secure", [False, True])
+def test_privquant_from_count_tables_is_the_same_release(table_counts, width, secure,
+                                                         monkeypatch):
+    # A search reading its counts from tables (several halvings a pass) asks the same counts,
+    # so it draws the same noise and ends at the same point: tables of 1 and 3 levels over 3
+    # searches, and one table for all 20 halvings. The searches include an empty interval and
+    # one so narrow that its midpoints stop moving (floats between 1 and 1 + 2^-40).
+    from dpmean.mechanisms import quantiles
+
+    monkeypatch.setattr(quantiles, "TABLE_COUNTS", table_counts)
+    rng = np.random.default_rng(9)
+    data = np.column_stack([rng.normal(size=2000), rng.integers(0, 3, size=2000),
+                            1.0 + rng.integers(0, 4, size=2000) * 2.0**-42])
+    lo, hi = np.array([-8.0, 2.0, 1.0]), np.array([8.0, 2.0, 1.0 + 2.0**-40])
+    count = lambda t: np.count_nonzero(data <= t, axis=0)  # noqa: E731
+    columns = np.sort(data, axis=0)
+    widths = []
+
+    def table(edges):
+        widths.append(edges.shape[1])
+        return np.stack([np.searchsorted(columns[:, j], edges[j], side="right")
+                         for j in range(3)])
+
+    def search(**extra):
+        generator = np.random.default_rng(4)
+        found = quantiles.real_search(count, 1000, lo, hi, steps=20, rho_per_search=50.0,
+                                      rng=generator, secure=secure, **extra)
+        return found, generator.random()
+
+    plain, after_plain = search()
+    tabled, after_tabled = search(count_table=table)
+    np.testing.assert_array_equal(tabled, plain)
+    assert after_tabled == after_plain  # the same number of draws
+    levels = int(np.log2(width + 1))
+    assert widths == [width] * (20 // levels) + ([(1 << 20 % levels) - 1] if 20 % levels else [])
+
+
+def test_dyadic_midpoints_are_the_searchs_midpoints_in_order():
+    from dpmean.mechanisms.quantiles import dyadic_midpoints
+
+    left, right = np.array([0.0, -1.0]), np.array([8.0, 0.2])
+    mids = dyadic_midpoints(left, right, 3)
+    np.testing.assert_array_equal(mids[0], [1, 2, 3, 4, 5, 6, 7])
+    assert np.all(np.diff(mids, axis=1) > 0)
+    # The third of the second level: (((-1 + 0.2) / 2) + 0.2) / 2 as the search computes it.
+    assert mids[1, 5] == ((-1.0 + 0.2) / 2.0 + 0.2) / 2.0
+
+
 def test_privquant_rejects_bad_parameters():
     count = lambda t: np.zeros(1)  # noqa: E731
     with pytest.raises(InvalidParameterError):

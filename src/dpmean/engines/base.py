@@ -25,8 +25,8 @@ COLUMN_BLOCK_BYTES = 64 << 20
 # Bytes of one row block that an engine computes at a time (Dask partitions of derived rows).
 CHUNK_ROWS_BYTES = 64 << 20
 # The questions that read every row: one pass each.
-_PASSES = ("coordinate_counts", "row_norms", "clipped_sum", "clipped_outer_sum",
-           "column_blocks", "user_rows")
+_PASSES = ("coordinate_counts", "coordinate_count_table", "row_norms", "clipped_sum",
+           "clipped_outer_sum", "column_blocks", "user_rows")
 
 
 class ColumnOrder(Protocol):
@@ -68,9 +68,22 @@ class Engine(ABC):
             if name in vars(cls):
                 setattr(cls, name, counted_pass(vars(cls)[name]))
 
+    # Whether each question is a pass that is slow to repeat (a file read again, a cluster's
+    # blocks scheduled again): binary searches then ask ``coordinate_count_table`` about all
+    # the thresholds of several halvings at once instead of one ``coordinate_counts`` each.
+    counts_by_table: bool = False
+
     @abstractmethod
     def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
         """For each coordinate j of the view, the number of rows with v(x)_j <= thresholds[j]."""
+
+    def coordinate_count_table(self, view: View, edges: np.ndarray) -> np.ndarray:
+        """For each coordinate j of the view and each l, the number of rows with
+        v(x)_j <= edges[j, l]: (k, m) int64 for ``edges`` (k, m), each row ascending. The
+        engines that set ``counts_by_table`` answer it in one pass; here, one per column."""
+        edges = np.asarray(edges, dtype=np.float64)
+        return np.column_stack([self.coordinate_counts(view, edges[:, col])
+                                for col in range(edges.shape[1])])
 
     @abstractmethod
     def row_norms(self, view: View) -> np.ndarray:

@@ -93,9 +93,18 @@ class DaskEngine(Engine):
             new_axis=list(range(2, len(shape) + 1)) if len(shape) > 1 else None)
         return per_block.sum(axis=0).compute()
 
+    # Every pass schedules a reduction over all blocks: searches ask for many halvings'
+    # counts at once.
+    counts_by_table = True
+
     def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
         k = view.output_dim(self.d)
         counts = self._reduce(view, "coordinate_counts", (k,), np.asarray(thresholds))
+        return np.rint(counts).astype(np.int64)
+
+    def coordinate_count_table(self, view: View, edges: np.ndarray) -> np.ndarray:
+        edges = np.asarray(edges, dtype=np.float64)
+        counts = self._reduce(view, "coordinate_count_table", edges.shape, edges)
         return np.rint(counts).astype(np.int64)
 
     def row_norms(self, view: View) -> np.ndarray:

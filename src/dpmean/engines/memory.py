@@ -60,20 +60,25 @@ class InMemoryEngine(Engine):
     def _each_block(self, width: int, fn: Callable[[slice], Any]) -> list:
         """fn over row blocks; each thread takes a contiguous run of blocks. Results come back
         in block order, so sums over them are reproducible whatever the threads' timing."""
+        runs = self._each_run(width, lambda run: [fn(rows) for rows in run])
+        return [result for run in runs for result in run]
+
+    def _each_run(self, width: int, fn: Callable[[list[slice]], Any]) -> list:
+        """fn over each thread's contiguous run of row blocks (a list of slices), in row order:
+        for answers a thread accumulates over its blocks (one per thread, not one per block)."""
         step = max(1, _BLOCK_BYTES // (8 * max(width, 1)))
         blocks = [slice(i, min(i + step, self.n)) for i in range(0, self.n, step)]
-        threads = parallel.THREADS  # read at call time, as parallel.over_row_ranges does
+        threads = min(parallel.THREADS, len(blocks))  # read at call time, as over_row_ranges
         runs = [blocks[len(blocks) * t // threads: len(blocks) * (t + 1) // threads]
                 for t in range(threads)]
         # One BLAS thread even when we run one: the blocks' small products (the transform's
         # 16 x 16 stages) gain nothing from BLAS threads, whose start-up and spinning made the
         # transform 20x slower; with our threads they would also fight over the same cores.
         with one_blas_thread():
-            if len(blocks) <= 1 or threads == 1:
-                return [fn(rows) for rows in blocks]
+            if threads <= 1:
+                return [fn(blocks)]
             with ThreadPoolExecutor(threads) as pool:
-                done = pool.map(lambda run: [fn(rows) for rows in run], runs)
-                return [result for run in done for result in run]
+                return list(pool.map(fn, runs))
 
     def _clamped(self, rows: slice | np.ndarray) -> np.ndarray:
         return self._box(self._x[rows], clamps=not self._box_holds_values)
@@ -124,6 +129,29 @@ class InMemoryEngine(Engine):
             return np.add.reduce(below, axis=0, dtype=np.int32)
 
         return np.asarray(np.sum(self._each_block(width, block_counts), axis=0, dtype=np.int64))
+
+    def coordinate_count_table(self, view: View, edges: np.ndarray) -> np.ndarray:
+        # One pass: each row's position among its column's edges (``add_bucket_counts``), the
+        # comparisons ``coordinate_counts`` makes, for every column of edges at once.
+        from .column_counts import add_bucket_counts
+
+        edges = np.asarray(edges, dtype=np.float64)
+        k, m = edges.shape
+        width, read = self._base_reader(view, once=True)
+        if view.linear is not None:
+            base_read = read
+            read = lambda rows: view.finish(base_read(rows))  # noqa: E731
+        else:
+            edges = self._base_limit(view, edges.T).T
+
+        def run_counts(run: list[slice]) -> np.ndarray:
+            counts = np.zeros((k, m + 1), dtype=np.int64)
+            for rows in run:
+                add_bucket_counts(read(rows), edges, counts)
+            return counts
+
+        counts = np.sum(self._each_run(max(width, k), run_counts), axis=0)
+        return np.cumsum(counts, axis=1)[:, :m]
 
     @staticmethod
     def _base_limit(view: View, limit: np.ndarray) -> np.ndarray:

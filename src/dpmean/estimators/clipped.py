@@ -89,9 +89,12 @@ def private_centre(
         return private_quantile_integer(count, engine.n / 2.0, lo, hi, rho_per_search=rho_each,
                                         rng=rng, ledger=ledger, stage="centre", secure=secure,
                                         max_steps=reliable)
+    # Where every count is a slow pass (files, clusters), one pass counts several halvings.
+    table = ((lambda edges: engine.coordinate_count_table(view, edges))
+             if engine.counts_by_table else None)
     return private_quantile_real(count, engine.n / 2.0, lo, hi, steps=reliable,
                                  rho_per_search=rho_each, rng=rng, ledger=ledger,
-                                 stage="centre", secure=secure)
+                                 stage="centre", secure=secure, count_table=table)
 
 
 def private_reach(

@@ -18,6 +18,11 @@ from .gaussian import gaussian_noise
 
 # count_le(thresholds) -> for each search j, the number of data values <= thresholds[j].
 CountFunction = Callable[[np.ndarray], np.ndarray]
+# count_table(edges) -> for each search j and each l, the number of its values <= edges[j, l]
+# (edges (k, m), each row ascending): one pass answering several halvings (``real_search``).
+CountTable = Callable[[np.ndarray], np.ndarray]
+# The most counts a table holds (k x m): its halvings per pass are as many as this allows.
+TABLE_COUNTS = 1 << 20
 
 
 def integer_search_steps(lo: np.ndarray, hi: np.ndarray) -> int:
@@ -80,6 +85,7 @@ def private_quantile_real(
     ledger: PrivacyLedger,
     stage: str,
     secure: bool = False,
+    count_table: CountTable | None = None,
 ) -> np.ndarray:
     """PrivQuant on real intervals [lo_j, hi_j] with a fixed number of halvings.
 
@@ -90,12 +96,13 @@ def private_quantile_real(
     Privacy: each of the k searches is ``rho_per_search``-zCDP (``steps`` Gaussian counts of
     sensitivity 1 under replace-one, each rho_per_search / steps); the k searches together
     cost k * rho_per_search, charged to ``stage`` before the first count. ``secure=True``
-    noises the counts with the exact discrete Gaussian (same cost).
+    noises the counts with the exact discrete Gaussian (same cost). ``count_table``: as for
+    ``real_search`` (the same release, fewer passes over the data).
     """
     _check_search(steps, rho_per_search)
     ledger.charge(stage, *search_cost_event(lo, rho_per_search, secure))
     return real_search(count_le, rank, lo, hi, steps=steps, rho_per_search=rho_per_search,
-                       rng=rng, secure=secure)
+                       rng=rng, secure=secure, count_table=count_table)
 
 
 def search_cost(lo: np.ndarray | float, rho_per_search: float) -> float:
@@ -114,24 +121,80 @@ def search_cost_event(lo: np.ndarray | float, rho_per_search: float,
 def real_search(
     count_le: CountFunction, rank: float | np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
     steps: int, rho_per_search: float, rng: np.random.Generator, secure: bool = False,
-    sensitivity: float = 1.0,
+    sensitivity: float = 1.0, count_table: CountTable | None = None,
 ) -> np.ndarray:
     """``private_quantile_real``'s searches without its charge, for a mechanism that charges
     all its columns once and then searches them block by block; the caller charges.
 
     ``sensitivity``: how much one person moves each count (``count_le`` returns the integer
     counts themselves; the noise is scaled to it, so each search still costs
-    ``rho_per_search``)."""
+    ``rho_per_search``). ``count_table``, if given, answers the counts instead of ``count_le``:
+    one table for as many halvings as ``TABLE_COUNTS`` allows, the same counts (exact), so the
+    same noise draws and the same answer."""
     _check_search(steps, rho_per_search)
     left = np.array(lo, dtype=np.float64, ndmin=1)
     right = np.array(hi, dtype=np.float64, ndmin=1)
+    lookup = None if count_table is None else _TableLookup(count_table, left.size, steps)
     for _ in range(steps):
         mid = (left + right) / 2.0
-        go_right = _noisy_counts(count_le, mid, steps, rho_per_search, rng, secure,
+        count = count_le if lookup is None else lookup.counter(left, right, mid)
+        go_right = _noisy_counts(count, mid, steps, rho_per_search, rng, secure,
                                  sensitivity) <= rank
+        if lookup is not None:
+            lookup.descend(go_right)
         left = np.where(go_right, mid, left)
         right = np.where(go_right, right, mid)
     return (left + right) / 2.0
+
+
+def dyadic_midpoints(left: np.ndarray, right: np.ndarray, levels: int) -> np.ndarray:
+    """Every midpoint the next ``levels`` halvings of [left_j, right_j] can ask about, in
+    ascending order: (k, 2**levels - 1), computed as ``real_search`` computes them
+    ((left + right) / 2 of the halves), so they are the same floats."""
+    k = left.size
+    out = np.empty((k, (1 << levels) - 1))
+    lefts, rights = left.reshape(k, 1), right.reshape(k, 1)
+    for level in range(levels):
+        mids = (lefts + rights) / 2.0
+        # The i-th midpoint of this level sits at (2 i + 1) 2^(levels - 1 - level) - 1.
+        gap = 1 << (levels - 1 - level)
+        out[:, gap - 1::2 * gap] = mids
+        lefts, rights = (np.stack([lefts, mids], axis=2).reshape(k, -1),
+                         np.stack([mids, rights], axis=2).reshape(k, -1))
+    return out
+
+
+class _TableLookup:
+    """The counts of ``real_search``'s next halvings from one table: at each table's start the
+    search's intervals give every midpoint it can reach in ``levels`` halvings
+    (``dyadic_midpoints``), counted in one pass; each halving then reads its midpoint's count
+    and descends (left or right child) in that table's in-order positions."""
+
+    def __init__(self, count_table: CountTable, k: int, steps: int) -> None:
+        self._count_table = count_table
+        self._k = k
+        self._steps_left = steps
+        self._most_levels = max(1, int(np.log2(TABLE_COUNTS // max(k, 1) + 1)))
+        self._gap = 0  # half the distance to the children's positions; 0: no table yet
+
+    def counter(self, left: np.ndarray, right: np.ndarray, mid: np.ndarray) -> CountFunction:
+        if self._gap == 0:
+            levels = min(self._steps_left, self._most_levels)
+            edges = dyadic_midpoints(left, right, levels)
+            self._table = self._count_table(edges)
+            self._position = np.full(self._k, (1 << (levels - 1)) - 1)
+            self._gap = 1 << (levels - 1)
+            self._edges = edges
+        rows = np.arange(self._k)
+        # The search's own midpoints are the table's: a mismatch would be a bug here.
+        assert np.array_equal(self._edges[rows, self._position], mid)
+        counts = self._table[rows, self._position]
+        return lambda _: counts
+
+    def descend(self, go_right: np.ndarray) -> None:
+        self._steps_left -= 1
+        self._gap //= 2
+        self._position = self._position + np.where(go_right, self._gap, -self._gap)
 
 
 def private_quantile_integer(
