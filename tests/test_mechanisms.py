@@ -223,15 +223,50 @@ def test_privquant_from_count_tables_is_the_same_release(table_counts, width, se
     assert widths == [width] * (20 // levels) + ([(1 << 20 % levels) - 1] if 20 % levels else [])
 
 
-def test_dyadic_midpoints_are_the_searchs_midpoints_in_order():
-    from dpmean.mechanisms.quantiles import dyadic_midpoints
+def test_reachable_midpoints_are_the_searchs_midpoints():
+    from dpmean.mechanisms.quantiles import _INTEGER, _REAL, reachable_midpoints
 
     left, right = np.array([0.0, -1.0]), np.array([8.0, 0.2])
-    mids = dyadic_midpoints(left, right, 3)
-    np.testing.assert_array_equal(mids[0], [1, 2, 3, 4, 5, 6, 7])
-    assert np.all(np.diff(mids, axis=1) > 0)
-    # The third of the second level: (((-1 + 0.2) / 2) + 0.2) / 2 as the search computes it.
-    assert mids[1, 5] == ((-1.0 + 0.2) / 2.0 + 0.2) / 2.0
+    mids = reachable_midpoints(_REAL, left, right, 3)
+    # Heap order: the root, its two halves, their four.
+    np.testing.assert_array_equal(mids[0], [4, 2, 6, 1, 3, 5, 7])
+    # The right half [-0.4, 0.2] and its left half [-0.4, -0.1], as the search computes them.
+    root = (-1.0 + 0.2) / 2.0
+    assert mids[1, 2] == (root + 0.2) / 2.0
+    assert mids[1, 5] == (root + (root + 0.2) / 2.0) / 2.0
+    # Algorithm 1 on [0, 5]: mid 2, then [0, 2] (mid 1) or [3, 5] (mid 4), and so on; [0, 0]
+    # is finished and asks about 0 again.
+    mids = reachable_midpoints(_INTEGER, np.array([0, 0]), np.array([5, 0]), 3)
+    np.testing.assert_array_equal(mids, [[2, 1, 4, 0, 2, 3, 5], [0] * 7])
+
+
+@pytest.mark.parametrize("table_counts", [7, 30])
+def test_integer_privquant_from_count_tables_is_the_same_release(table_counts, monkeypatch):
+    # Algorithm 1's integer search, whose searches finish at different halvings: the same.
+    from dpmean.mechanisms import quantiles
+
+    monkeypatch.setattr(quantiles, "TABLE_COUNTS", table_counts)
+    rng = np.random.default_rng(10)
+    data = np.column_stack([rng.integers(-300, 700, size=2000), rng.integers(0, 3, size=2000),
+                            np.full(2000, 4)])
+    lo, hi = np.array([-1000, 0, 0]), np.array([1000, 6, 4])
+    count = lambda t: np.count_nonzero(data <= t, axis=0)  # noqa: E731
+    columns = np.sort(data, axis=0)
+
+    def table(edges):
+        assert np.all(np.diff(edges, axis=1) >= 0)
+        return np.stack([np.searchsorted(columns[:, j], edges[j], side="right")
+                         for j in range(3)])
+
+    def search(**extra):
+        generator = np.random.default_rng(4)
+        found = private_quantile_integer(count, 1000, lo, hi, rho_per_search=50.0,
+                                         rng=generator, **stage(), **extra)
+        return found, generator.random()
+
+    plain, after_plain = search()
+    np.testing.assert_allclose(plain, np.median(data, axis=0), atol=3)
+    assert search(count_table=table) == (pytest.approx(plain, abs=0), after_plain)
 
 
 def test_privquant_rejects_bad_parameters():

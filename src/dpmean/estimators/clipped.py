@@ -85,13 +85,13 @@ def private_centre(
     most = integer_search_steps(lo, hi) if steps is None else steps
     reliable = reliable_median_steps(engine.n, lo.shape[0], rho, beta, most)
     count = lambda t: engine.coordinate_counts(view, t)  # noqa: E731
-    if steps is None:
-        return private_quantile_integer(count, engine.n / 2.0, lo, hi, rho_per_search=rho_each,
-                                        rng=rng, ledger=ledger, stage="centre", secure=secure,
-                                        max_steps=reliable)
     # Where every count is a slow pass (files, clusters), one pass counts several halvings.
     table = ((lambda edges: engine.coordinate_count_table(view, edges))
              if engine.counts_by_table else None)
+    if steps is None:
+        return private_quantile_integer(count, engine.n / 2.0, lo, hi, rho_per_search=rho_each,
+                                        rng=rng, ledger=ledger, stage="centre", secure=secure,
+                                        max_steps=reliable, count_table=table)
     return private_quantile_real(count, engine.n / 2.0, lo, hi, steps=reliable,
                                  rho_per_search=rho_each, rng=rng, ledger=ledger,
                                  stage="centre", secure=secure, count_table=table)

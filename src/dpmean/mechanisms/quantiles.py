@@ -134,67 +134,95 @@ def real_search(
     _check_search(steps, rho_per_search)
     left = np.array(lo, dtype=np.float64, ndmin=1)
     right = np.array(hi, dtype=np.float64, ndmin=1)
-    lookup = None if count_table is None else _TableLookup(count_table, left.size, steps)
+    lookup = None if count_table is None else _TableLookup(count_table, _REAL, steps)
     for _ in range(steps):
-        mid = (left + right) / 2.0
+        mid = _REAL.midpoint(left, right)
         count = count_le if lookup is None else lookup.counter(left, right, mid)
         go_right = _noisy_counts(count, mid, steps, rho_per_search, rng, secure,
                                  sensitivity) <= rank
         if lookup is not None:
             lookup.descend(go_right)
-        left = np.where(go_right, mid, left)
-        right = np.where(go_right, right, mid)
-    return (left + right) / 2.0
+        left, right = _REAL.halve(left, right, mid, go_right)
+    return _REAL.midpoint(left, right)
 
 
-def dyadic_midpoints(left: np.ndarray, right: np.ndarray, levels: int) -> np.ndarray:
-    """Every midpoint the next ``levels`` halvings of [left_j, right_j] can ask about, in
-    ascending order: (k, 2**levels - 1), computed as ``real_search`` computes them
-    ((left + right) / 2 of the halves), so they are the same floats."""
+class _Halving:
+    """How a binary search splits [left, right] (k intervals at once) and which half it keeps:
+    the one place each search's arithmetic is written, so a table of counts built ahead
+    (``_TableLookup``) holds exactly the thresholds the search will ask about."""
+
+    def __init__(self, integer: bool) -> None:
+        self.integer = integer
+
+    def midpoint(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        return (left + right) // 2 if self.integer else (left + right) / 2.0
+
+    def halve(self, left: np.ndarray, right: np.ndarray, mid: np.ndarray,
+              go_right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not self.integer:  # PrivQuant on reals: [mid, right] or [left, mid]
+            return np.where(go_right, mid, left), np.where(go_right, right, mid)
+        # Algorithm 1: [mid + 1, right] or [left, mid]; a finished search (left = right) stays.
+        active = left < right
+        return (np.where(active & go_right, mid + 1, left),
+                np.where(active & ~go_right, mid, right))
+
+
+_REAL, _INTEGER = _Halving(integer=False), _Halving(integer=True)
+
+
+def reachable_midpoints(halving: _Halving, left: np.ndarray, right: np.ndarray,
+                        levels: int) -> np.ndarray:
+    """Every midpoint the next ``levels`` halvings of [left_j, right_j] can ask about, in heap
+    order (node h's halves are 2 h + 1 and 2 h + 2): (k, 2**levels - 1), computed by the
+    search's own arithmetic, so they are the same numbers."""
     k = left.size
-    out = np.empty((k, (1 << levels) - 1))
+    out = np.empty((k, (1 << levels) - 1), dtype=left.dtype)
     lefts, rights = left.reshape(k, 1), right.reshape(k, 1)
     for level in range(levels):
-        mids = (lefts + rights) / 2.0
-        # The i-th midpoint of this level sits at (2 i + 1) 2^(levels - 1 - level) - 1.
-        gap = 1 << (levels - 1 - level)
-        out[:, gap - 1::2 * gap] = mids
-        lefts, rights = (np.stack([lefts, mids], axis=2).reshape(k, -1),
-                         np.stack([mids, rights], axis=2).reshape(k, -1))
+        mids = halving.midpoint(lefts, rights)
+        out[:, (1 << level) - 1:(2 << level) - 1] = mids
+        below = halving.halve(lefts, rights, mids, np.zeros_like(mids, dtype=bool))
+        above = halving.halve(lefts, rights, mids, np.ones_like(mids, dtype=bool))
+        lefts = np.stack([below[0], above[0]], axis=2).reshape(k, -1)
+        rights = np.stack([below[1], above[1]], axis=2).reshape(k, -1)
     return out
 
 
 class _TableLookup:
-    """The counts of ``real_search``'s next halvings from one table: at each table's start the
-    search's intervals give every midpoint it can reach in ``levels`` halvings
-    (``dyadic_midpoints``), counted in one pass; each halving then reads its midpoint's count
-    and descends (left or right child) in that table's in-order positions."""
+    """The counts of a binary search's next halvings from one table: at each table's start the
+    search's intervals give every midpoint it can reach in the next halvings
+    (``reachable_midpoints``, as many levels as ``TABLE_COUNTS`` allows), counted in one pass
+    (``count_table``, on each row's midpoints in ascending order); each halving then reads its
+    own midpoint's count and descends to the half it kept."""
 
-    def __init__(self, count_table: CountTable, k: int, steps: int) -> None:
+    def __init__(self, count_table: CountTable, halving: _Halving, steps: int) -> None:
         self._count_table = count_table
-        self._k = k
+        self._halving = halving
         self._steps_left = steps
-        self._most_levels = max(1, int(np.log2(TABLE_COUNTS // max(k, 1) + 1)))
-        self._gap = 0  # half the distance to the children's positions; 0: no table yet
+        self._levels_left = 0  # levels of the current table not yet read
 
     def counter(self, left: np.ndarray, right: np.ndarray, mid: np.ndarray) -> CountFunction:
-        if self._gap == 0:
-            levels = min(self._steps_left, self._most_levels)
-            edges = dyadic_midpoints(left, right, levels)
-            self._table = self._count_table(edges)
-            self._position = np.full(self._k, (1 << (levels - 1)) - 1)
-            self._gap = 1 << (levels - 1)
-            self._edges = edges
-        rows = np.arange(self._k)
+        k = left.size
+        if self._levels_left == 0:
+            most = max(1, int(np.log2(TABLE_COUNTS // k + 1)))
+            self._levels_left = min(self._steps_left, most)
+            mids = reachable_midpoints(self._halving, left, right, self._levels_left)
+            order = np.argsort(mids, axis=1, kind="stable")
+            ascending = np.take_along_axis(mids, order, axis=1).astype(np.float64)
+            table = np.empty(mids.shape, dtype=np.int64)
+            np.put_along_axis(table, order, self._count_table(ascending), axis=1)
+            self._mids, self._table = mids, table
+            self._node = np.zeros(k, dtype=np.int64)
+        rows = np.arange(k)
         # The search's own midpoints are the table's: a mismatch would be a bug here.
-        assert np.array_equal(self._edges[rows, self._position], mid)
-        counts = self._table[rows, self._position]
+        assert np.array_equal(self._mids[rows, self._node], mid)
+        counts = self._table[rows, self._node]
         return lambda _: counts
 
     def descend(self, go_right: np.ndarray) -> None:
         self._steps_left -= 1
-        self._gap //= 2
-        self._position = self._position + np.where(go_right, self._gap, -self._gap)
+        self._levels_left -= 1
+        self._node = 2 * self._node + 1 + go_right
 
 
 def private_quantile_integer(
@@ -209,6 +237,7 @@ def private_quantile_integer(
     stage: str,
     secure: bool = False,
     max_steps: int | None = None,
+    count_table: CountTable | None = None,
 ) -> np.ndarray:
     """PrivQuant exactly as IOME Algorithm 1 on integer domains [lo_j, hi_j].
 
@@ -220,7 +249,7 @@ def private_quantile_integer(
 
     Privacy: ``rho_per_search``-zCDP per search (T counts of sensitivity 1, rho/T each); the
     k searches cost k * rho_per_search, charged to ``stage`` before the first count.
-    ``secure=True`` as for ``private_quantile_real``.
+    ``secure=True`` and ``count_table`` as for ``private_quantile_real``.
     """
     lo = np.array(lo, dtype=np.int64, ndmin=1)
     hi = np.array(hi, dtype=np.int64, ndmin=1)
@@ -230,17 +259,18 @@ def private_quantile_integer(
     _check_search(steps, rho_per_search)
     ledger.charge(stage, *search_cost_event(lo, rho_per_search, secure))
     left, right = lo.copy(), hi.copy()
+    lookup = None if count_table is None else _TableLookup(count_table, _INTEGER, steps)
     for _ in range(steps):
-        active = left < right
-        if not active.any():
+        if not (left < right).any():
             break
-        mid = (left + right) // 2
-        go_right = _noisy_counts(count_le, mid.astype(np.float64), steps, rho_per_search, rng,
-                                 secure)
-        go_right = go_right <= rank
-        left = np.where(active & go_right, mid + 1, left)
-        right = np.where(active & ~go_right, mid, right)
-    return ((left + right) // 2).astype(np.float64)
+        mid = _INTEGER.midpoint(left, right)
+        count = count_le if lookup is None else lookup.counter(left, right, mid)
+        go_right = _noisy_counts(count, mid.astype(np.float64), steps, rho_per_search, rng,
+                                 secure) <= rank
+        if lookup is not None:
+            lookup.descend(go_right)
+        left, right = _INTEGER.halve(left, right, mid, go_right)
+    return _INTEGER.midpoint(left, right).astype(np.float64)
 
 
 def _check_search(steps: int, rho_per_search: float) -> None:
