@@ -51,28 +51,6 @@ class _Queries:
             "column", "start", "stop", "offset", "factor", "first", "last", "below", "inside")))
 
 
-def _buckets(values: np.ndarray, offset: np.ndarray, factor: np.ndarray) -> np.ndarray:
-    """The grid bucket of each value: floor((v - offset) * factor) clipped to the grid, a
-    non-decreasing function of v (rounded subtraction and multiplication by a positive factor
-    are monotone), so buckets are ordered as the values are."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        scaled = np.floor((values - offset) * factor)
-    return np.clip(scaled, 0, BUCKETS - 1).astype(np.int64)
-
-
-def _sides(values: np.ndarray, q: _Queries) -> np.ndarray:
-    """-1, 0 or +1 for each value (rows, Q) below, inside or above its query's kept range: the
-    first level where its bucket leaves [first, last] decides."""
-    side = np.zeros(values.shape, dtype=np.int8)
-    for level in range(q.depth):
-        offset, factor = q.offset[:, level], q.factor[:, level]
-        bucket = _buckets(values, offset, factor)
-        undecided = side == 0
-        side[undecided & (bucket < q.first[:, level])] = -1
-        side[undecided & (bucket > q.last[:, level])] = 1
-    return side
-
-
 @dataclass(frozen=True)
 class _Pass:
     """What one pass computes on every block: a histogram at the next level for the queries
@@ -89,27 +67,31 @@ class _Pass:
     divisor: float
 
     def on_block(self, block: np.ndarray) -> tuple[Any, ...]:
+        # Imported here, on the worker: numba's import costs a second the client need not pay.
+        from . import order_kernels as kernels
+
         q, refine = self.queries, self.refine
         if not self.collect:  # a histogram pass reads only the queries it refines
             q, refine = q.subset(refine), np.arange(refine.size)
-        values = np.asarray(block, dtype=np.float64)
-        if not np.array_equal(q.column, np.arange(values.shape[1])):
-            values = values[:, q.column]
-        side = _sides(values, q)
+        # One column's values contiguous: every loop below reads a column at a time.
+        values = kernels.block_columns(block)
+        side = kernels.query_sides(values, q.column, q.offset, q.factor, q.first, q.last,
+                                   BUCKETS)
         counts = None
         if refine.size:
-            bucket = _buckets(values[:, refine], self.next_offset, self.next_factor)
-            bucket += BUCKETS * np.arange(refine.size)
-            counts = np.bincount(bucket[side[:, refine] == 0], minlength=BUCKETS * refine.size)
+            counts = kernels.inside_histograms(values, q.column, side, refine,
+                                               self.next_offset, self.next_factor,
+                                               BUCKETS).ravel()
         found: list[tuple[np.ndarray, np.ndarray]] = []
         if self.collect:
-            found = [np.unique(values[side[:, j] == 0, j], return_counts=True)
-                     for j in range(values.shape[1])]
+            flat, ends = kernels.inside_values(values, q.column, side)
+            starts = np.concatenate([[0], ends[:-1]])
+            found = [np.unique(flat[a:b], return_counts=True)
+                     for a, b in zip(starts, ends, strict=True)]
         sums = None
         if self.between is not None:
-            low, high = self.between[:, 0], self.between[:, 1]
-            keep = (side[:, low] == 1) & (side[:, high] == -1)
-            sums = np.where(keep, values[:, low] / self.divisor, 0.0).sum(axis=0)
+            sums = kernels.between_sums(values, q.column, side, self.between[:, 0],
+                                        self.between[:, 1], self.divisor)
         return counts, found, sums
 
 
