@@ -111,8 +111,10 @@ def _merge(x: tuple[np.ndarray, np.ndarray],
     values = np.concatenate([x[0], y[0]])
     order = np.argsort(values, kind="stable")
     values, counts = values[order], np.concatenate([x[1], y[1]])[order]
+    if not values.size:
+        return values, counts
     first = np.flatnonzero(np.concatenate([[True], values[1:] != values[:-1]]))
-    return values[first], np.add.reduceat(counts, first) if first.size else counts
+    return values[first], np.add.reduceat(counts, first)
 
 
 def _run_pass(blocks: Sequence[Any], step: _Pass) -> tuple[Any, ...]:
