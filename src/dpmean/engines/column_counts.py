@@ -69,14 +69,16 @@ class ColumnCounter:
     """Counts #{i: values[j, i] <= t_j} for each row j of ``values`` (k, n), which it owns
     and reorders within each row (one coordinate's n values per row, so each is contiguous).
 
-    ``low`` and ``high`` (k,) must bound each row's values (its minimum and maximum, say):
-    questions outside them are answered without reading the row. Memory: the values plus
-    O(k) pivots. Each call reorders rows; calls must not overlap.
+    ``low`` and ``high`` (k,), if given, must bound each row's values (its minimum and maximum,
+    say): questions outside them are answered without reading the row. Memory: the values
+    plus O(k) pivots. Each call reorders rows; calls must not overlap.
     """
 
-    def __init__(self, values: np.ndarray, low: np.ndarray, high: np.ndarray,
-                 threads: int = 1) -> None:
+    def __init__(self, values: np.ndarray, low: np.ndarray | None = None,
+                 high: np.ndarray | None = None, threads: int = 1) -> None:
         k, n = values.shape
+        low = np.full(k, -np.inf) if low is None else low
+        high = np.full(k, np.inf) if high is None else high
         self.values = values
         self.threads = threads
         self._pivot_values = np.empty((k, _PIVOTS))

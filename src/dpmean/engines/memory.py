@@ -179,18 +179,18 @@ class InMemoryEngine(Engine):
             # no float64 copy and no transpose (3x faster on MNIST), the same values.
             rotation = view.rotation if values.dtype == np.float32 else None
 
-            def fill(rows: slice) -> tuple[np.ndarray, np.ndarray]:
+            def fill(rows: slice) -> None:
                 if rotation is not None:
-                    block = rotation.apply_columns(self._integer_rows(rows), np.float32)
-                    values[:, rows] = block
-                    return block.min(axis=1), block.max(axis=1)
-                block = view.apply_base(self._clamped(rows))
-                values[:, rows] = block.T
-                return block.min(axis=0), block.max(axis=0)
+                    values[:, rows] = rotation.apply_columns(self._integer_rows(rows),
+                                                             np.float32)
+                else:
+                    values[:, rows] = view.apply_base(self._clamped(rows)).T
 
-            lows, highs = zip(*self._each_block(k, fill), strict=True)
-            self._counter = ColumnCounter(values, np.min(lows, axis=0), np.max(highs, axis=0),
-                                          threads=parallel.THREADS)
+            self._each_block(k, fill)
+            # No column minima and maxima: they cost two reductions of every block (4-5% of
+            # IOME on MNIST) to spare each column at most one partition, which the counter
+            # remembers as a pivot anyway.
+            self._counter = ColumnCounter(values, threads=parallel.THREADS)
             self._counter_key = key
         return self._counter
 
