@@ -132,18 +132,32 @@ def real_search(
     one table for as many halvings as ``TABLE_COUNTS`` allows, the same counts (exact), so the
     same noise draws and the same answer."""
     _check_search(steps, rho_per_search)
-    left = np.array(lo, dtype=np.float64, ndmin=1)
-    right = np.array(hi, dtype=np.float64, ndmin=1)
-    lookup = None if count_table is None else _TableLookup(count_table, _REAL, steps)
+    return _bisect(_REAL, count_le, rank, np.array(lo, dtype=np.float64, ndmin=1),
+                   np.array(hi, dtype=np.float64, ndmin=1), steps=steps,
+                   rho_per_search=rho_per_search, rng=rng, secure=secure,
+                   sensitivity=sensitivity, count_table=count_table)
+
+
+def _bisect(
+    halving: _Halving, count_le: CountFunction, rank: float | np.ndarray, left: np.ndarray,
+    right: np.ndarray, *, steps: int, rho_per_search: float, rng: np.random.Generator,
+    secure: bool, sensitivity: float = 1.0, count_table: CountTable | None = None,
+) -> np.ndarray:
+    """The halvings both searches share: each step counts the values <= its midpoints (from
+    ``count_le``, or from ``count_table``'s tables), noises the counts for ``steps`` counts of
+    ``rho_per_search``, and keeps the half ``halving`` says. Returns the last midpoints."""
+    lookup = None if count_table is None else _TableLookup(count_table, halving, steps)
     for _ in range(steps):
-        mid = _REAL.midpoint(left, right)
+        if halving.finished(left, right):
+            break
+        mid = halving.midpoint(left, right)
         count = count_le if lookup is None else lookup.counter(left, right, mid)
-        go_right = _noisy_counts(count, mid, steps, rho_per_search, rng, secure,
-                                 sensitivity) <= rank
+        go_right = _noisy_counts(count, np.asarray(mid, dtype=np.float64), steps,
+                                 rho_per_search, rng, secure, sensitivity) <= rank
         if lookup is not None:
             lookup.descend(go_right)
-        left, right = _REAL.halve(left, right, mid, go_right)
-    return _REAL.midpoint(left, right)
+        left, right = halving.halve(left, right, mid, go_right)
+    return halving.midpoint(left, right)
 
 
 class _Halving:
@@ -153,6 +167,11 @@ class _Halving:
 
     def __init__(self, integer: bool) -> None:
         self.integer = integer
+
+    def finished(self, left: np.ndarray, right: np.ndarray) -> bool:
+        """Whether no search has anything left to halve: Algorithm 1 stops there; the real
+        search always makes its fixed number of halvings (and draws)."""
+        return self.integer and not (left < right).any()
 
     def midpoint(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
         return (left + right) // 2 if self.integer else (left + right) / 2.0
@@ -258,19 +277,9 @@ def private_quantile_integer(
         steps = min(steps, max_steps)
     _check_search(steps, rho_per_search)
     ledger.charge(stage, *search_cost_event(lo, rho_per_search, secure))
-    left, right = lo.copy(), hi.copy()
-    lookup = None if count_table is None else _TableLookup(count_table, _INTEGER, steps)
-    for _ in range(steps):
-        if not (left < right).any():
-            break
-        mid = _INTEGER.midpoint(left, right)
-        count = count_le if lookup is None else lookup.counter(left, right, mid)
-        go_right = _noisy_counts(count, mid.astype(np.float64), steps, rho_per_search, rng,
-                                 secure) <= rank
-        if lookup is not None:
-            lookup.descend(go_right)
-        left, right = _INTEGER.halve(left, right, mid, go_right)
-    return _INTEGER.midpoint(left, right).astype(np.float64)
+    return _bisect(_INTEGER, count_le, rank, lo.copy(), hi.copy(), steps=steps,
+                   rho_per_search=rho_per_search, rng=rng, secure=secure,
+                   count_table=count_table).astype(np.float64)
 
 
 def _check_search(steps: int, rho_per_search: float) -> None:
