@@ -114,13 +114,7 @@ class InMemoryEngine(Engine):
         limit = np.asarray(thresholds, dtype=np.float64)
         if view.rotation is not None and view.linear is None:
             return self._column_counter(view).counts(self._base_limit(view, limit))
-        width, read = self._base_reader(view)
-        if view.linear is not None:
-            # A dense map mixes coordinates: no per-coordinate shortcut, compare finished rows.
-            base_read = read
-            read = lambda rows: view.finish(base_read(rows))  # noqa: E731
-        else:
-            limit = self._base_limit(view, limit)
+        width, read, limit = self._compared(view, limit)
 
         def block_counts(rows: slice) -> np.ndarray:
             # Summing the comparison's bytes row by row vectorises; count_nonzero along axis 0
@@ -135,14 +129,10 @@ class InMemoryEngine(Engine):
         # comparisons ``coordinate_counts`` makes, for every column of edges at once.
         from .column_counts import add_bucket_counts
 
-        edges = np.asarray(edges, dtype=np.float64)
-        k, m = edges.shape
-        width, read = self._base_reader(view, once=True)
-        if view.linear is not None:
-            base_read = read
-            read = lambda rows: view.finish(base_read(rows))  # noqa: E731
-        else:
-            edges = self._base_limit(view, edges.T).T
+        k, m = np.shape(edges)
+        width, read, limits = self._compared(view, np.asarray(edges, dtype=np.float64).T,
+                                             once=True)
+        edges = limits.T
 
         def run_counts(run: list[slice]) -> np.ndarray:
             counts = np.zeros((k, m + 1), dtype=np.int64)
@@ -152,6 +142,18 @@ class InMemoryEngine(Engine):
 
         counts = np.sum(self._each_run(max(width, k), run_counts), axis=0)
         return np.cumsum(counts, axis=1)[:, :m]
+
+    def _compared(
+        self, view: View, limit: np.ndarray, *, once: bool = False,
+    ) -> tuple[int, Callable[[slice | np.ndarray], np.ndarray], np.ndarray]:
+        """(width, read, limit) for counting v(x) <= ``limit`` (its last axis the view's
+        coordinates): a reader of the rows to compare, the view's base (``_base_reader``,
+        ``once`` as there), and the thresholds on it; or, where a dense map mixes coordinates
+        (no per-coordinate shortcut), the finished rows and ``limit`` itself."""
+        width, read = self._base_reader(view, once=once)
+        if view.linear is not None:
+            return width, lambda rows: view.finish(read(rows)), limit
+        return width, read, self._base_limit(view, limit)
 
     @staticmethod
     def _base_limit(view: View, limit: np.ndarray) -> np.ndarray:
