@@ -69,26 +69,21 @@ class ColumnCounter:
     """Counts #{i: values[j, i] <= t_j} for each row j of ``values`` (k, n), which it owns
     and reorders within each row (one coordinate's n values per row, so each is contiguous).
 
-    ``low`` and ``high`` (k,), if given, must bound each row's values (its minimum and maximum,
-    say): questions outside them are answered without reading the row. Memory: the values
-    plus O(k) pivots. Each call reorders rows; calls must not overlap.
+    Memory: the values plus O(k) pivots. Each call reorders rows; calls must not overlap.
     """
 
-    def __init__(self, values: np.ndarray, low: np.ndarray | None = None,
-                 high: np.ndarray | None = None, threads: int = 1) -> None:
+    def __init__(self, values: np.ndarray, threads: int = 1) -> None:
         k, n = values.shape
-        low = np.full(k, -np.inf) if low is None else low
-        high = np.full(k, np.inf) if high is None else high
         self.values = values
         self.threads = threads
         self._pivot_values = np.empty((k, _PIVOTS))
         self._pivot_positions = np.empty((k, _PIVOTS), dtype=np.int64)
-        # Sentinels -inf (position 0) and +inf (position n), and the known bounds: nothing is
-        # below low (so "<= the float just below low" counts 0) and everything is <= high.
-        self._pivot_values[:, :4] = np.column_stack(
-            [np.full(k, -np.inf), np.nextafter(low, -np.inf), high, np.full(k, np.inf)])
-        self._pivot_positions[:, :4] = [0, 0, n, n]
-        self._pivot_counts = np.full(k, 4, dtype=np.int64)
+        # The sentinels -inf (position 0) and +inf (position n). No column minima and maxima:
+        # they cost two reductions of every block (4-5% of IOME on MNIST) to spare a column
+        # one partition, after which the threshold is a remembered pivot anyway.
+        self._pivot_values[:, :2] = [-np.inf, np.inf]
+        self._pivot_positions[:, :2] = [0, n]
+        self._pivot_counts = np.full(k, 2, dtype=np.int64)
 
     def counts(self, thresholds: np.ndarray) -> np.ndarray:
         """#{i: values[j, i] <= thresholds[j]} for every j: (k,) int64."""

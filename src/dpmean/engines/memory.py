@@ -189,9 +189,6 @@ class InMemoryEngine(Engine):
                     values[:, rows] = view.apply_base(self._clamped(rows)).T
 
             self._each_block(k, fill)
-            # No column minima and maxima: they cost two reductions of every block (4-5% of
-            # IOME on MNIST) to spare each column at most one partition, which the counter
-            # remembers as a pivot anyway.
             self._counter = ColumnCounter(values, threads=parallel.THREADS)
             self._counter_key = key
         return self._counter
