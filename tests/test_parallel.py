@@ -71,3 +71,35 @@ def test_releases_do_not_depend_on_the_number_of_threads(method, monkeypatch):
         releases.append(dpmean.mean(x, rho=1.0, method=method, bounds=(-10, 20),
                                     random_state=5).mean)
     np.testing.assert_array_equal(releases[0], releases[1])
+
+
+@pytest.mark.parametrize("case", ["normal", "half-normal", "wide", "ties", "signed zeros",
+                                  "extremes", "constant", "one row", "strided", "huge bucket"])
+def test_float_columns_sort_as_numpy_sorts(case):
+    # The compiled radix sort (radix_sort.py) for float64: every scale and skew its buckets
+    # meet, the ends of the type, columns of one row and a non-contiguous input; a bucket
+    # larger than the insertion sort's limit (all values but one in one bucket).
+    rng = np.random.default_rng(3)
+    x = {
+        "normal": lambda: rng.normal(size=(5000, 33)),
+        "half-normal": lambda: np.abs(rng.normal(size=(4001, 17))),
+        "wide": lambda: rng.lognormal(0.0, 40.0, size=(3000, 5)) * rng.choice([-1, 1], (3000, 5)),
+        "ties": lambda: rng.integers(-3, 4, size=(6000, 7)).astype(float),
+        "signed zeros": lambda: np.where(rng.random((500, 4)) < 0.5, 0.0, -0.0),
+        "extremes": lambda: rng.choice([np.inf, -np.inf, 1e308, -1e308, 5e-324, -5e-324, 0.0,
+                                        1.0], size=(400, 6)),
+        "constant": lambda: np.full((300, 3), 2.5),
+        "one row": lambda: rng.normal(size=(1, 5)),
+        "strided": lambda: rng.normal(size=(2000, 60))[::2, ::3],
+        "huge bucket": lambda: np.r_[1.0 + rng.random((3000, 4)) * 1e-12, np.full((1, 4), 1e300)],
+    }[case]()
+    before = x.copy()
+    rows = sort_columns(x)
+    assert rows.dtype == np.float64 and rows.flags.c_contiguous and rows.shape == x.T.shape
+    np.testing.assert_array_equal(rows, np.sort(x, axis=0).T)  # -0.0 == 0.0
+    np.testing.assert_array_equal(x, before)
+    # Negative values before positive ones, -0.0 (if any) before +0.0.
+    zeros = rows == 0.0
+    signs = np.signbit(rows) & zeros
+    assert all(not np.any(np.diff(s[z].astype(int)) > 0) for s, z in zip(signs, zeros,
+                                                                          strict=True))
