@@ -49,6 +49,7 @@ class InMemoryEngine(Engine):
         self._counter_key: tuple | None = None
         self._counter: ColumnCounter | None = None
         self._norms: tuple[View, np.ndarray] | None = None
+        self._magnitudes: tuple[list[np.ndarray], np.ndarray] | None = None
         # Integer data whose type's whole range lies in the box (MNIST's uint8 pixels in
         # [0, 255]): clamping changes nothing, so rows are only converted (and rescaled where
         # the engine normalises the box, as PLAN's does). Public: the dtype and the box.
@@ -99,8 +100,8 @@ class InMemoryEngine(Engine):
     def _cached_base(self, view: View) -> np.ndarray:
         """The view's base over all rows, computed once per base (the last one asked is kept)."""
         key = (view.preclip, view.quantizer, view.rotation)
-        base = self._base
-        if base is None or key != self._base_key:
+        if self._base is None or key != self._base_key:
+            self._base = self._magnitudes = None  # let the old copies go first
             base = np.empty((self.n, view.output_dim(self.d)))
 
             def fill(rows: slice) -> None:
@@ -108,7 +109,7 @@ class InMemoryEngine(Engine):
 
             self._each_block(base.shape[1], fill)
             self._base, self._base_key = base, key
-        return base
+        return self._base
 
     def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:
         limit = np.asarray(thresholds, dtype=np.float64)
@@ -174,7 +175,8 @@ class InMemoryEngine(Engine):
             # rotated views should pay (not `import dpmean`, nor the CLI's start-up).
             from .column_counts import ColumnCounter
 
-            self._counter = None  # let the old copy go before the new one is made
+            # Let the old copies go before the new one is made.
+            self._counter = self._magnitudes = None
             k = view.output_dim(self.d)
             values = np.empty((k, self.n), dtype=self._rotated_type(view))
             # Exact in float32 (``_rotated_type``): rotate straight into the column layout,
@@ -334,47 +336,77 @@ class InMemoryEngine(Engine):
             yield view.finish(read(slice(start, min(start + step, self.n))))
 
     def pair_distances(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # Whole rows gathered by pair (contiguous reads; a column block's random row gathers
-        # fetch a cache line per row for a few values), then summed column block by column
-        # block as every engine does.
-        pairs = pairs_of(order)
-        l1, squared = np.zeros(len(pairs)), np.zeros(len(pairs))
+        # The pairs' magnitudes (``_pair_magnitudes``, kept for the sorted magnitudes PLAN asks
+        # next about the same pairs), summed column block by column block as every engine does:
+        # |a - b| has the l1 norm and the squares of a - b, bit for bit.
+        magnitudes = self._pair_magnitudes([order])
+        l1, squared = np.zeros(len(magnitudes)), np.zeros(len(magnitudes))
         blocks = column_slices(self.d, self.column_width())
 
         def add(part: slice) -> None:
-            diff = self._clamped(pairs[part, 0]) - self._clamped(pairs[part, 1])
             for cols in blocks:
-                add_distances(diff[:, cols], l1[part], squared[part])
+                add_distances(magnitudes[part, cols].astype(np.float64, copy=False), l1[part],
+                              squared[part])
 
-        self._each_pair_block(len(pairs), add)
+        self._each_pair_block(len(magnitudes), add)
         return l1, squared
 
     def sorted_pair_magnitude_blocks(
         self, orders: Sequence[np.ndarray], width: int,
     ) -> Iterator[tuple[slice, np.ndarray]]:
+        magnitudes = self._pair_magnitudes(orders)
+        self._magnitudes = None  # asked once: held here only while the blocks are read
+        for cols in column_slices(self.d, width):
+            # Small integers are sorted by radix in their own type (O(m) whatever the ties),
+            # floats by ``sort_columns``'s compiled sort; only sorted blocks become float64.
+            yield cols, sort_columns(magnitudes[:, cols]).astype(np.float64, copy=False).T
+
+    def _pair_magnitudes(self, orders: Sequence[np.ndarray]) -> np.ndarray:
+        """|a - b| of the clamped rows of every pair (a, b) of every order, stacked:
+        (sum of n // 2, d), the blocks of pairs shared among the cores. Whole rows are gathered
+        by pair (contiguous reads; random row gathers of a column block fetch a cache line for
+        a few values), clamped and subtracted in cache: the values of the column blocks'
+        differences, as clamping and rescaling act value by value.
+
+        Small integers (MNIST's pixels, ``_integer_box``) stay in the unsigned type of their
+        size: |a - b| of the clamped rows is exact there (max - min wraps into it), an eighth
+        of float64's memory. The last answer is kept, by the orders' identity (as the Dask
+        engine keeps its pair differences)."""
+        kept = self._magnitudes
+        if kept is not None and len(kept[0]) == len(orders) and all(
+                a is b for a, b in zip(kept[0], orders, strict=True)):
+            return kept[1]
+        self._magnitudes = None
         box = self._integer_box()
         if box is None:
-            yield from super().sorted_pair_magnitude_blocks(orders, width)
-            return
-        # Small integers (MNIST's pixels): |a - b| of the clamped rows is exact in the
-        # unsigned type of the same size (max - min wraps into it), one pass over whole rows
-        # for all coordinates; each column is then sorted by radix (O(m) whatever the ties)
-        # and only the sorted block becomes float64. The same values as the float path's.
+            dtype = np.dtype(np.float64)
+            clamps = not self._box_holds_values
+
+            def magnitude(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+                diff = self._box(self._x[a], clamps=clamps)
+                diff -= self._box(self._x[b], clamps=clamps)
+                return np.abs(diff, out=diff)
+        else:
+            dtype = np.dtype(f"u{self._x.dtype.itemsize}")
+
+            def magnitude(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+                a, b = (self._integer_clamped(rows, box) for rows in (a, b))
+                high = np.maximum(a, b)
+                high -= np.minimum(a, b)
+                return high.view(dtype)
+
         pairs = [pairs_of(order) for order in orders]
-        unsigned = np.dtype(f"u{self._x.dtype.itemsize}")
-        magnitudes = np.empty((sum(len(p) for p in pairs), self.d), dtype=unsigned)
+        out = np.empty((sum(len(p) for p in pairs), self.d), dtype=dtype)
         start = 0
         for pair in pairs:
             def fill(part: slice, pair: np.ndarray = pair, start: int = start) -> None:
-                a, b = (self._integer_clamped(pair[part, side], box) for side in (0, 1))
-                high = np.maximum(a, b)
-                high -= np.minimum(a, b)
-                magnitudes[start + part.start:start + part.stop] = high.view(unsigned)
+                out[start + part.start:start + part.stop] = magnitude(pair[part, 0],
+                                                                      pair[part, 1])
 
             self._each_pair_block(len(pair), fill)
             start += len(pair)
-        for cols in column_slices(self.d, width):
-            yield cols, sort_columns(magnitudes[:, cols]).astype(np.float64).T
+        self._magnitudes = (list(orders), out)
+        return out
 
     def _integer_box(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The box as integers of the data's type when clamping integer data of at most 16
