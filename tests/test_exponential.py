@@ -233,3 +233,35 @@ def test_a_window_of_tied_values_draws_outside_it_with_the_exact_probabilities(m
     assert chi_square_pvalue(counts, probs) > 1e-4
     _, wrong = gap_probabilities(shuffled, 0.5, lo, hi, 2.0)
     assert chi_square_pvalue(counts, wrong) < 1e-12
+
+
+@pytest.mark.parametrize("first,last", [(0, 40), (0, 12), (7, 40), (7, 30), (3, 3)])
+def test_compiled_window_weights_are_numpys_bits(first, last):
+    # The sampler's running weights (exponential_kernels.window_weights) against the numpy
+    # steps they replaced, bit for bit: windows reaching either end (lo, hi as edges) or
+    # neither, values outside [lo, hi] (clamped), a row of ties (span 0 -> 1).
+    from dpmean.mechanisms.exponential_kernels import first_above, window_weights
+
+    n, rng = 40, np.random.default_rng(4)
+    rows = np.sort(rng.normal(0.0, 2.0, size=(5, n)), axis=1)
+    rows[3] = 0.5
+    lo, hi = np.full(5, -3.0), np.r_[3.0, 3.0, 3.0, 3.0, 0.5]
+    start, stop = max(first - 1, 0), min(last, n - 1) + 1
+    inside = np.ascontiguousarray(rows[:, start:stop])
+    factors = np.exp(-0.3 * np.abs(np.arange(first, last + 1) - 20.0))
+    edges = np.concatenate(([lo[:, None]] if first == 0 else [])
+                           + [np.clip(inside, lo[:, None], hi[:, None])]
+                           + ([hi[:, None]] if last == n else []), axis=1)
+    span = edges[:, -1] - edges[:, 0]
+    span[span == 0.0] = 1.0
+    expected = np.cumsum(np.diff(edges, axis=1) * factors / span[:, None], axis=1)
+    out, edge_first, edge_last = np.empty((5, last - first + 1)), np.empty(5), np.empty(5)
+    window_weights(inside, lo, hi, factors, first == 0, last == n, out, edge_first,
+                   edge_last, 0, 5)
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(edge_first, edges[:, 0])
+    np.testing.assert_array_equal(edge_last, edges[:, -1])
+    u = rng.uniform(size=5)
+    every = np.arange(5)
+    np.testing.assert_array_equal(first_above(out, every, u),
+                                  np.count_nonzero(out <= (u * out[:, -1])[:, None], axis=1))

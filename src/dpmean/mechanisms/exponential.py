@@ -276,21 +276,23 @@ def _draw(
     cumulative = np.empty((b, last - first + 1))
     log_parts = np.full((b, 3), -np.inf)  # log S_W, log U_L, log U_R
 
+    # Imported here: numba's import costs the CLI's start-up a second.
+    from .exponential_kernels import first_above, window_weights
+
+    edge_first, edge_last = np.empty(b), np.empty(b)
+
     def weigh(part: slice) -> None:
-        edges = _window_edges(rows.values[part], n, lo[part], hi[part], first, last)
-        span = edges[:, -1] - edges[:, 0]
-        span[span == 0.0] = 1.0  # a window of tied values: all its weights are 0 anyway
-        weights = cumulative[part]
-        np.multiply(np.diff(edges, axis=1), factors, out=weights)
-        weights /= span[:, None]
-        np.cumsum(weights, axis=1, out=weights)
+        window_weights(rows.values, lo, hi, factors, first == 0, last == n, cumulative,
+                       edge_first, edge_last, part.start, part.stop)
+        span = edge_last[part] - edge_first[part]
+        span[span == 0.0] = 1.0  # as window_weights: all the weights are 0 anyway
         with np.errstate(divide="ignore"):
-            log_parts[part, _WINDOW] = np.log(weights[:, -1]) + np.log(span)
+            log_parts[part, _WINDOW] = np.log(cumulative[part, -1]) + np.log(span)
             if first > 0:
-                log_parts[part, _LEFT] = (np.log(edges[:, 0] - lo[part])
+                log_parts[part, _LEFT] = (np.log(edge_first[part] - lo[part])
                                           - decay * (target - first + 1))
             if last < n:
-                log_parts[part, _RIGHT] = (np.log(hi[part] - edges[:, -1])
+                log_parts[part, _RIGHT] = (np.log(hi[part] - edge_last[part])
                                            - decay * (last + 1 - target))
 
     over_row_ranges(b, weigh, values=cumulative.size)
@@ -303,8 +305,7 @@ def _draw(
         retry = [pending[chosen == 3]]  # u x total rounded up to the total: draw again
         in_window = chosen == _WINDOW
         rows_in = pending[in_window]
-        gaps = _first_above(cumulative if rows_in.size == b else cumulative[rows_in],
-                            uniform[in_window, 1])
+        gaps = first_above(cumulative, rows_in, uniform[in_window, 1])
         placed = gaps < cumulative.shape[1]
         retry.append(rows_in[~placed])
         rows_in, gaps = rows_in[placed], gaps[placed]
@@ -344,27 +345,15 @@ def _first_above(cumulative: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.count_nonzero(cumulative <= (u * cumulative[:, -1])[:, None], axis=1)
 
 
-def _window_edges(
-    inside: np.ndarray, n: int, lo: np.ndarray, hi: np.ndarray, first: int, last: int,
-) -> np.ndarray:
-    """The edges of gaps first..last of each sorted row of n values, from ``inside``, its
-    positions max(first - 1, 0)..min(last, n - 1), clamped to [lo, hi] (clamping is
-    monotone: the clamped order statistics are the order statistics of the clamped values),
-    lo and hi where the window reaches an end: (b, last - first + 2)."""
-    inner = np.clip(inside, lo[:, None], hi[:, None])
-    parts = [lo[:, None]] if first == 0 else []
-    parts.append(inner)
-    if last == n:
-        parts.append(hi[:, None])
-    return np.concatenate(parts, axis=1)
-
-
 def _window_edges_at(
     rows: _SortedWindow, lo: np.ndarray, hi: np.ndarray, first: int, which: np.ndarray,
     gaps: np.ndarray,
 ) -> np.ndarray:
     """The left and right edges of window gap ``gaps[i]`` (0 for gap ``first``) of row
-    ``which[i]``, as ``_window_edges`` gives them: (2, len(which))."""
+    ``which[i]``, as ``exponential_kernels.window_weights`` reads them: lo and hi where the
+    window reaches an end, else the sorted values clamped to [lo, hi] (clamping is monotone:
+    the clamped order statistics are the order statistics of the clamped values):
+    (2, len(which))."""
     rank = first + gaps  # gap rank lies between x_(rank) and x_(rank + 1): positions rank - 1, rank
     n, inside, start = rows.n, rows.values, rows.start
     left = np.where(rank == 0, lo[which],
