@@ -338,6 +338,18 @@ def test_bad_data_is_rejected_clearly(x, message):
         dpmean.mean(x, rho=1.0, bounds=(0, 1), random_state=0)
 
 
+def test_finite_data_whose_column_sums_overflow_is_accepted():
+    # check_data clears the data by its column sums; a sum that overflows (finite values near
+    # the type's largest) sends it to the exact check, which finds nothing to refuse.
+    from dpmean.validation import check_data
+
+    x = np.array([[1e308, -1e308], [1e308, 1.0], [1e308, 2.0]])
+    assert check_data(x) is not None
+    x32 = np.array([[3e38, 1.0], [3e38, np.nan]], dtype=np.float32)
+    with pytest.raises(InvalidDataError, match="the first in column 1"):
+        check_data(x32)
+
+
 @pytest.mark.parametrize("kwargs,message", [
     ({"rho": 1.0, "bounds": (1, 1)}, "lo < hi"),
     ({"rho": 1.0, "bounds": (0, [1, np.nan])}, "finite"),

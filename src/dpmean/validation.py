@@ -62,9 +62,16 @@ def check_data(x) -> np.ndarray:
     if arr.shape[1] == 0:
         raise InvalidDataError("data has no columns")
     if np.issubdtype(arr.dtype, np.floating):
-        bad_columns = ~np.isfinite(arr).all(axis=0)
-        if bad_columns.any():
-            raise non_finite_error(int(np.argmax(bad_columns)))
+        # A NaN or an infinity makes its column's sum NaN or infinite: summing (a read, as
+        # fast as the mean) clears the data at a third of the cost of isfinite's n x d mask,
+        # which is taken only when some sum is not finite (a bad value, or finite values
+        # whose sum overflows).
+        with np.errstate(over="ignore", invalid="ignore"):
+            sums = np.add.reduce(arr, axis=0)
+        if not np.isfinite(sums).all():
+            bad_columns = ~np.isfinite(arr).all(axis=0)
+            if bad_columns.any():
+                raise non_finite_error(int(np.argmax(bad_columns)))
     return arr
 
 
