@@ -20,30 +20,28 @@ _STRIP = 16
 _INSERTION_MOST = 48
 
 
-@njit(nogil=True, cache=True)
-def _to_keys(bits):  # pragma: no cover - compiled
-    """Float64 bits (as uint64, in place) to keys in the floats' order: positive floats get
-    the sign bit set, negative ones every bit flipped (so -0.0 lies just below +0.0)."""
-    sign = np.uint64(1) << np.uint64(63)
-    for i in range(bits.size):
-        b = bits[i]
-        bits[i] = ~b if b & sign else b | sign
+_SIGN = np.uint64(1) << np.uint64(63)
 
 
-@njit(nogil=True, cache=True)
-def _from_keys(keys):  # pragma: no cover - compiled
-    """Undo ``_to_keys`` in place."""
-    sign = np.uint64(1) << np.uint64(63)
-    for i in range(keys.size):
-        k = keys[i]
-        keys[i] = k & ~sign if k & sign else ~k
+@njit(nogil=True, cache=True, inline="always")
+def _key(bits):  # pragma: no cover - compiled
+    """A float64's bits (uint64) as a key in the floats' order: positive floats get the sign
+    bit set, negative ones every bit flipped (so -0.0 lies just below +0.0)."""
+    return ~bits if bits & _SIGN else bits | _SIGN
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _bits(key):  # pragma: no cover - compiled
+    """Undo ``_key``."""
+    return key & ~_SIGN if key & _SIGN else ~key
 
 
 @njit(nogil=True, cache=True)
 def _sort_keys(keys, scratch, ends):  # pragma: no cover - compiled
-    """Sort ``keys`` (uint64) ascending in place; ``scratch`` (as long) and ``ends`` (one
-    more integer) are workspace. The buckets are the keys' offsets from the least, shifted
-    right until fewer than len(keys) remain: on average one value a bucket."""
+    """Sort ``keys`` (uint64) ascending into ``scratch`` (as long; ``keys`` is left in any
+    order), ``ends`` (one more integer) being workspace. The buckets are the keys' offsets
+    from the least, shifted right until fewer than len(keys) remain: on average one value a
+    bucket."""
     m = keys.size
     least = keys[0]
     most = keys[0]
@@ -53,6 +51,7 @@ def _sort_keys(keys, scratch, ends):  # pragma: no cover - compiled
         if keys[i] > most:
             most = keys[i]
     if least == most:
+        scratch[:] = keys
         return
     span = most - least
     shift = np.uint64(0)
@@ -82,7 +81,6 @@ def _sort_keys(keys, scratch, ends):  # pragma: no cover - compiled
                     j -= 1
                 scratch[j + 1] = key
         first = stop
-    keys[:] = scratch
 
 
 @njit(nogil=True, cache=True)
@@ -102,6 +100,8 @@ def sort_float_columns(columns, out, first, stop):  # pragma: no cover - compile
                 out[c, i] = columns[i, c]
         for c in range(strip, last):
             keys = out[c].view(np.uint64)
-            _to_keys(keys)
+            for i in range(m):
+                keys[i] = _key(keys[i])
             _sort_keys(keys, scratch, ends)
-            _from_keys(keys)
+            for i in range(m):
+                keys[i] = _bits(scratch[i])
