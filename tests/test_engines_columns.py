@@ -205,6 +205,13 @@ def test_pair_statistics_equal_the_column_block_computation(dtype, lo, hi, monke
         got = np.concatenate([values for _, values in blocks], axis=1)
         assert got.dtype == np.float64
         np.testing.assert_array_equal(got, expected)
+        # PLAN's sequence: the distances of its first pairing, then the sorted magnitudes of
+        # those pairs alone (the in-memory engine answers from the magnitudes it kept).
+        engine.pair_distances(orders[0])
+        got = np.concatenate([v for _, v in engine.sorted_pair_magnitude_blocks(orders[:1], 4)],
+                             axis=1)
+        np.testing.assert_array_equal(got, np.sort(np.abs(
+            clamped[orders[0][:2000:2]] - clamped[orders[0][1:2000:2]]), axis=0))
 
 
 def test_integers_the_box_holds_are_rescaled_without_a_clamp_and_the_same():

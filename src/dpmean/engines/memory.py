@@ -341,12 +341,19 @@ class InMemoryEngine(Engine):
         # |a - b| has the l1 norm and the squares of a - b, bit for bit.
         magnitudes = self._pair_magnitudes([order])
         l1, squared = np.zeros(len(magnitudes)), np.zeros(len(magnitudes))
+        if magnitudes.dtype.kind == "u":
+            # Integers (|a - b| < 2^16, d of them): exact sums in any order, so the float
+            # path's bits.
+            from .pair_kernels import integer_distances
+
+            over_row_ranges(len(magnitudes), lambda part: integer_distances(
+                magnitudes, l1, squared, part.start, part.stop), values=magnitudes.size)
+            return l1, squared
         blocks = column_slices(self.d, self.column_width())
 
         def add(part: slice) -> None:
             for cols in blocks:
-                add_distances(magnitudes[part, cols].astype(np.float64, copy=False), l1[part],
-                              squared[part])
+                add_distances(magnitudes[part, cols], l1[part], squared[part])
 
         self._each_pair_block(len(magnitudes), add)
         return l1, squared
