@@ -16,6 +16,7 @@ from ..errors import InvalidParameterError
 from ..mechanisms import gaussian_mechanism, log_domain_quantile
 from ..mechanisms.column_quantiles import column_quantiles
 from ..mechanisms.exponential import columns_per_draw
+from ..parallel import over_row_ranges
 from ..transforms import IDENTITY
 from ..validation import length_d_array
 
@@ -142,9 +143,13 @@ def chi2_quantile_factor(q: float, k: int) -> float:
 
 
 def _half_squares(diff: np.ndarray) -> np.ndarray:
-    """diff^2 / 2, written into ``diff`` (a fresh block of the engine's: ours to overwrite)."""
-    np.square(diff, out=diff)
-    diff *= 0.5
+    """diff^2 / 2, written into ``diff`` (a fresh block of the engine's: ours to overwrite),
+    its columns shared among the cores (value by value: the same bits however split)."""
+    def part(cols: slice) -> None:
+        np.square(diff[:, cols], out=diff[:, cols])
+        diff[:, cols] *= 0.5
+
+    over_row_ranges(diff.shape[1], part, values=diff.size)
     return diff
 
 
@@ -157,9 +162,16 @@ def _group_means(values: np.ndarray, size: int) -> np.ndarray:
 
 
 def _log_above(values: np.ndarray, floor: np.ndarray) -> np.ndarray:
-    """log(max(values, floor)), written into ``values``."""
-    np.maximum(values, floor, out=values)
-    return np.log(values, out=values)
+    """log(max(values, floor)) (``floor`` one per column), written into ``values``, its
+    columns shared among the cores (value by value: the same bits however split)."""
+    floor = np.broadcast_to(floor, values.shape[-1:])
+
+    def part(cols: slice) -> None:
+        np.maximum(values[..., cols], floor[cols], out=values[..., cols])
+        np.log(values[..., cols], out=values[..., cols])
+
+    over_row_ranges(values.shape[-1], part, values=values.size)
+    return values
 
 
 def pair_quantile_resolves(n: int, d: int, rho: float, q: float, *, log_range: float,
