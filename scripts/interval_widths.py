@@ -49,6 +49,14 @@ CASES = {
     "auto (no profile)": ("auto", {"interval_share": None}),
     "iome + profile 1%": ("iome", {"interval_share": 0.01}),
     "cm + profile 1%": ("cm", {"interval_share": 0.01}),
+    # The trade-off: a larger share narrows the bias part (its count noise ~ 1 / sqrt(share))
+    # and widens the noise part (~ 1 / sqrt(1 - share)).
+    "cm + profile 25%": ("cm", {"interval_share": 0.25}),
+    "cm + profile 50%": ("cm", {"interval_share": 0.5}),
+    "iome + profile 25%": ("iome", {"interval_share": 0.25}),
+    "iome + profile 50%": ("iome", {"interval_share": 0.5}),
+    "plan + profile 25%": ("plan", {"interval_share": 0.25}),
+    "plan + profile 50%": ("plan", {"interval_share": 0.5}),
 }
 
 
