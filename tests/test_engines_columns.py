@@ -7,6 +7,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
+import dpmean
 from dpmean.engines import ChunkedEngine, InMemoryEngine, open_source
 from dpmean.engines import base as base_module
 from dpmean.engines import chunked as chunked_module
@@ -236,3 +237,48 @@ def test_integers_the_box_holds_are_rescaled_without_a_clamp_and_the_same():
                                 slow.sorted_column_blocks(View(), 4), strict=True):
         assert c1 == c2
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype,lo,hi", [(np.uint8, 0.0, 255.0), (np.int8, -20.0, 90.0)])
+def test_byte_pair_values_read_by_position_equal_the_sorted_blocks(dtype, lo, hi):
+    # The in-memory engine answers PLAN's pair values on bytes from each column's histogram
+    # (``CountedOrder``): every range of sorted positions, and the tails, equal the sorted
+    # blocks' values after the same value-by-value map.
+    rng = np.random.default_rng(8)
+    info = np.iinfo(dtype)
+    x = np.where(rng.random((3001, 11)) < 0.7, 0,
+                 rng.integers(info.min, info.max, (3001, 11))).astype(dtype)
+    engine = InMemoryEngine(x, np.full(11, lo), np.full(11, hi))
+    orders = [rng.permutation(3001), rng.permutation(3001)]
+    floor = np.linspace(0.5, 3.0, 11)
+
+    def values_of(diffs):
+        return np.log(np.maximum(0.5 * np.square(diffs), floor))
+
+    order = engine.pair_value_order(orders, 1500, 1, values_of, np.log(floor), np.full(11, 9.0))
+    assert order is not None and order.shape == (3000, 11)
+    expected = np.concatenate([v for _, v in engine.sorted_pair_magnitude_blocks(orders, 11)],
+                              axis=1)
+    expected = values_of(expected)
+    for start, stop, cols in [(0, 3000, slice(0, 11)), (1234, 1240, slice(3, 7)),
+                              (2999, 3000, slice(10, 11)), (0, 1, slice(0, 11))]:
+        np.testing.assert_array_equal(order.positions(start, stop, cols),
+                                      expected[start:stop, cols].T)
+    low, high, middle = order.tails(40, 7.0)
+    np.testing.assert_array_equal(low, expected[:41])
+    np.testing.assert_array_equal(high, expected[-41:])
+    np.testing.assert_allclose(middle, expected[40:-40].sum(axis=0) / 7.0, rtol=1e-12)
+    # Not bytes, or groups of more than one pair: the engine hands blocks instead.
+    assert engine.pair_value_order(orders, 1500, 2, values_of, lo, hi) is None
+    wide = InMemoryEngine(x.astype(np.int16), np.full(11, lo), np.full(11, hi))
+    assert wide.pair_value_order(orders, 1500, 1, values_of, lo, hi) is None
+
+
+def test_plan_on_bytes_releases_what_it_releases_on_wider_integers():
+    # uint8 pixels take the histogram path, the same values as uint16 take the sorted one:
+    # the same release, bit for bit.
+    rng = np.random.default_rng(9)
+    x = np.where(rng.random((4000, 20)) < 0.6, 0, rng.integers(0, 256, (4000, 20)))
+    releases = [dpmean.mean(x.astype(dtype), rho=0.5, method="plan", bounds=(0, 255),
+                            random_state=4).mean for dtype in (np.uint8, np.uint16)]
+    np.testing.assert_array_equal(releases[0], releases[1])

@@ -18,7 +18,7 @@ import numpy as np
 from .. import parallel
 from ..parallel import over_row_ranges, sort_columns
 from ..transforms import BoxClamp, View, clamp, clip_weights
-from .base import Engine, add_distances, column_slices, pairs_of
+from .base import ColumnOrder, Engine, add_distances, column_slices, pairs_of
 from .blas import one_blas_thread
 
 if TYPE_CHECKING:
@@ -367,6 +367,28 @@ class InMemoryEngine(Engine):
             # Small integers are sorted by radix in their own type (O(m) whatever the ties),
             # floats by ``sort_columns``'s compiled sort; only sorted blocks become float64.
             yield cols, sort_columns(magnitudes[:, cols]).astype(np.float64, copy=False).T
+
+    def pair_value_order(
+        self, orders: Sequence[np.ndarray], rows: int, unit: int,
+        values_of: Any, lo: np.ndarray, hi: np.ndarray,
+    ) -> ColumnOrder | None:
+        # Byte magnitudes (uint8 data in a box of integers): each column's histogram, the pair
+        # values of the 256 bytes (``values_of`` acts value by value for pairs of one, and
+        # |a - b| has the squares of a - b), read by position (``CountedOrder``). The values
+        # the sorted blocks would give, so the same draws.
+        if unit != 1 or rows != self.n // 2 or self._x.dtype.itemsize != 1 \
+                or self._integer_box() is None:
+            return None
+        from .counted_order import CountedOrder
+        from .pair_kernels import byte_histograms
+
+        magnitudes = self._pair_magnitudes(orders)
+        self._magnitudes = None
+        counts = np.zeros((self.d, 256), dtype=np.int64)
+        over_row_ranges(self.d, lambda part: byte_histograms(
+            magnitudes, part.start, part.stop, counts[part]), values=magnitudes.size)
+        bytes_ = np.repeat(np.arange(256, dtype=np.float64)[:, None], self.d, axis=1)
+        return CountedOrder(counts, values_of(bytes_))
 
     def _pair_magnitudes(self, orders: Sequence[np.ndarray]) -> np.ndarray:
         """|a - b| of the clamped rows of every pair (a, b) of every order, stacked:

@@ -26,3 +26,31 @@ def integer_distances(magnitudes, l1, squared, first, stop):  # pragma: no cover
             squares += value * value
         l1[i] += total
         squared[i] += squares
+
+
+@njit(nogil=True, cache=True)
+def byte_histograms(magnitudes, first, stop, out):  # pragma: no cover - compiled
+    """Add to ``out[j - first, v]`` (stop - first, 256) the number of rows of ``magnitudes``
+    (pairs x coordinates, uint8) whose column j holds v, for columns first..stop-1."""
+    for i in range(magnitudes.shape[0]):
+        row = magnitudes[i]
+        for j in range(first, stop):
+            out[j - first, row[j]] += 1
+
+
+@njit(nogil=True, cache=True)
+def expand_positions(counts, table, first, stop, start, end, out):  # pragma: no cover
+    """Sorted positions start..end-1 of columns first..stop-1, from each column's histogram:
+    ``out[j - first, p - start]`` is ``table[v, j]`` for the value v whose run of
+    ``counts[j, v]`` copies (values ascending) holds position p."""
+    for j in range(first, stop):
+        below = 0
+        for v in range(counts.shape[1]):
+            above = below + counts[j, v]
+            if above > start and below < end:
+                value = table[v, j]
+                for p in range(max(below, start), min(above, end)):
+                    out[j - first, p - start] = value
+            if above >= end:
+                break
+            below = above
