@@ -1,9 +1,11 @@
-"""Compiled per-pair sums of the in-memory engine: the l1 norm and squared l2 norm of each pair's
-integer magnitudes (``InMemoryEngine.pair_distances`` on small integers such as MNIST's pixels).
+"""Compiled loops of the in-memory engine over the pairs' integer magnitudes: the l1 norm and
+squared l2 norm of each pair (``InMemoryEngine.pair_distances`` on small integers such as
+MNIST's pixels), and each column's histogram of byte magnitudes and its sorted positions
+(``counted_order.CountedOrder``).
 
-numpy's form converted every block to float64 and made three passes over it (about 0.13 s on
-MNIST, a sixth of PLAN's time there); the sums of integers are exact in int64, so their float64
-values are the float path's bits whatever the order of the additions.
+numpy's form of the sums converted every block to float64 and made three passes over it (about
+0.13 s on MNIST, a sixth of PLAN's time there); the sums of integers are exact in int64, so
+their float64 values are the float path's bits whatever the order of the additions.
 """
 
 from __future__ import annotations
