@@ -199,3 +199,26 @@ def test_bounds_by_column_name():
         dpmean.mean(frame, rho=1.0, bounds={"age": 5, "income": (0, 1)})
     with pytest.raises(dpmean.InvalidParameterError, match="named columns"):
         dpmean.mean(frame.to_numpy(dtype=float), rho=1.0, bounds=by_name)
+
+
+def test_a_path_is_read_as_a_file(tmp_path):
+    # dpmean.mean(path): the file through open_source (chunked), the same release as the
+    # row source itself; a table file's columns by name; a missing file said so (it was a 0-d
+    # array of text, refused as "got shape ()").
+    from pathlib import Path
+
+    x = np.random.default_rng(1).normal(2.0, 1.0, size=(400, 3))
+    np.save(tmp_path / "x.npy", x)
+    options = {"bounds": (-5, 5), "rho": 1.0, "method": "cm", "random_state": 0}
+    expected = dpmean.mean(open_source(tmp_path / "x.npy"), **options).mean
+    for path in (str(tmp_path / "x.npy"), Path(tmp_path / "x.npy")):
+        np.testing.assert_array_equal(dpmean.mean(path, **options).mean, expected)
+    (tmp_path / "x.csv").write_text("a,b,c\n" + "\n".join(",".join(map(str, r)) for r in x))
+    result = dpmean.mean(tmp_path / "x.csv", columns=["c", "a"], **options)
+    assert result.columns == ("c", "a")
+    reference = dpmean.mean(x[:, [2, 0]], **options).mean
+    np.testing.assert_allclose(result.mean, reference, rtol=0, atol=1e-12)
+    with pytest.raises(InvalidDataError, match="no such file"):
+        dpmean.mean(tmp_path / "missing.npy", **options)
+    with pytest.raises(InvalidParameterError, match="columns apply to .csv and .parquet"):
+        dpmean.mean(tmp_path / "x.npy", columns=["a"], **options)

@@ -30,11 +30,13 @@ def mean(
 
     Parameters
     ----------
-    x : array_like, data frame, scipy.sparse matrix, dask array or row source
+    x : array_like, data frame, scipy.sparse matrix, dask array, row source or path
         The data, shape (n, d) (or (n,) for one variable). n and d are public; values outside
         ``bounds`` are clamped to them silently (counting them would leak). A pandas or polars
         data frame, a pyarrow Table (anything ``pyarrow.table`` converts) is read through its
-        numeric ``columns``.
+        numeric ``columns``. A path to a ``.npy``, ``.csv`` or ``.parquet`` file is read in
+        chunks (``dpmean.engines.open_source``, whose options, such as a CSV's delimiter,
+        need it called directly).
     rho : float, optional
         The zCDP budget (> 0). Give either ``rho`` or both ``epsilon`` and ``delta``.
     epsilon, delta : float, optional
@@ -56,8 +58,9 @@ def mean(
         None (default) for a real release: noise from the OS-keyed secure generator. An int
         only for experiments and tests (the noise becomes reproducible).
     columns : sequence of str or str, optional
-        For a data frame or table: the columns to use, by name, in this order (default every
-        column; each must be numeric or boolean). The result's ``columns`` are their names.
+        For a data frame, a table or a table file: the columns to use, by name, in this order
+        (default every column; each must be numeric or boolean). The result's ``columns`` are
+        their names.
     **options
         The estimator's own parameters (see its class, e.g. ``ShiftedClippedMean``); unknown
         names are refused.

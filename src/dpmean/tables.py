@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterator, Sequence
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +43,20 @@ def is_table(x: Any) -> bool:
 def data_columns(x: Any, columns: Sequence[str] | str | None = None
                  ) -> tuple[Any, tuple[str, ...] | None]:
     """``x`` as the estimators read it, with its column names where it has them: a data frame
-    or table becomes the array of its chosen ``columns`` (``table_data``); a row source of a
-    CSV or Parquet file keeps its ``column_names``; other input is unnamed (and ``columns``
-    does not apply to it)."""
+    or table becomes the array of its chosen ``columns`` (``table_data``); a path (str or
+    os.PathLike) is opened as a row source (``engines.open_source``: ``.npy``, ``.csv``,
+    ``.parquet``; ``columns`` chooses a table file's columns); a row source of a CSV or
+    Parquet file keeps its ``column_names``; other input is unnamed (and ``columns`` does
+    not apply to it)."""
     if is_table(x):
         return table_data(x, columns)
+    if isinstance(x, str | PathLike):
+        # A file, read in chunks by the chunked engine (a 0-d array of text before, refused
+        # with "got shape ()").
+        from .engines import open_source
+
+        source = open_source(x) if columns is None else open_source(x, columns=columns)
+        return source, source.column_names
     if columns is not None:
         raise InvalidParameterError(
             f"columns= chooses columns of a data frame or table by name, and the data is a "
