@@ -256,3 +256,44 @@ def test_rho_for_accuracy_inverts_accuracy(method):
     assert dpmean.accuracy(method, N, D, BOX, rho, level=0.9) <= target
     if method == "gaussian":  # monotone: just below, the target is missed
         assert dpmean.accuracy(method, N, D, BOX, rho * (1 - 1e-6), level=0.9) > target
+
+
+def test_quantiles_without_scipy_stats_are_scipy_stats_values():
+    # intervals.py takes its normal, t and chi-square quantiles from scipy.special (scipy.stats
+    # costs a command 0.6 s of start-up): the very values scipy.stats gives.
+    from scipy import special
+    from scipy.stats import chi2, norm
+    from scipy.stats import t as student_t
+
+    from dpmean import intervals
+
+    p = np.r_[1e-300, 1e-30, 1e-9, 1e-4, 0.0125, 0.05, 0.1, 0.3, 0.5, 0.9, 1 - 1e-9]
+    np.testing.assert_array_equal(intervals._normal_isf(p), norm.isf(p))
+    y = np.linspace(-12.0, 12.0, 97)
+    np.testing.assert_allclose(intervals._normal_pdf(y), norm.pdf(y), rtol=1e-15, atol=0)
+    for dof in (1, 3.5, 30):
+        np.testing.assert_array_equal(-special.stdtrit(dof, p[2:-1]), student_t.isf(p[2:-1], dof))
+    for k in (1, 8, 784):
+        np.testing.assert_array_equal(special.chdtri(k, p[2:-1]), chi2.isf(p[2:-1], k))
+    from dpmean.estimators.variance import chi2_quantile_factor
+
+    for q, k in [(0.5, 1), (0.75, 1), (0.75, 4), (0.9, 30)]:
+        assert chi2_quantile_factor(q, k) == float(chi2.ppf(q, k) / k)
+
+
+def test_a_release_and_its_interval_do_not_import_scipy_stats():
+    # The command's start-up: scipy.stats and scipy.optimize are imported only where a release
+    # needs them (epsilon-delta conversions, the trimmed mean's smooth noise, a private box).
+    # (scipy.linalg comes with numba's kernels.)
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, dpmean; x = np.random.default_rng(0).normal(size=(500, 4));"
+            "r = dpmean.mean(x, rho=1.0, bounds=(-5, 5), method='{}', random_state=0);"
+            "r.confidence_interval(0.9); "
+            "print(sorted(m for m in ('scipy.stats', 'scipy.optimize')"
+            " if m in sys.modules))")
+    for method in ("iome", "plan", "cm"):
+        out = subprocess.run([sys.executable, "-c", code.format(method)], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        assert out == "[]", (method, out)

@@ -78,8 +78,6 @@ from typing import Any
 
 import numpy as np
 from scipy import special
-from scipy.optimize import brentq
-from scipy.stats import binom
 
 from .accounting import _delta, _positive, approx_dp_to_zcdp
 from .budget import Budget
@@ -223,6 +221,7 @@ def gaussian_rho_for_approx_dp(epsilon: float, delta: float) -> float:
         lo, hi = hi, 2.0 * hi
     else:  # pragma: no cover - delta(epsilon) -> 1 as mu -> inf
         raise InvalidParameterError(f"could not calibrate epsilon={epsilon:g}, delta={delta:g}")
+    from scipy.optimize import brentq  # imported when used: 0.3 s
     mu = brentq(excess_mu, lo, hi, xtol=1e-300, rtol=4.0 * 2.0**-52, maxiter=500)
     rho = 0.5 * mu * mu
     for _ in range(10_000):
@@ -340,6 +339,7 @@ def _binomial_pld(epsilon: float, delta: float, count: int, grid: float):
     finite = 1.0 - infinity
     q = 1.0 / (1.0 + math.exp(epsilon))  # probability of loss -epsilon
     j = np.arange(count + 1)
+    from scipy.stats import binom  # imported when used: 0.6 s
     pmf = np.exp(binom.logpmf(j, count, q))
     # j small = large loss. Cut the upper-loss tail to +inf and move the lower-loss tail up to
     # the lowest kept loss (both only raise delta).

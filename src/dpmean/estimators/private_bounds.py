@@ -11,7 +11,6 @@ other). Nothing about the grid comes from the data.
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import chi2, norm
 
 from ..accounting import PrivacyLedger
 from ..engines import Engine
@@ -131,6 +130,7 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
     bins = 2 * LEVELS
     # Three readings a magnitude (each sign, and both signs' sum scaled to noise sigma), all
     # in one union bound.
+    from scipy.stats import norm  # imported when used: 0.6 s
     tau = sigma * float(norm.isf(beta / (3 * d * LEVELS)))
     tau_pooled = sigma * float(np.sqrt(d)) * float(norm.isf(beta / (3 * LEVELS)))
     ledger.charge(stage, rho, gaussian_event(rho, secure))
@@ -187,6 +187,7 @@ def _sign_present(noisy: np.ndarray, reach: np.ndarray, sigma: float) -> bool:
         cumulative, np.maximum(below, 0)[:, None], axis=1)[:, 0], 0.0)
     z = window / (sigma * np.sqrt(np.minimum(top + 1, SIGN_WINDOW)))
     half = SIGN_BETA / 2
+    from scipy.stats import chi2, norm  # imported when used: 0.6 s
     return bool(z.max() > norm.isf(half / rows.size)
                 or (z ** 2).sum() > chi2.isf(half, rows.size))
 

@@ -137,9 +137,10 @@ def pair_std(
 def chi2_quantile_factor(q: float, k: int) -> float:
     """The q-quantile of chi^2_k / k: the ratio of the q-quantile of an average of k values
     sigma^2 chi^2_1 to its mean sigma^2 (exact; 1.3233 for q = 3/4 and k = 1)."""
-    from scipy.stats import chi2
+    # scipy.stats.chi2.ppf's own formula, without importing scipy.stats (0.6 s of start-up).
+    from scipy.special import gammaincinv
 
-    return float(chi2.ppf(q, k) / k)
+    return float(2.0 * gammaincinv(k / 2.0, q) / k)
 
 
 def _half_squares(diff: np.ndarray) -> np.ndarray:

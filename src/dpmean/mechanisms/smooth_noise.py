@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from scipy import special, stats
 
 from ..accounting import PrivacyLedger
 from ..budget import Budget
@@ -225,6 +224,7 @@ class UniformLogNormal(SmoothNoise):
         # Phi_bar(ln|z| / sigma + sigma).
         with np.errstate(divide="ignore"):
             log_z = np.log(np.abs(np.asarray(z, dtype=float)))
+        from scipy import special  # imported when used (scipy.stats: 0.6 s)
         return 0.5 * _exp(0.5 * self.sigma**2) * special.ndtr(-(log_z / self.sigma
                                                                      + self.sigma))
 
@@ -265,6 +265,7 @@ class ArsinhNormal(SmoothNoise):
 
     def pdf(self, z):
         z = np.asarray(z, dtype=float)
+        from scipy import stats  # imported when used: 0.6 s
         return stats.norm.pdf(np.arcsinh(z)) / np.sqrt(1.0 + z * z)
 
     @property
@@ -314,6 +315,7 @@ class StudentT(SmoothNoise):
         return rng.standard_t(self.dof, size=size)
 
     def pdf(self, z):
+        from scipy import stats  # imported when used: 0.6 s
         return stats.t.pdf(z, self.dof)
 
     @property
@@ -390,6 +392,7 @@ class _StandardNormal:
         return rng.standard_normal(size)
 
     def pdf(self, z):
+        from scipy import stats  # imported when used: 0.6 s
         return stats.norm.pdf(z)
 
     @property

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-from scipy.linalg import hadamard
 
 # Radix of the transform: H_d is the Kronecker product of small Hadamard blocks, so each stage is a
 # batched 16 x 16 matrix product that BLAS runs far faster than 4 butterfly passes in numpy, while
@@ -25,8 +24,13 @@ def next_power_of_two(d: int) -> int:
 @cache
 def hadamard_matrix(size: int, dtype: type[np.floating] = np.float64) -> np.ndarray:
     """The Sylvester Hadamard matrix H_size as ``dtype`` (size a power of two; cached: callers
-    must not write to it)."""
-    return hadamard(size).astype(dtype)
+    must not write to it): H_1 = [1], H_2m = [[H_m, H_m], [H_m, -H_m]], scipy.linalg's
+    ``hadamard`` entry for entry without importing scipy.linalg (0.15 s)."""
+    _check_length(size)
+    matrix = np.ones((1, 1), dtype=dtype)
+    while len(matrix) < size:
+        matrix = np.block([[matrix, matrix], [matrix, -matrix]])
+    return matrix
 
 
 def _check_length(d: int) -> None:
