@@ -317,14 +317,34 @@ def scratch_array(shape: tuple[int, int], *, order: Literal["C", "F"] = "C") -> 
         return np.memmap(f, dtype=np.float64, mode="r+", shape=shape, order=order)
 
 
+# Rows of a strip of the transposing copy (``block_columns``): measured fastest of 16 to 256.
+_TILE = 16
+
+
+def block_columns(block: np.ndarray) -> np.ndarray:
+    """A row block (rows, k) as float64 columns (k, rows), one column's values contiguous.
+    Copied _TILE rows at a time (each strip's columns stay in cache): numpy's transposing copy
+    of a whole 64 MiB block took 2.7x as long (70 against 26 ms)."""
+    out = np.empty((block.shape[1], block.shape[0]))
+    for start in range(0, block.shape[0], _TILE):
+        out[:, start:start + _TILE] = block[start:start + _TILE].T
+    return out
+
+
 def spilled_column_blocks(
     row_blocks: Iterable[np.ndarray], n: int, k: int, width: int,
 ) -> Iterator[tuple[slice, np.ndarray]]:
     """``column_blocks`` for engines that read rows in blocks (chunked, Dask): the finished
-    row blocks (consecutive, in row order) are written once, column by column, into a
-    column-major temporary file, so each column is contiguous, then read back ``width``
-    columns at a time. Memory: one row block plus one column block (n x width), not n x k;
-    answers of at most COLUMN_BLOCK_BYTES stay in memory.
+    row blocks (consecutive, in row order) are written once into a temporary file, laid out
+    block of ``width`` columns after block (each one n x width values), then read back one
+    column block at a time. Memory: one row block plus one column block (n x width), not
+    n x k; answers of at most COLUMN_BLOCK_BYTES stay in memory.
+
+    Within a column block's part of the file each row block's columns are one piece (width
+    x rows, column by column), so a row block is written in k / width pieces, not k (writing
+    each column of each row block apart made 8,192 small writes of a 2 GB file: 45 % of a
+    chunked trimmed mean), and a column block is one read, its pieces then put side by side
+    in memory.
 
     The file is anonymous (``tempfile.TemporaryFile``, in ``TMPDIR``; on POSIX unlinked before
     any data is written) and closed when the blocks end, fail or are abandoned, so it never
@@ -335,16 +355,24 @@ def spilled_column_blocks(
         for cols in column_slices(k, width):
             yield cols, np.array(values[:, cols])
         return
+    blocks = column_slices(k, width)
     with tempfile.TemporaryFile(prefix="dpmean-") as file:
-        start = 0
+        start, sizes = 0, []
         for rows in row_blocks:
-            columns = np.asfortranarray(rows, dtype=np.float64)
-            for j in range(k):  # column j of the block goes to rows start.. of column j
-                os.pwrite(file.fileno(), columns[:, j].data, 8 * (j * n + start))
+            for cols in blocks:
+                piece = block_columns(rows[:, cols])
+                os.pwrite(file.fileno(), piece.data, 8 * (n * cols.start + start * piece.shape[0]))
             start += rows.shape[0]
-        for cols in column_slices(k, width):
-            block = np.empty((cols.stop - cols.start, n))  # the block's transpose, C order
-            _read_exactly(file, block, 8 * n * cols.start)
+            sizes.append(rows.shape[0])
+        pieces = np.empty(width * n)  # one buffer for every block's read
+        for cols in blocks:
+            w = cols.stop - cols.start
+            _read_exactly(file, pieces[:w * n], 8 * n * cols.start)
+            block = np.empty((w, n))  # the block's transpose, C order
+            first = 0
+            for size in sizes:
+                block[:, first:first + size] = pieces[w * first:w * (first + size)].reshape(w, size)
+                first += size
             yield cols, block.T
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .base import block_columns
+
 # Buckets per grid: a level narrows a query's range by up to this factor.
 BUCKETS = 2048
 # A query's range is collected once it holds at most this many values beyond its own ranks
@@ -74,7 +76,7 @@ class _Pass:
         if not self.collect:  # a histogram pass reads only the queries it refines
             q, refine = q.subset(refine), np.arange(refine.size)
         # One column's values contiguous: every loop below reads a column at a time.
-        values = kernels.block_columns(block)
+        values = block_columns(block)
         side = kernels.query_sides(values, q.column, q.offset, q.factor, q.first, q.last,
                                    BUCKETS)
         counts = None

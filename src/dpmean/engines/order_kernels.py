@@ -20,8 +20,6 @@ from numba import njit
 # The integer numpy gives a NaN bucket (cast to int64): never met for finite values and
 # grids, kept so that a bucket is the same number whichever form computed it.
 _NAN_BUCKET = np.iinfo(np.int64).min
-# Rows of a strip of the transposing copy (``block_columns``): measured fastest of 16 to 256.
-_TILE = 16
 
 
 @njit(nogil=True, cache=True)
@@ -37,17 +35,6 @@ def bucket(value, offset, factor, buckets):  # pragma: no cover - compiled
     if scaled > buckets - 1:
         return buckets - 1
     return int(scaled)
-
-
-def block_columns(block: np.ndarray) -> np.ndarray:
-    """A row block (rows, k) as float64 columns (k, rows), one column's values contiguous.
-    Copied _TILE rows at a time (each strip's columns stay in cache): numpy's transposing copy
-    of a whole 64 MiB block took 2.7x as long (70 against 26 ms), more than the loops below
-    that read it."""
-    out = np.empty((block.shape[1], block.shape[0]))
-    for start in range(0, block.shape[0], _TILE):
-        out[:, start:start + _TILE] = block[start:start + _TILE].T
-    return out
 
 
 @njit(nogil=True, cache=True)
