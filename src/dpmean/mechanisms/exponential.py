@@ -261,7 +261,7 @@ def _draw(
     ones as (U / Z')(p_i / S)(S / U)) and otherwise restarts; so the gap it finally returns has
     probability p_i / sum_j p_j. The output is then uniform inside it.
 
-    Each choice is an inverse-CDF draw on cumulative weights (``_first_above``): a zero-width
+    Each choice is an inverse-CDF draw on cumulative weights (``first_above``): a zero-width
     gap (tied values) adds nothing to them and has probability exactly 0, as in the mechanism's
     definition. The window's weights are its widths over the row's window span times the
     public factors e^(-decay |i - target|) >= e^-(ln(n + 1) + 31) (no log or exp per gap, no
@@ -301,7 +301,8 @@ def _draw(
     pending = np.arange(b)
     while pending.size:
         uniform = rng.uniform(size=(pending.size, 3))
-        chosen = _first_above(_cumulative_weights(log_parts[pending]), uniform[:, 0])
+        parts = _cumulative_weights(log_parts[pending])
+        chosen = first_above(parts, np.arange(pending.size), uniform[:, 0])
         retry = [pending[chosen == 3]]  # u x total rounded up to the total: draw again
         in_window = chosen == _WINDOW
         rows_in = pending[in_window]
@@ -320,7 +321,7 @@ def _draw(
                                                      decay, window, side)
             region_starts, region_widths, log_weights = regions[row, side]
             region = _cumulative_weights(log_weights[None, :])
-            gap = int(_first_above(region, np.array([u_gap]))[0])
+            gap = int(first_above(region, np.zeros(1, dtype=np.intp), np.array([u_gap]))[0])
             log_total = log_weights.max() + np.log(region[0, -1])
             if gap < log_weights.size and u_keep < np.exp(log_total - log_parts[row, side + 1]):
                 start[row], width[row] = region_starts[gap], region_widths[gap]
@@ -335,14 +336,6 @@ def _cumulative_weights(log_weights: np.ndarray) -> np.ndarray:
     """Running totals along each row of the weights exp(log_weights), scaled so that each row's
     largest weight is 1 (no overflow; -inf gives weight 0)."""
     return np.cumsum(np.exp(log_weights - log_weights.max(axis=1, keepdims=True)), axis=1)
-
-
-def _first_above(cumulative: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Per row of ``cumulative`` (non-decreasing weights' running totals), the index i of the
-    first total above u x the row's total: index i with probability weight_i / total for u
-    uniform on [0, 1), never an index of weight 0. Returns the row length in the rare case
-    that u x total rounds up to the total (the caller draws again)."""
-    return np.count_nonzero(cumulative <= (u * cumulative[:, -1])[:, None], axis=1)
 
 
 def _window_edges_at(

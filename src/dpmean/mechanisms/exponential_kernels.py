@@ -1,5 +1,5 @@
 """Compiled loops of the exponential mechanism's sampler (``exponential._draw``): the window's
-running weights of each sorted row in one sweep, and the inverse-CDF lookups by bisection.
+running weights of each sorted row in one sweep, and every inverse-CDF lookup by bisection.
 
 numpy's form made five passes over the b x w window (clip, concatenate, difference, scale,
 running sum) and a comparison pass per attempt: about a sixth of PLAN's time on Gaussian C
@@ -46,8 +46,11 @@ def window_weights(inside, lo, hi, factors, first_is_lo, last_is_hi, out, edge_f
 
 @njit(nogil=True, cache=True)
 def first_above(cumulative, rows, u):  # pragma: no cover - compiled
-    """For each i, the number of running totals of row rows[i] at most u[i] x its total:
-    ``exponential._first_above`` by bisection (the totals never decrease)."""
+    """For each i, the number of running totals of row rows[i] of ``cumulative`` (the
+    non-decreasing running totals of some weights) at most u[i] x the row's total, by
+    bisection: the index of the first total above it, which is index l with probability
+    weight_l / total for u uniform on [0, 1), never an index of weight 0. It is the row's
+    length in the rare case that u x total rounds up to the total (the caller draws again)."""
     out = np.empty(rows.size, dtype=np.int64)
     for i in range(rows.size):
         row = cumulative[rows[i]]
