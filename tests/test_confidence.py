@@ -259,16 +259,18 @@ def test_rho_for_accuracy_inverts_accuracy(method):
 
 
 def test_quantiles_without_scipy_stats_are_scipy_stats_values():
-    # intervals.py takes its normal, t and chi-square quantiles from scipy.special (scipy.stats
-    # costs a command 0.6 s of start-up): the very values scipy.stats gives.
+    # intervals.py (and the searches' and planning's normal_isf) take their normal, t and
+    # chi-square quantiles from scipy.special (scipy.stats costs a command 0.6 s of start-up):
+    # the very values scipy.stats gives.
     from scipy import special
     from scipy.stats import chi2, norm
     from scipy.stats import t as student_t
 
     from dpmean import intervals
+    from dpmean.mechanisms.gaussian import normal_isf
 
     p = np.r_[1e-300, 1e-30, 1e-9, 1e-4, 0.0125, 0.05, 0.1, 0.3, 0.5, 0.9, 1 - 1e-9]
-    np.testing.assert_array_equal(intervals._normal_isf(p), norm.isf(p))
+    np.testing.assert_array_equal(normal_isf(p), norm.isf(p))
     y = np.linspace(-12.0, 12.0, 97)
     np.testing.assert_allclose(intervals._normal_pdf(y), norm.pdf(y), rtol=1e-15, atol=0)
     for dof in (1, 3.5, 30):

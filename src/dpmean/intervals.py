@@ -132,17 +132,12 @@ from scipy import special
 from .errors import BoxIntervalWarning, InvalidParameterError
 from .mechanisms import count_noise_std, gaussian_noise_std, integer_search_steps
 from .mechanisms.discrete_gaussian import SIGMA2_BITS
-from .mechanisms.gaussian import GRID_SLACK
+from .mechanisms.gaussian import GRID_SLACK, normal_isf
 
 
-# The normal and t quantiles as scipy.stats computes them (norm.isf is -ndtri, t.isf is
-# -stdtrit, chi2.isf is chdtri: the same values), from scipy.special: scipy.stats costs 0.6 s
-# of a command's start and every release printed with its interval imported it.
-def _normal_isf(p: Any) -> Any:
-    """z with P(Z > z) = p for the standard normal (scipy.stats.norm.isf)."""
-    return -special.ndtri(p)
-
-
+# The quantiles as scipy.stats computes them (``normal_isf``; t.isf is -stdtrit, chi2.isf is
+# chdtri: the same values), from scipy.special: scipy.stats costs 0.6 s of a command's start
+# and every release printed with its interval imported it.
 def _normal_pdf(y: Any) -> Any:
     """The standard normal density (scipy.stats.norm.pdf)."""
     return np.exp(-0.5 * np.square(y)) / math.sqrt(2.0 * math.pi)
@@ -182,7 +177,7 @@ def _count_excess(std: float, beta: float, secure: bool) -> float:
     ``beta``."""
     if secure:
         return math.sqrt(std * std + _VARIANCE_ROUNDING) * math.sqrt(2.0 * math.log(1.0 / beta))
-    return std * float(_normal_isf(beta))
+    return std * float(normal_isf(beta))
 
 
 # A staircase: (r, k) pairs, r ascending, each saying that at most k rows have view norm above r.
@@ -300,7 +295,7 @@ class ProfileClipping:
             excess = terms * rounding + sub * np.sqrt(terms) * math.sqrt(
                 2.0 * math.log(1.0 / tail_beta))
         else:
-            excess = std * np.sqrt(terms) * float(_normal_isf(tail_beta))
+            excess = std * np.sqrt(terms) * float(normal_isf(tail_beta))
         bounds = np.clip(np.floor(tails + excess), 0.0, float(self.n))
         return [(float(r), float(k)) for r, k in zip(self.edges, bounds, strict=True)]
 
@@ -407,7 +402,7 @@ class GaussianNoise:
     def half_widths(self, alpha: float) -> np.ndarray:
         """Per-coordinate half-widths each exceeded with probability at most ``alpha``."""
         if self.secure_rho is None:
-            return float(_normal_isf(alpha / 2.0)) * self.std
+            return float(normal_isf(alpha / 2.0)) * self.std
         sub, rounding = secure_terms(self.std, self.secure_rho)
         return np.asarray(rounding + sub * math.sqrt(2.0 * math.log(2.0 / alpha)))
 
@@ -480,11 +475,11 @@ def noise_quantile(noise: str, alpha: float, *, sigma: float | None = None,
     sinh(Y): sinh(z(alpha / 2)); Student's T, Laplace and the Gaussians: their own quantiles.
     """
     if noise in ("gaussian", "gaussian-tcdp"):
-        return float(_normal_isf(alpha / 2.0))
+        return float(normal_isf(alpha / 2.0))
     if noise == "laplace":
         return math.log(1.0 / alpha)
     if noise == "arsinh":
-        return math.sinh(float(_normal_isf(alpha / 2.0)))
+        return math.sinh(float(normal_isf(alpha / 2.0)))
     if noise == "student-t":
         assert dof is not None
         return float(-special.stdtrit(dof, alpha / 2.0))
@@ -496,7 +491,7 @@ def noise_quantile(noise: str, alpha: float, *, sigma: float | None = None,
             y0 = math.log(q) / sigma
             return float(special.ndtr(-y0) - q * math.exp(0.5 * sigma**2)
                          * special.ndtr(-(y0 + sigma)))
-        upper = math.exp(sigma * float(_normal_isf(alpha)))  # P(|U| e^{sY} > upper) <= alpha
+        upper = math.exp(sigma * float(normal_isf(alpha)))  # P(|U| e^{sY} > upper) <= alpha
     elif noise == "lln":
         def tail(q: float) -> float:
             # |y| > 12 carries Gaussian mass below 1e-32: far under any alpha asked for
@@ -506,7 +501,7 @@ def noise_quantile(noise: str, alpha: float, *, sigma: float | None = None,
                     epsabs=1e-13, limit=200)
             return float(value)
         # P(|X| > a) + P(e^{sY} > b) bounds the tail at ab: each gets alpha / 2
-        upper = math.log(2.0 / alpha) * math.exp(sigma * float(_normal_isf(alpha / 2.0)))
+        upper = math.log(2.0 / alpha) * math.exp(sigma * float(normal_isf(alpha / 2.0)))
     else:
         raise InvalidParameterError(f"no quantile for the noise {noise!r}")
     return float(optimize.brentq(lambda q: tail(q) - alpha, 1e-12, upper, xtol=1e-12,

@@ -21,10 +21,10 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
 from .api import build_estimator
 from .errors import InvalidParameterError
+from .mechanisms.gaussian import normal_isf
 from .registry import PLANNED
 
 
@@ -107,7 +107,7 @@ def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None,
     # The rho a release of this shape is granted (an (epsilon, delta) request to PLAN is
     # calibrated to its plan for the shape: ``MeanEstimator.granted``).
     estimator = estimator.granted(int(n), int(d))
-    return float(norm.isf((1.0 - level) / 2.0)) * _noise_std(estimator, int(n), int(d))
+    return float(normal_isf((1.0 - level) / 2.0)) * _noise_std(estimator, int(n), int(d))
 
 
 def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float, *,

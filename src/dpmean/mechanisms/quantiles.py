@@ -8,13 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy.special import ndtri
 
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
 from ..events import Event, gaussian_event
 from .discrete_gaussian import discrete_gaussian
-from .gaussian import gaussian_noise
+from .gaussian import gaussian_noise, normal_isf
 
 # count_le(thresholds) -> for each search j, the number of data values <= thresholds[j].
 CountFunction = Callable[[np.ndarray], np.ndarray]
@@ -39,9 +38,8 @@ def count_noise_std(steps: int, rho_per_search: float) -> float:
 def rank_error_bound(steps: int, rho_per_search: float, beta: float) -> float:
     """Theorem 3.3's tau: with probability 1 - beta all ``steps`` noisy counts are within tau of
     the truth (two-sided Gaussian tails and a union bound), so the rank error is at most tau."""
-    # The upper beta/(2 steps) Gaussian quantile, -ndtri(q): the same number as
-    # scipy.stats.norm.isf(q), without scipy.stats' per-call overhead (searches call this often).
-    return count_noise_std(steps, rho_per_search) * float(-ndtri(beta / (2.0 * steps)))
+    # The upper beta/(2 steps) Gaussian quantile.
+    return count_noise_std(steps, rho_per_search) * float(normal_isf(beta / (2.0 * steps)))
 
 
 def reliable_search_steps(margin: float, rho_per_search: float, beta: float, most: int) -> int:
