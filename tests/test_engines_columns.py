@@ -225,6 +225,7 @@ def test_integers_the_box_holds_are_rescaled_without_a_clamp_and_the_same():
     scale = 1.0 / (hi - lo)
     fast, slow = InMemoryEngine(x, lo, hi, scale), InMemoryEngine(x.astype(np.float64), lo, hi,
                                                                    scale)
+    slow._box_holds_data = False  # the clamping path, as for data with values outside the box
     assert fast._box_holds_values and not slow._box_holds_values
     view = View(shift=np.full(9, 0.3), scale=np.linspace(0.5, 2.0, 9))
     np.testing.assert_array_equal(fast.sorted_norms(view), slow.sorted_norms(view))
@@ -237,6 +238,38 @@ def test_integers_the_box_holds_are_rescaled_without_a_clamp_and_the_same():
                                 slow.sorted_column_blocks(View(), 4), strict=True):
         assert c1 == c2
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("lo,hi", [(-4.0, 4.0), (np.linspace(-4.0, -3.5, 9), np.full(9, 4.0))])
+def test_float_data_inside_the_box_is_read_without_a_clamp_and_the_same(lo, hi):
+    """Float data found inside the box (equal sides, or per-column sides) is read in place,
+    not clamped: every answer equals the clamping path's bit for bit, and the data is left
+    as it was. One value outside turns the check off."""
+    rng = np.random.default_rng(9)
+    x = np.clip(rng.normal(0.0, 1.2, (3000, 9)), -3.4, 3.9)
+    lo, hi = np.broadcast_to(lo, 9).copy(), np.broadcast_to(hi, 9).copy()
+    before = x.copy()
+    fast, slow = InMemoryEngine(x, lo, hi), InMemoryEngine(x, lo, hi)
+    slow._box_holds_data = False
+    assert fast._box_holds_values and not slow._box_holds_values
+    rotation = RandomRotation.draw(9, np.random.default_rng(1))
+    for view in (View(), View(shift=np.full(9, 0.3)), View(rotation=rotation),
+                 View(rotation=rotation, shift=np.full(16, 0.2))):
+        np.testing.assert_array_equal(fast.sorted_norms(view), slow.sorted_norms(view))
+        np.testing.assert_array_equal(fast.clipped_sum(view, 2.5), slow.clipped_sum(view, 2.5))
+        thresholds = np.linspace(-1.0, 1.0, view.output_dim(9))
+        np.testing.assert_array_equal(fast.coordinate_counts(view, thresholds),
+                                      slow.coordinate_counts(view, thresholds))
+    orders = [rng.permutation(3000)]
+    np.testing.assert_array_equal(fast.pair_distances(orders[0])[1],
+                                  slow.pair_distances(orders[0])[1])
+    for (c1, a), (c2, b) in zip(fast.sorted_column_blocks(View(), 4),
+                                slow.sorted_column_blocks(View(), 4), strict=True):
+        assert c1 == c2
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(x, before)
+    x[17, 3] = 4.5
+    assert not InMemoryEngine(x, lo, hi)._box_holds_values
 
 
 @pytest.mark.parametrize("dtype,lo,hi", [(np.uint8, 0.0, 255.0), (np.int8, -20.0, 90.0)])

@@ -1,7 +1,8 @@
 """The in-memory numpy engine: the default way estimators reach a dense array.
 
 Works on row blocks that fit in cache, one thread per core (numpy releases the GIL). Rows are
-clamped to the box block by block as they are read. A rotated view (IOME, section 3.3) is
+clamped to the box block by block as they are read, unless one check found them all inside it
+(then float64 rows are read in place, as read-only views). A rotated view (IOME, section 3.3) is
 rotated once, into a column-major copy that answers the medians' coordinate counts
 (``ColumnCounter``); row norms and clipped sums of an orthogonal rotation never touch it, as
 ||R x - s|| = ||x - R^T s|| and sum_i w_i (R x_i - s) = R (sum_i w_i x_i) - (sum_i w_i) s.
@@ -9,6 +10,7 @@ rotated once, into a column-major copy that answers the medians' coordinate coun
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -71,10 +73,46 @@ class InMemoryEngine(Engine):
         # Integer data whose type's whole range lies in the box (MNIST's uint8 pixels in
         # [0, 255]): clamping changes nothing, so rows are only converted (and rescaled where
         # the engine normalises the box, as PLAN's does). Public: the dtype and the box.
-        self._box_holds_values = x.dtype.kind in "iub" and bool(
+        self._box_holds_integers = x.dtype.kind in "iub" and bool(
             (self._box.lo <= _type_range(x.dtype)[0]).all()
             and (self._box.hi >= _type_range(x.dtype)[1]).all())
-        self._box_holds_type = self._box_holds_values and self._box.scale is None
+        self._box_holds_type = self._box_holds_integers and self._box.scale is None
+        self._box_holds_data: bool | None = None
+
+    @property
+    def _box_holds_values(self) -> bool:
+        """Whether clamping to the box changes no value: integers whose type's range it holds,
+        or data found inside it (checked once, when rows are first read). Only how rows are
+        read depends on it, never a value: a row inside the box is its own clamp."""
+        if self._box_holds_data is None:
+            self._box_holds_data = self._box_holds_integers or self._inside_box()
+        return self._box_holds_data
+
+    def _inside_box(self) -> bool:
+        """Whether lo <= x <= hi everywhere: a read of the data on the cores, block by block,
+        stopped at the first value outside (a clamp costs three such reads each time rows are
+        read, and PLAN reads every row five times)."""
+        lo, hi = self._box.lo, self._box.hi
+        # The box's innermost bounds decide at once for a box of equal sides; otherwise a
+        # block they do not clear is compared column by column. Reductions, no n x d masks.
+        inner_lo, inner_hi = lo.max(), hi.min()
+        outside = threading.Event()
+        step = max(1, _BLOCK_BYTES // (8 * self.d))
+
+        def inside(block: np.ndarray) -> bool:
+            least, most = block.min(), block.max()
+            if least >= inner_lo and most <= inner_hi:
+                return True
+            return bool((block.min(axis=0) >= lo).all() and (block.max(axis=0) <= hi).all())
+
+        def check(part: slice) -> None:
+            for start in range(part.start, part.stop, step):
+                if outside.is_set() or not inside(self._x[start:min(start + step, part.stop)]):
+                    outside.set()
+                    return
+
+        over_row_ranges(self.n, check, values=self._x.size)
+        return not outside.is_set()
 
     def _each_block(self, width: int, fn: Callable[[slice], Any]) -> list:
         """fn over row blocks; each thread takes a contiguous run of blocks. Results come back
@@ -100,6 +138,13 @@ class InMemoryEngine(Engine):
                 return list(pool.map(fn, runs))
 
     def _clamped(self, rows: slice | np.ndarray) -> np.ndarray:
+        """The rows clamped to the box (and rescaled): a fresh float64 array, or, for float64
+        data inside an unscaled box, a read-only view of the data itself (no copy to make)."""
+        if (isinstance(rows, slice) and self._x.dtype == np.float64 and self._box.scale is None
+                and self._box_holds_values):
+            block = self._x[rows]
+            block.flags.writeable = False
+            return block
         return self._box(self._x[rows], clamps=not self._box_holds_values)
 
     def _base_reader(
@@ -506,8 +551,11 @@ class InMemoryEngine(Engine):
 
 
 def _shifted_in_place(view: View, block: np.ndarray) -> np.ndarray:
-    """``view.finish(block)`` for a view without a linear map, written into ``block`` (a fresh
-    array of the engine's): (block - shift) * scale, the same operations."""
+    """``view.finish(block)`` for a view without a linear map, written into ``block`` where it
+    is a fresh array of the engine's (a read-only view of the data gets a new one):
+    (block - shift) * scale, the same operations."""
+    if not block.flags.writeable:
+        return view.finish(block)
     if view.shift is not None:
         block -= view.shift
     if view.scale is not None:
