@@ -4,11 +4,12 @@ same seed, and the column counter behind its medians against the plain compariso
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpmean
-from dpmean.engines.column_counts import ColumnCounter
+from dpmean.engines.column_counts import ColumnCounter, write_columns
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mnist-70k.npz"
 BEFORE = np.load(Path(__file__).parent / "data" / "iome-release-59c63aa.npz")
@@ -79,3 +80,13 @@ def test_column_counter_equals_plain_comparison(columns, rows, seed, questions, 
         np.testing.assert_array_equal(counter.counts(thresholds), expected)
     # The counter only reorders each column.
     np.testing.assert_array_equal(np.sort(counter.values, axis=1), np.sort(values, axis=1))
+
+
+@pytest.mark.parametrize("rows,k,first", [(1, 1, 0), (5, 13, 3), (64, 2048, 40), (7, 8, 0)])
+def test_write_columns_is_the_transposing_copy(rows, k, first):
+    block = np.random.default_rng(rows + k).normal(size=(rows, k))
+    values = np.full((k, first + rows + 2), np.nan)
+    expected = values.copy()
+    expected[:, first:first + rows] = block.T
+    write_columns(block, values, first)
+    np.testing.assert_array_equal(values, expected)

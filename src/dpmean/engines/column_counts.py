@@ -84,6 +84,28 @@ def _count_columns(values, pivot_values, pivot_positions, pivot_counts, extremes
             extremes[j, i + 1, 0], extremes[j, i + 1, 1] = -np.inf, largest
 
 
+@njit(nogil=True, cache=True)
+def _write_columns(block, values, first):  # pragma: no cover - compiled
+    rows, k = block.shape
+    for c0 in range(0, k, _STRIP):
+        stop = min(c0 + _STRIP, k)
+        for i in range(rows):
+            for c in range(c0, stop):
+                values[c, first + i] = block[i, c]
+
+
+# Columns a strip of ``write_columns`` copies together: each of the strip's destination rows
+# gets a whole cache line per pass over the block's rows (4 and 16 measured slower).
+_STRIP = 8
+
+
+def write_columns(block: np.ndarray, values: np.ndarray, first: int) -> None:
+    """``values[:, first:first + rows] = block.T`` for a row block (rows, k) of the layout a
+    ``ColumnCounter`` takes (k, n), the same values: numpy's transposing copy took as long as
+    rotating the block (0.059 against 0.021 s for Gaussian C's 10^4 x 2048, one core)."""
+    _write_columns(block, values, first)
+
+
 # The fewest values a thread of ``ColumnCounter.counts`` is given (a few milliseconds of work).
 _VALUES_PER_THREAD = 1 << 18
 

@@ -236,7 +236,7 @@ class InMemoryEngine(Engine):
         if self._counter is None or key != self._counter_key:
             # Imported here: numba's import and first compiled call cost a second, which only
             # rotated views should pay (not `import dpmean`, nor the CLI's start-up).
-            from .column_counts import ColumnCounter
+            from .column_counts import ColumnCounter, write_columns
 
             # Let the old copies go before the new one is made.
             self._counter = self._magnitudes = None
@@ -251,7 +251,7 @@ class InMemoryEngine(Engine):
                     values[:, rows] = rotation.apply_columns(self._integer_rows(rows),
                                                              np.float32)
                 else:
-                    values[:, rows] = view.apply_base(self._clamped(rows)).T
+                    write_columns(view.apply_base(self._clamped(rows)), values, rows.start)
 
             self._each_block(k, fill)
             self._counter = ColumnCounter(values, threads=parallel.THREADS)
