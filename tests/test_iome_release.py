@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpmean
-from dpmean.engines.column_counts import ColumnCounter, write_columns
+from dpmean.engines.column_counts import ColumnCounter, LatticeCounter, write_columns
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mnist-70k.npz"
 BEFORE = np.load(Path(__file__).parent / "data" / "iome-release-59c63aa.npz")
@@ -90,3 +90,29 @@ def test_write_columns_is_the_transposing_copy(rows, k, first):
     expected[:, first:first + rows] = block.T
     write_columns(block, values, first)
     np.testing.assert_array_equal(values, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(columns=st.integers(1, 5), rows=st.integers(1, 40), seed=st.integers(0, 2**32 - 1),
+       threads=st.sampled_from([1, 2]))
+def test_lattice_counter_equals_plain_comparison(columns, rows, seed, threads):
+    # Values on the lattice of 1/32 (the float32 rotated copy of small integers), thresholds
+    # on it, between its points, beyond the values and infinite.
+    # At most ``rows`` lattice points a column: tables no larger than the values.
+    rng = np.random.default_rng(seed)
+    half = (rows - 1) // 2
+    values = (rng.integers(-half, half + 1, size=(columns, rows)) / 32).astype(np.float32)
+    counter = LatticeCounter.of(values, 1 / 32, threads)
+    assert counter is not None
+    for _ in range(30):
+        thresholds = rng.integers(-half - 3, half + 3, size=columns) / 32 + rng.choice(
+            [0.0, 1 / 64, -1 / 64, 1e-9], size=columns)
+        thresholds[rng.random(columns) < 0.05] = rng.choice([-np.inf, np.inf])
+        expected = (values <= thresholds[:, None]).sum(axis=1)
+        np.testing.assert_array_equal(counter.counts(thresholds), expected)
+
+
+def test_lattice_counter_declines_tables_larger_than_the_values():
+    # Two values a column, 2^20 lattice points apart: the tables would outgrow the copy.
+    values = np.array([[0.0, 2.0**15]], dtype=np.float32)
+    assert LatticeCounter.of(values, 1 / 32) is None

@@ -123,9 +123,9 @@ class ColumnCounter:
         self.threads = threads
         self._pivot_values = np.empty((k, _PIVOTS))
         self._pivot_positions = np.empty((k, _PIVOTS), dtype=np.int64)
-        # The sentinels -inf (position 0) and +inf (position n). No column minima and maxima:
-        # they cost two reductions of every block (4-5% of IOME on MNIST) to spare a column
-        # one partition, after which the threshold is a remembered pivot anyway.
+        # The sentinels -inf (position 0) and +inf (position n). No column minima and maxima
+        # up front (two more reads of every column): each segment's are found as it is
+        # partitioned, the whole column's by the first question.
         self._pivot_values[:, :2] = [-np.inf, np.inf]
         self._pivot_positions[:, :2] = [0, n]
         self._pivot_counts = np.full(k, 2, dtype=np.int64)
@@ -138,18 +138,101 @@ class ColumnCounter:
         thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
         k = self.values.shape[0]
         out = np.empty(k, dtype=np.int64)
-        run: Callable[[tuple[int, int]], None] = lambda span: _count_columns(  # noqa: E731
+        _over_columns(self.values, self.threads, lambda first, stop: _count_columns(
             self.values, self._pivot_values, self._pivot_positions, self._pivot_counts,
-            self._extremes, thresholds, out, span[0], span[1])
-        # A thread per core only when each gets enough values to outweigh starting it: small
-        # inputs (tests, audits, many small releases) were dominated by thread start-up.
-        threads = min(self.threads, k, max(1, self.values.size // _VALUES_PER_THREAD))
-        spans = [(k * t // threads, k * (t + 1) // threads) for t in range(threads)]
-        if threads == 1:
-            run(spans[0])
+            self._extremes, thresholds, out, first, stop))
+        return out
+
+
+def _over_columns(values: np.ndarray, threads: int, run: Callable[[int, int], None]) -> None:
+    """``run(first, stop)`` over consecutive spans of the rows of ``values`` (k, n), one span a
+    thread. A thread per core only when each gets enough values to outweigh starting it: small
+    inputs (tests, audits, many small releases) were dominated by thread start-up."""
+    k = values.shape[0]
+    threads = max(1, min(threads, k, values.size // _VALUES_PER_THREAD))
+    spans = [(k * t // threads, k * (t + 1) // threads) for t in range(threads)]
+    if threads == 1:
+        run(*spans[0])
+        return
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda span: run(*span), spans))
+
+
+@njit(nogil=True, cache=True)
+def _lattice_tally(values, per_unit, lows, offsets, table, first,
+                   stop):  # pragma: no cover - compiled
+    for j in range(first, stop):
+        row = values[j]
+        base = offsets[j] - lows[j]
+        for x in row:
+            table[base + int(x * per_unit)] += 1
+        total = 0
+        for q in range(offsets[j], offsets[j + 1]):
+            total += table[q]
+            table[q] = total
+
+
+@njit(nogil=True, cache=True)
+def _lattice_counts(table, offsets, lows, per_unit, n, thresholds,
+                    out):  # pragma: no cover - compiled
+    for j in range(thresholds.size):
+        at = thresholds[j] * per_unit
+        high = lows[j] + offsets[j + 1] - offsets[j] - 1
+        if at < lows[j]:
+            out[j] = 0
+        elif at >= high:
+            out[j] = n
         else:
-            with ThreadPoolExecutor(threads) as pool:
-                list(pool.map(run, spans))
+            out[j] = table[offsets[j] + int(np.floor(at)) - lows[j]]
+
+
+class LatticeCounter:
+    """``ColumnCounter``'s counts for columns whose values are all integer multiples of one
+    ``unit`` (a power of two, so value / unit is exact): each column's cumulative counts of
+    its integers, from the smallest to the largest, built in one read, then any threshold
+    answered by one lookup. The rotated copy of small-integer data (MNIST's, ``_rotated_type``)
+    is such: 20 halvings' lazy partitions visited 3.9 n values a column there (0.155 s), the
+    tables read 2 n (the ranges, then the tally: 0.06 s).
+
+    ``of`` builds one only when its tables hold at most as many entries as ``values`` (int32
+    counts: no more memory than the float32 copy it replaces), else returns None. The counter
+    keeps only the tables: the values may be dropped.
+    """
+
+    def __init__(self, n: int, per_unit: float, lows: np.ndarray, offsets: np.ndarray,
+                 table: np.ndarray) -> None:
+        self.n, self._per_unit, self._lows, self._offsets, self._table = (
+            n, per_unit, lows, offsets, table)
+
+    @classmethod
+    def of(cls, values: np.ndarray, unit: float, threads: int = 1) -> LatticeCounter | None:
+        k, n = values.shape
+        per_unit = 1.0 / unit
+        smallest, largest = np.empty(k, dtype=values.dtype), np.empty(k, dtype=values.dtype)
+
+        def ranges(first: int, stop: int) -> None:
+            np.min(values[first:stop], axis=1, out=smallest[first:stop])
+            np.max(values[first:stop], axis=1, out=largest[first:stop])
+
+        _over_columns(values, threads, ranges)
+        # Exact: value / unit is an integer (a power-of-two unit).
+        lows = (smallest * per_unit).astype(np.int64)
+        offsets = np.zeros(k + 1, dtype=np.int64)
+        np.cumsum((largest * per_unit).astype(np.int64) - lows + 1, out=offsets[1:])
+        if offsets[-1] > values.size or n >= 2**31:
+            return None
+        # int32 counts (n < 2^31): half the cache a column's table takes, 20 % faster tallies.
+        table = np.zeros(offsets[-1], dtype=np.int32)
+        _over_columns(values, threads, lambda first, stop: _lattice_tally(
+            values, per_unit, lows, offsets, table, first, stop))
+        return cls(n, per_unit, lows, offsets, table)
+
+    def counts(self, thresholds: np.ndarray) -> np.ndarray:
+        """#{i: values[j, i] <= thresholds[j]} for every j: (k,) int64 (NaN-free thresholds)."""
+        thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
+        out = np.empty(thresholds.size, dtype=np.int64)
+        _lattice_counts(self._table, self._offsets, self._lows, self._per_unit, self.n,
+                        thresholds, out)
         return out
 
 

@@ -24,7 +24,7 @@ from .base import ColumnOrder, Engine, add_distances, column_slices, pairs_of
 from .blas import one_blas_thread
 
 if TYPE_CHECKING:
-    from .column_counts import ColumnCounter
+    from .column_counts import ColumnCounter, LatticeCounter
 
 # Rows per block: a block and its temporaries stay in the per-core cache (measured fastest for
 # both the transform's small matrix products and the counting loop's comparisons).
@@ -67,7 +67,7 @@ class InMemoryEngine(Engine):
         self._base_key: tuple | None = None
         self._base: np.ndarray | None = None
         self._counter_key: tuple | None = None
-        self._counter: ColumnCounter | None = None
+        self._counter: ColumnCounter | LatticeCounter | None = None
         self._norms: tuple[View, np.ndarray] | None = None
         self._magnitudes: tuple[list[np.ndarray], np.ndarray] | None = None
         # Integer data whose type's whole range lies in the box (MNIST's uint8 pixels in
@@ -229,14 +229,14 @@ class InMemoryEngine(Engine):
             limit = limit + view.shift
         return limit
 
-    def _column_counter(self, view: View) -> ColumnCounter:
+    def _column_counter(self, view: View) -> ColumnCounter | LatticeCounter:
         """The view's base over all rows, one coordinate per row of a (d_pad, n) array, ready
         for coordinate counts; computed once per base (the last one asked is kept)."""
         key = (view.preclip, view.quantizer, view.rotation)
         if self._counter is None or key != self._counter_key:
             # Imported here: numba's import and first compiled call cost a second, which only
             # rotated views should pay (not `import dpmean`, nor the CLI's start-up).
-            from .column_counts import ColumnCounter, write_columns
+            from .column_counts import ColumnCounter, LatticeCounter, write_columns
 
             # Let the old copies go before the new one is made.
             self._counter = self._magnitudes = None
@@ -254,7 +254,11 @@ class InMemoryEngine(Engine):
                     write_columns(view.apply_base(self._clamped(rows)), values, rows.start)
 
             self._each_block(k, fill)
-            self._counter = ColumnCounter(values, threads=parallel.THREADS)
+            # The float32 copy's values are integer multiples of the rotation's power-of-two
+            # factor (``_rotated_type``): tables of their counts answer every halving at once.
+            lattice = None if rotation is None else LatticeCounter.of(
+                values, rotation.scale, threads=parallel.THREADS)
+            self._counter = lattice or ColumnCounter(values, threads=parallel.THREADS)
             self._counter_key = key
         return self._counter
 
