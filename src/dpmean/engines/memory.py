@@ -531,8 +531,11 @@ class InMemoryEngine(Engine):
 
     def _integer_clamped(self, rows: np.ndarray,
                          box: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        """Rows ``rows`` of the integer data clamped to the integer ``box``, in their type."""
+        """Rows ``rows`` of the integer data clamped to the integer ``box``, in their type (a
+        copy: ``rows`` is an index array)."""
         values = self._x[rows]
+        if self._box_holds_values:  # clipping would change nothing (MNIST's uint8 in [0, 255])
+            return values
         return np.clip(values, box[0], box[1], out=values)
 
     def _each_pair_block(self, pairs: int, fn: Callable[[slice], Any]) -> None:
