@@ -562,8 +562,10 @@ def _shifted_in_place(view: View, block: np.ndarray) -> np.ndarray:
     is a fresh array of the engine's (a read-only view of the data gets a new one):
     (block - shift) * scale, the same operations."""
     if not block.flags.writeable:
-        return view.finish(block)
-    if view.shift is not None:
+        if view.shift is None:
+            return block if view.scale is None else block * view.scale
+        block = block - view.shift  # fresh: scaled in place below
+    elif view.shift is not None:
         block -= view.shift
     if view.scale is not None:
         block *= view.scale
