@@ -225,7 +225,7 @@ def test_integers_the_box_holds_are_rescaled_without_a_clamp_and_the_same():
     scale = 1.0 / (hi - lo)
     fast, slow = InMemoryEngine(x, lo, hi, scale), InMemoryEngine(x.astype(np.float64), lo, hi,
                                                                    scale)
-    slow._box_holds_data = False  # the clamping path, as for data with values outside the box
+    slow._box_holds_values = False  # the clamping path, as for data with values outside the box
     assert fast._box_holds_values and not slow._box_holds_values
     view = View(shift=np.full(9, 0.3), scale=np.linspace(0.5, 2.0, 9))
     np.testing.assert_array_equal(fast.sorted_norms(view), slow.sorted_norms(view))
@@ -250,7 +250,7 @@ def test_float_data_inside_the_box_is_read_without_a_clamp_and_the_same(lo, hi):
     lo, hi = np.broadcast_to(lo, 9).copy(), np.broadcast_to(hi, 9).copy()
     before = x.copy()
     fast, slow = InMemoryEngine(x, lo, hi), InMemoryEngine(x, lo, hi)
-    slow._box_holds_data = False
+    slow._box_holds_values = False
     assert fast._box_holds_values and not slow._box_holds_values
     rotation = RandomRotation.draw(9, np.random.default_rng(1))
     for view in (View(), View(shift=np.full(9, 0.3)), View(rotation=rotation),

@@ -73,25 +73,19 @@ class InMemoryEngine(Engine):
         # Integer data whose type's whole range lies in the box (MNIST's uint8 pixels in
         # [0, 255]): clamping changes nothing, so rows are only converted (and rescaled where
         # the engine normalises the box, as PLAN's does). Public: the dtype and the box.
-        self._box_holds_integers = x.dtype.kind in "iub" and bool(
+        box_holds_integers = x.dtype.kind in "iub" and bool(
             (self._box.lo <= _type_range(x.dtype)[0]).all()
             and (self._box.hi >= _type_range(x.dtype)[1]).all())
-        self._box_holds_type = self._box_holds_integers and self._box.scale is None
-        self._box_holds_data: bool | None = None
-
-    @property
-    def _box_holds_values(self) -> bool:
-        """Whether clamping to the box changes no value: integers whose type's range it holds,
-        or data found inside it (checked once, when rows are first read). Only how rows are
-        read depends on it, never a value: a row inside the box is its own clamp."""
-        if self._box_holds_data is None:
-            self._box_holds_data = self._box_holds_integers or self._inside_box()
-        return self._box_holds_data
+        self._box_holds_type = box_holds_integers and self._box.scale is None
+        # Whether clamping to the box changes no value: those integers, or data found inside
+        # it by one check here (before any thread reads rows). Only how rows are read depends
+        # on it, never a value: a row inside the box is its own clamp.
+        self._box_holds_values = box_holds_integers or self._inside_box()
 
     def _inside_box(self) -> bool:
         """Whether lo <= x <= hi everywhere: a read of the data on the cores, block by block,
-        stopped at the first value outside (a clamp costs three such reads each time rows are
-        read, and PLAN reads every row five times)."""
+        stopped at the first block with a value outside (a clamp costs three such reads each
+        time rows are read, and PLAN reads every row five times)."""
         lo, hi = self._box.lo, self._box.hi
         # The box's innermost bounds decide at once for a box of equal sides; otherwise a
         # block they do not clear is compared column by column. Reductions, no n x d masks.
