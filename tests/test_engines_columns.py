@@ -227,9 +227,11 @@ def test_integers_the_box_holds_are_rescaled_without_a_clamp_and_the_same():
                                                                    scale)
     slow._box_holds_values = False  # the clamping path, as for data with values outside the box
     assert fast._box_holds_values and not slow._box_holds_values
-    view = View(shift=np.full(9, 0.3), scale=np.linspace(0.5, 2.0, 9))
-    np.testing.assert_array_equal(fast.sorted_norms(view), slow.sorted_norms(view))
-    np.testing.assert_array_equal(fast.clipped_sum(view, 0.8), slow.clipped_sum(view, 0.8))
+    rotated = View(rotation=RandomRotation.draw(9, np.random.default_rng(2)),
+                   shift=np.linspace(-0.2, 0.4, 16))
+    for view in (View(shift=np.full(9, 0.3), scale=np.linspace(0.5, 2.0, 9)), rotated):
+        np.testing.assert_array_equal(fast.sorted_norms(view), slow.sorted_norms(view))
+        np.testing.assert_array_equal(fast.clipped_sum(view, 0.8), slow.clipped_sum(view, 0.8))
     for (c1, a), (c2, b) in zip(fast.column_blocks(View(), 4), slow.column_blocks(View(), 4),
                                 strict=True):
         assert c1 == c2

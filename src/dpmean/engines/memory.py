@@ -291,21 +291,40 @@ class InMemoryEngine(Engine):
             width, read = self._base_reader(view, once=True)
             if all(step is None for step in (view.preclip, view.quantizer, view.rotation,
                                              view.linear)):
-                # The clamped rows are a fresh array: shift and scale them in place (the same
-                # values as ``finish``'s copies, one pass over the block fewer each).
-                return width, lambda rows: _shifted_in_place(view, read(rows)), 0.0, \
-                    lambda total, _: total
+                return width, self._shifted_reader(view), 0.0, lambda total, _: total
             return width, lambda rows: view.finish(read(rows)), 0.0, lambda total, _: total
         shift = np.zeros(rotation.padded_dim) if view.shift is None else view.shift
         back = rotation.invert_padded(shift)
         inside, outside = back[: self.d], back[self.d:]
         unrotated = View(preclip=view.preclip, quantizer=view.quantizer)
         offset = rotation.apply(inside) - shift
-        return (self.d,
-                lambda rows: _shifted_in_place(View(shift=inside),
-                                               unrotated.apply_base(self._clamped(rows))),
+        def unrotated_rows(rows: slice) -> np.ndarray:
+            return _shifted_in_place(View(shift=inside),
+                                     unrotated.apply_base(self._clamped(rows)))
+
+        plain = (view.preclip, view.quantizer) == (None, None)
+        return (self.d, self._shifted_reader(View(shift=inside)) if plain else unrotated_rows,
                 float(outside @ outside),
                 lambda total, weight: rotation.apply(total) + weight * offset)
+
+    def _shifted_reader(self, view: View) -> Callable[[slice], np.ndarray]:
+        """A reader of row blocks clamped to the box, then shifted and scaled as ``view`` says
+        (a view without base steps or linear map): ``view.finish(self._clamped(rows))``, the
+        same values. Integer rows inside the box are converted, rescaled, shifted and scaled
+        in one compiled pass (``row_kernels``) when there is a shift or scale to apply; other
+        rows are clamped into a fresh array and shifted and scaled in place."""
+        if (self._box_holds_values and self._x.dtype.kind in "iu"
+                and (view.shift is not None or view.scale is not None)):
+            from .row_kernels import shifted_rows  # numba: imported when first needed
+
+            ones, zeros = np.ones(self.d), np.zeros(self.d)
+            factor = ones if self._box.scale is None else self._box.scale
+            shift = zeros if view.shift is None else view.shift
+            scale = ones if view.scale is None else view.scale
+            return lambda rows: shifted_rows(self._x[rows], factor, shift, scale)
+        # The clamped rows are a fresh array (or a read-only view of the data): shifted and
+        # scaled in place (the same values as ``finish``'s copies, one pass fewer each).
+        return lambda rows: _shifted_in_place(view, self._clamped(rows))
 
     def row_norms(self, view: View) -> np.ndarray:
         width, read, extra, _ = self._norms_reader(view)
