@@ -298,6 +298,7 @@ class InMemoryEngine(Engine):
         inside, outside = back[: self.d], back[self.d:]
         unrotated = View(preclip=view.preclip, quantizer=view.quantizer)
         offset = rotation.apply(inside) - shift
+
         def unrotated_rows(rows: slice) -> np.ndarray:
             return _shifted_in_place(View(shift=inside),
                                      unrotated.apply_base(self._clamped(rows)))
