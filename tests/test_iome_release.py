@@ -112,6 +112,18 @@ def test_lattice_counter_equals_plain_comparison(columns, rows, seed, threads):
         np.testing.assert_array_equal(counter.counts(thresholds), expected)
 
 
+def test_counters_count_nothing_below_a_nan_threshold():
+    # No value is <= NaN: both counters say 0 (the lattice one never turns NaN into an index).
+    values = (np.arange(-40, 40).reshape(2, 40) / 32).astype(np.float32)
+    thresholds = np.array([np.nan, 0.5])
+    expected = (values <= thresholds[:, None]).sum(axis=1)
+    lattice = LatticeCounter.of(values, 1 / 32)
+    assert lattice is not None
+    np.testing.assert_array_equal(lattice.counts(thresholds), expected)
+    np.testing.assert_array_equal(ColumnCounter(values.astype(np.float64)).counts(thresholds),
+                                  expected)
+
+
 def test_lattice_counter_declines_tables_larger_than_the_values():
     # Two values a column, 2^20 lattice points apart: the tables would outgrow the copy.
     values = np.array([[0.0, 2.0**15]], dtype=np.float32)

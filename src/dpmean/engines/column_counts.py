@@ -178,12 +178,12 @@ def _lattice_counts(table, offsets, lows, per_unit, n, thresholds,
     for j in range(thresholds.size):
         at = thresholds[j] * per_unit
         high = lows[j] + offsets[j + 1] - offsets[j] - 1
-        if at < lows[j]:
-            out[j] = 0
-        elif at >= high:
+        if at >= high:
             out[j] = n
-        else:
+        elif at >= lows[j]:
             out[j] = table[offsets[j] + int(np.floor(at)) - lows[j]]
+        else:  # below every value (or NaN, which no value is <=: never an index)
+            out[j] = 0
 
 
 class LatticeCounter:
@@ -228,7 +228,7 @@ class LatticeCounter:
         return cls(n, per_unit, lows, offsets, table)
 
     def counts(self, thresholds: np.ndarray) -> np.ndarray:
-        """#{i: values[j, i] <= thresholds[j]} for every j: (k,) int64 (NaN-free thresholds)."""
+        """#{i: values[j, i] <= thresholds[j]} for every j: (k,) int64."""
         thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
         out = np.empty(thresholds.size, dtype=np.int64)
         _lattice_counts(self._table, self._offsets, self._lows, self._per_unit, self.n,
