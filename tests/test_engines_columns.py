@@ -317,3 +317,31 @@ def test_plan_on_bytes_releases_what_it_releases_on_wider_integers():
     releases = [dpmean.mean(x.astype(dtype), rho=0.5, method="plan", bounds=(0, 255),
                             random_state=4).mean for dtype in (np.uint8, np.uint16)]
     np.testing.assert_array_equal(releases[0], releases[1])
+
+
+def test_clipped_outer_sum_adds_block_by_block_with_the_same_bits():
+    # 6000 rows of 400: 19 row blocks of 327. The blocks' 400 x 400 products are added in
+    # block order as they come (the bits of summing their list, which held all 19: 24 MB), so
+    # at most a product per thread and the running total are held at once.
+    rng = np.random.default_rng(12)
+    x = rng.normal(0.0, 1.0, size=(6000, 400)) * np.linspace(0.2, 3.0, 400)
+    engine = InMemoryEngine(x, np.full(400, -10.0), np.full(400, 10.0))
+    view = View(shift=np.full(400, 0.1), scale=np.linspace(0.5, 1.5, 400))
+    radius = 15.0
+    blocks = engine._row_blocks(400)
+    assert len(blocks) == 19
+
+    def product(rows):
+        block = view.finish(np.clip(x[rows], -10.0, 10.0))
+        block = block * np.minimum(1.0, radius / np.sqrt(np.einsum("ij,ij->i", block, block)))[
+            :, None]
+        return block.T @ block
+
+    expected = np.sum([product(rows) for rows in blocks], axis=0)
+    tracemalloc.start()
+    got = engine.clipped_outer_sum(view, radius)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    np.testing.assert_array_equal(got, expected)
+    # The total, a product per thread (two here), and a block's temporaries (1 MiB each).
+    assert peak < 5 * 400 * 400 * 8 + 6 * 2**20
