@@ -136,10 +136,11 @@ class InMemoryEngine(Engine):
         return [slice(i, min(i + step, self.n)) for i in range(0, self.n, step)]
 
     def _clamped(self, rows: slice | np.ndarray) -> np.ndarray:
-        """The rows clamped to the box (and rescaled): a fresh float64 array, or, for float64
-        data inside an unscaled box, a read-only view of the data itself (no copy to make)."""
+        """The rows clamped to the box (and rescaled): a fresh float64 array, or, for C-ordered
+        float64 data inside an unscaled box, a read-only view of the data itself (no copy to
+        make; other layouts are copied as before, so their sums keep their order too)."""
         if (isinstance(rows, slice) and self._x.dtype == np.float64 and self._box.scale is None
-                and self._box_holds_values):
+                and self._x.flags.c_contiguous and self._box_holds_values):
             block = self._x[rows]
             block.flags.writeable = False
             return block
