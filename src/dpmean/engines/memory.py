@@ -316,10 +316,11 @@ class InMemoryEngine(Engine):
     def _shifted_reader(self, view: View) -> Callable[[slice], np.ndarray]:
         """A reader of row blocks clamped to the box, then shifted and scaled as ``view`` says
         (a view without base steps or linear map): ``view.finish(self._clamped(rows))``, the
-        same values. Integer rows inside the box are converted, rescaled, shifted and scaled
-        in one compiled pass (``row_kernels``) when there is a shift or scale to apply; other
-        rows are clamped into a fresh array and shifted and scaled in place."""
-        if (self._box_holds_values and self._x.dtype.kind in "iu"
+        same values. C-ordered integer rows inside the box are converted, rescaled, shifted and
+        scaled in one compiled pass (``row_kernels``) when there is a shift or scale to apply;
+        other rows are clamped into a fresh array (in their own layout, so the sums over them
+        keep their order) and shifted and scaled in place."""
+        if (self._box_holds_values and self._x.dtype.kind in "iu" and self._x.flags.c_contiguous
                 and (view.shift is not None or view.scale is not None)):
             from .row_kernels import shifted_rows  # numba: imported when first needed
 
