@@ -76,9 +76,9 @@ def _bucketed(keys, out, ends):  # pragma: no cover - compiled
 
 
 @njit(nogil=True, cache=True)
-def _sort_keys(keys, scratch, ends, inner_ends):  # pragma: no cover - compiled
+def _sort_keys(keys, scratch, ends):  # pragma: no cover - compiled
     """Sort ``keys`` (uint64) ascending into ``scratch`` (as long; ``keys`` is left in any
-    order), ``ends`` and ``inner_ends`` (one more integer each) being workspace.
+    order), ``ends`` (one more integer) being workspace.
 
     The keys are grouped by bucket (``_bucketed``); a bucket of more than _INSERTION_MOST keys
     is grouped again by a pass of its own (through the same place of ``keys``, free by then),
@@ -91,6 +91,8 @@ def _sort_keys(keys, scratch, ends, inner_ends):  # pragma: no cover - compiled
     for b in range(buckets):
         stop = ends[b]
         if stop - first > _INSERTION_MOST:
+            # Its own ends, as long as the bucket: only crowded columns pay for them.
+            inner_ends = np.empty(stop - first + 1, dtype=np.int64)
             groups = _bucketed(scratch[first:stop], keys[first:stop], inner_ends)
             scratch[first:stop] = keys[first:stop]
             start = first
@@ -119,7 +121,6 @@ def sort_float_columns(columns, out, first, stop):  # pragma: no cover - compile
         return
     scratch = np.empty(m, dtype=np.uint64)
     ends = np.empty(m + 1, dtype=np.int64)
-    inner_ends = np.empty(m + 1, dtype=np.int64)
     for strip in range(first, stop, _STRIP):
         last = min(strip + _STRIP, stop)
         for i in range(m):
@@ -129,6 +130,6 @@ def sort_float_columns(columns, out, first, stop):  # pragma: no cover - compile
             keys = out[c].view(np.uint64)
             for i in range(m):
                 keys[i] = _key(keys[i])
-            _sort_keys(keys, scratch, ends, inner_ends)
+            _sort_keys(keys, scratch, ends)
             for i in range(m):
                 keys[i] = _bits(scratch[i])
