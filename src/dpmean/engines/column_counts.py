@@ -102,7 +102,11 @@ _STRIP = 8
 def write_columns(block: np.ndarray, values: np.ndarray, first: int) -> None:
     """``values[:, first:first + rows] = block.T`` for a row block (rows, k) of the layout a
     ``ColumnCounter`` takes (k, n), the same values: numpy's transposing copy took as long as
-    rotating the block (0.059 against 0.021 s for Gaussian C's 10^4 x 2048, one core)."""
+    rotating the block (0.059 against 0.021 s for Gaussian C's 10^4 x 2048, one core).
+    ``engines.base.block_columns`` is its twin for whole 64 MiB blocks into a new array, kept
+    apart because each is the faster one where it is used: for cache-sized blocks this loop
+    (0.022 against 0.046 s for numpy's tiles over Gaussian C's blocks), for 64 MiB blocks
+    numpy's tiles (0.026 against 0.033 s)."""
     _write_columns(block, values, first)
 
 

@@ -90,8 +90,13 @@ class InMemoryEngine(Engine):
         # The box's innermost bounds decide at once for a box of equal sides; otherwise a
         # block they do not clear is compared column by column. Reductions, no n x d masks.
         inner_lo, inner_hi = lo.max(), hi.min()
+        if inner_lo == -np.inf and inner_hi == np.inf:
+            # No bounds (the Dask engine's persisted base, materialised or paired rows):
+            # clamping to +-inf changes no value, so nothing to read (the Dask engine makes a
+            # block engine per question, and each would have read its block once more).
+            return True
         outside = threading.Event()
-        step = max(1, _BLOCK_BYTES // (8 * self.d))
+        blocks = self._row_blocks(self.d)
 
         def inside(block: np.ndarray) -> bool:
             least, most = block.min(), block.max()
@@ -100,12 +105,12 @@ class InMemoryEngine(Engine):
             return bool((block.min(axis=0) >= lo).all() and (block.max(axis=0) <= hi).all())
 
         def check(part: slice) -> None:
-            for start in range(part.start, part.stop, step):
-                if outside.is_set() or not inside(self._x[start:min(start + step, part.stop)]):
+            for rows in blocks[part]:
+                if outside.is_set() or not inside(self._x[rows]):
                     outside.set()
                     return
 
-        over_row_ranges(self.n, check, values=self._x.size)
+        over_row_ranges(len(blocks), check, values=self._x.size)
         return not outside.is_set()
 
     def _each_block(self, width: int, fn: Callable[[slice], Any]) -> list:
@@ -433,9 +438,8 @@ class InMemoryEngine(Engine):
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
         width, read = self._base_reader(view, once=True)
-        step = max(1, _BLOCK_BYTES // (8 * max(width, 1)))
-        for start in range(0, self.n, step):
-            yield view.finish(read(slice(start, min(start + step, self.n))))
+        for rows in self._row_blocks(width):
+            yield view.finish(read(rows))
 
     def pair_distances(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # The pairs' magnitudes (``_pair_magnitudes``, kept for the sorted magnitudes PLAN asks
