@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.linalg import hadamard
 
+from dpmean.engines.rotation_kernels import rotate_into_columns
 from dpmean.transforms import (
     Quantizer,
     RandomRotation,
@@ -18,7 +19,6 @@ from dpmean.transforms import (
     fwht,
     next_power_of_two,
 )
-from dpmean.transforms.hadamard import fwht_columns
 
 
 @pytest.mark.parametrize("d", [1, 2, 4, 8, 16, 32, 64, 256, 512, 2048])
@@ -36,28 +36,33 @@ def test_fwht_keeps_leading_shape_and_input():
     np.testing.assert_allclose(fwht(out) / 64, x, atol=1e-12)
 
 
-@pytest.mark.parametrize("d", [1, 2, 16, 64, 512, 2048])
-def test_fwht_columns_is_the_row_transform_transposed(d):
-    x = np.random.default_rng(d).normal(size=(6, d))
-    before = x.T.copy()
-    np.testing.assert_allclose(fwht_columns(x.T.copy()), fwht(x).T, rtol=1e-12, atol=1e-9)
-    np.testing.assert_array_equal(x.T, before)
-    with pytest.raises(ValueError, match="power-of-two"):
-        fwht_columns(np.ones((12, 2)))
-
-
-@pytest.mark.parametrize("dtype,d", [(np.uint8, 784), (np.int16, 60), (np.uint8, 3)])
-def test_rotation_in_columns_is_exact_in_float32_on_small_integers(dtype, d):
-    # d_pad a power of 4 (1024, 64, 4): the scale is a power of two and every partial sum a
-    # multiple of it below 2^24 of them, so float32 holds each value exactly: the same numbers
-    # as the float64 rotation of the same rows.
+@pytest.mark.parametrize("dtype,d,n", [(np.uint8, 784, 300), (np.int16, 60, 5000),
+                                       (np.uint8, 3, 70000), (np.int8, 1, 9)])
+@pytest.mark.parametrize("clamps", [False, True])
+def test_rotation_into_columns_is_exact_in_float32_on_small_integers(dtype, d, n, clamps):
+    # d_pad a power of 4 (1024, 64, 4, 1): the scale is a power of two and every partial sum
+    # a multiple of it below 2^24 of them, so float32 holds each value exactly: the same
+    # numbers as the float64 rotation of the same clamped rows, whatever the blocks (n not a
+    # multiple of the kernel's block rows) and the order of the butterflies.
     rng = np.random.default_rng(d)
     info = np.iinfo(dtype)
-    x = rng.integers(info.min, info.max, size=(50, d), endpoint=True).astype(dtype)
+    x = rng.integers(info.min, info.max, size=(n, d), endpoint=True).astype(dtype)
+    given = x.copy()
     rot = RandomRotation.draw(d, rng)
-    columns = rot.apply_columns(x, np.float32)
-    assert columns.dtype == np.float32 and columns.shape == (rot.padded_dim, 50)
-    np.testing.assert_array_equal(columns, rot.apply(x.astype(np.float64)).T)
+    lo, hi = np.full(d, info.min, dtype=dtype), np.full(d, info.max, dtype=dtype)
+    if clamps:
+        lo[::2], hi[1::3] = info.min // 2, info.max // 3
+    factors = (rot.signs[:d] * rot.scale).astype(np.float32)
+    columns = np.full((rot.padded_dim, n + 2), np.nan, dtype=np.float32)
+    rotate_into_columns(x, lo, hi, factors, columns, slice(0, n // 3), clamps=clamps)
+    rotate_into_columns(x, lo, hi, factors, columns, slice(n // 3, n), clamps=clamps)
+    expected = rot.apply(np.clip(x, lo, hi).astype(np.float64)).T
+    np.testing.assert_array_equal(columns[:, :n], expected)
+    assert np.isnan(columns[:, n:]).all()  # nothing written beyond the rows asked
+    np.testing.assert_array_equal(x, given)
+    with pytest.raises(ValueError, match="power of 4"):
+        rotate_into_columns(x, lo, hi, factors, np.empty((2 * rot.padded_dim, n), np.float32),
+                            slice(0, n))
 
 
 @pytest.mark.parametrize("d", [0, 3, 12, 100])

@@ -246,18 +246,23 @@ class InMemoryEngine(Engine):
             self._counter = self._magnitudes = None
             k = view.output_dim(self.d)
             values = np.empty((k, self.n), dtype=self._rotated_type(view))
-            # Exact in float32 (``_rotated_type``): rotate straight into the column layout,
-            # no float64 copy and no transpose (3x faster on MNIST), the same values.
+            # Exact in float32 (``_rotated_type``): small integers rotated by compiled
+            # butterflies straight into the column layout (``rotation_kernels``), no float64
+            # copy and no transpose, the same values.
             rotation = view.rotation if values.dtype == np.float32 else None
+            if rotation is not None:
+                from .rotation_kernels import rotate_into_columns
 
-            def fill(rows: slice) -> None:
-                if rotation is not None:
-                    values[:, rows] = rotation.apply_columns(self._integer_rows(rows),
-                                                             np.float32)
-                else:
-                    write_columns(view.apply_base(self._clamped(rows)), values, rows.start)
-
-            self._each_block(k, fill)
+                box = self._integer_box()
+                assert box is not None  # _rotated_type found one
+                factors = (rotation.signs[: self.d] * rotation.scale).astype(np.float32)
+                clamps = not (self._box_holds_type or self._box_holds_values)
+                self._each_run(k, lambda run: rotate_into_columns(
+                    self._x, *box, factors, values, slice(run[0].start, run[-1].stop),
+                    clamps=clamps))
+            else:
+                self._each_block(k, lambda rows: write_columns(
+                    view.apply_base(self._clamped(rows)), values, rows.start))
             # The float32 copy's values are integer multiples of the rotation's power-of-two
             # factor (``_rotated_type``): tables of their counts answer every halving at once.
             lattice = None if rotation is None else LatticeCounter.of(
@@ -560,15 +565,6 @@ class InMemoryEngine(Engine):
             return None
         return (np.clip(box.lo, least, most).astype(dtype),
                 np.clip(box.hi, least, most).astype(dtype))
-
-    def _integer_rows(self, rows: slice) -> np.ndarray:
-        """The block ``rows`` clamped to the box in the data's own integer type (a copy where
-        clamping moves a value; the data itself when the box holds the type)."""
-        if self._box_holds_type:
-            return self._x[rows]
-        box = self._integer_box()
-        assert box is not None  # only called where _rotated_type found an integer box
-        return np.clip(self._x[rows], box[0], box[1])
 
     def _integer_clamped(self, rows: np.ndarray,
                          box: tuple[np.ndarray, np.ndarray]) -> np.ndarray:

@@ -38,23 +38,22 @@ def _check_length(d: int) -> None:
         raise ValueError(f"fwht needs a power-of-two length, got {d}")
 
 
-def _stages(x: np.ndarray, lead: int, d: int, trail: int) -> np.ndarray:
-    """H_d applied along the middle axis of ``x`` viewed as (lead, d, trail), in x's dtype.
+def _stages(x: np.ndarray, lead: int, d: int) -> np.ndarray:
+    """H_d applied along the last axis of ``x`` viewed as (lead, d) (float64).
 
     Index j = (high, mid, low); each stage multiplies the ``mid`` digit by a small Hadamard
-    block. The trailing axis rides along with ``low``: rows (trail = 1) and columns (lead = 1)
-    are the same stages."""
+    block."""
     low = 1
     while low < d:
         size = min(_RADIX, d // low)
         high = d // (low * size)
-        block = hadamard_matrix(size, np.float32 if x.dtype == np.float32 else np.float64)
-        if low * trail == 1:  # one large product instead of a batch of matrix-vector ones
+        block = hadamard_matrix(size)
+        if low == 1:  # one large product instead of a batch of matrix-vector ones
             x = x.reshape(lead * high, size) @ block
         else:
-            x = np.matmul(block, x.reshape(lead * high, size, low * trail))
+            x = np.matmul(block, x.reshape(lead * high, size, low))
         low *= size
-    return x.reshape(lead, d, trail)
+    return x.reshape(lead, d)
 
 
 def fwht(x: np.ndarray) -> np.ndarray:
@@ -68,22 +67,10 @@ def fwht(x: np.ndarray) -> np.ndarray:
     _check_length(d)
     lead = x.shape[:-1]
     rows = int(np.prod(lead, dtype=np.int64))
-    out = _stages(np.ascontiguousarray(x), rows, d, 1)
+    out = _stages(np.ascontiguousarray(x), rows, d)
     if d == 1:  # no stage ran: H_1 = [1], but the result must still be a new array
         out = out.copy()
     return out.reshape(*lead, d)
-
-
-def fwht_columns(y: np.ndarray) -> np.ndarray:
-    """The transform of each column of ``y`` (d, b), d a power of two: ``H_d @ y``, in y's
-    floating type, as a new array (``y`` is never modified). The same values as
-    ``fwht(y.T).T`` wherever the arithmetic is exact (integers, or multiples of one power of
-    two, within the type's significand); the stages run along whole rows of length b, so a
-    column layout needs no transpose."""
-    d, b = y.shape
-    _check_length(d)
-    out = _stages(np.ascontiguousarray(y), 1, d, b).reshape(d, b)
-    return out.copy() if d == 1 else out
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,18 +108,6 @@ class RandomRotation:
         # The normalisation folds into the signs: one pass over the rows fewer.
         np.multiply(x, self.signs[: self.dim] * self.scale, out=padded[..., : self.dim])
         return fwht(padded)
-
-    def apply_columns(self, x: np.ndarray, dtype: type[np.floating] = np.float64) -> np.ndarray:
-        """``apply(x).T`` computed in the column layout: the rotated rows of ``x`` (b, dim) as
-        the columns of a new (d_pad, b) array of ``dtype``. Equal to ``apply(x).T`` cast to
-        ``dtype`` wherever the arithmetic is exact in ``dtype`` (``normalized`` with d_pad a
-        power of 4, so the scale is a power of two, and integer inputs whose sums stay within
-        the significand: |x| d_pad <= 2^24 for float32), which is when the engines use it."""
-        x = np.asarray(x)
-        columns = np.zeros((self.padded_dim, x.shape[0]), dtype=dtype)
-        factors = (self.signs[: self.dim] * self.scale).astype(dtype)
-        np.multiply(x.T, factors[:, None], out=columns[: self.dim])
-        return fwht_columns(columns)
 
     def invert(self, y: np.ndarray) -> np.ndarray:
         """Undo ``apply`` and drop the padding: shape (..., d_pad) -> (..., dim)."""
