@@ -21,6 +21,19 @@ from numba import njit
 _SCRATCH_BYTES = 1 << 19
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _butterfly(a0, a1, a2, a3, o0, o1, o2, o3, b):  # pragma: no cover - compiled
+    """One radix-4 butterfly over b positions: (o0, o1, o2, o3) = H_4 (a0, a1, a2, a3) in
+    Sylvester order; o may be a (each position is read before it is written)."""
+    for i in range(b):
+        p, q, r, t = a0[i], a1[i], a2[i], a3[i]
+        u0, u1, u2, u3 = p + q, p - q, r + t, r - t
+        o0[i] = u0 + u2
+        o1[i] = u1 + u3
+        o2[i] = u0 - u2
+        o3[i] = u1 - u3
+
+
 @njit(nogil=True, cache=True)
 def _rotate_block(x, lo, hi, clamps, factors, start, b, buf, out):  # pragma: no cover - compiled
     d, size = x.shape[1], buf.shape[0]
@@ -43,28 +56,15 @@ def _rotate_block(x, lo, hi, clamps, factors, start, b, buf, out):  # pragma: no
     while h * 4 < size:
         for s in range(0, size, 4 * h):
             for j in range(s, s + h):
-                a0, a1, a2, a3 = buf[j], buf[j + h], buf[j + 2 * h], buf[j + 3 * h]
-                for i in range(b):
-                    p, q, r, t = a0[i], a1[i], a2[i], a3[i]
-                    u0, u1, u2, u3 = p + q, p - q, r + t, r - t
-                    a0[i] = u0 + u2
-                    a1[i] = u1 + u3
-                    a2[i] = u0 - u2
-                    a3[i] = u1 - u3
+                _butterfly(buf[j], buf[j + h], buf[j + 2 * h], buf[j + 3 * h],
+                           buf[j], buf[j + h], buf[j + 2 * h], buf[j + 3 * h], b)
         h *= 4
     stop = start + b
     if h * 4 == size:
         for j in range(h):
-            a0, a1, a2, a3 = buf[j], buf[j + h], buf[j + 2 * h], buf[j + 3 * h]
-            o0, o1 = out[j, start:stop], out[j + h, start:stop]
-            o2, o3 = out[j + 2 * h, start:stop], out[j + 3 * h, start:stop]
-            for i in range(b):
-                p, q, r, t = a0[i], a1[i], a2[i], a3[i]
-                u0, u1, u2, u3 = p + q, p - q, r + t, r - t
-                o0[i] = u0 + u2
-                o1[i] = u1 + u3
-                o2[i] = u0 - u2
-                o3[i] = u1 - u3
+            _butterfly(buf[j], buf[j + h], buf[j + 2 * h], buf[j + 3 * h],
+                       out[j, start:stop], out[j + h, start:stop],
+                       out[j + 2 * h, start:stop], out[j + 3 * h, start:stop], b)
     else:  # d_pad = 1: no stage
         for i in range(b):
             out[0, start + i] = buf[0, i]
