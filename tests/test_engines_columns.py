@@ -183,31 +183,37 @@ def _old_pair_distances(engine, order):
     return l1, squared
 
 
-@pytest.mark.parametrize("dtype,lo,hi", [
-    (np.float64, -4.0, 6.0),
-    (np.uint8, 0.0, 255.0),     # the box holds the type: no clamp
-    (np.uint8, 3.0, 200.0),     # integral bounds: clamped as integers
-    (np.int8, -300.0, 90.0),    # a bound beyond the type's range
-    (np.int16, -7.0, 2000.0),
-    (np.uint8, 0.5, 200.0),     # a fractional bound: the float path
+@pytest.mark.parametrize("dtype,lo,hi,scaled", [
+    (np.float64, -4.0, 6.0, False),   # values outside the box: clamped
+    (np.float64, -40.0, 60.0, False),  # inside the box: the compiled gather, no clamp
+    (np.float64, -40.0, 60.0, True),   # ... of rescaled rows
+    (np.float32, -40.0, 60.0, True),
+    (np.int32, -2.0**31, 2.0**31, False),  # wider integers: the float path
+    (np.uint8, 0.0, 255.0, False),     # the box holds the type: no clamp
+    (np.uint8, 3.0, 200.0, False),     # integral bounds: clamped as integers
+    (np.int8, -300.0, 90.0, False),    # a bound beyond the type's range
+    (np.int16, -7.0, 2000.0, False),
+    (np.uint8, 0.5, 200.0, False),     # a fractional bound: the float path
 ])
-def test_pair_statistics_equal_the_column_block_computation(dtype, lo, hi, monkeypatch):
+def test_pair_statistics_equal_the_column_block_computation(dtype, lo, hi, scaled, monkeypatch):
     # Row-gathered pair distances and sorted pair magnitudes (the in-memory engine's own paths,
-    # the small-integer one included) give the column blocks' answers bit for bit; the chunked
-    # engine (the generic paths) too.
+    # the small-integer one and the compiled gathers included) give the column blocks' answers
+    # bit for bit; the chunked engine (the generic paths) too.
     monkeypatch.setattr(base_module, "COLUMN_BLOCK_BYTES", 1 << 15)
     rng = np.random.default_rng(4)
     x = rng.normal(1.0, 3.0, size=(2001, 13))
-    if dtype != np.float64:
+    if np.dtype(dtype).kind in "iu":
         info = np.iinfo(dtype)
         x = np.where(rng.random(x.shape) < 0.6, 0, rng.integers(info.min, info.max, x.shape))
     x = x.astype(dtype)
     lo, hi = np.full(13, lo), np.full(13, hi)
+    scale = 1.0 / (hi - lo) * (1.0 + np.arange(13) / 7.0) if scaled else None
     orders = [rng.permutation(2001), rng.permutation(2001)]
-    clamped = np.clip(x.astype(np.float64), lo, hi)
+    clamped = np.clip(x.astype(np.float64), lo, hi) * (1.0 if scale is None else scale)
     expected = np.sort(np.abs(np.concatenate(
         [clamped[o[:2000:2]] - clamped[o[1:2000:2]] for o in orders])), axis=0)
-    for engine in (InMemoryEngine(x, lo, hi), ChunkedEngine(x, lo, hi, chunk_rows=300)):
+    for engine in (InMemoryEngine(x, lo, hi, scale),
+                   ChunkedEngine(x, lo, hi, chunk_rows=300, scale=scale)):
         for got, want in zip(engine.pair_distances(orders[0]),
                              _old_pair_distances(engine, orders[0]), strict=True):
             np.testing.assert_array_equal(got, want)

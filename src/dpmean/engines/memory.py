@@ -511,44 +511,57 @@ class InMemoryEngine(Engine):
         differences, as clamping and rescaling act value by value.
 
         Small integers (MNIST's pixels, ``_integer_box``) stay in the unsigned type of their
-        size: |a - b| of the clamped rows is exact there (max - min wraps into it), an eighth
-        of float64's memory. The last answer is kept, by the orders' identity (as the Dask
-        engine keeps its pair differences)."""
+        size: |a - b| of the clamped rows is exact there (the difference of two values of a
+        type fits the unsigned type as wide), an eighth of float64's memory. The last answer
+        is kept, by the orders' identity (as the Dask engine keeps its pair differences)."""
         kept = self._magnitudes
         if kept is not None and len(kept[0]) == len(orders) and all(
                 a is b for a, b in zip(kept[0], orders, strict=True)):
             return kept[1]
         self._magnitudes = None
         box = self._integer_box()
-        if box is None:
-            dtype = np.dtype(np.float64)
-            clamps = not self._box_holds_values
-
-            def magnitude(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-                diff = self._box(self._x[a], clamps=clamps)
-                diff -= self._box(self._x[b], clamps=clamps)
-                return np.abs(diff, out=diff)
-        else:
-            dtype = np.dtype(f"u{self._x.dtype.itemsize}")
-
-            def magnitude(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-                a, b = (self._integer_clamped(rows, box) for rows in (a, b))
-                high = np.maximum(a, b)
-                high -= np.minimum(a, b)
-                return high.view(dtype)
-
+        dtype = np.dtype(np.float64 if box is None else f"u{self._x.dtype.itemsize}")
         pairs = [pairs_of(order) for order in orders]
         out = np.empty((sum(len(p) for p in pairs), self.d), dtype=dtype)
         start = 0
         for pair in pairs:
-            def fill(part: slice, pair: np.ndarray = pair, start: int = start) -> None:
-                out[start + part.start:start + part.stop] = magnitude(pair[part, 0],
-                                                                      pair[part, 1])
-
-            self._each_pair_block(len(pair), fill)
+            self._fill_magnitudes(pair, box, out[start:start + len(pair)])
             start += len(pair)
         self._magnitudes = (list(orders), out)
         return out
+
+    def _fill_magnitudes(self, pairs: np.ndarray, box: tuple[np.ndarray, np.ndarray] | None,
+                         out: np.ndarray) -> None:
+        """|a - b| of the clamped rows of each pair (a, b) of ``pairs`` into ``out``'s rows,
+        the pairs shared among the cores: small integers (``box`` their integer box), and
+        other rows the box holds, in one compiled pass (``pair_kernels``), rows to clamp by
+        blocks of pairs."""
+        if box is not None:
+            from .pair_kernels import integer_magnitudes
+
+            clamps = not (self._box_holds_type or self._box_holds_values)
+            pairs = np.ascontiguousarray(pairs, dtype=np.intp)
+            over_row_ranges(len(pairs), lambda part: integer_magnitudes(
+                self._x, *box, clamps, pairs, part.start, part.stop, out),
+                values=2 * len(pairs) * self.d)
+            return
+        clamps = not self._box_holds_values
+        if not clamps and self._x.dtype.kind in "fiu":
+            from .pair_kernels import float_magnitudes
+
+            scale = self._box.scale
+            pairs = np.ascontiguousarray(pairs, dtype=np.intp)
+            over_row_ranges(len(pairs), lambda part: float_magnitudes(
+                self._x, np.ones(1) if scale is None else scale, scale is not None, pairs,
+                part.start, part.stop, out), values=2 * len(pairs) * self.d)
+            return
+
+        def fill(part: slice) -> None:
+            diff = self._box(self._x[pairs[part, 0]], clamps=clamps)
+            diff -= self._box(self._x[pairs[part, 1]], clamps=clamps)
+            np.abs(diff, out=out[part])
+
+        self._each_pair_block(len(pairs), fill)
 
     def _integer_box(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The box as integers of the data's type when clamping integer data of at most 16
@@ -565,15 +578,6 @@ class InMemoryEngine(Engine):
             return None
         return (np.clip(box.lo, least, most).astype(dtype),
                 np.clip(box.hi, least, most).astype(dtype))
-
-    def _integer_clamped(self, rows: np.ndarray,
-                         box: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        """Rows ``rows`` of the integer data clamped to the integer ``box``, in their type (a
-        copy: ``rows`` is an index array)."""
-        values = self._x[rows]
-        if self._box_holds_values:  # clipping would change nothing (MNIST's uint8 in [0, 255])
-            return values
-        return np.clip(values, box[0], box[1], out=values)
 
     def _each_pair_block(self, pairs: int, fn: Callable[[slice], Any]) -> None:
         """fn over consecutive blocks of the ``pairs`` pair indices (two rows read each), the

@@ -1,5 +1,7 @@
-"""Compiled loops of the in-memory engine over the pairs' integer magnitudes: the l1 norm and
-squared l2 norm of each pair (``InMemoryEngine.pair_distances`` on small integers such as
+"""Compiled loops of the in-memory engine over the pairs' integer magnitudes: the magnitudes
+themselves, gathered from the pairs' rows (``integer_magnitudes``; ``float_magnitudes`` for
+rows inside the box of other types), the l1 norm and squared l2
+norm of each pair (``InMemoryEngine.pair_distances`` on small integers such as
 MNIST's pixels), and each column's histogram of byte magnitudes and its sorted positions
 (``counted_order.CountedOrder``).
 
@@ -10,7 +12,44 @@ their float64 values are the float path's bits whatever the order of the additio
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
+
+
+@njit(nogil=True, cache=True)
+def integer_magnitudes(x, lo, hi, clamps, pairs, first, stop,
+                       out):  # pragma: no cover - compiled
+    """For pairs first..stop-1 (rows a, b of ``pairs``): |clip(x_a) - clip(x_b)| of the
+    integer rows ``x`` clamped to [lo, hi] (``clamps=False``: the box holds every value, no
+    clamp), into ``out``'s rows (unsigned, as wide as x's type: the difference of two
+    clamped values fits). One pass where numpy gathered both rows, clipped and took a
+    maximum, a minimum and their difference."""
+    for p in range(first, stop):
+        a, b = x[pairs[p, 0]], x[pairs[p, 1]]
+        row = out[p]
+        for j in range(a.size):
+            u, v = np.int64(a[j]), np.int64(b[j])
+            if clamps:
+                u = min(max(u, np.int64(lo[j])), np.int64(hi[j]))
+                v = min(max(v, np.int64(lo[j])), np.int64(hi[j]))
+            row[j] = u - v if u >= v else v - u
+
+
+@njit(nogil=True, cache=True)
+def float_magnitudes(x, scale, scales, pairs, first, stop, out):  # pragma: no cover - compiled
+    """For pairs first..stop-1 (rows a, b of ``pairs``): |f(x_a) - f(x_b)| into ``out``'s
+    rows (float64), f(v) = float64(v) * scale (``scales=False``: float64(v)), for rows the
+    box holds (no clamp). The operations of converting both rows, rescaling them, then
+    subtracting and taking the magnitude, value by value: the same bits (a product then a
+    difference of products is never fused into a multiply-add without fast-math)."""
+    for p in range(first, stop):
+        a, b = x[pairs[p, 0]], x[pairs[p, 1]]
+        row = out[p]
+        for j in range(a.size):
+            u, v = np.float64(a[j]), np.float64(b[j])
+            if scales:
+                u, v = u * scale[j], v * scale[j]
+            row[j] = abs(u - v)
 
 
 @njit(nogil=True, cache=True)
