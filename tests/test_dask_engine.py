@@ -127,3 +127,38 @@ def test_workers_read_tables(tmp_path, suffix, monkeypatch, capsys):
     on_dask = json.loads(out.read_text())["mean"]
     assert main(args) == 0
     np.testing.assert_allclose(on_dask, json.loads(out.read_text())["mean"], atol=1e-9)
+
+
+@pytest.mark.parametrize("rows,gather_bytes,merged", [
+    (50, 1 << 30, True), (50, 8 * 12 * 120, True), (700, 1 << 30, False)])
+def test_pairs_gathered_from_merged_blocks_are_the_same(rows, gather_bytes, merged,
+                                                        monkeypatch):
+    # Many small blocks: the pairs' rows are gathered from at most 16 merged blocks (fewer
+    # pieces: a random pairing takes a piece of every source block for every block of pairs),
+    # each at most ``_GATHER_BLOCK_BYTES`` (here also 120 rows); blocks larger than that are
+    # gathered from as they are. The same distances and the same release as in memory.
+    from dpmean.engines import dask as dask_module
+    from dpmean.engines.dask import DaskEngine
+    from dpmean.engines.memory import InMemoryEngine
+
+    monkeypatch.setattr(dask_module, "_GATHER_BLOCK_BYTES", gather_bytes)
+    sources = []
+    gather_source = dask_module._gather_source
+    monkeypatch.setattr(dask_module, "_gather_source",
+                        lambda rows: sources.append(gather_source(rows)) or sources[-1])
+    rng = np.random.default_rng(3)
+    x = rng.normal(2.0, 1.5, size=(3001, 12))
+    lo, hi = np.full(12, -20.0), np.full(12, 20.0)
+    order = rng.permutation(3001)
+    engine = DaskEngine(da.from_array(x, chunks=(rows, 12)), lo, hi)
+    for got, want in zip(engine.pair_distances(order),
+                         InMemoryEngine(x, lo, hi).pair_distances(order), strict=True):
+        np.testing.assert_array_equal(got, want)
+    blocks = sources[0].chunks[0]
+    assert blocks == ((700,) * 4 + (201,) if not merged
+                      else (188,) * 15 + (181,) if gather_bytes == 1 << 30
+                      else (120,) * 25 + (1,))
+    options = {"rho": 1.0, "method": "plan", "bounds": (-20.0, 20.0), "random_state": 11}
+    # Same decisions and draws; the final sum adds its blocks in another order (a few ulps).
+    np.testing.assert_allclose(dpmean.mean(da.from_array(x, chunks=(rows, 12)), **options).mean,
+                               dpmean.mean(x, **options).mean, rtol=0, atol=1e-12)
