@@ -11,6 +11,7 @@ empty afterwards. The cluster keeps its scratch space elsewhere (``--worker-dir`
 
     python benchmarks/bench_dask.py --gigabytes 10    # the issue's size
     python benchmarks/bench_dask.py --gigabytes 0.2   # a smoke run
+    python benchmarks/bench_dask.py --gigabytes 2 --methods plan --calls  # time by question
 """
 
 from __future__ import annotations
@@ -65,6 +66,36 @@ def counted_tempfiles() -> Iterator[Counter]:
             setattr(tempfile, name, original)
 
 
+@contextmanager
+def timed_engine_calls() -> Iterator[list[tuple[str, float]]]:
+    """Record (question, seconds) for every call of the Dask engine's aggregate questions made
+    by this process (the client: each call's wall time, the workers' part included), in
+    order: where a release's time goes, question by question."""
+    from dpmean.engines.dask import DaskEngine
+
+    calls: list[tuple[str, float]] = []
+    names = ("row_norms", "clipped_sum", "coordinate_counts", "coordinate_count_table",
+             "pair_distances", "pair_value_order", "column_order", "clipped_outer_sum")
+    originals = {name: getattr(DaskEngine, name) for name in names}
+
+    def timing(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                calls.append((name, time.perf_counter() - start))
+        return call
+
+    for name, original in originals.items():
+        setattr(DaskEngine, name, timing(name, original))
+    try:
+        yield calls
+    finally:
+        for name, original in originals.items():
+            setattr(DaskEngine, name, original)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gigabytes", type=float, default=1.0,
@@ -76,6 +107,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="the workers' scratch space (default: a directory next to this "
                              "script's working directory, not the client's TMPDIR)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--calls", action="store_true",
+                        help="also print each method's engine calls and their seconds (the "
+                             "column questions' selection passes run inside the draws, "
+                             "after the calls that return their order statistics)")
     args = parser.parse_args(argv)
 
     # The client's temporary directory: fresh and empty, so anything written there shows.
@@ -113,11 +148,18 @@ def main(argv: list[str] | None = None) -> None:
             peaks["mean"] = client_peak_mib()
             for method in args.methods:
                 start = time.perf_counter()
-                dpmean.mean(x, rho=args.rho, method=method, bounds=(-20.0, 20.0),
-                            random_state=args.seed)
+                with timed_engine_calls() as engine_calls:
+                    dpmean.mean(x, rho=args.rho, method=method, bounds=(-20.0, 20.0),
+                                random_state=args.seed)
                 times[method] = time.perf_counter() - start
                 peaks[method] = client_peak_mib()
                 print(f"  {method} done in {times[method]:.1f} s", flush=True)
+                if args.calls:
+                    print("    " + ", ".join(f"{name} {seconds:.1f} s"
+                                             for name, seconds in engine_calls
+                                             if seconds >= 0.05))
+                    print(f"    elsewhere (draws, selection passes, the client's work): "
+                          f"{times[method] - sum(t for _, t in engine_calls):.1f} s")
         left = sorted(p.name for p in client_tmp.iterdir())
 
     cm = times.get("cm")
