@@ -37,6 +37,21 @@ def client_peak_mib() -> float:
 
 
 @contextmanager
+def wrapped(owner: Any, names: tuple[str, ...],
+            wrap: Callable[[str, Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
+    """Each attribute ``names`` of ``owner`` replaced by ``wrap(name, original)`` while
+    inside, and put back after."""
+    originals = {name: getattr(owner, name) for name in names}
+    for name, original in originals.items():
+        setattr(owner, name, wrap(name, original))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(owner, name, original)
+
+
+@contextmanager
 def counted_tempfiles() -> Iterator[Counter]:
     """Count every call of the ``tempfile`` functions that create files or directories in this
     process's temporary directory (anonymous files included, which never show in a directory
@@ -44,9 +59,6 @@ def counted_tempfiles() -> Iterator[Counter]:
     that its cache directory (the package's ``__pycache__``) is writable by opening and
     closing an anonymous file there, which is not the temporary directory."""
     calls: Counter = Counter()
-    names = ("TemporaryFile", "NamedTemporaryFile", "SpooledTemporaryFile", "mkstemp",
-             "mkdtemp", "TemporaryDirectory")
-    originals = {name: getattr(tempfile, name) for name in names}
     temporary = Path(tempfile.gettempdir()).resolve()
 
     def counting(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -57,13 +69,9 @@ def counted_tempfiles() -> Iterator[Counter]:
             return original(*args, **kwargs)
         return call
 
-    for name, original in originals.items():
-        setattr(tempfile, name, counting(name, original))
-    try:
+    with wrapped(tempfile, ("TemporaryFile", "NamedTemporaryFile", "SpooledTemporaryFile",
+                            "mkstemp", "mkdtemp", "TemporaryDirectory"), counting):
         yield calls
-    finally:
-        for name, original in originals.items():
-            setattr(tempfile, name, original)
 
 
 @contextmanager
@@ -74,9 +82,6 @@ def timed_engine_calls() -> Iterator[list[tuple[str, float]]]:
     from dpmean.engines.dask import DaskEngine
 
     calls: list[tuple[str, float]] = []
-    names = ("row_norms", "clipped_sum", "coordinate_counts", "coordinate_count_table",
-             "pair_distances", "pair_value_order", "column_order", "clipped_outer_sum")
-    originals = {name: getattr(DaskEngine, name) for name in names}
 
     def timing(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -87,13 +92,10 @@ def timed_engine_calls() -> Iterator[list[tuple[str, float]]]:
                 calls.append((name, time.perf_counter() - start))
         return call
 
-    for name, original in originals.items():
-        setattr(DaskEngine, name, timing(name, original))
-    try:
+    with wrapped(DaskEngine, ("row_norms", "clipped_sum", "coordinate_counts",
+                              "coordinate_count_table", "pair_distances", "pair_value_order",
+                              "column_order", "clipped_outer_sum"), timing):
         yield calls
-    finally:
-        for name, original in originals.items():
-            setattr(DaskEngine, name, original)
 
 
 def main(argv: list[str] | None = None) -> None:
