@@ -42,6 +42,39 @@ def test_an_error_in_a_thread_is_raised():
         over_row_ranges(10, fail, values=1 << 20, threads=2)
 
 
+def test_jobs_share_one_pool_and_a_nested_job_runs_in_its_thread(monkeypatch):
+    # Results in the items' order; the pool's THREADS threads are started once and serve
+    # every job after; a job handed out from one of them runs there, in order, instead of
+    # waiting on threads that may all be busy waiting (eight nested jobs on two threads).
+    monkeypatch.setattr(parallel, "THREADS", 2)
+    seen = set()
+    for _ in range(5):
+        names = parallel.map_on_threads(lambda i: (i, threading.current_thread().name),
+                                        range(6))
+        assert [i for i, _ in names] == list(range(6))
+        seen |= {name for _, name in names}
+    assert len(seen) <= 2 and all(name.startswith("dpmean") for name in seen)
+
+    def outer(i):
+        inner = parallel.map_on_threads(lambda j: (j, threading.current_thread().name), [0, 1])
+        assert {name for _, name in inner} == {threading.current_thread().name}
+        return [i * 10 + j for j, _ in inner]
+
+    assert parallel.map_on_threads(outer, range(8)) == [[i * 10, i * 10 + 1] for i in range(8)]
+
+
+def test_a_forked_child_makes_its_own_pool():
+    # The parent's threads do not exist in a forked child: its first job starts new ones
+    # (with the parent's pool it would wait forever).
+    import multiprocessing
+
+    parallel.map_on_threads(abs, [-1, -2])  # the parent's pool exists
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        assert pool.apply_async(parallel.map_on_threads, (abs, [-1, -2, -3])).get(
+            timeout=60) == [1, 2, 3]
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int64, np.float64, np.float32])
 def test_sorted_columns_equal_numpy_sort_with_ties(dtype):
     rng = np.random.default_rng(0)

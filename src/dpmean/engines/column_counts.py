@@ -16,10 +16,11 @@ for any thresholds, in any order (NaN-free values).
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
+
+from ..parallel import map_on_threads
 
 # Pivots a column remembers (two are the sentinels -inf and +inf): a bisection of 64 halvings
 # fits; further questions are still answered exactly, by partitioning without remembering.
@@ -155,11 +156,7 @@ def _over_columns(values: np.ndarray, threads: int, run: Callable[[int, int], No
     k = values.shape[0]
     threads = max(1, min(threads, k, values.size // _VALUES_PER_THREAD))
     spans = [(k * t // threads, k * (t + 1) // threads) for t in range(threads)]
-    if threads == 1:
-        run(*spans[0])
-        return
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(lambda span: run(*span), spans))
+    map_on_threads(lambda span: run(*span), spans)
 
 
 @njit(nogil=True, cache=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -130,10 +129,7 @@ class InMemoryEngine(Engine):
         # 16 x 16 stages) gain nothing from BLAS threads, whose start-up and spinning made the
         # transform 20x slower; with our threads they would also fight over the same cores.
         with one_blas_thread():
-            if threads <= 1:
-                return [fn(blocks)]
-            with ThreadPoolExecutor(threads) as pool:
-                return list(pool.map(fn, runs))
+            return parallel.map_on_threads(fn, runs)
 
     def _row_blocks(self, width: int) -> list[slice]:
         """The row blocks of rows ``width`` values wide that fit the per-core cache."""
@@ -385,9 +381,10 @@ class InMemoryEngine(Engine):
         blocks = self._row_blocks(width)
         threads = min(parallel.THREADS, len(blocks))
         total: np.ndarray | None = None
-        with one_blas_thread(), ThreadPoolExecutor(threads) as pool:
+        with one_blas_thread():
             for first in range(0, len(blocks), threads):
-                for product in pool.map(block_outer, blocks[first:first + threads]):
+                for product in parallel.map_on_threads(block_outer,
+                                                       blocks[first:first + threads]):
                     if total is None:
                         total = product
                     else:
