@@ -183,19 +183,22 @@ def _old_pair_distances(engine, order):
     return l1, squared
 
 
-@pytest.mark.parametrize("dtype,lo,hi,scaled", [
-    (np.float64, -4.0, 6.0, False),   # values outside the box: clamped
-    (np.float64, -40.0, 60.0, False),  # inside the box: the compiled gather, no clamp
-    (np.float64, -40.0, 60.0, True),   # ... of rescaled rows
-    (np.float32, -40.0, 60.0, True),
-    (np.int32, -2.0**31, 2.0**31, False),  # wider integers: the float path
-    (np.uint8, 0.0, 255.0, False),     # the box holds the type: no clamp
-    (np.uint8, 3.0, 200.0, False),     # integral bounds: clamped as integers
-    (np.int8, -300.0, 90.0, False),    # a bound beyond the type's range
-    (np.int16, -7.0, 2000.0, False),
-    (np.uint8, 0.5, 200.0, False),     # a fractional bound: the float path
+@pytest.mark.parametrize("dtype,lo,hi,scaled,order", [
+    (np.float64, -4.0, 6.0, False, "C"),    # values outside the box: clamped
+    (np.float64, -40.0, 60.0, False, "C"),  # inside the box: the compiled gather, no clamp
+    (np.float64, -40.0, 60.0, True, "C"),   # ... of rescaled rows
+    (np.float32, -40.0, 60.0, True, "C"),
+    (np.int32, -2.0**31, 2.0**31, False, "C"),  # wider integers: the float path
+    (np.uint8, 0.0, 255.0, False, "C"),     # the box holds the type: no clamp
+    (np.uint8, 3.0, 200.0, False, "C"),     # integral bounds: clamped as integers
+    (np.int8, -300.0, 90.0, False, "C"),    # a bound beyond the type's range
+    (np.int16, -7.0, 2000.0, False, "C"),
+    (np.uint8, 0.5, 200.0, False, "C"),     # a fractional bound: the float path
+    (np.uint8, 3.0, 200.0, False, "F"),     # column-major: the compiled gathers read rows
+    (np.float64, -40.0, 60.0, False, "F"),  # across it
 ])
-def test_pair_statistics_equal_the_column_block_computation(dtype, lo, hi, scaled, monkeypatch):
+def test_pair_statistics_equal_the_column_block_computation(dtype, lo, hi, scaled, order,
+                                                            monkeypatch):
     # Row-gathered pair distances and sorted pair magnitudes (the in-memory engine's own paths,
     # the small-integer one and the compiled gathers included) give the column blocks' answers
     # bit for bit; the chunked engine (the generic paths) too.
@@ -205,7 +208,7 @@ def test_pair_statistics_equal_the_column_block_computation(dtype, lo, hi, scale
     if np.dtype(dtype).kind in "iu":
         info = np.iinfo(dtype)
         x = np.where(rng.random(x.shape) < 0.6, 0, rng.integers(info.min, info.max, x.shape))
-    x = x.astype(dtype)
+    x = x.astype(dtype, order=order)
     lo, hi = np.full(13, lo), np.full(13, hi)
     scale = 1.0 / (hi - lo) * (1.0 + np.arange(13) / 7.0) if scaled else None
     orders = [rng.permutation(2001), rng.permutation(2001)]

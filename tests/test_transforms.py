@@ -36,10 +36,13 @@ def test_fwht_keeps_leading_shape_and_input():
     np.testing.assert_allclose(fwht(out) / 64, x, atol=1e-12)
 
 
-@pytest.mark.parametrize("dtype,d,n", [(np.uint8, 784, 300), (np.int16, 60, 5000),
-                                       (np.uint8, 3, 70000), (np.int8, 1, 9)])
+@pytest.mark.parametrize("dtype,d,n,layout", [(np.uint8, 784, 300, "C"), (np.int16, 60, 5000, "C"),
+                                              (np.uint8, 3, 70000, "C"), (np.int8, 1, 9, "C"),
+                                              (np.uint8, 60, 500, "F"),
+                                              (np.int16, 60, 500, "strided")])
 @pytest.mark.parametrize("clamps", [False, True])
-def test_rotation_into_columns_is_exact_in_float32_on_small_integers(dtype, d, n, clamps):
+def test_rotation_into_columns_is_exact_in_float32_on_small_integers(dtype, d, n, layout,
+                                                                     clamps):
     # d_pad a power of 4 (1024, 64, 4, 1): the scale is a power of two and every partial sum
     # a multiple of it below 2^24 of them, so float32 holds each value exactly: the same
     # numbers as the float64 rotation of the same clamped rows, whatever the blocks (n not a
@@ -47,6 +50,10 @@ def test_rotation_into_columns_is_exact_in_float32_on_small_integers(dtype, d, n
     rng = np.random.default_rng(d)
     info = np.iinfo(dtype)
     x = rng.integers(info.min, info.max, size=(n, d), endpoint=True).astype(dtype)
+    if layout == "F":
+        x = np.asfortranarray(x)
+    elif layout == "strided":  # every other row of a larger array
+        x = np.repeat(x, 2, axis=0)[::2]
     given = x.copy()
     rot = RandomRotation.draw(d, rng)
     lo, hi = np.full(d, info.min, dtype=dtype), np.full(d, info.max, dtype=dtype)
