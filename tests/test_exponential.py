@@ -171,20 +171,55 @@ def test_rejection_branch_is_taken_and_outside_gaps_are_drawn(monkeypatch):
     from dpmean.mechanisms import exponential as module
 
     calls = []
-    original = module._outside_region
+    original = module._outside_regions
 
-    def counting(*args):
-        calls.append(args[-1])
-        return original(*args)
+    def counting(rows, keys, *args):
+        calls.extend(side for _, side in keys)
+        return original(rows, keys, *args)
 
     monkeypatch.setattr(module, "window_half_width", lambda n, decay: 2)
-    monkeypatch.setattr(module, "_outside_region", counting)
+    monkeypatch.setattr(module, "_outside_regions", counting)
     lo, hi = -1.0, 6.0
     out = exponential_quantile(np.tile(TIES_AND_OUTLIERS[:, None], (1, 2000)), 0.5, lo, hi,
                                rho=0.125, rng=np.random.default_rng(2), **stage())
     assert {0, 1} <= set(calls)  # both sides were sorted on demand
     edges = np.clip(np.sort(TIES_AND_OUTLIERS), lo, hi)
     assert np.any(out < edges[13]) and np.any(out > edges[17])  # outputs outside the window
+
+
+def test_outside_regions_together_are_each_region_alone():
+    # All regions of an attempt are computed at once; each must hold the numbers of computing
+    # it alone with numpy (the sampler's former form), bit for bit: the gaps of positive width
+    # (ties and values clipped together give none), their left edges and widths, the running
+    # totals of exp(log weight - the region's largest) and the log of the exact total.
+    from dpmean.mechanisms import exponential as module
+
+    rng = np.random.default_rng(12)
+    n, k = 400, 7
+    values = np.sort(np.round(rng.standard_cauchy(size=(k, n)), 1), axis=1)
+    values[2] = 0.0  # all tied: each side has one gap of width, the one at the box's end
+    lo, hi = np.full(k, -3.0), np.linspace(2.0, 30.0, k)
+    window, target, decay = (150, 260), 0.4 * n, 0.07
+    rows = module._SortedWindow.of_sorted(values, window)
+    keys = [(r, side) for r in range(k) for side in (0, 1)]
+    got = module._outside_regions(rows, keys, lo, hi, target, decay, window)
+    first, last = window
+    for row, side in keys:
+        if side == 0:
+            edges = np.concatenate([[lo[row]], np.clip(values[row, :first], lo[row], hi[row])])
+            ranks = np.arange(first)
+        else:
+            edges = np.concatenate([np.clip(values[row, last:], lo[row], hi[row]), [hi[row]]])
+            ranks = np.arange(last + 1, n + 1)
+        widths = np.diff(edges)
+        wide = np.flatnonzero(widths > 0.0)
+        log_weights = np.log(widths[wide]) - decay * np.abs(ranks[wide] - target)
+        totals = np.cumsum(np.exp(log_weights - log_weights.max()))
+        starts, sizes, running, log_total = got[row, side]
+        np.testing.assert_array_equal(starts, edges[wide])
+        np.testing.assert_array_equal(sizes, widths[wide])
+        np.testing.assert_array_equal(running, totals)
+        assert log_total == log_weights.max() + np.log(totals[-1])
 
 
 def test_output_does_not_depend_on_row_order_and_input_is_not_written():

@@ -56,3 +56,64 @@ def first_above(cumulative, rows, u):  # pragma: no cover - compiled
         row = cumulative[rows[i]]
         out[i] = np.searchsorted(row, u[i] * row[row.size - 1], side="right")
     return out
+
+
+@njit(nogil=True, cache=True)
+def outside_gaps(values, offsets, lefts, lo, hi, first_ranks, edges, widths,
+                 ranks):  # pragma: no cover - compiled
+    """The gaps of positive width of several sides of sorted rows, region after region: region
+    r's sorted values are values[offsets[r]:offsets[r + 1]] (m of them); a left side
+    (``lefts[r]``) has the edges lo, clip(v_0), ..., clip(v_(m-1)), a right side clip(v_0),
+    ..., clip(v_(m-1)), hi (clip to [lo[r], hi[r]]); gap i lies between edges i and i + 1 and
+    has rank first_ranks[r] + i. Writes each positive gap's left edge, width and rank into
+    ``edges``, ``widths``, ``ranks`` (each at least len(values) + len(offsets) long) and
+    returns how many each region has, (regions,). The values of ``_outside_region``'s numpy
+    form, the same operations (clip, difference) on the same numbers."""
+    regions = offsets.size - 1
+    counts = np.zeros(regions, dtype=np.int64)
+    at = 0
+    for r in range(regions):
+        low, high = lo[r], hi[r]
+        row = values[offsets[r]:offsets[r + 1]]
+        m = row.size
+        if m == 0:  # an empty side (never chosen: its weight is 0)
+            continue
+        previous = low if lefts[r] else min(max(row[0], low), high)
+        # The m edges after the first: every value (left side), or every value but the
+        # first, then hi (right side).
+        for i in range(m):
+            if lefts[r]:
+                edge = min(max(row[i], low), high)
+            else:
+                edge = high if i == m - 1 else min(max(row[i + 1], low), high)
+            width = edge - previous
+            if width > 0.0:
+                edges[at] = previous
+                widths[at] = width
+                ranks[at] = first_ranks[r] + i
+                at += 1
+                counts[r] += 1
+            previous = edge
+    return counts
+
+
+@njit(nogil=True, cache=True)
+def running_totals(weights, offsets, out):  # pragma: no cover - compiled
+    """Running totals of each segment weights[offsets[s]:offsets[s + 1]] into ``out``, one
+    addition after another from the segment's start: numpy's cumsum of each segment alone."""
+    for s in range(offsets.size - 1):
+        total = 0.0
+        for i in range(offsets[s], offsets[s + 1]):
+            total = weights[i] if i == offsets[s] else total + weights[i]
+            out[i] = total
+
+
+@njit(nogil=True, cache=True)
+def segment_first_above(cumulative, firsts, stops, u):  # pragma: no cover - compiled
+    """``first_above`` for segments cumulative[firsts[i]:stops[i]]: the index (from the
+    segment's start) of the first running total above u[i] x the segment's total."""
+    out = np.empty(u.size, dtype=np.int64)
+    for i in range(u.size):
+        row = cumulative[firsts[i]:stops[i]]
+        out[i] = np.searchsorted(row, u[i] * row[row.size - 1], side="right")
+    return out
