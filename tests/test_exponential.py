@@ -222,6 +222,39 @@ def test_outside_regions_together_are_each_region_alone():
         assert log_total == log_weights.max() + np.log(totals[-1])
 
 
+def test_outside_regions_of_byte_runs_are_those_of_the_positions():
+    # A column of bytes read as one run per byte (CountedOrder.runs) gives the regions of the
+    # same column read position by position, bit for bit: byte values that map to the same
+    # number (the floor), runs cut by the window's edges, bytes clipped by the box.
+    from dpmean.engines.counted_order import CountedOrder
+    from dpmean.mechanisms import exponential as module
+
+    rng = np.random.default_rng(3)
+    k, n = 6, 900
+    counts = rng.multinomial(n, rng.dirichlet(np.full(256, 0.05), size=k)[0], size=k)
+    counts[1] = 0
+    counts[1, 0] = n  # one byte: every position tied
+    table = np.log(np.maximum(np.arange(256.0) ** 2 / 2.0, 3.0))[:, None] * np.linspace(
+        1.0, 2.0, k)
+    order = CountedOrder(counts, table)
+    expanded = order.positions(0, n, slice(0, k))
+    window = (300, 520)
+    lo, hi = np.full(k, np.log(3.0)), np.full(k, 9.0)  # hi cuts the largest values
+    by_runs = module._SortedWindow(expanded[:, 299:521], 299, n,
+                                   lambda row, a, b: order.runs(a, b, row))
+    by_positions = module._SortedWindow.of_sorted(expanded, window)
+    # The sides with a gap of positive width (the sampler asks for no other).
+    keys = [(row, side) for row in range(k) for side in (0, 1)
+            if (expanded[row, window[0] - 1] > lo[row] if side == 0
+                else expanded[row, window[1]] < hi[row])]
+    assert {side for _, side in keys} == {0, 1}
+    got = module._outside_regions(by_runs, keys, lo, hi, 0.45 * n, 0.02, window)
+    want = module._outside_regions(by_positions, keys, lo, hi, 0.45 * n, 0.02, window)
+    for key in keys:
+        for a, b in zip(got[key], want[key], strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_output_does_not_depend_on_row_order_and_input_is_not_written():
     rng = np.random.default_rng(4)
     x = rng.normal(size=(20_000, 5))

@@ -42,6 +42,11 @@ class ColumnOrder(Protocol):
         ``cols``: (len(cols), stop - start), one column per row."""
         ...
 
+    def runs(self, start: int, stop: int, col: int) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted positions start..stop-1 of column ``col`` as runs of one value
+        (``mechanisms.exponential.OrderStatistics.runs``)."""
+        ...
+
     def tails(self, m: int, divisor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(low, high, middle): the sorted positions 0..m and n-m-1..n-1 of every column,
         (m + 1, k) each, and sum_{i=m}^{n-m-1} x_(i) / divisor per column (k,)."""

@@ -45,6 +45,15 @@ class CountedOrder:
             out[part]), values=out.size)
         return out
 
+    def runs(self, start: int, stop: int, col: int) -> tuple[np.ndarray, np.ndarray]:
+        """Positions start..stop-1 of column ``col`` as one run per byte held there: at most
+        256 values where ``positions`` writes stop - start (the sampler's outside regions)."""
+        counts = self._counts[col]
+        ends = np.cumsum(counts)
+        begins = ends - counts
+        held = (counts > 0) & (ends > start) & (begins < stop)
+        return self._table[held, col], np.maximum(begins[held], start)
+
     def tails(self, m: int, divisor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n, k = self.shape
         every = slice(0, k)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..mechanisms.exponential import positions_as_runs
 from .base import block_columns
 
 # Buckets per grid: a level narrows a query's range by up to this factor.
@@ -290,6 +291,9 @@ class DaskColumnOrder:
         (found,), _ = select(self._x[:, cols], [(start, stop)], lo[cols], hi[cols])
         wanted = np.arange(start, stop)
         return np.stack([column.at(wanted) for column in found])
+
+    def runs(self, start: int, stop: int, col: int) -> tuple[np.ndarray, np.ndarray]:
+        return positions_as_runs(self.positions(start, stop, slice(col, col + 1))[0], start)
 
     def tails(self, m: int, divisor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = self.shape[0]

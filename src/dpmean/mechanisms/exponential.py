@@ -130,24 +130,39 @@ class OrderStatistics(Protocol):
         ``cols``: (len(cols), stop - start), one column per row."""
         ...
 
+    def runs(self, start: int, stop: int, col: int) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted positions start..stop-1 of column ``col`` as runs of one value: (values,
+        firsts), run r holding ``values[r]`` at positions firsts[r] up to the next run's first
+        (or stop); firsts[0] = start. Neighbouring runs may hold equal values (a run may be
+        one position: ``positions_as_runs``)."""
+        ...
+
+
+def positions_as_runs(values: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted positions start.. holding ``values``, as ``OrderStatistics.runs`` of one
+    position each: for holders of sorted values that know no shorter form."""
+    return values, np.arange(start, start + values.size)
+
 
 @dataclass(frozen=True)
 class _SortedWindow:
     """What ``_draw`` reads of b sorted columns of n values: ``values`` (b, w), their sorted
-    positions start..start+w-1, and ``positions(row, start, stop)`` for any other positions of
-    one column (the outside of the window, read only when a draw lands there)."""
+    positions start..start+w-1, and ``runs(row, start, stop)`` (``OrderStatistics.runs``) for
+    any other positions of one column (the outside of the window, read only when a draw lands
+    there)."""
 
     values: np.ndarray
     start: int
     n: int
-    positions: Callable[[int, int, int], np.ndarray]
+    runs: Callable[[int, int, int], tuple[np.ndarray, np.ndarray]]
 
     @classmethod
     def of_sorted(cls, rows: np.ndarray, window: tuple[int, int]) -> _SortedWindow:
         """The window of rows (b, n), each sorted ascending, held whole in memory."""
         n = rows.shape[1]
         start, stop = _window_positions(n, window)
-        return cls(rows[:, start:stop], start, n, lambda row, a, b: rows[row, a:b])
+        return cls(rows[:, start:stop], start, n,
+                   lambda row, a, b: positions_as_runs(rows[row, a:b], a))
 
 
 def _window_positions(n: int, window: tuple[int, int]) -> tuple[int, int]:
@@ -187,7 +202,7 @@ def exponential_draws(
         inside = order.positions(start, stop, slice(0, k))
         for first in range(0, k, step):
             cols = slice(first, min(first + step, k))
-            column = partial(_one_column, order, cols.start)
+            column = partial(_column_runs, order, cols.start)
             out[cols] = _draw(_SortedWindow(inside[cols], start, n, column), lo[cols],
                               hi[cols], target, decay, window, rng)
         return out
@@ -201,10 +216,10 @@ def exponential_draws(
     return out
 
 
-def _one_column(order: OrderStatistics, offset: int, row: int, start: int,
-                stop: int) -> np.ndarray:
-    """Sorted positions start..stop-1 of column ``offset + row`` of ``order``."""
-    return order.positions(start, stop, slice(offset + row, offset + row + 1))[0]
+def _column_runs(order: OrderStatistics, offset: int, row: int, start: int,
+                 stop: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted positions start..stop-1 of column ``offset + row`` of ``order``, as runs."""
+    return order.runs(start, stop, offset + row)
 
 
 _BLOCK_VALUES = 1 << 21
@@ -371,25 +386,28 @@ def _outside_regions(
     Zero-width gaps (ties) have weight exactly 0: they add nothing to the running totals
     (x + 0.0 is x), so leaving them out picks the same gap for the same uniform, and the
     exponentials are taken only over the distinct values (a few hundred in a column of
-    MNIST's pixels, not tens of thousands). Each region's numbers are those of computing it
-    alone (``exponential_kernels.outside_gaps``: the same clips and differences; then the
-    same element-wise logs and exponentials, and each region's running sum from its start):
-    MNIST's PLAN draws about 430 regions a release, and numpy's passes region by region cost
-    0.02 s of its 0.27 s."""
+    MNIST's pixels, not tens of thousands). The sides are read as runs of one value (a
+    column of bytes: at most 256 runs, not n positions); gaps inside a run have width 0, and
+    the gap that ends at a run's first position is ranked by it. Each region's numbers are
+    those of computing it alone position by position (``exponential_kernels.outside_gaps``:
+    the same clips and differences; then the same element-wise logs and exponentials, and
+    each region's running sum from its start): MNIST's PLAN draws about 430 regions a
+    release, and numpy's passes region by region cost 0.02 s of its 0.27 s."""
     from .exponential_kernels import outside_gaps, running_totals
 
     first, last = window
-    values = [rows.positions(row, 0, first) if side == 0 else rows.positions(row, last, rows.n)
-              for row, side in keys]
+    runs = [rows.runs(row, 0, first) if side == 0 else rows.runs(row, last, rows.n)
+            for row, side in keys]
     offsets = np.zeros(len(keys) + 1, dtype=np.int64)
-    np.cumsum([v.size for v in values], out=offsets[1:])
-    flat = np.concatenate(values).astype(np.float64, copy=False)
+    np.cumsum([values.size for values, _ in runs], out=offsets[1:])
+    values = np.concatenate([values for values, _ in runs]).astype(np.float64, copy=False)
+    firsts = np.concatenate([firsts for _, firsts in runs]).astype(np.int64, copy=False)
     sides = np.array([side for _, side in keys])
     which = np.array([row for row, _ in keys])
-    size = flat.size + len(keys)
+    size = values.size + len(keys)
     edges, widths, ranks = np.empty(size), np.empty(size), np.empty(size, dtype=np.int64)
-    counts = outside_gaps(flat, offsets, sides == 0, lo[which], hi[which],
-                          np.where(sides == 0, 0, last + 1), edges, widths, ranks)
+    counts = outside_gaps(values, firsts, offsets, sides == 0, lo[which], hi[which], rows.n,
+                          edges, widths, ranks)
     # A side is chosen only with positive weight, so it holds a gap of positive width.
     assert (counts > 0).all()
     bounds = np.zeros(len(keys) + 1, dtype=np.int64)

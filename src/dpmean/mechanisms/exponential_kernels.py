@@ -59,38 +59,40 @@ def first_above(cumulative, rows, u):  # pragma: no cover - compiled
 
 
 @njit(nogil=True, cache=True)
-def outside_gaps(values, offsets, lefts, lo, hi, first_ranks, edges, widths,
+def outside_gaps(values, firsts, offsets, lefts, lo, hi, n, edges, widths,
                  ranks):  # pragma: no cover - compiled
-    """The gaps of positive width of several sides of sorted rows, region after region: region
-    r's sorted values are values[offsets[r]:offsets[r + 1]] (m of them); a left side
-    (``lefts[r]``) has the edges lo, clip(v_0), ..., clip(v_(m-1)), a right side clip(v_0),
-    ..., clip(v_(m-1)), hi (clip to [lo[r], hi[r]]); gap i lies between edges i and i + 1 and
-    has rank first_ranks[r] + i. Writes each positive gap's left edge, width and rank into
-    ``edges``, ``widths``, ``ranks`` (each at least len(values) + len(offsets) long) and
-    returns how many each region has, (regions,). The values of ``_outside_region``'s numpy
-    form, the same operations (clip, difference) on the same numbers."""
+    """The gaps of positive width of several sides of sorted rows, region after region.
+    Region r is runs offsets[r]..offsets[r + 1]-1 of (``values``, ``firsts``): run q holds
+    values[q] from sorted position firsts[q] on (``OrderStatistics.runs``). A left side
+    (``lefts[r]``) has the edges lo, then each run's clipped value (clip to [lo[r], hi[r]]); a
+    right side each run's clipped value, then hi. A gap ends at a run's first position (its
+    rank) or, the right side's last, at hi (rank n); gaps inside a run have width 0. Writes
+    each positive gap's left edge, width and rank into ``edges``, ``widths``, ``ranks`` (each
+    at least len(values) + len(offsets) long) and returns how many each region has. The
+    numbers of ``exponential._outside_regions``'s position-by-position form: the same clips
+    and differences of the same values."""
     regions = offsets.size - 1
     counts = np.zeros(regions, dtype=np.int64)
     at = 0
     for r in range(regions):
         low, high = lo[r], hi[r]
-        row = values[offsets[r]:offsets[r + 1]]
-        m = row.size
-        if m == 0:  # an empty side (never chosen: its weight is 0)
+        begin, end = offsets[r], offsets[r + 1]
+        if begin == end:  # an empty side (never chosen: its weight is 0)
             continue
-        previous = low if lefts[r] else min(max(row[0], low), high)
-        # The m edges after the first: every value (left side), or every value but the
-        # first, then hi (right side).
-        for i in range(m):
-            if lefts[r]:
-                edge = min(max(row[i], low), high)
+        left = lefts[r]
+        previous = low if left else min(max(values[begin], low), high)
+        # The edges after the first: every run (left side), or every run but the first,
+        # then hi (right side); the rank of the gap before each.
+        for q in range(begin if left else begin + 1, end + (0 if left else 1)):
+            if q == end:
+                edge, rank = high, n
             else:
-                edge = high if i == m - 1 else min(max(row[i + 1], low), high)
+                edge, rank = min(max(values[q], low), high), firsts[q]
             width = edge - previous
             if width > 0.0:
                 edges[at] = previous
                 widths[at] = width
-                ranks[at] = first_ranks[r] + i
+                ranks[at] = rank
                 at += 1
                 counts[r] += 1
             previous = edge
