@@ -340,3 +340,72 @@ def test_too_few_rows_for_the_budget_refuse_as_the_other_estimators():
     # A trimming the caller gives is the caller's choice: no refusal.
     assert not dpmean.mean(np.full(5, 3.0), rho=1.0, method="trimmed", bounds=(0, 16),
                            trim=1, random_state=0).fallback
+
+
+def _tuned_one_by_one(n, candidates, width, assumed_std, *, output_truncation=False, trim=None,
+                      symmetric=False):
+    """tune_trimmed_mean as it was: every (m, candidate) on its own, in order."""
+    from scipy import special
+
+    from dpmean.estimators.trimmed import trimming_bias_factor
+
+    z = special.ndtri((np.arange(1, n + 1) - 0.375) / (n + 0.25)) * assumed_std
+    if trim is None:
+        grid = np.geomspace(1, (n - 1) // 3, 40) if n >= 4 else np.zeros(0)
+        m_grid = np.unique(np.concatenate(([0], np.round(grid).astype(int))))
+    else:
+        m_grid = np.array([trim])
+    best = None
+    for m in m_grid:
+        m = int(m)
+        k = np.arange(m)
+        lag = (k + 1) // 2
+        gaps = z[n - m + k - lag] - z[m - lag]
+        padding = width if not output_truncation else width * (n - 2 * m)
+        bias = 0.0 if symmetric else trimming_bias_factor(n, m)
+        trim_error = assumed_std**2 * (gaussian_trimmed_variance(n, m) / n + bias)
+        for cal in candidates:
+            gap_term = np.max(np.exp(-cal.t * k) * gaps, initial=0.0)
+            smooth = max(gap_term, math.exp(-cal.t * m) * padding) / (n - 2 * m)
+            if output_truncation:
+                smooth = min(smooth, width)
+            mse = trim_error + smooth * smooth * cal.variance_factor
+            if best is None or mse < best[0]:
+                best = (mse, m, cal)
+    return best[1], best[2]
+
+
+@pytest.mark.parametrize("noise", sorted(NOISES))
+@pytest.mark.parametrize("n,width,truncation,symmetric,trim", [
+    (20000, 255.0, False, False, None), (10000, 3e5, True, False, None),
+    (500, 1.0, False, True, None), (3, 10.0, False, False, None), (2000, 4.0, False, False, 7)])
+def test_tuning_all_candidates_at_once_chooses_as_one_by_one(noise, n, width, truncation,
+                                                             symmetric, trim, monkeypatch):
+    # The tuning weighs every candidate calibration of one m together, a block of candidates
+    # at a time (blocks of 3 here for n = 10000); the same numbers, so the same (m,
+    # calibration) as weighing them one at a time (including budgets so small that some
+    # calibrations have an infinite variance factor).
+    from dpmean.estimators import trimmed as module
+    from dpmean.estimators.trimmed import tune_trimmed_mean
+
+    if n == 10000:
+        monkeypatch.setattr(module, "_TUNING_VALUES", 3 * 3333)
+
+    for share in (1e-6, 0.5 / 784, 2.0):  # rho, or epsilon for the (epsilon, delta) noises
+        budget = ({"epsilon": share, "delta": 1e-6} if NOISES[noise].notion == "approx-DP"
+                  else {"rho": share})
+        estimator = TrimmedMean(bounds=(0.0, width), noise=noise, **budget)
+        calibrate = estimator._calibrator(share)
+        candidates = []
+        for t in np.geomspace(1e-4, 4.0, 64):
+            try:
+                candidates.append(calibrate(float(t)))
+            except InvalidParameterError:
+                continue
+        if not candidates:
+            continue
+        got = tune_trimmed_mean(n, candidates, width, 1e-3 * width, output_truncation=truncation,
+                                trim=trim, symmetric=symmetric)
+        want = _tuned_one_by_one(n, candidates, width, 1e-3 * width,
+                                 output_truncation=truncation, trim=trim, symmetric=symmetric)
+        assert got[0] == want[0] and got[1] is want[1]

@@ -47,6 +47,8 @@ from .base import MeanEstimator
 
 # Smoothing values the default tuning tries (each noise keeps those it admits).
 _T_GRID = np.geomspace(1e-4, 4.0, 64)
+# The tuning's exp(-t k) table holds at most this many values a block of candidates.
+_TUNING_VALUES = 1 << 21
 # Default assumed standard deviation of the data: this fraction of the box width.
 _DEFAULT_STD_FRACTION = 1e-3
 
@@ -96,21 +98,41 @@ def tune_trimmed_mean(
         m_grid = np.unique(np.concatenate(([0], np.round(grid).astype(int))))
     else:
         m_grid = np.array([trim])
-    best: tuple[float, int, Calibration] | None = None
-    for m in m_grid:
-        m = int(m)
+    ms = [int(m) for m in m_grid]
+
+    def symmetric_gaps(m: int) -> np.ndarray:
         k = np.arange(m)
         lag = (k + 1) // 2  # l in Prop. 11
-        gaps = z[n - m + k - lag] - z[m - lag]  # 0-based x_(n-m+1+k-l) - x_(m+1-l)
+        return z[n - m + k - lag] - z[m - lag]  # 0-based x_(n-m+1+k-l) - x_(m+1-l)
+
+    gaps = [symmetric_gaps(m) for m in ms]
+    # max_k exp(-t k) gap_k for every candidate and m, the candidates a block at a time with
+    # exp(-t k) taken once per block for every k below the largest m: the element-wise
+    # operations of one candidate and one m at a time, so the same numbers and the same
+    # choice (one by one, 64 candidates x 40 m took 0.038 s of MNIST's trimmed mean; 0.017 s
+    # so). A block holds at most _TUNING_VALUES of them (n in the millions: 16 MB, not GBs).
+    ts = np.array([cal.t for cal in candidates])
+    gap_terms = np.empty((len(candidates), len(ms)))
+    top = max(ms)
+    rows = max(1, _TUNING_VALUES // max(top, 1))
+    for first in range(0, len(candidates), rows):
+        block = slice(first, first + rows)
+        decays = np.exp(-ts[block, None] * np.arange(top))
+        for j, (m, gap) in enumerate(zip(ms, gaps, strict=True)):
+            gap_terms[block, j] = np.max(decays[:, :m] * gap, axis=1, initial=0.0)
+    variance_factors = np.array([cal.variance_factor for cal in candidates])
+    best: tuple[float, int, Calibration] | None = None
+    for j, m in enumerate(ms):
         padding = width if not output_truncation else width * (n - 2 * m)
         bias = 0.0 if symmetric else trimming_bias_factor(n, m)
         trim_error = assumed_std**2 * (gaussian_trimmed_variance(n, m) / n + bias)
-        for cal in candidates:
-            gap_term = np.max(np.exp(-cal.t * k) * gaps, initial=0.0)
-            smooth = max(gap_term, math.exp(-cal.t * m) * padding) / (n - 2 * m)
-            if output_truncation:
-                smooth = min(smooth, width)
-            mse = trim_error + smooth * smooth * cal.variance_factor
+        paddings = np.array([math.exp(-cal.t * m) * padding for cal in candidates])
+        smooth = np.maximum(gap_terms[:, j], paddings) / (n - 2 * m)
+        if output_truncation:
+            smooth = np.minimum(smooth, width)
+        with np.errstate(invalid="ignore"):  # 0 x an infinite factor: nan, as with floats
+            errors = trim_error + smooth * smooth * variance_factors
+        for mse, cal in zip(errors.tolist(), candidates, strict=True):
             if best is None or mse < best[0]:
                 best = (mse, m, cal)
     assert best is not None  # m_grid and candidates are never empty
