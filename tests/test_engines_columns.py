@@ -12,7 +12,7 @@ from dpmean.engines import ChunkedEngine, InMemoryEngine, open_source
 from dpmean.engines import base as base_module
 from dpmean.engines import chunked as chunked_module
 from dpmean.errors import InvalidDataError
-from dpmean.transforms import Quantizer, RandomRotation, View
+from dpmean.transforms import IDENTITY, Quantizer, RandomRotation, View
 
 
 def _views(rng, d):
@@ -335,6 +335,50 @@ def test_plan_on_bytes_releases_what_it_releases_on_wider_integers():
     x = np.where(rng.random((4000, 20)) < 0.6, 0, rng.integers(0, 256, (4000, 20)))
     releases = [dpmean.mean(x.astype(dtype), rho=0.5, method="plan", bounds=(0, 255),
                             random_state=4).mean for dtype in (np.uint8, np.uint16)]
+    np.testing.assert_array_equal(releases[0], releases[1])
+
+
+@pytest.mark.parametrize("lo,hi", [(0.0, 255.0), (3.0, 200.0), (-5.0, 300.0)])
+def test_byte_columns_read_by_position_equal_the_sorted_clamped_columns(lo, hi):
+    # uint8 data in a box of integers: the in-memory engine answers column questions from
+    # each column's histogram of clamped values (values below the box counted at its low end,
+    # above at its high end); every range of positions and the tails equal the sorted
+    # clamped columns, the middle sum exactly (integers: exact in any order).
+    rng = np.random.default_rng(10)
+    x = np.where(rng.random((2999, 9)) < 0.6, 0, rng.integers(0, 256, (2999, 9)))
+    x = x.astype(np.uint8)
+    x[:, 4] = 255  # a constant column
+    engine = InMemoryEngine(x, np.full(9, lo), np.full(9, hi))
+    order = engine.column_order(IDENTITY, engine.lo, engine.hi)
+    assert order is not None and order.shape == (2999, 9)
+    expected = np.sort(np.clip(x.astype(np.float64), lo, hi), axis=0)
+    for start, stop, cols in [(0, 2999, slice(0, 9)), (1500, 1510, slice(2, 6)),
+                              (2998, 2999, slice(8, 9))]:
+        np.testing.assert_array_equal(order.positions(start, stop, cols),
+                                      expected[start:stop, cols].T)
+    low, high, middle = order.tails(100, 1024.0)
+    np.testing.assert_array_equal(low, expected[:101])
+    np.testing.assert_array_equal(high, expected[-101:])
+    np.testing.assert_array_equal(middle, (expected[100:-100] / 1024.0).sum(axis=0))
+    # Other types, rescaled boxes and views keep the sorted blocks.
+    assert InMemoryEngine(x.astype(np.uint16), np.full(9, lo), np.full(9, hi)).column_order(
+        IDENTITY, engine.lo, engine.hi) is None
+    assert InMemoryEngine(x, np.full(9, 0.0), np.linspace(255.0, 300.0, 9), 1.0 / np.linspace(
+        255.0, 300.0, 9)).column_order(IDENTITY, engine.lo, engine.hi) is None
+    assert engine.column_order(View(shift=np.ones(9)), engine.lo, engine.hi) is None
+
+
+@pytest.mark.parametrize("bounds", [(0, 255), (3, 200)])
+@pytest.mark.parametrize("method,options", [
+    ("trimmed", {}), ("trimmed", {"truncation": "output"}), ("trimmed", {"noise": "student-t"}),
+    ("plan", {"centre": "median"})])
+def test_byte_column_questions_release_what_wider_integers_release(bounds, method, options):
+    # uint8 takes the histograms (the trimmed mean's tails and middle, PLAN's coordinate
+    # medians), uint16 the sorted columns: the same release, bit for bit.
+    rng = np.random.default_rng(11)
+    x = np.where(rng.random((4000, 20)) < 0.6, 0, rng.integers(0, 256, (4000, 20)))
+    releases = [dpmean.mean(x.astype(dtype), rho=0.5, method=method, bounds=bounds,
+                            random_state=4, **options).mean for dtype in (np.uint8, np.uint16)]
     np.testing.assert_array_equal(releases[0], releases[1])
 
 

@@ -1,5 +1,6 @@
 """Columns of byte values read by sorted position from their histograms (``CountedOrder``): the
-in-memory engine's answer to PLAN's pair values on 8-bit data (MNIST's pixels).
+in-memory engine's answer to PLAN's pair values on 8-bit data (MNIST's pixels), and to the
+column questions about 8-bit data itself (the trimmed mean's tails, PLAN's medians).
 
 A column of m values from 256 possible ones is its 256 counts. The values a mechanism reads are
 a monotone map of the bytes (pair values v = |a - b|^2 / 2 on the log scale), so the map is
@@ -55,8 +56,14 @@ class CountedOrder:
         return self._table[held, col], np.maximum(begins[held], start)
 
     def tails(self, m: int, divisor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``ColumnOrder.tails``, the middle sum as sum over bytes of (copies in the middle) x
+        value: exact, so the bits of any order of the positions' sum, when the values are
+        integers whose sums stay below 2^53 (clamped bytes, ``InMemoryEngine.column_order``);
+        otherwise rounded once per byte value rather than once per position."""
         n, k = self.shape
         every = slice(0, k)
-        middle = self.positions(m, n - m, every).sum(axis=1) / divisor
+        ends = np.cumsum(self._counts, axis=1)
+        inside = np.clip(ends, m, n - m) - np.clip(ends - self._counts, m, n - m)
+        middle = np.einsum("jb,bj->j", inside.astype(np.float64), self._table) / divisor
         return (self.positions(0, m + 1, every).T, self.positions(n - m - 1, n, every).T,
                 middle)
