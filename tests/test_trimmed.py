@@ -344,20 +344,13 @@ def test_too_few_rows_for_the_budget_refuse_as_the_other_estimators():
 
 def _tuned_one_by_one(n, candidates, width, assumed_std, *, output_truncation=False, trim=None,
                       symmetric=False):
-    """tune_trimmed_mean as it was: every (m, candidate) on its own, in order."""
-    from scipy import special
+    """tune_trimmed_mean's weighing as it was: every (m, candidate) on its own, in order (on
+    the same expected sample and trims)."""
+    from dpmean.estimators.trimmed import trimming_bias_factor, tuning_grid
 
-    from dpmean.estimators.trimmed import trimming_bias_factor
-
-    z = special.ndtri((np.arange(1, n + 1) - 0.375) / (n + 0.25)) * assumed_std
-    if trim is None:
-        grid = np.geomspace(1, (n - 1) // 3, 40) if n >= 4 else np.zeros(0)
-        m_grid = np.unique(np.concatenate(([0], np.round(grid).astype(int))))
-    else:
-        m_grid = np.array([trim])
+    z, m_grid = tuning_grid(n, assumed_std, trim)
     best = None
     for m in m_grid:
-        m = int(m)
         k = np.arange(m)
         lag = (k + 1) // 2
         gaps = z[n - m + k - lag] - z[m - lag]

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from ..parallel import map_on_threads
+from ..parallel import over_row_ranges
 
 # Pivots a column remembers (two are the sentinels -inf and +inf): a bisection of 64 halvings
 # fits; further questions are still answered exactly, by partitioning without remembering.
@@ -153,10 +153,9 @@ def _over_columns(values: np.ndarray, threads: int, run: Callable[[int, int], No
     """``run(first, stop)`` over consecutive spans of the rows of ``values`` (k, n), one span a
     thread. A thread per core only when each gets enough values to outweigh starting it: small
     inputs (tests, audits, many small releases) were dominated by thread start-up."""
-    k = values.shape[0]
-    threads = max(1, min(threads, k, values.size // _VALUES_PER_THREAD))
-    spans = [(k * t // threads, k * (t + 1) // threads) for t in range(threads)]
-    map_on_threads(lambda span: run(*span), spans)
+    over_row_ranges(values.shape[0], lambda part: run(part.start, part.stop),
+                    values=values.size,
+                    threads=max(1, min(threads, values.size // _VALUES_PER_THREAD)))
 
 
 @njit(nogil=True, cache=True)

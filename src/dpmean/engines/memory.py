@@ -75,7 +75,6 @@ class InMemoryEngine(Engine):
         box_holds_integers = x.dtype.kind in "iub" and bool(
             (self._box.lo <= _type_range(x.dtype)[0]).all()
             and (self._box.hi >= _type_range(x.dtype)[1]).all())
-        self._box_holds_type = box_holds_integers and self._box.scale is None
         # Whether clamping to the box changes no value: those integers, or data found inside
         # it by one check here (before any thread reads rows). Only how rows are read depends
         # on it, never a value: a row inside the box is its own clamp.
@@ -252,7 +251,7 @@ class InMemoryEngine(Engine):
                 box = self._integer_box()
                 assert box is not None  # _rotated_type found one
                 factors = (rotation.signs[: self.d] * rotation.scale).astype(np.float32)
-                clamps = not (self._box_holds_type or self._box_holds_values)
+                clamps = not self._box_holds_values
                 self._each_run(k, lambda run: rotate_into_columns(
                     self._x, *box, factors, values, slice(run[0].start, run[-1].stop),
                     clamps=clamps))
@@ -413,8 +412,7 @@ class InMemoryEngine(Engine):
 
     def sorted_column_blocks(self, view: View,
                              width: int) -> Iterator[tuple[slice, np.ndarray]]:
-        steps = (view.preclip, view.quantizer, view.rotation, view.shift, view.scale, view.linear)
-        if any(step is not None for step in steps):
+        if not view.is_identity:
             yield from super().sorted_column_blocks(view, width)
             return
         for cols in column_slices(self.d, width):
@@ -481,16 +479,10 @@ class InMemoryEngine(Engine):
         # counts of its clamped values (a value below the box counts as the box's low end,
         # above as its high end), read by position (``CountedOrder``): the order statistics
         # the sorted columns would give, without sorting or converting 55 million values.
-        steps = (view.preclip, view.quantizer, view.rotation, view.shift, view.scale, view.linear)
         box = self._integer_box()
-        if self._x.dtype != np.uint8 or box is None or any(s is not None for s in steps):
+        if self._x.dtype != np.uint8 or box is None or not view.is_identity:
             return None
-        from .counted_order import CountedOrder
-        from .pair_kernels import byte_histograms
-
-        counts = np.zeros((self.d, 256), dtype=np.int32 if self.n < 2**31 else np.int64)
-        over_row_ranges(self.d, lambda part: byte_histograms(
-            self._x, part.start, part.stop, counts[part]), values=self._x.size)
+        counts = _byte_counts(self._x)
         if not self._box_holds_values:
             low, high = (bound.astype(np.intp) for bound in box)
             for j in np.flatnonzero((low > 0) | (high < 255)).tolist():
@@ -498,8 +490,9 @@ class InMemoryEngine(Engine):
                 counts[j, high[j]] += counts[j, high[j] + 1:].sum()
                 counts[j, :low[j]] = 0
                 counts[j, high[j] + 1:] = 0
-        values = np.repeat(np.arange(256, dtype=np.float64)[:, None], self.d, axis=1)
-        return CountedOrder(counts, values)
+        from .counted_order import CountedOrder
+
+        return CountedOrder(counts, _byte_values(self.d))
 
     def pair_value_order(
         self, orders: Sequence[np.ndarray], rows: int, unit: int,
@@ -513,17 +506,10 @@ class InMemoryEngine(Engine):
                 or self._integer_box() is None:
             return None
         from .counted_order import CountedOrder
-        from .pair_kernels import byte_histograms
 
         magnitudes = self._pair_magnitudes(orders)
         self._magnitudes = None
-        # int32 counts where they fit: a thread's histograms then stay in its core's cache
-        # (MNIST: 0.114 -> 0.035 s a core for the 35,000 x 784 magnitudes).
-        counts = np.zeros((self.d, 256), dtype=np.int32 if len(magnitudes) < 2**31 else np.int64)
-        over_row_ranges(self.d, lambda part: byte_histograms(
-            magnitudes, part.start, part.stop, counts[part]), values=magnitudes.size)
-        bytes_ = np.repeat(np.arange(256, dtype=np.float64)[:, None], self.d, axis=1)
-        return CountedOrder(counts, values_of(bytes_))
+        return CountedOrder(_byte_counts(magnitudes), values_of(_byte_values(self.d)))
 
     def _pair_magnitudes(self, orders: Sequence[np.ndarray]) -> np.ndarray:
         """|a - b| of the clamped rows of every pair (a, b) of every order, stacked:
@@ -561,7 +547,7 @@ class InMemoryEngine(Engine):
         if box is not None:
             from .pair_kernels import integer_magnitudes
 
-            clamps = not (self._box_holds_type or self._box_holds_values)
+            clamps = not self._box_holds_values
             pairs = np.ascontiguousarray(pairs, dtype=np.intp)
             over_row_ranges(len(pairs), lambda part: integer_magnitudes(
                 self._x, *box, clamps, pairs, part.start, part.stop, out),
@@ -646,6 +632,25 @@ def _norms(block: np.ndarray, extra: float) -> np.ndarray:
     """sqrt(||row||^2 + extra) for each row of ``block``: the one formula for row norms, so a
     norm kept from ``row_norms`` is the one ``clipped_sum`` would compute, bit for bit."""
     return np.sqrt(np.einsum("ij,ij->i", block, block) + extra)
+
+
+def _byte_counts(values: np.ndarray) -> np.ndarray:
+    """(k, 256): how many rows of ``values`` (rows x k, uint8) hold each byte in each column,
+    the columns shared among the cores. int32 counts where they fit: a thread's histograms
+    then stay in its core's cache (MNIST's 35,000 x 784 pair magnitudes: 0.114 -> 0.035 s a
+    core against int64)."""
+    from .pair_kernels import byte_histograms
+
+    rows, k = values.shape
+    counts = np.zeros((k, 256), dtype=np.int32 if rows < 2**31 else np.int64)
+    over_row_ranges(k, lambda part: byte_histograms(values, part.start, part.stop,
+                                                    counts[part]), values=values.size)
+    return counts
+
+
+def _byte_values(k: int) -> np.ndarray:
+    """(256, k): the value of each byte in each of k columns, as float64."""
+    return np.repeat(np.arange(256, dtype=np.float64)[:, None], k, axis=1)
 
 
 def _type_range(dtype: np.dtype) -> tuple[int, int]:

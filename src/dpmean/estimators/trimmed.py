@@ -75,6 +75,17 @@ def trimming_bias_factor(n: int, m: int) -> float:
     return p / (1.0 - p)
 
 
+def tuning_grid(n: int, assumed_std: float, trim: int | None) -> tuple[np.ndarray, list[int]]:
+    """``tune_trimmed_mean``'s expected sorted sample (Blom's approximation of n draws from
+    N(0, assumed_std^2)) and the trims it weighs: ``trim`` if given, else 0 and a geometric grid
+    of 40 up to (n - 1) / 3."""
+    z = special.ndtri((np.arange(1, n + 1) - 0.375) / (n + 0.25)) * assumed_std
+    if trim is not None:
+        return z, [int(trim)]
+    grid = np.geomspace(1, (n - 1) // 3, 40) if n >= 4 else np.zeros(0)
+    return z, [int(m) for m in np.unique(np.concatenate(([0], np.round(grid).astype(int))))]
+
+
 def tune_trimmed_mean(
     n: int, candidates: list[Calibration], width: float, assumed_std: float, *,
     output_truncation: bool = False, trim: int | None = None, symmetric: bool = False,
@@ -92,13 +103,7 @@ def tune_trimmed_mean(
     Minimised over m on a geometric grid up to (n - 1) / 3 (Proposition 13 assumes n > 3m) and
     over the candidate calibrations.
     """
-    z = special.ndtri((np.arange(1, n + 1) - 0.375) / (n + 0.25)) * assumed_std
-    if trim is None:
-        grid = np.geomspace(1, (n - 1) // 3, 40) if n >= 4 else np.zeros(0)
-        m_grid = np.unique(np.concatenate(([0], np.round(grid).astype(int))))
-    else:
-        m_grid = np.array([trim])
-    ms = [int(m) for m in m_grid]
+    z, ms = tuning_grid(n, assumed_std, trim)
 
     def symmetric_gaps(m: int) -> np.ndarray:
         k = np.arange(m)

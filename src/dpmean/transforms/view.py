@@ -83,6 +83,12 @@ class View:
     scale: np.ndarray | None = None
     linear: np.ndarray | None = None
 
+    @property
+    def is_identity(self) -> bool:
+        """Whether the view has no step at all: v(x) = x."""
+        return all(step is None for step in (self.preclip, self.quantizer, self.rotation,
+                                             self.shift, self.scale, self.linear))
+
     def base(self) -> View:
         """The expensive part of the view (clip, quantize, rotate), which engines may cache."""
         return View(preclip=self.preclip, quantizer=self.quantizer, rotation=self.rotation)
