@@ -5,7 +5,10 @@ the release, on Gaussian data where clipping is rare (N(0.5, 1), box [-5, 5]^d).
 NON-PRIVATE evaluation: the exact (clamped) mean is read to measure the error. Usage:
 ``PYTHONPATH=src python scripts/interval_widths.py [releases] [n] [d] [CASE;CASE...]``
 (defaults 100, 2000, 8, every case); ``... interval_widths.py mnist [releases]`` (default 10)
-for a short table on the bundled MNIST.
+for a short table on the bundled MNIST. The cases named "profile" spend their share on a clip
+profile and (since 2026-11-26) a clip residual; ``--residual-share=S`` and
+``--residual-reach=R`` (anywhere) replace ``clipped.RESIDUAL_SHARE`` and ``RESIDUAL_REACH``
+(``--residual-share=0``: the profile alone, as before).
 A release whose interval is the public box is reported as such ("box").
 """
 
@@ -106,6 +109,13 @@ def mnist(releases: int) -> None:
 
 
 def main() -> None:
+    from dpmean.estimators import clipped
+
+    for flag, name in (("--residual-share=", "RESIDUAL_SHARE"),
+                       ("--residual-reach=", "RESIDUAL_REACH")):
+        for arg in [a for a in sys.argv if a.startswith(flag)]:
+            sys.argv.remove(arg)
+            setattr(clipped, name, float(arg[len(flag):]))  # read when each release plans
     if len(sys.argv) > 1 and sys.argv[1] == "mnist":
         mnist(int(sys.argv[2]) if len(sys.argv) > 2 else 10)
         return

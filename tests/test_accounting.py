@@ -328,7 +328,8 @@ def test_verify_refuses_a_ledger_that_does_not_add_up_to_its_plan():
 def test_an_estimator_whose_mechanism_skips_its_charge_cannot_release(monkeypatch):
     import dpmean
 
-    def uncharged(engine, view, radius, *, rho, ledger, rng, secure=False, stage="noise"):
+    def uncharged(engine, view, radius, *, rho, ledger, rng, secure=False, stage="noise",
+                  clipped_sum=None):
         return np.zeros(engine.d), 1.0
 
     monkeypatch.setattr("dpmean.estimators.iome.noisy_clipped_mean", uncharged)

@@ -160,7 +160,7 @@ def test_estimate_plan_on_baskets_with_p(capsys, tmp_path):
     payload = json.loads(out)
     check_json(payload, 1.0, n=2000, d=40)
     assert set(payload["ledger"]) == {"centre domain", "centre", "variance spread", "variance",
-                                      "threshold", "noise", "clip profile"}
+                                      "threshold", "noise", "clip profile", "clip residual"}
     code, out, err = run(capsys, "estimate", path, "--items", 40, "--method", "plan", "--p", 1,
                          "--rho", 1, "--bounds", 0, 1, "--option", "p=2")
     assert_one_error_line(code, out, err)

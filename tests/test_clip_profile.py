@@ -12,7 +12,7 @@ import dpmean
 from dpmean.engines import InMemoryEngine
 from dpmean.errors import InvalidParameterError
 from dpmean.estimators.auto import AUTO_INTERVAL_SHARE
-from dpmean.estimators.clipped import FINE_SHELLS, clip_profile_edges
+from dpmean.estimators.clipped import FINE_SHELLS, RESIDUAL_SHARE, clip_profile_edges
 from dpmean.intervals import ClipBias, error_model
 from dpmean.transforms import IDENTITY
 
@@ -29,7 +29,9 @@ def test_profile_takes_its_share_first_and_the_ledger_adds_up(method):
     plain = dpmean.mean(rows(0), rho=1.0, method=method, bounds=BOX, random_state=0)
     profiled = dpmean.mean(rows(0), rho=1.0, method=method, bounds=BOX, random_state=0,
                            interval_share=0.05)
-    assert profiled.ledger["clip profile"] == pytest.approx(0.05)
+    # The interval's share: RESIDUAL_SHARE of it to the clip residual, the rest the profile.
+    assert profiled.ledger["clip profile"] == pytest.approx(0.05 * (1 - RESIDUAL_SHARE))
+    assert profiled.ledger["clip residual"] == pytest.approx(0.05 * RESIDUAL_SHARE)
     assert profiled.spent == pytest.approx(1.0)
     for stage, amount in plain.ledger.items():  # the rest split as before, on 0.95 of rho
         assert profiled.ledger[stage] == pytest.approx(0.95 * amount, rel=1e-12) or (
@@ -70,7 +72,8 @@ def test_auto_passes_the_share_to_the_candidate_it_runs():
     profiled = dpmean.mean(x, rho=1.0, method="auto", bounds=BOX, random_state=0)
     assert plain.diagnostics["chosen"] == profiled.diagnostics["chosen"] == "iome"
     inner = profiled.diagnostics["release_ledger"]
-    assert inner["clip profile"] == pytest.approx(AUTO_INTERVAL_SHARE * profiled.ledger["release"])
+    assert inner["clip profile"] + inner["clip residual"] == pytest.approx(
+        AUTO_INTERVAL_SHARE * profiled.ledger["release"])
     assert "clip profile" not in plain.diagnostics["release_ledger"]
     assert profiled.spent == pytest.approx(1.0)
     width = {}

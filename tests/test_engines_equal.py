@@ -160,10 +160,10 @@ def test_sparse_refuses_order_statistics_clearly(method, options):
                     engine="sparse", **options)
 
 
-def test_count_tables_agree_on_every_engine(dense, monkeypatch, dask_client):
-    # The table of counts a search reads several halvings from (``coordinate_count_table``):
-    # the same integers from the chunked engine (a rotation per chunk of 97 rows) and from
-    # Dask (per block on the workers) as from memory, on a rotated and shifted view.
+def _rotated_engines(dense, monkeypatch, seed):
+    """A rotated and shifted view of ``dense`` (drawn from ``seed``; the generator is returned
+    for more draws), its rows on the memory engine, and on the chunked engine (a rotation per
+    chunk of 97 rows) and Dask (per block of 700 rows, on the workers)."""
     da = pytest.importorskip("dask.array")
     from dpmean.engines import ChunkedEngine, InMemoryEngine
     from dpmean.engines.dask import DaskEngine
@@ -171,14 +171,46 @@ def test_count_tables_agree_on_every_engine(dense, monkeypatch, dask_client):
 
     x, path = dense
     monkeypatch.setattr(chunked_module, "CHUNK_BYTES", 8 * 2 * x.shape[1] * 97)
-    rng = np.random.default_rng(2)
+    rng = np.random.default_rng(seed)
     rotation = RandomRotation.draw(x.shape[1], rng)
     view = View(rotation=rotation, shift=rng.normal(size=rotation.padded_dim))
-    edges = np.sort(rng.normal(0.0, 4.0, size=(rotation.padded_dim, 9)), axis=1)
     lo, hi = np.full(x.shape[1], -20.0), np.full(x.shape[1], 20.0)
-    expected = InMemoryEngine(x, lo, hi).coordinate_count_table(view, edges)
+    others = (ChunkedEngine(open_source(path), lo, hi),
+              DaskEngine(da.from_array(x, chunks=(700, 12)), lo, hi))
+    return view, rng, InMemoryEngine(x, lo, hi), others
+
+
+def test_count_tables_agree_on_every_engine(dense, monkeypatch, dask_client):
+    # The table of counts a search reads several halvings from (``coordinate_count_table``):
+    # the same integers from the chunked engine and from Dask as from memory.
+    view, rng, memory, others = _rotated_engines(dense, monkeypatch, 2)
+    edges = np.sort(rng.normal(0.0, 4.0, size=(view.rotation.padded_dim, 9)), axis=1)
+    expected = memory.coordinate_count_table(view, edges)
     assert expected.min() < 100 and expected.max() > 2900  # the edges span the columns
-    for engine in (ChunkedEngine(open_source(path), lo, hi),
-                   DaskEngine(da.from_array(x, chunks=(700, 12)), lo, hi)):
+    for engine in others:
         assert engine.counts_by_table
         np.testing.assert_array_equal(engine.coordinate_count_table(view, edges), expected)
+
+
+def test_one_pass_clipped_sums_agree_on_every_engine(dense, monkeypatch, dask_client):
+    # The clipped mean's sum and its clip residual's, asked together (``clipped_sums``): Dask
+    # answers both in one reduction, within ATOL of memory's (a different order of sums).
+    view, _, memory, others = _rotated_engines(dense, monkeypatch, 6)
+    radii = (5.0, 7.5)
+    expected = memory.clipped_sums(view, radii)
+    n = memory.n
+    for engine in others:
+        for got, want in zip(engine.clipped_sums(view, radii), expected, strict=True):
+            np.testing.assert_allclose(got / n, want / n, rtol=0, atol=ATOL)
+
+
+def test_the_clip_residual_agrees_on_every_engine(dense, dask_client):
+    da = pytest.importorskip("dask.array")
+    x, path = dense
+    options = {"interval_share": 0.2}
+    expected = dpmean.mean(x, rho=1.0, method="iome", bounds=(-20.0, 20.0), random_state=11,
+                           **options).diagnostics["clip_residual"]
+    for data in (open_source(path), da.from_array(x, chunks=(700, 4))):
+        got = dpmean.mean(data, rho=1.0, method="iome", bounds=(-20.0, 20.0), random_state=11,
+                          **options).diagnostics["clip_residual"]
+        np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)

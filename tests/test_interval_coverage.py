@@ -40,6 +40,10 @@ EXTRA = {
     "iome-quantized-profile": ("iome", {"quantized": True, "interval_share": 0.05}, "outliers"),
     "coinpress-profile": ("coinpress", {"radius": 50.0, "interval_share": 0.05}, "outliers"),
     "plan-secure": ("plan", {"secure_noise": True}, "outliers"),  # its default profile, on a grid
+    # A larger share: the clip residual's bound is the narrower on every coordinate here.
+    "iome-residual": ("iome", {"interval_share": 0.25}, "gaussian"),
+    "plan-residual": ("plan", {"interval_share": 0.25}, "outliers"),
+    "cm-secure-residual": ("cm", {"secure_noise": True, "interval_share": 0.25}, "mixed"),
     "trimmed-student-t": ("trimmed", {"noise": "student-t", "trim": 0.05, "smoothing": 0.02},
                           "mnist"),
 }

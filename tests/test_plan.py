@@ -18,6 +18,7 @@ import dpmean
 from dpmean.accounting import PrivacyLedger
 from dpmean.engines import InMemoryEngine
 from dpmean.errors import InsufficientDataWarning, InvalidParameterError
+from dpmean.estimators.clipped import RESIDUAL_SHARE
 from dpmean.estimators.plan import LOG_RANGE
 from dpmean.estimators.plan import PrivateLimitAdaptedNoise as PLAN
 from dpmean.estimators.variance import binary_std, known_std, pair_std
@@ -103,7 +104,9 @@ def assert_released_as_declared(x, result, failure=1e-6):
 
 ROTATED = {"centre domain", "centre"}
 SPREAD = {"variance spread", "variance"}
-COUNT = {"clip profile"}  # the exponential-mechanism threshold's clipped rows, by shell
+# The exponential-mechanism threshold's interval stages: its clipped rows by shell, and the
+# move the clip took from the rows just beyond the threshold.
+COUNT = {"clip profile", "clip residual"}
 
 
 @pytest.mark.parametrize("options,stages", [
@@ -127,7 +130,8 @@ def test_ledger_sums_to_rho_and_follows_the_shares(options, stages):
     # preprocessing and 1/4 of the remaining 3/4 for the threshold.
     rho = 0.8 * 0.99 if COUNT <= stages else 0.8
     if COUNT <= stages:
-        assert result.ledger["clip profile"] == pytest.approx(0.8 * 0.01)
+        assert result.ledger["clip profile"] == pytest.approx(0.8 * 0.01 * (1 - RESIDUAL_SHARE))
+        assert result.ledger["clip residual"] == pytest.approx(0.8 * 0.01 * RESIDUAL_SHARE)
     assert result.ledger["threshold"] == pytest.approx(rho * 0.75 * 0.25)
     assert result.ledger["noise"] == pytest.approx(rho * 0.75 * 0.75)
     centre = sum(result.ledger[stage] for stage in ROTATED if stage in result.ledger)
@@ -160,8 +164,9 @@ def test_clip_profile_is_the_noisy_number_of_clipped_rows_by_shell():
                           for lo, hi in zip(edges[:-1], edges[1:], strict=True)])
         assert exact.sum() == np.count_nonzero(norms > d["threshold"])
         errors.append(d["clip_profile"] - exact)
-        assert d["clip_profile_rho"] == result.ledger["clip profile"] == pytest.approx(0.01)
-    std = np.sqrt(2.0) / np.sqrt(2 * 0.01)
+        profile_rho = 0.01 * (1 - RESIDUAL_SHARE)
+        assert d["clip_profile_rho"] == result.ledger["clip profile"] == pytest.approx(profile_rho)
+    std = np.sqrt(2.0) / np.sqrt(2 * profile_rho)
     shells = min(len(e) for e in errors)
     errors = np.array([e[:shells] for e in errors])
     assert np.all(np.abs(errors.mean(axis=0)) <= 4 * std / np.sqrt(50))
@@ -170,21 +175,23 @@ def test_clip_profile_is_the_noisy_number_of_clipped_rows_by_shell():
     off = dpmean.mean(x, rho=1.0, method="plan-noscale", bounds=(-10, 10), random_state=0,
                       interval_share=0)
     assert "clip profile" not in off.ledger and "clip_profile" not in off.diagnostics
+    assert "clip residual" not in off.ledger and "clip_residual" not in off.diagnostics
     with pytest.warns(DeprecationWarning, match="count_share"):
         old = dpmean.mean(x, rho=1.0, method="plan-noscale", bounds=(-10, 10), random_state=0,
                           count_share=0.02)
-    assert old.ledger["clip profile"] == pytest.approx(0.02)
+    assert old.ledger["clip profile"] + old.ledger["clip residual"] == pytest.approx(0.02)
 
 
 def test_noscale_ledger_and_shares():
     x = np.random.default_rng(0).normal(0.0, 1.0, size=(3000, 8))
     result = dpmean.mean(x, rho=1.0, method="plan-noscale", bounds=(-10, 10), random_state=1,
                          preprocess_share=0.2, threshold_share=0.3)
-    rest = 0.99  # after the clip profile
+    rest = 0.99  # after the clip profile and residual
     assert result.ledger == pytest.approx({"centre domain": rest * 0.2 / 16,
                                            "centre": rest * 0.2 * 15 / 16,
                                            "threshold": rest * 0.24, "noise": rest * 0.56,
-                                           "clip profile": 0.01})
+                                           "clip profile": 0.01 * (1 - RESIDUAL_SHARE),
+                                           "clip residual": 0.01 * RESIDUAL_SHARE})
 
 
 def test_noscale_is_not_the_private_median():

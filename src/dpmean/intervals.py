@@ -81,6 +81,21 @@ centre), never the box's diameter.
   non-increasing, a first step (C, n)); a single (r, k) gives the formula above. The profile
   is combined with the search's rank guarantee, beta / 2 each.
 
+**A clip residual** (wherever there is a clip profile, except CoinPress). Stage "clip residual"
+releases r = (1/n) sum_i (clip_E(u_i) - clip_C(u_i)) + noise for E = min(1.5 C, B) (mapped back
+to original units; its noise's std ``clip_residual_std``, l2 sensitivity 2 (E - C) / n). A row's
+move splits into clip_E(u) - clip_C(u), measured by r, and u - clip_E(u), a radial shrink from
+E: the proof above with C replaced by E bounds it by the same staircase, M'_j(v) = min((v - E)
+/ f_j, (1 - E / v) reach_j) (``ClipBias.measured``). So the mean lies within z s' + bias'_j of
+m + r, m the release before its projection onto the box, s' = sqrt(s^2 + s_r^2) (two independent
+Gaussians; secure: sub-Gaussian parameters in quadrature, roundings added). Where the projection
+moved coordinate j to hi_j, m_j >= hi_j: only the lower end is known (alike at lo_j). In l2,
+|truth - projected| <= |truth - m| <= the radius about m + r, plus |r|. Each coordinate takes
+the narrower of this bound and the one about the release: both widths are functions of public
+values, C and the profile only, independent of the two noises, so given them the choice is
+fixed and costs no failure probability. The l2 radius chooses alike, with the residual's
+expected noise norm |s_r| standing in for |r| (which carries the residual's noise).
+
 IOME's quantized path rounds each coordinate to the grid ``bucket`` first (in the box-
 normalised units where applicable): that moves coordinate j by at most bucket / (2 box_scale_j)
 more, and the clamped row's rounding stays within bucket / 2 of the box, which widens reach_j
@@ -123,7 +138,7 @@ import functools
 import math
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -348,13 +363,22 @@ class ClipBias:
     reach: np.ndarray
     factor: np.ndarray
     rounding: np.ndarray | None = None
+    measured: float | None = None
+
+    @property
+    def start(self) -> float:
+        """The view norm the bound starts at: the radius C, or the clip residual's edge E when
+        the moves up to E were measured (module notes, "A clip residual")."""
+        radius = self.clipping.radius
+        return radius if self.measured is None else max(radius, self.measured)
 
     def _moves(self, v: float) -> np.ndarray:
-        """M_j(v): how far a row of view norm at most v moves coordinate j."""
-        radius = self.clipping.radius
-        if v <= radius:
+        """M_j(v): how far the part beyond ``start`` of a row of view norm at most v moves
+        coordinate j."""
+        start = self.start
+        if v <= start:
             return np.zeros_like(self.reach)
-        return np.minimum((v - radius) / self.factor, (1.0 - radius / v) * self.reach)
+        return np.minimum((v - start) / self.factor, (1.0 - start / v) * self.reach)
 
     def bounds(self, beta: float) -> tuple[np.ndarray, float] | None:
         """(per-coordinate bias, l2 bias), holding with probability >= 1 - ``beta``; None when
@@ -368,7 +392,7 @@ class ClipBias:
         if found is None:
             return None
         clipping = self.clipping
-        bound, radius, n = clipping.norm_bound, clipping.radius, float(clipping.n)
+        bound, radius, n = clipping.norm_bound, self.start, float(clipping.n)
         steps = [(radius, n), *sorted(found)]
         per = np.zeros_like(self.reach, dtype=np.float64)
         view_l2, fewest = 0.0, n
@@ -390,27 +414,47 @@ class ClipBias:
 @dataclass(frozen=True)
 class GaussianNoise:
     """Independent N(0, std_j^2) noise per coordinate (original units), or with ``secure_rho``
-    its discretised twin released on a grid with a budget of at most ``secure_rho``."""
+    its discretised twin released on a grid with a budget of at most ``secure_rho``; with
+    ``added``, the sum of that noise and the (independent) noise of a clip residual, of
+    standard deviations ``added`` and the same kind."""
 
     std: np.ndarray
     secure_rho: float | None = None
+    added: np.ndarray | None = None
+
+    @property
+    def total_std(self) -> np.ndarray:
+        """Independent Gaussians add their variances."""
+        return self.std if self.added is None else np.sqrt(self.std**2 + self.added**2)
 
     @property
     def isotropic(self) -> bool:
-        return bool(np.all(self.std == self.std[0]))
+        total = self.total_std
+        return bool(np.all(total == total[0]))
+
+    def _secure_terms(self) -> tuple[Any, Any]:
+        """(sub-Gaussian parameter, rounding) of the (summed) discretised noise: independent
+        sub-Gaussians add their squared parameters (their moment generating functions
+        multiply), the grids' roundings add."""
+        assert self.secure_rho is not None
+        sub, rounding = secure_terms(self.std, self.secure_rho)
+        if self.added is not None:
+            added_sub, added_rounding = secure_terms(self.added, self.secure_rho)
+            sub, rounding = np.sqrt(sub**2 + added_sub**2), rounding + added_rounding
+        return sub, rounding
 
     def half_widths(self, alpha: float) -> np.ndarray:
         """Per-coordinate half-widths each exceeded with probability at most ``alpha``."""
         if self.secure_rho is None:
-            return float(normal_isf(alpha / 2.0)) * self.std
-        sub, rounding = secure_terms(self.std, self.secure_rho)
+            return float(normal_isf(alpha / 2.0)) * self.total_std
+        sub, rounding = self._secure_terms()
         return np.asarray(rounding + sub * math.sqrt(2.0 * math.log(2.0 / alpha)))
 
     def radius(self, alpha: float) -> float:
         """An l2 radius the noise vector exceeds with probability at most ``alpha``."""
         if self.secure_rho is not None:  # union bound over the coordinates
             return float(np.linalg.norm(self.half_widths(alpha / self.std.size)))
-        return noise_radius(self.std, alpha, self.isotropic)
+        return noise_radius(self.total_std, alpha, self.isotropic)
 
 
 class ErrorModel(Protocol):
@@ -429,39 +473,103 @@ class ErrorModel(Protocol):
 
 
 @dataclass(frozen=True)
+class ClipResidual:
+    """A released clip residual (module notes, "A clip residual").
+
+    Attributes
+    ----------
+    moved : numpy.ndarray
+        The noisy mean move of the rows' parts between the radius and ``edge`` (original
+        units).
+    std : numpy.ndarray
+        Its noise's standard deviation per coordinate (original units).
+    edge : float
+        E, the view norm up to which the moves were measured.
+    box : tuple of numpy.ndarray
+        The box the release was projected onto.
+    """
+
+    moved: np.ndarray
+    std: np.ndarray
+    edge: float
+    box: tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
 class NoiseAndClipping:
-    """Gaussian noise, and (clipped family) the clipping bias."""
+    """Gaussian noise, and (clipped family) the clipping bias; with a clip residual, two
+    bounds, the narrower per coordinate (module notes, "A clip residual")."""
 
     noise: GaussianNoise
     bias: ClipBias | None = None
+    residual: ClipResidual | None = None
 
     @property
     def noise_std(self) -> np.ndarray:
         return self.noise.std
 
-    def _with_bias(self, level: float, search_share: float, noise: Any, part: int) -> Any:
-        """``noise(alpha_noise)`` plus part ``part`` of the bias bound (0: per coordinate,
-        1: l2) at ``beta``; None when the bias has no bound."""
-        alpha_noise, beta = _split(level, self.bias is not None, search_share)
-        spread = noise(alpha_noise)
-        if self.bias is None:
-            return spread
-        bias = self.bias.bounds(beta)
-        return None if bias is None else spread + bias[part]
+    def _measured(self) -> tuple[GaussianNoise, ClipBias]:
+        """The noise and the bias of the bound about release + moved: both noises, the bias
+        beyond the residual's edge."""
+        assert self.residual is not None and self.bias is not None
+        noise = replace(self.noise, added=self.residual.std)
+        return noise, replace(self.bias, measured=self.residual.edge)
 
-    def half_widths(self, level: float, search_share: float = SEARCH_SHARE) -> np.ndarray | None:
-        """Per-coordinate half-widths at ``level`` (None when the bias has no bound)."""
-        half: np.ndarray | None = self._with_bias(level, search_share, self.noise.half_widths, 0)
-        return half
+    def _with_bias(self, level: float, search_share: float, part: int) -> Any:
+        """(spread + bias of the bound about the release, spread + bias of the bound about
+        release + moved or None), part 0 per coordinate (half-widths), part 1 in l2 (radii);
+        None when the bias has no bound."""
+        alpha_noise, beta = _split(level, self.bias is not None, search_share)
+        spread = (self.noise.half_widths, self.noise.radius)[part]
+        if self.bias is None:
+            return spread(alpha_noise), None
+        bias = self.bias.bounds(beta)
+        if bias is None:
+            return None
+        if self.residual is None:
+            return spread(alpha_noise) + bias[part], None
+        noise, beyond = self._measured()
+        measured = beyond.bounds(beta)
+        assert measured is not None  # the same staircase as ``bias``
+        return (spread(alpha_noise) + bias[part],
+                (noise.half_widths, noise.radius)[part](alpha_noise) + measured[part])
 
     def interval(self, mean: np.ndarray, level: float,
                  search_share: float) -> tuple[np.ndarray, np.ndarray] | None:
-        half = self.half_widths(level, search_share)
-        return None if half is None else (mean - half, mean + half)
+        found = self._with_bias(level, search_share, 0)
+        if found is None:
+            return None
+        half, measured = found
+        if measured is None:
+            return mean - half, mean + half
+        # The bound about the release before its projection onto the box plus the measured
+        # move: where the projection moved coordinate j to hi_j, the release was at least hi_j,
+        # so the lower end holds and the upper one is the box's (and alike at lo_j).
+        assert self.residual is not None
+        box_lo, box_hi = self.residual.box
+        centre = mean + self.residual.moved
+        lo = np.where(mean <= box_lo, -np.inf, centre - measured)
+        hi = np.where(mean >= box_hi, np.inf, centre + measured)
+        # Each coordinate takes the narrower bound. Both widths are functions of public values
+        # and of the released radius and profile only, independent of the release's and the
+        # residual's noises, so the choice costs no failure probability.
+        use = measured < half
+        return np.where(use, lo, mean - half), np.where(use, hi, mean + half)
 
     def radius(self, mean: np.ndarray, level: float, search_share: float) -> float | None:
-        radius: float | None = self._with_bias(level, search_share, self.noise.radius, 1)
-        return radius
+        found = self._with_bias(level, search_share, 1)
+        if found is None:
+            return None
+        radius, measured = found
+        if measured is None:
+            return float(radius)
+        assert self.residual is not None
+        # Chosen before |moved| is read (which carries the residual's noise): its expected
+        # noise norm stands in for it. |truth - projected| <= |truth - release| (the truth
+        # lies in the box) <= the radius about release + moved, plus |moved|.
+        if measured + float(np.linalg.norm(self.residual.std)) >= radius:
+            return float(radius)
+        return float(measured) + float(np.linalg.norm(self.residual.moved))
 
 
 @functools.lru_cache(maxsize=256)  # repeated releases at public settings ask the same
@@ -630,8 +738,8 @@ def _cm_iome_model(result: Any, method: str, sigma: np.ndarray, box_scale: np.nd
     reach = _reach(result, centre) + (0.0 if rounding is None else rounding)
     profile = _profile(result, bound, float(diagnostics["threshold"]), secure_rho is not None)
     both = clipping if profile is None else CombinedClipping(clipping, profile)
-    return NoiseAndClipping(GaussianNoise(sigma, secure_rho),
-                            ClipBias(both, reach, factor, rounding))
+    return _with_residual(result, sigma, np.ones(d), secure_rho,
+                          ClipBias(both, reach, factor, rounding))
 
 
 def _profile(result: Any, norm_bound: float, radius: float,
@@ -675,8 +783,23 @@ def _plan_model(result: Any, sigma: np.ndarray, box_scale: np.ndarray,
     # The view multiplies coordinate j by scale_j (PLAN) after box_scale_j (normalisation).
     factor = scale * box_scale
     reach = _reach(result, _vector(diagnostics["centre"], d))
-    return NoiseAndClipping(GaussianNoise(sigma / scale, secure_rho),
-                            ClipBias(clipping, reach, factor))
+    return _with_residual(result, sigma, scale, secure_rho, ClipBias(clipping, reach, factor))
+
+
+def _with_residual(result: Any, sigma: np.ndarray, scale: np.ndarray, secure_rho: float | None,
+                   bias: ClipBias) -> NoiseAndClipping:
+    """The model of a clipped release whose noise std per coordinate is ``sigma / scale``
+    (PLAN divides its released noise_std by its scale), with its clip residual if it has one
+    (its std in noise_std's units, divided alike)."""
+    diagnostics = result.diagnostics
+    noise = GaussianNoise(sigma / scale, secure_rho)
+    if diagnostics.get("clip_residual") is None:
+        return NoiseAndClipping(noise, bias)
+    d = result.d
+    residual = ClipResidual(_vector(diagnostics["clip_residual"], d),
+                            _vector(diagnostics["clip_residual_std"], d) / scale,
+                            float(diagnostics["clip_residual_edge"]), _box(result))
+    return NoiseAndClipping(noise, bias, residual)
 
 
 def _coinpress_model(result: Any, sigma: np.ndarray,

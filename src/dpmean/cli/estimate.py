@@ -384,8 +384,8 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     if _could_profile(result) and ci["basis"] == "noise and clipping bias":
         lines.append("note: the interval's clipping-bias part assumes every row the radius "
                      "search may have clipped lies at the box's farthest corner; --option "
-                     "interval_share=0.05 spends 5% of the budget on a clip profile that "
-                     "narrows it (docs/privacy.md, \"Confidence intervals\")")
+                     "interval_share=0.05 spends 5% of the budget on a clip profile and "
+                     "residual that narrow it (docs/privacy.md, \"Confidence intervals\")")
     if args.seed is not None:
         lines.append("note: --seed makes the noise reproducible; use it for experiments only")
     if output is not None:

@@ -113,6 +113,11 @@ class Engine(ABC):
         """sum_i min(1, radius / ||v(x_i)||) v(x_i): the sum of view rows clipped to l2 ``radius``
         (``radius = inf`` gives the plain sum)."""
 
+    def clipped_sums(self, view: View, radii: Sequence[float]) -> list[np.ndarray]:
+        """``clipped_sum`` at each radius, the same values; engines that can answer them in
+        one pass over the rows do (the clipped mean and its clip residual ask two)."""
+        return [self.clipped_sum(view, radius) for radius in radii]
+
     @abstractmethod
     def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
         """sum_i c_i c_i^T with c_i = v(x_i) clipped to l2 ``radius``: a (k, k) matrix, the

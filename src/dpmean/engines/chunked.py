@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +179,7 @@ class ChunkedEngine(Engine):
         # A rotation pads to at most 2 d columns.
         self._rows = chunk_rows or max(1, CHUNK_BYTES // (8 * 2 * self.d))
 
-    def _each_chunk(self, question: Callable[[InMemoryEngine], np.ndarray]) -> Iterator:
+    def _each_chunk(self, question: Callable[[InMemoryEngine], Any]) -> Iterator:
         for chunk in self._source.chunks(self._rows):
             yield question(InMemoryEngine(check_data(chunk), self._box.lo, self._box.hi,
                                           self._box.scale))
@@ -199,6 +199,14 @@ class ChunkedEngine(Engine):
 
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
         return sum(self._each_chunk(lambda e: e.clipped_sum(view, radius)))
+
+    def clipped_sums(self, view: View, radii: Sequence[float]) -> list[np.ndarray]:
+        # One pass over the chunks; per radius the chunks' sums added in the order (and from
+        # the same start, 0) that ``clipped_sum``'s ``sum`` adds them: the same bits.
+        totals: list[Any] = [0] * len(radii)
+        for sums in self._each_chunk(lambda e: e.clipped_sums(view, radii)):
+            totals = [total + part for total, part in zip(totals, sums, strict=True)]
+        return totals
 
     def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
         return sum(self._each_chunk(lambda e: e.clipped_outer_sum(view, radius)))

@@ -122,6 +122,11 @@ class DaskEngine(Engine):
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
         return self._reduce(view, "clipped_sum", (view.output_dim(self.d),), radius)
 
+    def clipped_sums(self, view: View, radii: Sequence[float]) -> list[np.ndarray]:
+        # One reduction: each block answers every radius (a (radii, k) array).
+        shape = (len(radii), view.output_dim(self.d))
+        return list(self._reduce(view, "stacked_clipped_sums", shape, tuple(radii)))
+
     def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
         k = view.output_dim(self.d)
         return self._reduce(view, "clipped_outer_sum", (k, k), radius)

@@ -285,10 +285,11 @@ class InMemoryEngine(Engine):
 
     def _norms_reader(
         self, view: View,
-    ) -> tuple[int, Callable[[slice], np.ndarray], float,
+    ) -> tuple[int, Callable[[slice | np.ndarray], np.ndarray], float,
                Callable[[np.ndarray, float], np.ndarray]]:
         """(width, read, extra, finish) for the questions about row norms and clipped sums: the
-        view row of each row read has squared norm ||read(rows)_i||^2 + extra, and
+        view row of each row read (a block as a slice, or an array of row indices) has squared
+        norm ||read(rows)_i||^2 + extra, and
         ``finish(sum_i w_i read_i, sum_i w_i)`` is sum_i w_i v(x_i).
 
         An orthogonal rotation is undone on the shift instead of applied to every row: with
@@ -309,7 +310,7 @@ class InMemoryEngine(Engine):
         unrotated = View(preclip=view.preclip, quantizer=view.quantizer)
         offset = rotation.apply(inside) - shift
 
-        def unrotated_rows(rows: slice) -> np.ndarray:
+        def unrotated_rows(rows: slice | np.ndarray) -> np.ndarray:
             return _shifted_in_place(View(shift=inside),
                                      unrotated.apply_base(self._clamped(rows)))
 
@@ -318,7 +319,7 @@ class InMemoryEngine(Engine):
                 float(outside @ outside),
                 lambda total, weight: rotation.apply(total) + weight * offset)
 
-    def _shifted_reader(self, view: View) -> Callable[[slice], np.ndarray]:
+    def _shifted_reader(self, view: View) -> Callable[[slice | np.ndarray], np.ndarray]:
         """A reader of row blocks clamped to the box, then shifted and scaled as ``view`` says
         (a view without base steps or linear map): ``view.finish(self._clamped(rows))``, the
         same values. C-ordered integer rows inside the box are converted, rescaled, shifted and
@@ -352,17 +353,53 @@ class InMemoryEngine(Engine):
         return norms.copy()
 
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
-        width, read, extra, finish = self._norms_reader(view)
-        known = self._norms[1] if self._norms is not None and self._norms[0] is view else None
+        return self.clipped_sums(view, (radius,))[0]
 
-        def block_sum(rows: slice) -> tuple[np.ndarray, float]:
+    def clipped_sums(self, view: View, radii: Sequence[float]) -> list[np.ndarray]:
+        known = self._norms[1] if self._norms is not None and self._norms[0] is view else None
+        if known is None or len(radii) < 2:
+            return self._clipped_sums_in_one_pass(view, radii, known)
+        # With the norms known, the other radii's weights differ from the first's only on the
+        # rows beyond the smallest radius (a clipped mean's few clipped rows): their sums are
+        # the first's plus those rows' weight differences (the first's bits as alone, the
+        # others' equal up to rounding). On MNIST's PLAN view: 0.008 s less than a second
+        # product over every block.
+        first = self._clipped_sums_in_one_pass(view, radii[:1], known)[0]
+        width, read, _, finish = self._norms_reader(view)
+        beyond = np.flatnonzero(known > min(radii))
+        inner = clip_weights(known[beyond], radii[0])
+        step = self._row_blocks(width)[0].stop
+        out = [first]
+        for radius in radii[1:]:
+            weights = clip_weights(known[beyond], radius) - inner
+            moved = np.zeros(width)
+            for start in range(0, len(beyond), step):
+                moved += weights[start:start + step] @ read(beyond[start:start + step])
+            out.append(first + finish(moved, float(weights.sum())))
+        return out
+
+    def _clipped_sums_in_one_pass(self, view: View, radii: Sequence[float],
+                                  known: np.ndarray | None) -> list[np.ndarray]:
+        # Each block is read once and summed at every radius (per radius the same products and
+        # the same order of additions as alone: the same bits).
+        width, read, extra, finish = self._norms_reader(view)
+
+        def block_sums(rows: slice) -> list[tuple[np.ndarray, float]]:
             block = read(rows)
             norms = _norms(block, extra) if known is None else known[rows]
-            weights = clip_weights(norms, radius)
-            return weights @ block, float(weights.sum())
+            weights = [clip_weights(norms, radius) for radius in radii]
+            return [(w @ block, float(w.sum())) for w in weights]
 
-        sums, weights = zip(*self._each_block(width, block_sum), strict=True)
-        return finish(np.sum(sums, axis=0), float(np.sum(weights)))
+        per_block = self._each_block(width, block_sums)
+        out = []
+        for r in range(len(radii)):
+            sums, weights = zip(*(block[r] for block in per_block), strict=True)
+            out.append(finish(np.sum(sums, axis=0), float(np.sum(weights))))
+        return out
+
+    def stacked_clipped_sums(self, view: View, radii: Sequence[float]) -> np.ndarray:
+        """``clipped_sums`` as one (len(radii), k) array (a Dask block's answer)."""
+        return np.stack(self.clipped_sums(view, radii))
 
     def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
         width, read = self._base_reader(view, once=True)

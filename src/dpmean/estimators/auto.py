@@ -90,10 +90,11 @@ class AutoMean(MeanEstimator):
         The zCDP budget; the common parameters are those of :class:`MeanEstimator`.
     interval_share : float or None, default 0.01
         Passed to the candidates that clip (``cm``, ``iome``, ``plan``): the share of their
-        budget spent on a clip profile for a narrower confidence interval, in [0, 1). The
+        budget spent on a clip profile and a clip residual for a narrower confidence
+        interval, in [0, 1). The
         default, ``AUTO_INTERVAL_SHARE``, is PLAN's own default given to all three: on N(0.5, 1)
         in a loose box (n = 2000, d = 8, rho = 1) it narrows the 90% interval of a release that
-        chose IOME from 305 to 83 times its RMSE for 0.45% more error (docs/results.md). None
+        chose IOME from 305 to 75 times its RMSE for 0.45% more error (docs/results.md). None
         leaves each candidate's own default (PLAN: 1%, the others: none). The predictions read
         each candidate's plan, so they see what the profile takes from the noise.
     **common

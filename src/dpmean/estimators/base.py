@@ -628,7 +628,7 @@ document(MeanEstimator, MeanEstimator.declared_diagnostics)
 # box_scale_j. An isotropic noise_std becomes the per-coordinate vector it is in those units.
 # Everything else (radii, norm bounds, PLAN's scale factors, predicted noises) describes the
 # normalised space and stays in it.
-COORDINATE_DIAGNOSTICS = ("noise_std", "centre", "std")
+COORDINATE_DIAGNOSTICS = ("noise_std", "centre", "std", "clip_residual", "clip_residual_std")
 
 
 def restore_diagnostics(diagnostics: dict[str, Any], scale: np.ndarray) -> dict[str, Any]:

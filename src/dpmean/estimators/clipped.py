@@ -11,6 +11,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
+from ..events import gaussian_event
 from ..mechanisms import (
     gaussian_mechanism,
     gaussian_noise_std,
@@ -150,15 +151,18 @@ def private_radius(
 def noisy_clipped_mean(
     engine: Engine, view: View, radius: float, *, rho: float, ledger: PrivacyLedger,
     rng: np.random.Generator, secure: bool = False, stage: str = "noise",
+    clipped_sum: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float]:
     """The clipped mean of the view rows plus Gaussian noise (IOME eq. (2)).
 
     Sensitivity: replacing one row moves the clipped sum by at most 2 * radius in l2, so the
-    mean moves by 2 radius / n. Budget: ``rho``, charged to ``stage``. Returns (noisy mean in view
+    mean moves by 2 radius / n. Budget: ``rho``, charged to ``stage``. ``clipped_sum``: the
+    view's clipped sum at ``radius`` when the caller has it. Returns (noisy mean in view
     space, noise std).
     """
     sensitivity = 2.0 * radius / engine.n
-    noisy = gaussian_mechanism(engine.clipped_sum(view, radius) / engine.n, sensitivity, rho, rng,
+    total = engine.clipped_sum(view, radius) if clipped_sum is None else clipped_sum
+    noisy = gaussian_mechanism(total / engine.n, sensitivity, rho, rng,
                                ledger=ledger, stage=stage, secure=secure)
     return noisy, gaussian_noise_std(sensitivity, rho)
 
@@ -169,6 +173,14 @@ def noisy_clipped_mean(
 # box [-5, 5]; iome on MNIST): 3 fine shells were 5-23% wider than 6, 9 only 1-5% narrower.
 FINE_SHELLS = 6
 PROFILE_STAGE = "clip profile"
+RESIDUAL_STAGE = "clip residual"
+# The clip residual measures the rows' moves up to RESIDUAL_REACH * C (a profile edge) and takes
+# RESIDUAL_SHARE of the interval's budget (the rest buys the profile). Measured on the interval
+# widths (N(0.5, 1), n = 2000, d = 8, box [-5, 5]; cm, iome, plan at 1-25%; docs/results.md,
+# "The clip residual"): reach 1.25 / 2 / 3 were up to 24% / 23% / 74% wider than 1.5, shares
+# 0.5 / 0.75 up to 6% / 32% wider than 0.25 (and 0.25 costs cm 6% at 1-5%, MNIST 2-5%).
+RESIDUAL_REACH = 1.5
+RESIDUAL_SHARE = 0.25
 PROFILE_DIAGNOSTICS = {
     "clip_profile": Diagnostic(Kind.SERIES, "The private (noisy) numbers of rows in each shell "
                                "of view norms beyond the radius (absent when interval_share "
@@ -176,6 +188,15 @@ PROFILE_DIAGNOSTICS = {
     "clip_profile_edges": Diagnostic(Kind.SERIES, "The shells' lower edges (view units; "
                                      "public given the radius)."),
     "clip_profile_rho": Diagnostic(Kind.FLOAT, "The rho the clip profile spent."),
+    "clip_residual": Diagnostic(Kind.VECTOR, "The private (noisy) mean move the clip took from "
+                                "the rows up to the residual's edge: the clipped mean at the "
+                                "edge minus the clipped mean at the radius, in the data's "
+                                "units (absent when interval_share is 0)."),
+    "clip_residual_std": Diagnostic(Kind.VECTOR, "The standard deviation of clip_residual's "
+                                    "noise, per coordinate, in noise_std's units."),
+    "clip_residual_edge": Diagnostic(Kind.FLOAT, "The view norm up to which clip_residual "
+                                     "measures the moves (public given the radius)."),
+    "clip_residual_rho": Diagnostic(Kind.FLOAT, "The rho the clip residual spent."),
 }
 
 
@@ -192,24 +213,59 @@ def clip_profile_edges(radius: float, norm_bound: float) -> np.ndarray:
     return edges[edges < norm_bound]
 
 
+def clip_residual_edge(radius: float, norm_bound: float) -> float:
+    """How far out the clip residual measures: RESIDUAL_REACH C, at most the norm bound B (B
+    itself when C = 0). Public given the released radius."""
+    if not radius > 0:
+        return float(norm_bound)
+    return float(min(norm_bound, RESIDUAL_REACH * radius))
+
+
 def with_clip_profile(rho: float, share: float,
-                      stages: Callable[[float], dict[str, float]]) -> dict[str, float]:
-    """A budget plan with the stage "clip profile" taken off the top: ``share`` of ``rho``
-    first (none when ``share`` is 0), ``stages`` splitting the rest. Public."""
-    profile = rho * share
-    plan = stages(rho - profile)
-    return {**plan, PROFILE_STAGE: profile} if profile else plan
+                      stages: Callable[[float], dict[str, float]], *,
+                      residual: bool = True) -> dict[str, float]:
+    """A budget plan with the interval's stages taken off the top: ``share`` of ``rho`` first
+    (none when ``share`` is 0), ``RESIDUAL_SHARE`` of it to "clip residual" (unless
+    ``residual`` is False) and the rest to "clip profile"; ``stages`` split what is left.
+    Public."""
+    interval = rho * share
+    plan = stages(rho - interval)
+    if not interval:
+        return plan
+    measured = interval * RESIDUAL_SHARE if residual else 0.0
+    if not measured:
+        return {**plan, PROFILE_STAGE: interval}
+    return {**plan, PROFILE_STAGE: interval - measured, RESIDUAL_STAGE: measured}
+
+
+def planned_clipped_sums(
+    engine: Engine, view: View, radius: float, norm_bound: float, budget: dict[str, float],
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The view's clipped sum at ``radius``, and at the clip residual's edge when the plan has
+    the stage "clip residual" (else None): one pass where the engine can."""
+    if RESIDUAL_STAGE not in budget:
+        return engine.clipped_sum(view, radius), None
+    inner, outer = engine.clipped_sums(view, (radius, clip_residual_edge(radius, norm_bound)))
+    return inner, outer
 
 
 def planned_clip_profile(
     engine: Engine, view: View, radius: float, norm_bound: float, budget: dict[str, float], *,
     ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
+    sums: tuple[np.ndarray, np.ndarray | None] | None = None, std_factor: float = 1.0,
 ) -> dict[str, object]:
-    """``clip_profile`` on its planned budget when the plan has the stage, else nothing."""
-    if PROFILE_STAGE not in budget:
-        return {}
-    return clip_profile(engine, view, radius, norm_bound, rho=budget[PROFILE_STAGE],
-                        ledger=ledger, rng=rng, secure=secure)
+    """``clip_profile`` and ``clip_residual`` on their planned budgets where the plan has those
+    stages, else nothing. ``sums``: ``planned_clipped_sums`` when the caller has them;
+    ``std_factor`` maps the view's noise std to ``noise_std``'s units (``clip_residual``)."""
+    out: dict[str, object] = {}
+    if PROFILE_STAGE in budget:
+        out.update(clip_profile(engine, view, radius, norm_bound, rho=budget[PROFILE_STAGE],
+                                ledger=ledger, rng=rng, secure=secure))
+    if RESIDUAL_STAGE in budget:
+        out.update(clip_residual(engine, view, radius, norm_bound, rho=budget[RESIDUAL_STAGE],
+                                 ledger=ledger, rng=rng, secure=secure, sums=sums,
+                                 std_factor=std_factor))
+    return out
 
 
 def clip_profile(
@@ -230,3 +286,40 @@ def clip_profile(
     noisy = gaussian_mechanism(shells, np.sqrt(2.0), rho, rng, ledger=ledger,
                                stage=PROFILE_STAGE, secure=secure)
     return {"clip_profile": noisy, "clip_profile_edges": edges, "clip_profile_rho": rho}
+
+
+def clip_residual(
+    engine: Engine, view: View, radius: float, norm_bound: float, *, rho: float,
+    ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
+    sums: tuple[np.ndarray, np.ndarray | None] | None = None, std_factor: float = 1.0,
+) -> dict[str, object]:
+    """Stage "clip residual": which way the clip moved the rows just beyond the radius, for
+    confidence intervals (``dpmean.intervals``, "A clip residual").
+
+    Releases (1/n) sum_i (clip_E(u_i) - clip_C(u_i)) for the edge E = ``clip_residual_edge``
+    plus Gaussian noise, mapped back to the data's units (``view.restore`` is affine: the
+    move is restore(v) - restore(0)). Each row's term is u_i (min(1, E/|u_i|) - min(1,
+    C/|u_i|)), of norm at most E - C, so replacing one row moves the mean by at most
+    2 (E - C) / n in l2: cost ``rho``. The view, the radius and the edge are earlier releases
+    or public. ``sums``: the clipped sums at C and E (``planned_clipped_sums``) when the caller
+    has them. Returns the diagnostics it adds; ``clip_residual_std`` is the noise's std times
+    ``std_factor``."""
+    n = engine.n
+    edge = clip_residual_edge(radius, norm_bound)
+    if not edge > radius:
+        # C >= B: no row is clipped, the residual is exactly zero. The stage is still
+        # charged (its plan is public); nothing is drawn.
+        ledger.charge(RESIDUAL_STAGE, rho, gaussian_event(rho, secure))
+        moved = np.zeros(view.output_dim(engine.d))
+        std = 0.0
+    else:
+        inner, outer = (None, None) if sums is None else sums
+        if inner is None or outer is None:
+            inner, outer = engine.clipped_sums(view, (radius, edge))
+        sensitivity = 2.0 * (edge - radius) / n
+        moved = gaussian_mechanism((outer - inner) / n, sensitivity, rho, rng, ledger=ledger,
+                                   stage=RESIDUAL_STAGE, secure=secure)
+        std = gaussian_noise_std(sensitivity, rho)
+    origin = view.restore(np.zeros_like(moved))
+    return {"clip_residual": view.restore(moved) - origin, "clip_residual_std": std * std_factor,
+            "clip_residual_edge": edge, "clip_residual_rho": rho}

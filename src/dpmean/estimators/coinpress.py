@@ -257,7 +257,8 @@ class CoinPressMean(_CoinPress):
         The fraction of rho spent first on a clip profile of the last step's clip (stage "clip
         profile", as in :class:`~dpmean.estimators.iome.ClippedMean`), in [0, 1); needs
         ``bounds``. With it the release has a confidence interval; without it the interval is
-        the public box (nothing bounds how many rows the last step clipped).
+        the public box (nothing bounds how many rows the last step clipped). All of the share
+        buys the profile (no clip residual: the last step's clipped sum is inside its loop).
     center : float or array_like, optional
         Deprecated spelling of ``centre`` (a FutureWarning, for one release).
     **options
@@ -300,8 +301,10 @@ class CoinPressMean(_CoinPress):
                 "farthest corner from the last clip's centre")
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
+        # The profile alone: the last step's clipped sum is inside the step loop.
         return with_clip_profile(self.rho, self.interval_share,
-                                 lambda rho: _stages("mean", step_budgets(rho, self.t)))
+                                 lambda rho: _stages("mean", step_budgets(rho, self.t)),
+                                 residual=False)
 
     def release(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,

@@ -23,6 +23,7 @@ from .clipped import (
     noisy_clipped_mean,
     optimal_clip_rank,
     planned_clip_profile,
+    planned_clipped_sums,
     private_centre,
     private_radius,
     private_reach,
@@ -52,11 +53,13 @@ class ClippedMean(MeanEstimator):
     beta : float, default 0.05
         The probability that the radius search errs by more than its rank error, in (0, 1).
     interval_share : float, default 0
-        The fraction of rho spent on a clip profile (stage "clip profile": noisy counts of the
-        rows in shells beyond the radius), in [0, 1). It buys a narrower confidence interval
-        (``MeanResult.confidence_interval``): without it the interval assumes that every row
-        the radius search may have clipped lies at the box's farthest corner. 0 (default)
-        spends nothing on it.
+        The fraction of rho spent on the confidence interval's own releases, in [0, 1): a clip
+        profile (stage "clip profile": noisy counts of the rows in shells beyond the radius)
+        and, ``clipped.RESIDUAL_SHARE`` of it, a clip residual (stage "clip residual": the
+        noisy mean move the clip took from the rows up to 1.5 times the radius). They buy a
+        narrower confidence interval (``MeanResult.confidence_interval``): without them the
+        interval assumes that every row the radius search may have clipped lies at the box's
+        farthest corner. 0 (default) spends nothing on them.
     **common
         The parameters of :class:`MeanEstimator`.
 
@@ -79,8 +82,11 @@ class ClippedMean(MeanEstimator):
     search of ``threshold_steps`` noisy counts of sensitivity 1 (``threshold_share * rho /
     threshold_steps`` each); "noise", ``(1 - threshold_share) * rho``, the Gaussian mechanism on
     the clipped mean, l2 sensitivity 2C/n. With ``interval_share``, "clip profile" takes that
-    share of rho first (the split applies to the rest): the Gaussian mechanism on the counts of
-    rows in the shells beyond C, l2 sensitivity sqrt(2) (``clipped.clip_profile``). Without
+    share of rho first (the split applies to the rest): "clip profile", the Gaussian mechanism
+    on the counts of rows in the shells beyond C, l2 sensitivity sqrt(2)
+    (``clipped.clip_profile``), and "clip residual" (``clipped.RESIDUAL_SHARE`` of the share),
+    the Gaussian mechanism on (1/n) sum_i clip_E(u_i) - clip_C(u_i), E = 1.5 C at most the
+    norm bound, l2 sensitivity 2 (E - C) / n (``clipped.clip_residual``). Without
     ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a private box and the split applies
     to the rest.
     """
@@ -120,7 +126,7 @@ class ClippedMean(MeanEstimator):
                                  lambda rho: self.clipping_stages(rho, n, d))
 
     def clipping_stages(self, rho: float, n: int, d: int) -> dict[str, float]:
-        """The stages of ``rho``, the budget left after the clip profile (public)."""
+        """The stages of ``rho``, the budget left after the interval's stages (public)."""
         return {"threshold": rho * self.threshold_share,
                 "noise": rho * (1.0 - self.threshold_share)}
 
@@ -152,13 +158,16 @@ class ClippedMean(MeanEstimator):
         radius = private_radius(engine, IDENTITY, rank, norm_bound, steps=self.threshold_steps,
                                 rho=budget["threshold"], ledger=ledger, rng=rng,
                                 secure=self.secure_noise)
+        sums = planned_clipped_sums(engine, IDENTITY, radius, norm_bound, budget)
         mean, noise_std = noisy_clipped_mean(engine, IDENTITY, radius, rho=budget["noise"],
-                                             ledger=ledger, rng=rng, secure=self.secure_noise)
+                                             ledger=ledger, rng=rng, secure=self.secure_noise,
+                                             clipped_sum=sums[0])
         return mean, {"threshold": radius, "target_rank": rank, "noise_std": noise_std,
                       "norm_bound": norm_bound, "threshold_steps": self.threshold_steps,
                       "threshold_rho": budget["threshold"],
                       **planned_clip_profile(engine, IDENTITY, radius, norm_bound, budget,
-                                             ledger=ledger, rng=rng, secure=self.secure_noise)}
+                                             ledger=ledger, rng=rng, secure=self.secure_noise,
+                                             sums=sums)}
 
 
 # The radius search's shares that threshold_share="auto" tries, smallest first.
@@ -371,10 +380,13 @@ class ShiftedClippedMean(ClippedMean):
         radius = private_radius(
             engine, view, rank, norm_bound, steps=None if quantizer else self.threshold_steps,
             rho=budget["threshold"], ledger=ledger, rng=rng, secure=self.secure_noise)
+        sums = planned_clipped_sums(engine, view, radius, norm_bound, budget)
         noisy, noise_std = noisy_clipped_mean(engine, view, radius, rho=budget["noise"],
-                                              ledger=ledger, rng=rng, secure=self.secure_noise)
+                                              ledger=ledger, rng=rng, secure=self.secure_noise,
+                                              clipped_sum=sums[0])
         # restore() is linear on the noise: an isotropic std s becomes s * bucket / gain.
-        noise_std *= (quantizer.bucket if quantizer else 1.0) / geometry.gain
+        std_factor = (quantizer.bucket if quantizer else 1.0) / geometry.gain
+        noise_std *= std_factor
         return view.restore(noisy), {
             "threshold": radius,
             "target_rank": rank,
@@ -389,7 +401,8 @@ class ShiftedClippedMean(ClippedMean):
             "threshold_steps": None if quantizer else self.threshold_steps,
             "threshold_rho": budget["threshold"],
             **planned_clip_profile(engine, view, radius, norm_bound, budget, ledger=ledger,
-                                   rng=rng, secure=self.secure_noise),
+                                   rng=rng, secure=self.secure_noise, sums=sums,
+                                   std_factor=std_factor),
         }
 
     def preclip(self, n: int, d: int) -> float | None:

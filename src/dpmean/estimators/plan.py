@@ -30,6 +30,7 @@ from .clipped import (
     escape_beta,
     noisy_clipped_mean,
     planned_clip_profile,
+    planned_clipped_sums,
     private_centre,
     private_radius,
     with_clip_profile,
@@ -64,7 +65,8 @@ VARIANCES = ("auto", "gaussian", "generic", "binary")
 # other stage keeps 99 % of its budget (the mean's noise grows by 0.5 %). It replaced a single
 # count of the clipped rows at the same cost and the same releases of the mean (both come
 # after the noise): the 90% interval at n = 2000, d = 8, rho = 1 went from 218 to 87 times
-# the RMSE (docs/results.md, "Confidence intervals").
+# the RMSE, and to 75 with the clip residual (a quarter of the share, since 2026-11-26;
+# docs/results.md, "Confidence intervals").
 CLIP_PROFILE_SHARE = 0.01
 
 
@@ -167,7 +169,8 @@ class _PlanBase(MeanEstimator):
         return with_clip_profile(self.rho, self.profile_share(), stages)
 
     def profile_share(self) -> float:
-        """The share of rho the stage "clip profile" takes first: ``interval_share`` as given;
+        """The share of rho the interval's stages ("clip profile", "clip residual") take
+        first: ``interval_share`` as given;
         by default ``CLIP_PROFILE_SHARE`` with the exponential-mechanism threshold and none
         with the binary search (whose rank guarantee bounds the clipped rows already).
         Public."""
@@ -313,9 +316,11 @@ class _PlanBase(MeanEstimator):
             radius = private_radius(engine, view, q * n, bound, steps=self.steps,
                                     rho=budget["threshold"], ledger=ledger, rng=rng,
                                     secure=self.secure_noise)
-        noisy, noise_std = noisy_clipped_mean(engine, view, radius, rho=budget["noise"],
-                                              ledger=ledger, rng=rng, secure=self.secure_noise)
         view_bound = _PlanBase.norm_bound(self, engine, centre, std, scale)
+        sums = planned_clipped_sums(engine, view, radius, view_bound, budget)
+        noisy, noise_std = noisy_clipped_mean(engine, view, radius, rho=budget["noise"],
+                                              ledger=ledger, rng=rng, secure=self.secure_noise,
+                                              clipped_sum=sums[0])
         diagnostics: dict[str, Any] = {
                        "threshold": radius, "target_quantile": q, "norm_bound": bound,
                        "noise_std": noise_std, "centre": centre, "view_norm_bound": view_bound,
@@ -326,7 +331,8 @@ class _PlanBase(MeanEstimator):
             diagnostics["scale"] = scale
         # After the mean's noise: the profile's draws change no release of the mean.
         diagnostics.update(planned_clip_profile(engine, view, radius, view_bound, budget,
-                                                ledger=ledger, rng=rng, secure=self.secure_noise))
+                                                ledger=ledger, rng=rng, secure=self.secure_noise,
+                                                sums=sums))
         return view.restore(noisy), diagnostics
 
 
@@ -412,9 +418,10 @@ class PrivateLimitAdaptedNoise(_PlanBase):
     log_range : float or None, default 46.0
         The width in nats of the log-domain searches (None: the paper's linear domains).
     interval_share : float or None, default None
-        The fraction of rho spent on a clip profile (stage "clip profile", as in
-        :class:`~dpmean.estimators.iome.ClippedMean`), in [0, 1): the counts of clipped rows
-        by shell of norm that bound the clipping bias in confidence intervals. None: 1% with
+        The fraction of rho spent on a clip profile and a clip residual (stages "clip
+        profile" and "clip residual", as in :class:`~dpmean.estimators.iome.ClippedMean`), in
+        [0, 1): the counts of clipped rows by shell of norm and the clip's measured move,
+        which bound the clipping bias in confidence intervals. None: 1% with
         the exponential-mechanism threshold (whose rank error has no data-independent bound:
         0 leaves its interval the public box), 0 with the binary search.
     count_share : float or None, default None
@@ -452,10 +459,13 @@ class PrivateLimitAdaptedNoise(_PlanBase):
     (public: n, d, rho, beta), the centre gets all of the preprocessing budget. Of the
     remaining rho, "threshold" (share t: ``threshold_share`` or "auto") is the private
     quantile of the scaled, shifted norms (sensitivity 1) and "noise" (1 - t) the Gaussian
-    mechanism with sensitivity 2C/n in the scaled space. "clip profile" (``interval_share``
-    of rho, by default 1% with the exponential-mechanism threshold, taken before the split
-    above) is the Gaussian mechanism on the counts of rows in shells of the scaled, shifted
-    norm beyond the released threshold, l2 sensitivity sqrt(2). Without ``bounds``,
+    mechanism with sensitivity 2C/n in the scaled space. ``interval_share`` of rho (by
+    default 1% with the exponential-mechanism threshold, taken before the split above) goes
+    to "clip profile", the Gaussian mechanism on the counts of rows in shells of the scaled,
+    shifted norm beyond the released threshold, l2 sensitivity sqrt(2), and
+    ``clipped.RESIDUAL_SHARE`` of it to "clip residual", the Gaussian mechanism on the mean
+    move of clipping the scaled, shifted rows at C rather than at E = 1.5 C (at most the norm
+    bound), l2 sensitivity 2 (E - C) / n. Without ``bounds``,
     ``BOUNDS_SHARE`` (1/10) of rho first buys a private box. docs/privacy.md, "PLAN's
     preprocessing", gives each stage's argument.
 
@@ -655,7 +665,8 @@ class PlanNoScale(_PlanBase):
     :class:`PrivateLimitAdaptedNoise` states for its centre. Of the remaining rho,
     "threshold" (share t: ``threshold_share`` or "auto") is the private quantile of the
     shifted norms (sensitivity 1) and "noise" (1 - t) the Gaussian mechanism with
-    sensitivity 2C/n; "clip profile" as in :class:`PrivateLimitAdaptedNoise`. Without
+    sensitivity 2C/n; "clip profile" and "clip residual" as in
+    :class:`PrivateLimitAdaptedNoise`. Without
     ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a private box.
     """
 
