@@ -179,6 +179,9 @@ def test_a_coordinate_the_projection_moved_keeps_only_its_inner_end():
     mean = result.mean.copy()
     mean[0], mean[1] = BOX[1], BOX[0]
     lo, hi = model.interval(mean, 0.9, 0.5)
+    assert result.to_dict()["confidence_basis"] == (
+        "noise and clipping bias; about the release plus the clip's measured move on 8 of 8 "
+        "coordinates")
     moved = result.diagnostics["clip_residual"]
     assert lo[0] == pytest.approx(mean[0] + moved[0] - measured[0]) and hi[0] == np.inf
     assert lo[1] == -np.inf and hi[1] == pytest.approx(mean[1] + moved[1] + measured[1])

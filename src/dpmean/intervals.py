@@ -556,6 +556,15 @@ class NoiseAndClipping:
         use = measured < half
         return np.where(use, lo, mean - half), np.where(use, hi, mean + half)
 
+    def measured_coordinates(self, level: float, search_share: float) -> int:
+        """How many coordinates' intervals are about the release plus the clip residual's
+        measured move (0 without a residual or a bias bound)."""
+        found = self._with_bias(level, search_share, 0)
+        if found is None or found[1] is None:
+            return 0
+        half, measured = found
+        return int(np.count_nonzero(measured < half))
+
     def radius(self, mean: np.ndarray, level: float, search_share: float) -> float | None:
         found = self._with_bias(level, search_share, 1)
         if found is None:
@@ -968,6 +977,10 @@ def interval_summary(result: Any, level: float = 0.95) -> dict[str, Any]:
         basis = "public box: the clipping bias has no bound for this release"
     elif isinstance(model, NoiseAndClipping):
         basis = "noise and clipping bias" if model.bias is not None else "noise"
+        measured = model.measured_coordinates(level, SEARCH_SHARE)
+        if measured:
+            basis += (f"; about the release plus the clip's measured move on {measured} of "
+                      f"{result.d} coordinates")
     else:
         basis = "noise and trimming bias"
     return {"level": level, "lo": lo.tolist(), "hi": hi.tolist(), "radius": radius,
