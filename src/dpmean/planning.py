@@ -84,7 +84,9 @@ def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None,
     float or numpy.ndarray
         z_{1 - (1 - level) / 2} times the noise's standard deviation: exact for "gaussian", an
         upper bound (the largest radius the search can return) for the clipped family. The
-        clipping bias of a release is not included. Per coordinate (shape (d,), in the data's
+        clipping bias of a release is not included (nor, where a release's interval is about
+        the clip residual's measured move, that measurement's own noise,
+        ``clip_residual_std``: part of the bias's price). Per coordinate (shape (d,), in the data's
         units) when the box's widths differ: the release then runs in the box-normalised space
         and each column's noise is proportional to its width.
 
