@@ -92,7 +92,7 @@ def timed_engine_calls() -> Iterator[list[tuple[str, float]]]:
                 calls.append((name, time.perf_counter() - start))
         return call
 
-    with wrapped(DaskEngine, ("row_norms", "clipped_sum", "coordinate_counts",
+    with wrapped(DaskEngine, ("row_norms", "clipped_sum", "clipped_sums", "coordinate_counts",
                               "coordinate_count_table", "pair_distances", "pair_value_order",
                               "column_order", "clipped_outer_sum"), timing):
         yield calls

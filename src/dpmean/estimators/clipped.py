@@ -221,7 +221,7 @@ def clip_residual_edge(radius: float, norm_bound: float) -> float:
     return float(min(norm_bound, RESIDUAL_REACH * radius))
 
 
-def with_clip_profile(rho: float, share: float,
+def with_interval_stages(rho: float, share: float,
                       stages: Callable[[float], dict[str, float]], *,
                       residual: bool = True) -> dict[str, float]:
     """A budget plan with the interval's stages taken off the top: ``share`` of ``rho`` first
@@ -249,7 +249,7 @@ def planned_clipped_sums(
     return inner, outer
 
 
-def planned_clip_profile(
+def planned_interval_stages(
     engine: Engine, view: View, radius: float, norm_bound: float, budget: dict[str, float], *,
     ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
     sums: tuple[np.ndarray, np.ndarray | None] | None = None, std_factor: float = 1.0,

@@ -22,7 +22,7 @@ from .clipped import (
     PROFILE_STAGE,
     clip_profile,
     noisy_clipped_mean,
-    with_clip_profile,
+    with_interval_stages,
 )
 
 
@@ -302,7 +302,7 @@ class CoinPressMean(_CoinPress):
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         # The profile alone: the last step's clipped sum is inside the step loop.
-        return with_clip_profile(self.rho, self.interval_share,
+        return with_interval_stages(self.rho, self.interval_share,
                                  lambda rho: _stages("mean", step_budgets(rho, self.t)),
                                  residual=False)
 

@@ -22,13 +22,13 @@ from .clipped import (
     escape_rank_error,
     noisy_clipped_mean,
     optimal_clip_rank,
-    planned_clip_profile,
     planned_clipped_sums,
+    planned_interval_stages,
     private_centre,
     private_radius,
     private_reach,
     reliable_median_steps,
-    with_clip_profile,
+    with_interval_stages,
 )
 
 
@@ -122,7 +122,7 @@ class ClippedMean(MeanEstimator):
         self.interval_share = check_fraction(interval_share, "interval_share", low_open=False)
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        return with_clip_profile(self.rho, self.interval_share,
+        return with_interval_stages(self.rho, self.interval_share,
                                  lambda rho: self.clipping_stages(rho, n, d))
 
     def clipping_stages(self, rho: float, n: int, d: int) -> dict[str, float]:
@@ -165,7 +165,7 @@ class ClippedMean(MeanEstimator):
         return mean, {"threshold": radius, "target_rank": rank, "noise_std": noise_std,
                       "norm_bound": norm_bound, "threshold_steps": self.threshold_steps,
                       "threshold_rho": budget["threshold"],
-                      **planned_clip_profile(engine, IDENTITY, radius, norm_bound, budget,
+                      **planned_interval_stages(engine, IDENTITY, radius, norm_bound, budget,
                                              ledger=ledger, rng=rng, secure=self.secure_noise,
                                              sums=sums)}
 
@@ -400,7 +400,7 @@ class ShiftedClippedMean(ClippedMean):
             "norm_bound": norm_bound,
             "threshold_steps": None if quantizer else self.threshold_steps,
             "threshold_rho": budget["threshold"],
-            **planned_clip_profile(engine, view, radius, norm_bound, budget, ledger=ledger,
+            **planned_interval_stages(engine, view, radius, norm_bound, budget, ledger=ledger,
                                    rng=rng, secure=self.secure_noise, sums=sums,
                                    std_factor=std_factor),
         }

@@ -29,11 +29,11 @@ from .clipped import (
     PROFILE_DIAGNOSTICS,
     escape_beta,
     noisy_clipped_mean,
-    planned_clip_profile,
     planned_clipped_sums,
+    planned_interval_stages,
     private_centre,
     private_radius,
-    with_clip_profile,
+    with_interval_stages,
 )
 from .iome import THRESHOLD_SHARES, _Geometry, centre_stages, rotated_centre
 from .variance import (
@@ -166,7 +166,7 @@ class _PlanBase(MeanEstimator):
             return {**self.preprocess_stages(rho * self.preprocess_share, n, d),
                     "threshold": rest * share, "noise": rest * (1.0 - share)}
 
-        return with_clip_profile(self.rho, self.profile_share(), stages)
+        return with_interval_stages(self.rho, self.profile_share(), stages)
 
     def profile_share(self) -> float:
         """The share of rho the interval's stages ("clip profile", "clip residual") take
@@ -330,7 +330,7 @@ class _PlanBase(MeanEstimator):
             diagnostics["std"] = std
             diagnostics["scale"] = scale
         # After the mean's noise: the profile's draws change no release of the mean.
-        diagnostics.update(planned_clip_profile(engine, view, radius, view_bound, budget,
+        diagnostics.update(planned_interval_stages(engine, view, radius, view_bound, budget,
                                                 ledger=ledger, rng=rng, secure=self.secure_noise,
                                                 sums=sums))
         return view.restore(noisy), diagnostics
