@@ -222,8 +222,8 @@ def clip_residual_edge(radius: float, norm_bound: float) -> float:
 
 
 def with_interval_stages(rho: float, share: float,
-                      stages: Callable[[float], dict[str, float]], *,
-                      residual: bool = True) -> dict[str, float]:
+                         stages: Callable[[float], dict[str, float]], *,
+                         residual: bool = True) -> dict[str, float]:
     """A budget plan with the interval's stages taken off the top: ``share`` of ``rho`` first
     (none when ``share`` is 0), ``RESIDUAL_SHARE`` of it to "clip residual" (unless
     ``residual`` is False) and the rest to "clip profile"; ``stages`` split what is left.

@@ -258,7 +258,8 @@ class CoinPressMean(_CoinPress):
         profile", as in :class:`~dpmean.estimators.iome.ClippedMean`), in [0, 1); needs
         ``bounds``. With it the release has a confidence interval; without it the interval is
         the public box (nothing bounds how many rows the last step clipped). All of the share
-        buys the profile (no clip residual: the last step's clipped sum is inside its loop).
+        buys the profile (no clip residual: the last ball clips few rows, so it would only
+        take budget from the profile).
     center : float or array_like, optional
         Deprecated spelling of ``centre`` (a FutureWarning, for one release).
     **options
@@ -301,10 +302,12 @@ class CoinPressMean(_CoinPress):
                 "farthest corner from the last clip's centre")
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        # The profile alone: the last step's clipped sum is inside the step loop.
+        # The profile alone: CoinPress's last ball clips few rows, so the bound about the
+        # release is the narrower and a residual's quarter of the share only narrows the
+        # profile (measured: 5% share, 17.3 -> 19.3 times the RMSE with one; docs/results.md).
         return with_interval_stages(self.rho, self.interval_share,
-                                 lambda rho: _stages("mean", step_budgets(rho, self.t)),
-                                 residual=False)
+                                    lambda rho: _stages("mean", step_budgets(rho, self.t)),
+                                    residual=False)
 
     def release(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,

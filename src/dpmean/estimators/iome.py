@@ -123,7 +123,7 @@ class ClippedMean(MeanEstimator):
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         return with_interval_stages(self.rho, self.interval_share,
-                                 lambda rho: self.clipping_stages(rho, n, d))
+                                    lambda rho: self.clipping_stages(rho, n, d))
 
     def clipping_stages(self, rho: float, n: int, d: int) -> dict[str, float]:
         """The stages of ``rho``, the budget left after the interval's stages (public)."""
