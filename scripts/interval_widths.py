@@ -50,6 +50,7 @@ CASES = {
     "coinpress + profile 5%": ("coinpress", {"radius": 5.0, "interval_share": 0.05}),
     "auto": ("auto", {}),  # its candidates that clip get a 1% profile by default
     "auto (no profile)": ("auto", {"interval_share": None}),
+    "auto + profile 5%": ("auto", {"interval_share": 0.05}),
     "iome + profile 1%": ("iome", {"interval_share": 0.01}),
     "cm + profile 1%": ("cm", {"interval_share": 0.01}),
     # The trade-off: a larger share narrows the bias part (its count noise ~ 1 / sqrt(share))
@@ -89,7 +90,7 @@ def measure(x: np.ndarray, method: str, options: dict, releases: int,
 
 
 MNIST_CASES = ("gaussian", "cm", "cm + profile 5%", "iome", "iome + profile 5%",
-               "plan (exponential)", "plan + profile 5%")
+               "plan (exponential)", "plan + profile 5%", "auto", "auto + profile 5%")
 
 
 def mnist(releases: int) -> None:
