@@ -166,6 +166,21 @@ def test_each_question_is_one_pass_on_every_engine(folder, source):
         assert bar.n == 3
 
 
+@pytest.mark.parametrize("source", ["memory", "chunked"])
+def test_the_clipped_sums_at_several_radii_are_one_pass(folder, source):
+    # The mean's sum and the clip residual's come from one pass (Engine.clipped_sums), which
+    # the bar counted as none before it was listed among the passes.
+    from dpmean.engines import ChunkedEngine, InMemoryEngine
+    from dpmean.transforms import IDENTITY
+
+    engine = (InMemoryEngine(VALUES, 0.0, 1.0) if source == "memory" else
+              ChunkedEngine(open_source(folder / "frame.csv", columns=["x", "y", "z"]),
+                            0.0, 1.0))
+    with shown_passes("test", file=Terminal(), delay=0) as bar:
+        engine.clipped_sums(IDENTITY, [0.5, 0.75])
+        assert bar.n == 1
+
+
 def test_no_bar_when_quiet_or_not_a_terminal():
     for screen, quiet in ((Terminal(), True), (io.StringIO(), False)):
         with shown_passes("test", file=screen, delay=0, quiet=quiet):

@@ -26,7 +26,7 @@ COLUMN_BLOCK_BYTES = 64 << 20
 CHUNK_ROWS_BYTES = 64 << 20
 # The questions that read every row: one pass each.
 _PASSES = ("coordinate_counts", "coordinate_count_table", "row_norms", "clipped_sum",
-           "clipped_outer_sum", "column_blocks", "user_rows")
+           "clipped_sums", "clipped_outer_sum", "column_blocks", "user_rows")
 
 
 class ColumnOrder(Protocol):
