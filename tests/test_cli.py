@@ -78,13 +78,12 @@ def test_estimate_summary_on_stdout(capsys, data):
 
 
 def test_estimate_names_the_clip_profile_where_it_would_narrow_the_interval(capsys, data):
-    hint = "--option interval_share=0.05"
+    hint = "without --option interval_share=0, 1% of the budget (the default) buys"
     code, out, _ = run(capsys, "estimate", data / "x.npy", "--rho", 1, "--method", "iome",
-                       "--bounds", 0, 10, "--seed", 1)
+                       "--bounds", 0, 10, "--seed", 1, "--option", "interval_share=0")
     assert code == 0 and hint in out
     code, out, _ = run(capsys, "estimate", data / "x.npy", "--rho", 1, "--method", "iome",
-                       "--bounds", 0, 10, "--seed", 1, "--option", "interval_share=0.05",
-                       "--json")
+                       "--bounds", 0, 10, "--seed", 1, "--json")
     payload = json.loads(out)
     assert code == 0 and "clip profile" in payload["ledger"] and hint not in out
     check_json(payload, 1.0)

@@ -12,7 +12,12 @@ import dpmean
 from dpmean.engines import InMemoryEngine
 from dpmean.errors import InvalidParameterError
 from dpmean.estimators.auto import AUTO_INTERVAL_SHARE
-from dpmean.estimators.clipped import FINE_SHELLS, RESIDUAL_SHARE, clip_profile_edges
+from dpmean.estimators.clipped import (
+    FINE_SHELLS,
+    INTERVAL_SHARE,
+    RESIDUAL_SHARE,
+    clip_profile_edges,
+)
 from dpmean.intervals import ClipBias, error_model
 from dpmean.transforms import IDENTITY
 
@@ -26,7 +31,8 @@ def rows(seed: int) -> np.ndarray:
 
 @pytest.mark.parametrize("method", ["cm", "cm-fixed", "iome"])
 def test_profile_takes_its_share_first_and_the_ledger_adds_up(method):
-    plain = dpmean.mean(rows(0), rho=1.0, method=method, bounds=BOX, random_state=0)
+    plain = dpmean.mean(rows(0), rho=1.0, method=method, bounds=BOX, random_state=0,
+                        interval_share=0)
     profiled = dpmean.mean(rows(0), rho=1.0, method=method, bounds=BOX, random_state=0,
                            interval_share=0.05)
     # The interval's share: RESIDUAL_SHARE of it to the clip residual, the rest the profile.
@@ -36,10 +42,22 @@ def test_profile_takes_its_share_first_and_the_ledger_adds_up(method):
     for stage, amount in plain.ledger.items():  # the rest split as before, on 0.95 of rho
         assert profiled.ledger[stage] == pytest.approx(0.95 * amount, rel=1e-12) or (
             method == "iome" and stage == "threshold")  # iome's share is sized on its own rho
-    assert "clip_profile" not in plain.diagnostics
+    assert "clip_profile" not in plain.diagnostics and "clip profile" not in plain.ledger
     edges = profiled.diagnostics["clip_profile_edges"]
     assert edges[0] == profiled.diagnostics["threshold"]
     assert profiled.diagnostics["clip_profile"].shape == edges.shape
+
+
+@pytest.mark.parametrize("method, options", [
+    ("cm", {}), ("cm-fixed", {}), ("iome", {}), ("plan", {}),
+    ("plan", {"quantile": "binary-search"}), ("plan-noscale", {})])
+def test_every_clipping_estimator_buys_the_interval_stages_by_default(method, options):
+    result = dpmean.mean(rows(1), rho=1.0, method=method, bounds=BOX, random_state=0,
+                         **options)
+    assert INTERVAL_SHARE == 0.01
+    assert result.ledger["clip profile"] == pytest.approx(INTERVAL_SHARE * (1 - RESIDUAL_SHARE))
+    assert result.ledger["clip residual"] == pytest.approx(INTERVAL_SHARE * RESIDUAL_SHARE)
+    assert result.spent == pytest.approx(1.0)
 
 
 def test_coinpress_buys_an_interval_with_a_profile_and_needs_bounds():
@@ -64,12 +82,17 @@ def test_coinpress_buys_an_interval_with_a_profile_and_needs_bounds():
 
 
 def test_auto_passes_the_share_to_the_candidate_it_runs():
-    """auto gives every clipping candidate a 1% profile by default (AUTO_INTERVAL_SHARE);
-    None leaves IOME its own default, no profile, and a wider interval."""
+    """auto gives every clipping candidate a 1% profile by default (AUTO_INTERVAL_SHARE),
+    which is also their own default (None: the same release); 0 buys none and a wider
+    interval."""
     x = rows(5)
     plain = dpmean.mean(x, rho=1.0, method="auto", bounds=BOX, random_state=0,
-                        interval_share=None)
+                        interval_share=0)
     profiled = dpmean.mean(x, rho=1.0, method="auto", bounds=BOX, random_state=0)
+    own = dpmean.mean(x, rho=1.0, method="auto", bounds=BOX, random_state=0,
+                      interval_share=None)
+    np.testing.assert_array_equal(own.mean, profiled.mean)
+    assert own.ledger == profiled.ledger
     assert plain.diagnostics["chosen"] == profiled.diagnostics["chosen"] == "iome"
     inner = profiled.diagnostics["release_ledger"]
     assert inner["clip profile"] + inner["clip residual"] == pytest.approx(

@@ -109,8 +109,10 @@ def test_bias_bound_holds_for_the_exact_clipped_mean(case):
 
 def test_per_coordinate_bias_is_tighter_than_the_l2_bound():
     """Goal 1 of issue 19: the bias bound per coordinate is (1 - C / B) reach_j, about
-    1 / sqrt(d) of the view's l2 move B - C when every coordinate has the same reach."""
-    result = dpmean.mean(gaussian_rows(3), rho=1.0, method="cm", bounds=BOX, random_state=0)
+    1 / sqrt(d) of the view's l2 move B - C when every coordinate has the same reach (the
+    radius search's bound alone: no interval share)."""
+    result = dpmean.mean(gaussian_rows(3), rho=1.0, method="cm", bounds=BOX, random_state=0,
+                         interval_share=0)
     bias = error_model(result).bias
     ((_, k),) = bias.clipping.clipped(0.05)
     radius, bound = bias.clipping.radius, bias.clipping.norm_bound

@@ -100,7 +100,7 @@ def test_iome_narrows_a_loose_box_when_the_medians_get_few_halvings():
     empirical = x.mean(axis=0)
     half = 25 * np.sqrt(d)
     result = dpmean.mean(x, rho=rho, method="iome", bounds=(-half, half), random_state=8,
-                         threshold_share=0.25)
+                         threshold_share=0.25, interval_share=0)
     assert result.ledger == pytest.approx({"centre domain": rho / 4 * DOMAIN_SHARE,
                                            "centre": rho / 4 * (1 - DOMAIN_SHARE),
                                            "threshold": rho * 3 / 16, "noise": rho * 9 / 16})
@@ -150,7 +150,8 @@ def test_gaussian_wrapper_narrows_its_integer_domains_at_a_small_budget():
         direction = rng.normal(size=D)
         mu = 0.5 * radius * direction / np.linalg.norm(direction)  # as the spec's mean_in_ball
         x = rng.normal(size=(N, D)) + mu
-        result = dpmean.mean(x, rho=0.01, method="iome-gaussian", random_state=seed, **options)
+        result = dpmean.mean(x, rho=0.01, method="iome-gaussian", random_state=seed,
+                             interval_share=0, **options)  # the paper's stages
         assert set(result.ledger) == {"centre domain", "centre", "threshold", "noise"}
         assert result.rho_spent == pytest.approx(0.01)
         errors.append(np.linalg.norm(result.mean - x.mean(axis=0)))
@@ -192,7 +193,7 @@ def test_ledger_sums_to_the_budget(method):
 def test_paper_budget_split_for_iome():
     x = gaussian_data(0.0, 0, n=2000, d=8)
     ledger = dpmean.mean(x, rho=1.0, bounds=(-20, 20), random_state=0, method="iome",
-                         threshold_share=0.25).ledger
+                         threshold_share=0.25, interval_share=0).ledger
     assert dict(ledger) == pytest.approx({"centre": 0.25, "threshold": 0.1875, "noise": 0.5625})
 
 
@@ -295,10 +296,13 @@ def test_result_is_frozen_and_carries_only_private_values():
     assert set(result.diagnostics) == {
         "threshold", "target_rank", "noise_std", "centre", "padded_dim", "quantized",
         "norm_bound", "threshold_steps", "threshold_rho", "bounds_lo", "bounds_hi",
-        "secure_noise"}  # no "centre_reach": the budget suffices, no narrowing
+        "secure_noise", "clip_profile", "clip_profile_edges", "clip_profile_rho",
+        "clip_residual", "clip_residual_std", "clip_residual_edge", "clip_residual_rho",
+    }  # no "centre_reach": the budget suffices, no narrowing
     true_mean = x.mean(axis=0)
     for value in result.to_dict()["diagnostics"].values():
-        assert not np.allclose(np.asarray(value, dtype=float), true_mean)
+        value = np.asarray(value, dtype=float)
+        assert value.size not in (1, true_mean.size) or not np.allclose(value, true_mean)
 
 
 class _Untouchable:
@@ -479,7 +483,9 @@ def test_iome_threshold_share_auto_keeps_the_rank_error_within_a_quarter(n, d, r
     from dpmean.estimators.iome import THRESHOLD_SHARES, ShiftedClippedMean
     from dpmean.mechanisms import rank_error_bound
 
-    estimator = ShiftedClippedMean(rho, bounds=(-50 * np.sqrt(d), 50 * np.sqrt(d)))
+    # The rule on the budget it splits (here all of rho: no interval share).
+    estimator = ShiftedClippedMean(rho, bounds=(-50 * np.sqrt(d), 50 * np.sqrt(d)),
+                                   interval_share=0)
     plan = estimator.budget_plan(n, d)
     rest = rho * 0.75
     assert plan["threshold"] + plan["noise"] == pytest.approx(rest)
@@ -489,7 +495,8 @@ def test_iome_threshold_share_auto_keeps_the_rank_error_within_a_quarter(n, d, r
     assert all(rank_error_bound(20, s * rest, 0.05) > n / 4 for s in smaller)
     assert share == 0.25 or rank_error_bound(20, share * rest, 0.05) <= n / 4
     # the paper's split stays reachable
-    paper = ShiftedClippedMean(rho, bounds=(-1, 1), threshold_share=0.25).budget_plan(n, d)
+    paper = ShiftedClippedMean(rho, bounds=(-1, 1), threshold_share=0.25,
+                               interval_share=0).budget_plan(n, d)
     assert paper["threshold"] == pytest.approx(0.25 * rest)
 
 

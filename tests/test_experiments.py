@@ -178,3 +178,24 @@ def test_quick_titles_state_the_settings_that_ran():
     assert "n = 4000" not in quick.title.split(" [")[0] and "n = 2000" in quick.title
     assert "3 trials (full run: 100)" in quick.title
     assert "rho = 0.03, 0.3 (full run: 0.01, 0.03, 0.1, 0.3, 1)" in quick.title
+
+
+@pytest.mark.parametrize("method", ["cm", "cm-fixed", "iome"])
+def test_paper_figures_run_the_papers_clipped_means_without_the_interval_share(method):
+    """The papers' clipped means spend the whole budget on the mean: a figure's curve is the
+    release with interval_share=0, while the library's default buys the interval's stages."""
+    from dpmean import mean
+    from dpmean.experiments.data import Dataset
+    from dpmean.experiments.spec import Method
+
+    x = np.random.default_rng(0).normal(0.5, 1.0, size=(600, 4))
+    data = Dataset(x, np.full(4, 0.5))
+    curve = Method("curve", method, {"bounds": (-5.0, 5.0)}).run(
+        {"rho": 1.0}, data, np.random.default_rng(3))
+    paper = mean(x, rho=1.0, method=method, bounds=(-5.0, 5.0), interval_share=0,
+                 random_state=np.random.default_rng(3))
+    default = mean(x, rho=1.0, method=method, bounds=(-5.0, 5.0),
+                   random_state=np.random.default_rng(3))
+    np.testing.assert_array_equal(curve, paper.mean)
+    assert "clip profile" not in paper.ledger and "clip profile" in default.ledger
+    assert not np.array_equal(curve, default.mean)

@@ -104,7 +104,7 @@ def assert_released_as_declared(x, result, failure=1e-6):
 
 ROTATED = {"centre domain", "centre"}
 SPREAD = {"variance spread", "variance"}
-# The exponential-mechanism threshold's interval stages: its clipped rows by shell, and the
+# The interval's stages (every threshold's, by default): the clipped rows by shell, and the
 # move the clip took from the rows just beyond the threshold.
 COUNT = {"clip profile", "clip residual"}
 
@@ -112,7 +112,9 @@ COUNT = {"clip profile", "clip residual"}
 @pytest.mark.parametrize("options,stages", [
     ({}, {*ROTATED, *SPREAD, "threshold", "noise", *COUNT}),
     ({"std": 2.0}, {*ROTATED, "threshold", "noise", *COUNT}),
-    ({"quantile": "binary-search", "p": 1}, {*ROTATED, *SPREAD, "threshold", "noise"}),
+    ({"quantile": "binary-search", "p": 1}, {*ROTATED, *SPREAD, "threshold", "noise", *COUNT}),
+    ({"quantile": "binary-search", "interval_share": 0}, {*ROTATED, *SPREAD, "threshold",
+                                                          "noise"}),
     ({"variance": "generic", "group_size": 4, "pairings": 2},
      {*ROTATED, *SPREAD, "threshold", "noise", *COUNT}),
     ({"variance": "binary", "centre": "mean"}, {"centre", *SPREAD, "threshold", "noise",
@@ -126,7 +128,7 @@ def test_ledger_sums_to_rho_and_follows_the_shares(options, stages):
                          threshold_share=0.25, **options)
     assert set(result.ledger) == stages
     assert sum(result.ledger.values()) == pytest.approx(0.8, rel=1e-12)
-    # 1 % for the clip profile (exponential threshold), then of the rest 1/4 for
+    # 1 % for the interval's stages (unless 0 is asked), then of the rest 1/4 for
     # preprocessing and 1/4 of the remaining 3/4 for the threshold.
     rho = 0.8 * 0.99 if COUNT <= stages else 0.8
     if COUNT <= stages:

@@ -69,9 +69,10 @@ centre), never the box's diameter.
   norms, ``integer_search_steps`` counts) ends with left = right = C^2, so r = C (moved unless
   C^2 = top). If the right end never moved, k = 0 when top >= B, and there is no bound when
   top < B (PLAN's concentrated universe): the box is returned.
-- *A clip profile* (``plan`` and ``plan-noscale`` by default with the exponential-mechanism
-  threshold, whose rank error has no data-independent bound; ``cm``, ``cm-fixed``, ``iome``,
-  and PLAN's binary search with ``interval_share`` > 0). Stage "clip
+- *A clip profile* (``cm``, ``cm-fixed``, ``iome``, ``plan`` and ``plan-noscale`` by
+  default, ``interval_share`` = 1%: PLAN's exponential-mechanism threshold, whose rank error
+  has no data-independent bound, since the profile was built, the others since 2026-11-26;
+  any ``interval_share`` > 0). Stage "clip
   profile" releases the row counts of the shells of view norm above C (lower edges e_s from
   ``clipped.clip_profile_edges``), each plus N(0, 1 / rho_profile) (l2 sensitivity sqrt(2): a
   row is in at most one shell). The rows above e_s are the shells from s on; a union bound

@@ -383,9 +383,10 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     lines.append(f"{ci['level']:.0%} l2 radius of the whole vector: {ci['radius']:.6g}")
     if _could_profile(result) and ci["basis"] == "noise and clipping bias":
         lines.append("note: the interval's clipping-bias part assumes every row the radius "
-                     "search may have clipped lies at the box's farthest corner; --option "
-                     "interval_share=0.05 spends 5% of the budget on a clip profile and "
-                     "residual that narrow it (docs/privacy.md, \"Confidence intervals\")")
+                     "search may have clipped lies at the box's farthest corner; without "
+                     "--option interval_share=0, 1% of the budget (the default) buys a clip "
+                     "profile and residual that narrow it (docs/privacy.md, \"Confidence "
+                     "intervals\")")
     if args.seed is not None:
         lines.append("note: --seed makes the noise reproducible; use it for experiments only")
     if output is not None:

@@ -17,6 +17,7 @@ from ..transforms import IDENTITY
 from ..validation import check_fraction
 from .base import MeanEstimator
 from .baselines import GaussianMean
+from .clipped import INTERVAL_SHARE
 from .iome import ClippedMean, ShiftedClippedMean
 from .plan import LOG_RANGE, PrivateLimitAdaptedNoise
 from .variance import pair_distances
@@ -30,8 +31,8 @@ CHOICE_STAGES = ("choice norms", "choice pair l2", "choice pair l1")
 # AutoMean.choice_resolves), and what runs when the medians cannot be placed.
 CHOICE_BETA = 0.1
 UNRESOLVED_CHOICE = ("plan", "gaussian")
-# The clip profile every clipping candidate gets by default (PLAN's own default share).
-AUTO_INTERVAL_SHARE = 0.01
+# The interval's share every clipping candidate gets by default (their own default share).
+AUTO_INTERVAL_SHARE = INTERVAL_SHARE
 # PLAN is chosen over IOME when its predicted noise is at most this fraction of IOME's: its
 # variances are estimated, not known, so a small predicted gain is not worth the risk.
 PLAN_MARGIN = 0.9
@@ -92,11 +93,12 @@ class AutoMean(MeanEstimator):
         Passed to the candidates that clip (``cm``, ``iome``, ``plan``): the share of their
         budget spent on a clip profile and a clip residual for a narrower confidence
         interval, in [0, 1). The
-        default, ``AUTO_INTERVAL_SHARE``, is PLAN's own default given to all three: on N(0.5, 1)
-        in a loose box (n = 2000, d = 8, rho = 1) it narrows the 90% interval of a release that
-        chose IOME from 305 to 75 times its RMSE for 0.45% more error (docs/results.md). None
-        leaves each candidate's own default (PLAN: 1%, the others: none). The predictions read
-        each candidate's plan, so they see what the profile takes from the noise.
+        default, ``AUTO_INTERVAL_SHARE``, is the candidates' own default
+        (``clipped.INTERVAL_SHARE``): on N(0.5, 1) in a loose box (n = 2000, d = 8, rho = 1) it
+        narrows the 90% interval of a release that chose IOME from 305 to 75 times its RMSE for
+        0.45% more error (docs/results.md). None leaves each candidate's own default (the same
+        1%). The predictions read each
+        candidate's plan, so they see what the profile takes from the noise.
     **common
         The parameters of :class:`MeanEstimator`.
 

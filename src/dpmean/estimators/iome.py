@@ -17,6 +17,7 @@ from ..transforms import IDENTITY, Quantizer, RandomRotation, View, next_power_o
 from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
 from .clipped import (
+    INTERVAL_SHARE,
     PROFILE_DIAGNOSTICS,
     escape_beta,
     escape_rank_error,
@@ -52,14 +53,16 @@ class ClippedMean(MeanEstimator):
         Halvings of the radius search (noisy counts), from 1 to 60.
     beta : float, default 0.05
         The probability that the radius search errs by more than its rank error, in (0, 1).
-    interval_share : float, default 0
+    interval_share : float, default 0.01
         The fraction of rho spent on the confidence interval's own releases, in [0, 1): a clip
         profile (stage "clip profile": noisy counts of the rows in shells beyond the radius)
         and, ``clipped.RESIDUAL_SHARE`` of it, a clip residual (stage "clip residual": the
         noisy mean move the clip took from the rows up to 1.5 times the radius). They buy a
         narrower confidence interval (``MeanResult.confidence_interval``): without them the
         interval assumes that every row the radius search may have clipped lies at the box's
-        farthest corner. 0 (default) spends nothing on them.
+        farthest corner. The default, ``clipped.INTERVAL_SHARE`` (PLAN's), narrowed IOME's
+        90% interval on MNIST from 18.7 to 6.8 times its error for 0.5% more error; 0 spends
+        nothing on them (the paper's algorithm).
     **common
         The parameters of :class:`MeanEstimator`.
 
@@ -112,7 +115,8 @@ class ClippedMean(MeanEstimator):
 
     def __init__(
         self, rho: float | None = None, *, threshold_share: float = 0.25,
-        threshold_steps: int = 20, beta: float = 0.05, interval_share: float = 0.0,
+        threshold_steps: int = 20, beta: float = 0.05,
+        interval_share: float = INTERVAL_SHARE,
         **common: Any,
     ) -> None:
         super().__init__(rho, **common)

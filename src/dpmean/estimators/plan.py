@@ -26,6 +26,7 @@ from ..validation import (
 )
 from .base import MeanEstimator
 from .clipped import (
+    INTERVAL_SHARE,
     PROFILE_DIAGNOSTICS,
     escape_beta,
     noisy_clipped_mean,
@@ -59,15 +60,6 @@ UPPER_VARIANCE_LEVEL = 0.75
 # The share of the variance budget spent on the private spread that tops every variance search.
 SPREAD_SHARE = 1.0 / 16.0
 VARIANCES = ("auto", "gaussian", "generic", "binary")
-# The share of rho the exponential-mechanism threshold spends by default on a clip profile (stage
-# "clip profile": the rows it clipped, counted by shell of norm), which bounds the clipping bias
-# in confidence intervals: that mechanism's rank error has no data-independent bound. Every
-# other stage keeps 99 % of its budget (the mean's noise grows by 0.5 %). It replaced a single
-# count of the clipped rows at the same cost and the same releases of the mean (both come
-# after the noise): the 90% interval at n = 2000, d = 8, rho = 1 went from 218 to 87 times
-# the RMSE, and to 75 with the clip residual (a quarter of the share, since 2026-11-26;
-# docs/results.md, "Confidence intervals").
-CLIP_PROFILE_SHARE = 0.01
 
 
 class _PlanBase(MeanEstimator):
@@ -170,13 +162,12 @@ class _PlanBase(MeanEstimator):
 
     def profile_share(self) -> float:
         """The share of rho the interval's stages ("clip profile", "clip residual") take
-        first: ``interval_share`` as given;
-        by default ``CLIP_PROFILE_SHARE`` with the exponential-mechanism threshold and none
-        with the binary search (whose rank guarantee bounds the clipped rows already).
-        Public."""
-        if self.interval_share is not None:
-            return self.interval_share
-        return CLIP_PROFILE_SHARE if self.quantile == "exponential" else 0.0
+        first: ``interval_share`` as given, by default ``clipped.INTERVAL_SHARE``. The
+        exponential-mechanism threshold's rank error has no data-independent bound, and the
+        binary search's bound is loose: the 90% interval at n = 2000, d = 8, rho = 1 went from
+        218 (exponential) and 277 (binary search) to 75 and 78 times the RMSE with the profile
+        and the clip residual (the binary search's default was 0 before 2026-11-26). Public."""
+        return INTERVAL_SHARE if self.interval_share is None else self.interval_share
 
     def threshold_fraction(self, n: int, rho_rest: float) -> float:
         """The threshold's share of the budget ``rho_rest`` left after preprocessing.
@@ -421,9 +412,9 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         The fraction of rho spent on a clip profile and a clip residual (stages "clip
         profile" and "clip residual", as in :class:`~dpmean.estimators.iome.ClippedMean`), in
         [0, 1): the counts of clipped rows by shell of norm and the clip's measured move,
-        which bound the clipping bias in confidence intervals. None: 1% with
-        the exponential-mechanism threshold (whose rank error has no data-independent bound:
-        0 leaves its interval the public box), 0 with the binary search.
+        which bound the clipping bias in confidence intervals. None: 1%
+        (``clipped.INTERVAL_SHARE``); 0 with the exponential-mechanism threshold, whose rank
+        error has no data-independent bound, leaves the interval the public box.
     count_share : float or None, default None
         Deprecated spelling of ``interval_share`` (the clipped count it bought is now a clip
         profile).
@@ -460,7 +451,7 @@ class PrivateLimitAdaptedNoise(_PlanBase):
     remaining rho, "threshold" (share t: ``threshold_share`` or "auto") is the private
     quantile of the scaled, shifted norms (sensitivity 1) and "noise" (1 - t) the Gaussian
     mechanism with sensitivity 2C/n in the scaled space. ``interval_share`` of rho (by
-    default 1% with the exponential-mechanism threshold, taken before the split above) goes
+    default 1%, taken before the split above) goes
     to "clip profile", the Gaussian mechanism on the counts of rows in shells of the scaled,
     shifted norm beyond the released threshold, l2 sensitivity sqrt(2), and
     ``clipped.RESIDUAL_SHARE`` of it to "clip residual", the Gaussian mechanism on the mean
