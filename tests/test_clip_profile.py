@@ -114,12 +114,28 @@ def test_profile_share_is_validated(share):
 
 
 def test_edges_are_fine_near_the_radius_then_double_below_the_bound():
-    edges = clip_profile_edges(2.0, 20.0)
+    edges = clip_profile_edges(2.0, 20.0, doublings=None)
     assert edges[0] == 2.0 and np.all(np.diff(edges) > 0) and edges[-1] < 20.0
     assert np.allclose(edges[1:FINE_SHELLS + 1] / 2.0 - 1.0, 2.0 ** -np.arange(6, 0, -1))
     assert np.allclose(edges[FINE_SHELLS + 1:], [4.0, 8.0, 16.0])
+    # By default none of the doublings: the last shell holds every row above 1.5 C.
+    np.testing.assert_array_equal(clip_profile_edges(2.0, 20.0), edges[:FINE_SHELLS + 1])
+    np.testing.assert_array_equal(clip_profile_edges(2.0, 20.0, 1), edges[:FINE_SHELLS + 2])
+    assert clip_profile_edges(2.0, 3.5, None).tolist() == clip_profile_edges(2.0, 3.5).tolist()
     assert clip_profile_edges(3.0, 3.0).tolist() == [3.0]
     assert clip_profile_edges(0.0, 3.0).tolist() == [0.0]
+
+
+@pytest.mark.parametrize("method, doublings", [("cm", 0), ("iome", 0), ("plan", 0),
+                                               ("cm-fixed", 1)])
+def test_each_estimator_releases_the_profile_on_its_edges(method, doublings):
+    """The adaptive radii leave few rows beyond 1.5 C and release no shell beyond it; the
+    median radius of cm-fixed clips half the rows and keeps the shell at 2 C."""
+    result = dpmean.mean(rows(2), rho=1.0, method=method, bounds=BOX, random_state=0)
+    radius, edges = result.diagnostics["threshold"], result.diagnostics["clip_profile_edges"]
+    bound = result.diagnostics.get("view_norm_bound", result.diagnostics["norm_bound"])
+    np.testing.assert_array_equal(edges, clip_profile_edges(radius, bound, doublings))
+    assert len(edges) == FINE_SHELLS + 1 + doublings
 
 
 def exact_shells(x: np.ndarray, radius: float, bound: float) -> np.ndarray:

@@ -95,7 +95,7 @@ class AutoMean(MeanEstimator):
         interval, in [0, 1). The
         default, ``AUTO_INTERVAL_SHARE``, is the candidates' own default
         (``clipped.INTERVAL_SHARE``): on N(0.5, 1) in a loose box (n = 2000, d = 8, rho = 1) it
-        narrows the 90% interval of a release that chose IOME from 305 to 75 times its RMSE for
+        narrows the 90% interval of a release that chose IOME from 305 to 58 times its RMSE for
         0.45% more error (docs/results.md). None leaves each candidate's own default (the same
         1%). The predictions read each
         candidate's plan, so they see what the profile takes from the noise.

@@ -168,9 +168,12 @@ def noisy_clipped_mean(
 
 
 # The clip profile's shells above the radius C: fine ones at C (1 + 2^-k), k = FINE_SHELLS..1
-# (rows clipped by design lie just above C), then doublings 2C, 4C, ... up to the norm bound.
-# Measured on the interval widths (iome at 5% and PLAN's default on N(0.5, 1), n = 2000, d = 8,
-# box [-5, 5]; iome on MNIST): 3 fine shells were 5-23% wider than 6, 9 only 1-5% narrower.
+# (rows clipped by design lie just above C), then (``doublings``) 2C, 4C, ... below the norm
+# bound. Measured on the interval widths (iome at 5% and PLAN's default on N(0.5, 1), n = 2000,
+# d = 8, box [-5, 5]; iome on MNIST): 3 fine shells were 5-23% wider than 6, 9 only 1-5%
+# narrower. The doublings help only where many rows lie beyond 1.5 C (a radius at a fixed
+# quantile); where few do, the rows above 1.5 C are one noisy count instead of a sum of
+# several: docs/results.md, "The profile's far shells".
 FINE_SHELLS = 6
 PROFILE_STAGE = "clip profile"
 RESIDUAL_STAGE = "clip residual"
@@ -186,7 +189,7 @@ RESIDUAL_SHARE = 0.25
 # interval's stages (a clip profile and a clip residual): every other stage keeps 99% of its
 # budget (the mean's noise grows by 0.5%). PLAN's default since the clip profile; cm and IOME's
 # since 2026-11-26, when their 90% intervals measured 7.2 -> 5.8 (cm) and 18.7 -> 6.8 (iome)
-# times the RMSE on MNIST, 40 -> 35 and 306 -> 75 on N(0.5, 1) in a loose box, for 0.5% more
+# times the RMSE on MNIST, 44 -> 38 and 299 -> 73 on N(0.5, 1) in a loose box, for 0.5% more
 # error (docs/results.md, "A default interval share for cm and IOME").
 INTERVAL_SHARE = 0.01
 PROFILE_DIAGNOSTICS = {
@@ -208,16 +211,18 @@ PROFILE_DIAGNOSTICS = {
 }
 
 
-def clip_profile_edges(radius: float, norm_bound: float) -> np.ndarray:
-    """The lower edges of the clip profile's shells: C, C (1 + 2^-6), ..., 1.5 C, 2 C, 4 C, ...,
-    every one below the norm bound B (just C when C >= B or C = 0). Shell s holds the rows of
-    view norm in (e_s, e_s+1], the last one those above its edge. Public: a function of the
-    released radius and the public bound only."""
+def clip_profile_edges(radius: float, norm_bound: float,
+                       doublings: int | None = 0) -> np.ndarray:
+    """The lower edges of the clip profile's shells: C, C (1 + 2^-6), ..., 1.5 C, then the
+    first ``doublings`` of 2 C, 4 C, ... (None: all), every one below the norm bound B (just C
+    when C >= B or C = 0). Shell s holds the rows of view norm in (e_s, e_s+1], the last one
+    those above its edge. Public: a function of the released radius, the public bound and the
+    estimator's public ``doublings`` only."""
     if not radius > 0 or radius >= norm_bound:
         return np.array([float(radius)])
     fine = radius * (1.0 + 2.0 ** -np.arange(FINE_SHELLS, 0, -1, dtype=np.float64))
-    doublings = radius * 2.0 ** np.arange(1, max(1, int(np.ceil(np.log2(norm_bound / radius)))))
-    edges = np.concatenate([[radius], fine, doublings])
+    far = radius * 2.0 ** np.arange(1, max(1, int(np.ceil(np.log2(norm_bound / radius)))))
+    edges = np.concatenate([[radius], fine, far if doublings is None else far[:doublings]])
     return edges[edges < norm_bound]
 
 
@@ -261,14 +266,16 @@ def planned_interval_stages(
     engine: Engine, view: View, radius: float, norm_bound: float, budget: dict[str, float], *,
     ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
     sums: tuple[np.ndarray, np.ndarray | None] | None = None, std_factor: float = 1.0,
+    doublings: int | None = 0,
 ) -> dict[str, object]:
     """``clip_profile`` and ``clip_residual`` on their planned budgets where the plan has those
     stages, else nothing. ``sums``: ``planned_clipped_sums`` when the caller has them;
-    ``std_factor`` maps the view's noise std to ``noise_std``'s units (``clip_residual``)."""
+    ``std_factor`` maps the view's noise std to ``noise_std``'s units (``clip_residual``);
+    ``doublings``: the profile's shells beyond 1.5 C (``clip_profile_edges``)."""
     out: dict[str, object] = {}
     if PROFILE_STAGE in budget:
         out.update(clip_profile(engine, view, radius, norm_bound, rho=budget[PROFILE_STAGE],
-                                ledger=ledger, rng=rng, secure=secure))
+                                ledger=ledger, rng=rng, secure=secure, doublings=doublings))
     if RESIDUAL_STAGE in budget:
         out.update(clip_residual(engine, view, radius, norm_bound, rho=budget[RESIDUAL_STAGE],
                                  ledger=ledger, rng=rng, secure=secure, sums=sums,
@@ -279,16 +286,17 @@ def planned_interval_stages(
 def clip_profile(
     engine: Engine, view: View, radius: float, norm_bound: float, *, rho: float,
     ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False,
+    doublings: int | None = 0,
 ) -> dict[str, object]:
     """Stage "clip profile": how many rows lie how far beyond the radius, for confidence
     intervals (``dpmean.intervals``, "A clip profile").
 
     Releases the numbers of rows whose view norm falls in each shell above ``radius``
-    (``clip_profile_edges``), plus Gaussian noise. A row lies in at most one shell (rows
-    within the radius in none), so replacing one row changes at most two counts by 1: l2
-    sensitivity sqrt(2), cost ``rho``. The view (its centre and scale), the radius and the
-    edges are earlier releases or public. Returns the diagnostics it adds."""
-    edges = clip_profile_edges(radius, norm_bound)
+    (``clip_profile_edges`` with ``doublings``), plus Gaussian noise. A row lies in at most
+    one shell (rows within the radius in none), so replacing one row changes at most two
+    counts by 1: l2 sensitivity sqrt(2), cost ``rho``. The view (its centre and scale), the
+    radius and the edges are earlier releases or public. Returns the diagnostics it adds."""
+    edges = clip_profile_edges(radius, norm_bound, doublings)
     above = engine.n - engine.norm_counts(view, edges).astype(np.float64)
     shells = above - np.append(above[1:], 0.0)
     noisy = gaussian_mechanism(shells, np.sqrt(2.0), rho, rng, ledger=ledger,

@@ -165,7 +165,7 @@ class _PlanBase(MeanEstimator):
         first: ``interval_share`` as given, by default ``clipped.INTERVAL_SHARE``. The
         exponential-mechanism threshold's rank error has no data-independent bound, and the
         binary search's bound is loose: the 90% interval at n = 2000, d = 8, rho = 1 went from
-        218 (exponential) and 277 (binary search) to 75 and 78 times the RMSE with the profile
+        218 (exponential) and 271 (binary search) to 60 and 61 times the RMSE with the profile
         and the clip residual (the binary search's default was 0 before 2026-11-26). Public."""
         return INTERVAL_SHARE if self.interval_share is None else self.interval_share
 
