@@ -97,8 +97,8 @@ class AutoMean(MeanEstimator):
         (``clipped.INTERVAL_SHARE``): on N(0.5, 1) in a loose box (n = 2000, d = 8, rho = 1) it
         narrows the 90% interval of a release that chose IOME from 305 to 58 times its RMSE for
         0.45% more error (docs/results.md). None leaves each candidate's own default (the same
-        1%). The predictions read each
-        candidate's plan, so they see what the profile takes from the noise.
+        1%). The predictions read each candidate's plan, so they see what the profile takes
+        from the noise.
     **common
         The parameters of :class:`MeanEstimator`.
 
