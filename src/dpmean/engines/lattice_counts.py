@@ -26,13 +26,13 @@ the counts are exact either way.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache, partial
 
 import numpy as np
 import scipy.sparse
 from numba import njit
 
+from ..parallel import map_on_threads
 from ..transforms import fwht, hadamard_matrix
 from .blas import one_blas_thread
 
@@ -145,18 +145,17 @@ class LatticeCounts:
         # unnormalised, to the Walsh-Hadamard transform of these at its items.
         signed = steps * signs[x.indices]
         rotated = held & ~short
-        with one_blas_thread(), \
-                ThreadPoolExecutor(threads) as pool:
-            self._add_subset_rows(pool, x, signed, lengths, short)
+        with one_blas_thread():
+            self._add_subset_rows(x, signed, lengths, short)
             product = lengths <= _MOST_PRODUCT_ITEMS
-            self._add_rotated_rows(pool, partial(_rotate_by_product, x, signed, d_pad),
+            self._add_rotated_rows(partial(_rotate_by_product, x, signed, d_pad),
                                    np.flatnonzero(rotated & product), d_pad)
-            self._add_rotated_rows(pool, partial(_rotate_by_transform, x, signed, d_pad),
+            self._add_rotated_rows(partial(_rotate_by_transform, x, signed, d_pad),
                                    np.flatnonzero(rotated & ~product), d_pad)
         np.add.accumulate(self.table, axis=0, out=self.table)  # cumsum would upcast
 
-    def _add_subset_rows(self, pool: ThreadPoolExecutor, x: scipy.sparse.csr_matrix,
-                         signed: np.ndarray, lengths: np.ndarray, short: np.ndarray) -> None:
+    def _add_subset_rows(self, x: scipy.sparse.csr_matrix, signed: np.ndarray,
+                         lengths: np.ndarray, short: np.ndarray) -> None:
         """The short 0/1 rows' value counts, one length k at a time (module notes)."""
         d_pad = self.table.shape[1]
 
@@ -169,13 +168,12 @@ class LatticeCounts:
             return (_krawtchouk(k) @ transformed) >> k  # exact: K K = 2^k I
 
         present = [int(k) for k in np.unique(lengths[short])]
-        for k, by_minus in zip(present, pool.map(counts_of_length, present), strict=True):
+        for k, by_minus in zip(present, map_on_threads(counts_of_length, present), strict=True):
             # q minus signs: the value k - 2q, table rows V + k, V + k - 2, ..., V - k.
             top = self.half_width + k
             self.table[top - 2 * k: top + 1: 2] += by_minus[::-1].astype(self.table.dtype)
 
-    def _add_rotated_rows(self, pool: ThreadPoolExecutor,
-                          rotate: Callable[[np.ndarray], np.ndarray], rows: np.ndarray,
+    def _add_rotated_rows(self, rotate: Callable[[np.ndarray], np.ndarray], rows: np.ndarray,
                           d_pad: int) -> None:
         """The value counts of ``rows``, rotated once (unnormalised: exact integers) a block
         at a time: each thread rotates a share of a block's rows, then tallies a share of the
@@ -188,9 +186,9 @@ class LatticeCounts:
 
         for start in range(0, len(rows), step):
             block = rows[start:start + step]
-            parts = list(pool.map(rotate, [block[a:b] for a, b in
-                                           _spans(len(block), self.threads)]))
-            list(pool.map(partial(tally, parts), _spans(d_pad, self.threads)))
+            parts = map_on_threads(rotate, [block[a:b] for a, b in
+                                            _spans(len(block), self.threads)])
+            map_on_threads(partial(tally, parts), _spans(d_pad, self.threads))
 
     def counts(self, limit: np.ndarray, scale: float) -> np.ndarray:
         """#{held rows i: (R x_i)_j <= limit_j} for every rotated coordinate j: (d_pad,) int64.
