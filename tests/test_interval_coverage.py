@@ -46,6 +46,14 @@ EXTRA = {
     "cm-secure-residual": ("cm", {"secure_noise": True, "interval_share": 0.25}, "mixed"),
     "trimmed-student-t": ("trimmed", {"noise": "student-t", "trim": 0.05, "smoothing": 0.02},
                           "mnist"),
+    # Without the interval's share (the papers' algorithms): the radius search's rank
+    # guarantee alone bounds the clipped rows.
+    "cm-no-share": ("cm", {"interval_share": 0}, "outliers"),
+    "iome-no-share": ("iome", {"interval_share": 0}, "gaussian"),
+    "plan-binary-search-no-share": ("plan", {"quantile": "binary-search", "interval_share": 0},
+                                    "gaussian"),
+    # The median radius, whose profile keeps the shell at 2 C (``profile_doublings``).
+    "cm-fixed": ("cm-fixed", {}, "outliers"),
 }
 CASES = len(METHODS) * 4 + len(EXTRA)
 D_MOST = 16  # the widest table (MNIST-like)
