@@ -185,11 +185,12 @@ RESIDUAL_STAGE = "clip residual"
 RESIDUAL_REACH = 1.5
 RESIDUAL_SHARE = 0.25
 # The share of rho the estimators that clip (cm, cm-fixed, iome, PLAN with either threshold;
-# auto gives it to each candidate) spend by default on the interval's stages (a clip profile and a clip residual): every other stage keeps 99% of its
-# budget (the mean's noise grows by 0.5%). PLAN's default since the clip profile; cm and IOME's
-# since 2026-11-26, when their 90% intervals measured 7.2 -> 5.8 (cm) and 18.7 -> 6.8 (iome)
-# times the RMSE on MNIST, 44 -> 38 and 299 -> 73 on N(0.5, 1) in a loose box, for 0.5% more
-# error (docs/results.md, "A default interval share for every estimator that clips").
+# auto gives it to each candidate) spend by default on the interval's stages (a clip profile
+# and a clip residual): every other stage keeps 99% of its budget (the mean's noise grows by
+# 0.5%). PLAN's default since the clip profile; cm and IOME's since 2026-11-26, when their 90%
+# intervals measured 7.2 -> 5.8 (cm) and 18.7 -> 6.8 (iome) times the RMSE on MNIST, 44 -> 38
+# and 299 -> 73 on N(0.5, 1) in a loose box, for 0.5% more error (docs/results.md, "A default
+# interval share for every estimator that clips").
 INTERVAL_SHARE = 0.01
 PROFILE_DIAGNOSTICS = {
     "clip_profile": Diagnostic(Kind.SERIES, "The private (noisy) numbers of rows in each shell "
