@@ -87,6 +87,20 @@ def test_named_bounds_file_is_matched_by_name(capsys, folder, engine):
     assert code == 2 and out == "" and "no range for small" in err
 
 
+def test_a_bounds_file_of_one_line_per_column_says_what_a_bounds_file_is(capsys, folder):
+    """A bounds CSV written one line per column (name,lo,hi), a user's natural first guess, is
+    refused with the layout a bounds file has, not only the data reader's complaint about a
+    text cell (whose advice, to fix the cell, is for data files); so is a single line."""
+    pd.DataFrame(VALUES[:, :2], columns=["x", "y"]).to_csv(folder / "two.csv", index=False)
+    (folder / "long.csv").write_text("column,lo,hi\nx,0,1\ny,0,1\n")
+    (folder / "one-line.csv").write_text("0,1\n")
+    for bounds in ("long.csv", "one-line.csv"):
+        code, out, err = run(capsys, "estimate", folder / "two.csv", "--rho", "1",
+                             "--bounds-file", folder / bounds)
+        assert code == 2 and out == "", bounds
+        assert "a header of column names and two lines" in err and "--range" in err, err
+
+
 def test_ranges_by_name_on_the_command_line(capsys, folder):
     """--range NAME=LO:HI per column, in any order, matched to the header like a named bounds
     file; a missing column, a malformed range, a repeated name or an INPUT without names is

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidParameterError
+from ..errors import InvalidDataError, InvalidParameterError
 from ..registry import DEFAULT_METHOD, available_methods
 
 if TYPE_CHECKING:
@@ -219,13 +219,18 @@ def _load_bounds(path: str) -> tuple[np.ndarray, np.ndarray]:
 
     from ..io import load_data
 
-    arr = load_data(path)
+    layout = ("a bounds file holds a (2, d) array, row 0 the lower bounds and row 1 the upper "
+              "bounds; as a CSV, a header of column names and two lines, e.g. "
+              "'age,income' / '0,0' / '120,1e6' (or give --range age=0:120 ...)")
+    try:
+        arr = load_data(path)
+    except InvalidDataError as exc:
+        # A user's first guess is often one line per column (name,lo,hi): the data reader's
+        # complaint about a text cell does not say what a bounds file looks like.
+        raise InvalidParameterError(f"{path}: {layout} (read as numbers: {exc})") from exc
     if not isinstance(arr, np.ndarray) or arr.ndim != 2 or arr.shape[0] != 2:
         shape = getattr(arr, "shape", None)
-        raise InvalidParameterError(
-            f"{path}: a bounds file holds a (2, d) array (row 0 lower bounds, row 1 upper "
-            f"bounds), got shape {shape}"
-        )
+        raise InvalidParameterError(f"{path}: {layout}; got shape {shape}")
     return arr[0].astype(np.float64), arr[1].astype(np.float64)
 
 
