@@ -56,6 +56,25 @@ def test_per_coordinate_bounds_file(capsys, tmp_path):
     assert json.loads(out)["half_width"] == dpmean.accuracy("gaussian", 5000, 16, (0, 2), 0.5)
 
 
+def test_columns_of_unequal_widths_get_a_half_width_each(capsys, tmp_path):
+    """A box whose columns differ in width (a named bounds CSV, as for a table) gives each
+    column its own half-width, in the text and the JSON (an array once crashed both); a target
+    half-width binds on the widest column and the others' are printed."""
+    bounds = tmp_path / "b.csv"
+    bounds.write_text("age,income\n0,0\n120,1000000\n")
+    shape = ("--method", "iome", "--n", 3000, "--d", 2, "--bounds-file", bounds)
+    expected = dpmean.accuracy("iome", 3000, 2, ([0, 0], [120, 1e6]), 0.5)
+    code, out, _ = run(capsys, *shape, "--rho", 0.5, "--json")
+    assert code == 0 and json.loads(out)["half_width"] == expected.tolist()
+    code, out, _ = run(capsys, *shape, "--rho", 0.5)
+    assert code == 0 and f"half-widths per coordinate {expected[0]:.6g}, {expected[1]:.6g}" in out
+    code, out, _ = run(capsys, *shape, "--half-width", 100, "--json")
+    plan = json.loads(out)
+    assert code == 0 and max(plan["half_widths"]) <= 100 and plan["half_widths"][1] > 99
+    code, out, _ = run(capsys, *shape, "--half-width", 100)
+    assert code == 0 and "at most 100 on every coordinate" in out
+
+
 @pytest.mark.parametrize("argv, message", [
     (SHAPE, "nothing to plan"),
     ((*SHAPE, "--rho", 1, "--half-width", 0.1), "not both"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from ..registry import PLANNED
 from .arguments import (
@@ -19,6 +20,7 @@ from .arguments import (
     bounds_from,
     parse_options,
 )
+from .output import format_values, json_default
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -92,6 +94,11 @@ def run(args: argparse.Namespace) -> int:
         rho = rho_for_accuracy(args.method, args.n, args.d, bounds, args.half_width,
                                level=args.level, **options)
         plan = {**shape, "half_width": args.half_width, "rho": rho}
+        reached = accuracy(args.method, args.n, args.d, bounds, rho, level=args.level,
+                           **options)
+        if getattr(reached, "ndim", 0):
+            # Columns of unequal widths: the widest binds; say what the others get.
+            plan["half_widths"] = reached
         if args.delta is not None:
             plan.update(delta=args.delta, epsilon=zcdp_to_approx_dp(rho, args.delta))
     else:
@@ -116,7 +123,7 @@ def _budget(args: argparse.Namespace) -> dict[str, float]:
 
 def _print(plan: dict, as_json: bool) -> None:
     if as_json:
-        json.dump(plan, sys.stdout, indent=2)
+        json.dump(plan, sys.stdout, indent=2, default=json_default)
         print()
         return
     setting = (f"{plan['method']}, n = {plan['n']}, d = {plan['d']}, each coordinate's "
@@ -127,6 +134,22 @@ def _print(plan: dict, as_json: bool) -> None:
         budget = f"rho = {plan['rho']:.6g}"
         if "epsilon" in plan:
             budget += f" (epsilon = {plan['epsilon']:.4g} at delta = {plan['delta']:g})"
-    print(f"{setting}: half-width {plan['half_width']:.6g} at {budget}")
+    # Per coordinate (an array) when the box's widths differ: each column's noise is
+    # proportional to its width, and a target binds on the widest column.
+    half_width = plan["half_width"]
+    if getattr(half_width, "ndim", 0):
+        print(f"{setting}: half-widths per coordinate {_first(half_width)} at {budget}")
+    elif "half_widths" in plan:
+        print(f"{setting}: half-width at most {half_width:.6g} on every coordinate at "
+              f"{budget}; per coordinate {_first(plan['half_widths'])}")
+    else:
+        print(f"{setting}: half-width {half_width:.6g} at {budget}")
     print("public values only: no data was read and no budget was spent; the clipping bias of "
           "a release is not included (its confidence_interval adds it)")
+
+
+def _first(values: Any) -> str:
+    """The first few of a vector's values, and how many there are."""
+    shown = min(len(values), 8)
+    more = f" ... ({len(values)} in all)" if len(values) > shown else ""
+    return format_values(values[:shown]) + more

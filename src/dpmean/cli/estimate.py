@@ -33,9 +33,9 @@ from .arguments import (
     parse_options,
     write_file,
 )
+from .output import describe, format_values, json_default
 
 if TYPE_CHECKING:
-    import numpy as np
 
     from ..result import MeanResult
     from ..session import Session
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     if "epsilon" in budget:
         payload["epsilon"] = budget["epsilon"]
         payload["delta"] = budget["delta"]
-    text = json.dumps(payload, indent=2, default=_json_default) + "\n"
+    text = json.dumps(payload, indent=2, default=json_default) + "\n"
     if output is not None:
         write_file(output, text)
     summary_to = sys.stderr if args.json else sys.stdout
@@ -369,17 +369,17 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     if result.diagnostics:
         lines.append("private diagnostics:")
         width = max(len(k) for k in result.diagnostics)
-        lines += [f"  {name:<{width}}  {_describe(value)}"
+        lines += [f"  {name:<{width}}  {describe(value)}"
                   for name, value in result.diagnostics.items()]
     shown = min(result.d, 8)
     if result.columns is not None:
         lines.append(f"columns (first {shown} of {result.d}): {', '.join(result.columns[:shown])}"
                      f"{' ...' if result.d > shown else ''}")
     lines.append(f"private mean (first {shown} of {result.d}): "
-                 f"{_format_values(result.mean[:shown])}{' ...' if result.d > shown else ''}")
+                 f"{format_values(result.mean[:shown])}{' ...' if result.d > shown else ''}")
     ci = interval_summary(result)
     lines.append(f"{ci['level']:.0%} interval per coordinate ({ci['basis']}): lo "
-                 f"{_format_values(ci['lo'][:shown])}; hi {_format_values(ci['hi'][:shown])}")
+                 f"{format_values(ci['lo'][:shown])}; hi {format_values(ci['hi'][:shown])}")
     lines.append(f"{ci['level']:.0%} l2 radius of the whole vector: {ci['radius']:.6g}")
     if _could_profile(result) and ci["basis"] == "noise and clipping bias":
         lines.append("note: the interval's clipping-bias part assumes every row the radius "
@@ -414,29 +414,3 @@ def _privacy_line(result: Any) -> str:
     if budget.omega is not None:
         line += f", omega = {budget.omega:g}"
     return line
-
-
-def _describe(value: Any) -> str:
-    import numpy as np
-
-    if isinstance(value, np.ndarray) and value.ndim > 0:
-        shown = min(value.size, 5)
-        rest = " ..." if value.size > shown else ""
-        return f"array of {value.size}: {_format_values(value.ravel()[:shown])}{rest}"
-    if isinstance(value, (bool, np.bool_, str)):
-        return str(value)
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return f"{value:.6g}"
-    return str(value)
-
-
-def _format_values(values: np.ndarray) -> str:
-    import numpy as np
-
-    return ", ".join(f"{v:.6g}" for v in np.asarray(values, dtype=np.float64))
-
-
-def _json_default(obj: Any) -> Any:
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    return str(obj)
