@@ -117,7 +117,7 @@ def budget_from(args: argparse.Namespace) -> dict[str, float]:
 # ------------------------------------------------------------------------------------ bounds
 
 
-def add_bounds_arguments(parser: argparse.ArgumentParser) -> None:
+def add_bounds_arguments(parser: argparse.ArgumentParser, *, reads_data: bool = True) -> None:
     """Add --bounds LO HI, --bounds-file FILE or --range NAME=LO:HI (one kind of them): the
     data's public range.
 
@@ -125,22 +125,31 @@ def add_bounds_arguments(parser: argparse.ArgumentParser) -> None:
     ----------
     parser : argparse.ArgumentParser
         The command's parser.
+    reads_data : bool
+        Whether the command reads an INPUT (``estimate``: named ranges are matched to its
+        columns, and without a range a private box is bought); else (``budget``) one of the
+        three is needed and named ranges are taken in their order.
     """
+    if reads_data:
+        without = ("without --bounds, --bounds-file or --range, 10%% of a rho budget buys a "
+                   "private box (ledger stage 'bounds')")
+        matched, by_header = "matched to a table INPUT's columns by name, in any order", (
+            "matched to a table INPUT's header by name")
+    else:
+        without = "one of --bounds, --bounds-file and --range is needed"
+        matched = by_header = "in the order given, since no data is read"
     bounds = parser.add_mutually_exclusive_group()
     bounds.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"),
-                        help="public range of every coordinate, e.g. --bounds 0 255; without "
-                        "--bounds or --bounds-file, 10%% of a rho budget buys a private box "
-                        "(ledger stage 'bounds')")
+                        help=f"public range of every coordinate, e.g. --bounds 0 255; {without}")
     bounds.add_argument("--bounds-file", metavar="FILE.npy",
                         help="per-coordinate public ranges: a (2, d) array, row 0 the lower "
-                        "bounds, row 1 the upper bounds (any format INPUT may have). A CSV "
+                        "bounds, row 1 the upper bounds (in any data file format). A CSV "
                         "with a header (or a Parquet file) gives each named column its range: "
-                        "matched to a table INPUT's columns by name, in any order")
+                        f"{matched}")
     bounds.add_argument("--range", action="append", type=_named_range, metavar="NAME=LO:HI",
                         dest="ranges",
                         help="one column's public range by name, e.g. --range age=0:120 "
-                        "--range income=0:1e6 (repeat for every column; matched to a table "
-                        "INPUT's header by name)")
+                        f"--range income=0:1e6 (repeat for every column; {by_header})")
 
 
 def _named_range(text: str) -> tuple[str, float, float]:

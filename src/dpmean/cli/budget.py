@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n", type=int, required=True, metavar="N", help="number of rows (public)")
     p.add_argument("--d", type=int, required=True, metavar="D",
                    help="number of columns (public)")
-    add_bounds_arguments(p)
+    add_bounds_arguments(p, reads_data=False)
     planned = p.add_argument_group("what to plan (give a budget, or --half-width)")
     planned.add_argument("--rho", type=float, metavar="R", help="zCDP budget rho > 0")
     planned.add_argument("--epsilon", type=float, metavar="E",
