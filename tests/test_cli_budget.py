@@ -85,6 +85,8 @@ def test_columns_of_unequal_widths_get_a_half_width_each(capsys, tmp_path):
     ((*SHAPE, "--half-width", 0), "half_width"),
     ((*SHAPE, "--rho", 1, "--level", 1.5), "level"),
     ((*SHAPE, "--rho", 1, "--option", "colour=blue"), "unknown option"),
+    (("--n", 5000, "--d", 3, "--range", "a=0:1", "--range", "b=0:2", "--rho", 1),
+     "--range gives 2 columns' ranges but --d is 3"),
 ])
 def test_bad_input_is_one_error_line(capsys, argv, message):
     code, out, err = run(capsys, *argv)

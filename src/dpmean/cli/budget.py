@@ -85,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
     if bounds is None:
         raise UsageError("budget needs the public box: --bounds LO HI, --bounds-file FILE or "
                          "--range NAME=LO:HI for each column")
+    given = getattr(bounds[0], "size", 1)
+    if given != 1 and given != args.d:
+        source = "--bounds-file" if args.bounds_file else "--range"
+        raise UsageError(f"{source} gives {given} columns' ranges but --d is {args.d}")
     options = parse_options(args.option)
     shape = {"method": args.method, "n": args.n, "d": args.d, "level": args.level}
     if args.half_width is not None:
