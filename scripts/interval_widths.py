@@ -42,6 +42,8 @@ CASES = {
     "trimmed": ("trimmed", {}),
     "trimmed (symmetric)": ("trimmed", {"symmetric": True}),
     "cm (secure noise)": ("cm", {"secure_noise": True}),
+    "iome (secure noise)": ("iome", {"secure_noise": True}),
+    "plan (secure noise)": ("plan", {"secure_noise": True}),
     "iome (quantized)": ("iome", {"quantized": True}),
     "cm + profile 5%": ("cm", {"interval_share": 0.05}),
     "cm-fixed + profile 5%": ("cm-fixed", {"interval_share": 0.05}),
@@ -99,7 +101,8 @@ def measure(x: np.ndarray, method: str, options: dict, releases: int,
 MNIST_CASES = ("gaussian", "cm (no share)", "cm", "cm + profile 5%", "cm-fixed (no share)",
                "cm-fixed", "iome (no share)", "iome", "iome + profile 5%",
                "plan (exponential)", "plan (binary-search, no share)", "plan (binary-search)",
-               "plan + profile 5%", "auto", "auto + profile 5%")
+               "plan + profile 5%", "auto", "auto + profile 5%", "cm (secure noise)",
+               "iome (secure noise)", "plan (secure noise)")
 
 
 def mnist(releases: int) -> None:

@@ -20,11 +20,15 @@ isotropic). Per coordinate the half-width is the exact two-sided quantile z(alph
 std_j; in l2 the chi quantile (isotropic) or Laurent-Massart (2000, Lemma 1) for unequal scales.
 With ``secure_noise=True`` the release is gamma (round(v / gamma) + Z), Z the discrete Gaussian
 on the integers of variance s^2 (rounded up to a multiple of 2^-30) with gamma s <=
-std (1 + GRID_SLACK) and gamma <= GRID_SLACK Delta, Delta = std sqrt(2 rho_noise) <= std
-sqrt(2 rho) (``mechanisms.gaussian``). The discrete Gaussian is sub-Gaussian with parameter s
-(Canonne-Kamath-Steinke 2020, Cor. 9): P(|Z| >= t) <= 2 exp(-t^2 / (2 s^2)); so each coordinate
-errs by at most gamma / 2 + sigma_sub sqrt(2 ln(2 / alpha_noise)), sigma_sub^2 = (std (1 +
-GRID_SLACK))^2 + gamma^2 2^-30, and the l2 radius takes a union bound over the coordinates.
+std (1 + GRID_SLACK) and gamma sqrt(k) <= GRID_SLACK Delta for its k coordinates, Delta = std
+sqrt(2 rho_noise) <= std sqrt(2 rho) (``mechanisms.gaussian``). Z lies stochastically below
+W + 1, W ~ N(0, s^2), up to eps(s) (``DiscretisedNoise``), so each coordinate errs by more than
+gamma / 2 + gamma + sigma' z(alpha_noise / 2 - eps) with probability at most alpha_noise,
+sigma'^2 = (std (1 + GRID_SLACK))^2 + gamma^2 2^-30; the sub-Gaussian bound (Canonne-Kamath-
+Steinke 2020, Cor. 9: P(|Z| >= t) <= 2 exp(-t^2 / (2 s^2))) is taken where it is narrower. A
+rotated-back coordinate is a unit-norm combination of the k discretised coordinates: the same
+bound (module notes of ``DiscretisedNoise``). The l2 radius takes a union bound over the
+coordinates.
 
 **Clipping bias: how far a clipped row moves, per coordinate (the proof).** Every estimator of
 the clipped family clips u to C, u -> lambda u with lambda = min(1, C / ||u||); it then maps
@@ -61,9 +65,10 @@ centre), never the box's diameter.
   ``quantile="binary-search"``). PrivQuant's binary search over ``steps`` halvings of [0, top]
   for rank m, each count noised by N(0, s^2), s^2 = steps / (2 rho). With probability at least
   1 - beta no count exceeds its truth by t = s z(beta / steps) (one-sided, union bound over the
-  steps; sub-Gaussian with the same s for secure counts: t = s' sqrt(2 ln(steps / beta)),
-  s'^2 = s^2 + 2^-30). On that event, whenever the search moved its right end to a point r,
-  more than m - t rows have view norm <= r: k = min(n, floor(n - m + t)). The real search
+  steps; for secure counts the discrete Gaussian's tail, t = 1 + s' z(beta / steps - eps),
+  s'^2 = s^2 + 2^-30, or the sub-Gaussian s' sqrt(2 ln(steps / beta)) if smaller). On that
+  event, whenever the search moved its right end to a point r, more than m - t rows have view
+  norm <= r: k = min(n, floor(n - m + t)). The real search
   returns C = the middle of its last interval of width w = top / 2^steps, so r = C + w / 2
   (moved unless C > top - w); IOME's integer search (quantized path, Algorithm 1 on the squared
   norms, ``integer_search_steps`` counts) ends with left = right = C^2, so r = C (moved unless
@@ -89,8 +94,9 @@ move splits into clip_E(u) - clip_C(u), measured by r, and u - clip_E(u), a radi
 E: the proof above with C replaced by E bounds it by the same staircase, M'_j(v) = min((v - E)
 / f_j, (1 - E / v) reach_j) (``ClipBias.measured``). So the mean lies within z s' + bias'_j of
 m + r, m the release before its projection onto the box, s' = sqrt(s^2 + s_r^2) (two independent
-Gaussians; secure: sub-Gaussian parameters in quadrature, roundings added). Where the projection
-moved coordinate j to hi_j, m_j >= hi_j: only the lower end is known (alike at lo_j). In l2,
+Gaussians; secure: parameters in quadrature, shifts, roundings and slacks added). Where the
+projection moved coordinate j to hi_j, m_j >= hi_j: only the lower end is known (alike at
+lo_j). In l2,
 |truth - projected| <= |truth - m| <= the radius about m + r, plus |r|. Each coordinate takes
 the narrower of this bound and the one about the release: both widths are functions of public
 values, C and the profile only, independent of the two noises, so given them the choice is
@@ -178,21 +184,82 @@ NO_INTERVAL = {
 _VARIANCE_ROUNDING = 2.0**-SIGMA2_BITS
 
 
-def secure_terms(std: Any, rho: float) -> tuple[Any, Any]:
-    """(sub-Gaussian parameter, rounding) of ``gaussian_mechanism(secure=True)`` whose
-    floating-point noise would have standard deviation ``std`` at a budget of at most ``rho``
-    (module notes, "Noise"): the grid gamma <= GRID_SLACK std sqrt(2 rho)."""
-    grid = GRID_SLACK * std * math.sqrt(2.0 * rho)
-    sub = np.sqrt((std * (1.0 + GRID_SLACK)) ** 2 + grid**2 * _VARIANCE_ROUNDING)
-    return sub, grid / 2.0
+@dataclass(frozen=True)
+class DiscretisedNoise:
+    """The sum of independent discretised Gaussian noises, each gamma (round(v / gamma) + Z) - v
+    with Z ~ N_Z(0, s^2) on the integers, described by public bounds: ``sub`` >= the sum's
+    sqrt(sum gamma^2 s^2) (its sub-Gaussian parameter: CKS 2020, Cor. 9), ``grid`` >= sum gamma,
+    ``rounding`` >= sum |gamma round(v / gamma) - v| and ``slack`` >= sum eps(s) (below).
+
+    Each Z is stochastically below W + 1, W ~ N(0, s^2), up to eps(s): P(Z >= k) <= P(W >= k -
+    1) for integers k >= 1 (the sum over j >= k of exp(-j^2 / 2 s^2) is at most the integral from
+    k - 1, and the normaliser is at least sqrt(2 pi) s by Poisson summation), and for k <= 0 by
+    symmetry and the matching lower bound, up to eps(s) = sum_{m >= 1} exp(-2 pi^2 s^2 m^2) (the
+    normaliser's excess; below 1e-8 for s >= 1). Replacing the terms one at a time, the sum
+    exceeds t with probability at most P(N(0, sub^2) > t - rounding - grid) + slack.
+
+    A combination sum_k a_k gamma Z_k with unit-norm a (a coordinate rotated back) is the same:
+    Z_k is symmetric, so the signs do not matter; the shifts and roundings add to at most
+    gamma sqrt(k), which the mechanism's grid keeps below GRID_SLACK Delta; and the slacks to
+    k eps(s) <= eps(s / sqrt(k)), since k q^k / (1 - q^k) <= q / (1 - q) for q in (0, 1) and
+    s >= sqrt(k) / (GRID_SLACK sqrt(2 rho)). So ``released`` bounds any such coordinate.
+    """
+
+    sub: Any
+    grid: Any
+    rounding: Any
+    slack: Any
+
+    @classmethod
+    def released(cls, std: Any, rho: float) -> DiscretisedNoise:
+        """The noise of ``gaussian_mechanism(secure=True)`` whose floating-point noise would
+        have standard deviation ``std`` at a budget of at most ``rho`` (module notes, "Noise"):
+        the grid gamma <= GRID_SLACK std sqrt(2 rho), s >= std / gamma."""
+        grid = GRID_SLACK * std * math.sqrt(2.0 * rho)
+        sub = np.sqrt((std * (1.0 + GRID_SLACK)) ** 2 + grid**2 * _VARIANCE_ROUNDING)
+        return cls(sub, grid, grid / 2.0, _lattice_slack(1.0 / (GRID_SLACK * math.sqrt(2 * rho))))
+
+    @classmethod
+    def count(cls, std: float) -> DiscretisedNoise:
+        """The discrete Gaussian of variance ``std``^2 (rounded up by the sampler) added to an
+        integer count: grid 1, no rounding."""
+        return cls(math.sqrt(std * std + _VARIANCE_ROUNDING), 1.0, 0.0, _lattice_slack(std))
+
+    def __add__(self, other: DiscretisedNoise) -> DiscretisedNoise:
+        """Independent noises: sub-Gaussian parameters in quadrature, the rest added."""
+        return DiscretisedNoise(np.sqrt(self.sub**2 + other.sub**2), self.grid + other.grid,
+                                self.rounding + other.rounding, self.slack + other.slack)
+
+    def times(self, terms: int) -> DiscretisedNoise:
+        """The sum of ``terms`` independent copies."""
+        return DiscretisedNoise(self.sub * math.sqrt(terms), self.grid * terms,
+                                self.rounding * terms, self.slack * terms)
+
+    def excess(self, beta: float) -> Any:
+        """A bound the sum exceeds upward with probability at most ``beta``: the least of the
+        Gaussian one above, rounding + grid + sub z(beta - slack), and the sub-Gaussian one,
+        rounding + sub sqrt(2 ln(1 / beta)), which is 20-40% wider at the failure
+        probabilities intervals use. Both are functions of public values only."""
+        sub_gaussian = self.rounding + self.sub * math.sqrt(2.0 * math.log(1.0 / beta))
+        left = beta - np.asarray(self.slack, dtype=np.float64)
+        gaussian = np.where(left > 0, self.rounding + self.grid + self.sub * normal_isf(
+            np.maximum(left, np.finfo(float).tiny)), np.inf)
+        return np.minimum(sub_gaussian, gaussian)
+
+
+def _lattice_slack(sigma: Any) -> Any:
+    """eps(s) >= sum_{m >= 1} exp(-2 pi^2 s^2 m^2) for every s >= ``sigma`` (a geometric
+    series' bound, since m^2 >= m)."""
+    q = np.exp(-2.0 * math.pi**2 * np.square(np.asarray(sigma, dtype=np.float64)))
+    return q / (1.0 - q)
 
 
 def _count_excess(std: float, beta: float, secure: bool) -> float:
     """A bound that a search count's noise N(0, std^2) (or the discrete Gaussian of that
-    variance, rounded up by the sampler: sub-Gaussian) exceeds upward with probability at most
-    ``beta``."""
+    variance, rounded up by the sampler, added to the integer count) exceeds upward with
+    probability at most ``beta``."""
     if secure:
-        return math.sqrt(std * std + _VARIANCE_ROUNDING) * math.sqrt(2.0 * math.log(1.0 / beta))
+        return float(DiscretisedNoise.count(std).excess(beta))
     return std * float(normal_isf(beta))
 
 
@@ -307,9 +374,8 @@ class ProfileClipping:
         terms = shells - np.arange(shells)
         tail_beta = beta / shells
         if self.secure:
-            sub, rounding = secure_terms(std, self.rho)
-            excess = terms * rounding + sub * np.sqrt(terms) * math.sqrt(
-                2.0 * math.log(1.0 / tail_beta))
+            shell = DiscretisedNoise.released(std, self.rho)
+            excess = np.array([shell.times(int(m)).excess(tail_beta) for m in terms])
         else:
             excess = std * np.sqrt(terms) * float(normal_isf(tail_beta))
         bounds = np.clip(np.floor(tails + excess), 0.0, float(self.n))
@@ -433,23 +499,15 @@ class GaussianNoise:
         total = self.total_std
         return bool(np.all(total == total[0]))
 
-    def _secure_terms(self) -> tuple[Any, Any]:
-        """(sub-Gaussian parameter, rounding) of the (summed) discretised noise: independent
-        sub-Gaussians add their squared parameters (their moment generating functions
-        multiply), the grids' roundings add."""
-        assert self.secure_rho is not None
-        sub, rounding = secure_terms(self.std, self.secure_rho)
-        if self.added is not None:
-            added_sub, added_rounding = secure_terms(self.added, self.secure_rho)
-            sub, rounding = np.sqrt(sub**2 + added_sub**2), rounding + added_rounding
-        return sub, rounding
-
     def half_widths(self, alpha: float) -> np.ndarray:
         """Per-coordinate half-widths each exceeded with probability at most ``alpha``."""
         if self.secure_rho is None:
             return float(normal_isf(alpha / 2.0)) * self.total_std
-        sub, rounding = self._secure_terms()
-        return np.asarray(rounding + sub * math.sqrt(2.0 * math.log(2.0 / alpha)))
+        # Discretised noise is symmetric about the value: alpha / 2 a side.
+        noise = DiscretisedNoise.released(self.std, self.secure_rho)
+        if self.added is not None:
+            noise = noise + DiscretisedNoise.released(self.added, self.secure_rho)
+        return np.asarray(noise.excess(alpha / 2.0))
 
     def radius(self, alpha: float) -> float:
         """An l2 radius the noise vector exceeds with probability at most ``alpha``."""
