@@ -88,3 +88,54 @@ def test_a_method_missing_its_required_options_says_which():
             assert all(name in str(error) for name in names), (method, str(error))
         else:
             raise AssertionError(f"{method} ran without {names}")
+
+
+def test_coinpress_without_bounds_clips_a_row_at_the_float_limit():
+    """CoinPress without bounds has only its ball: a finite row near the float64 limit once
+    overflowed the view's norms, giving a NaN coordinate (dense, sigma < 1), numpy's
+    LinAlgError after the budget was spent (coinpress-cov), or a sparse row whose NaN norm let
+    it into the mean unclipped (5e304), and an overflow warning (|x| > 1e154): each told the
+    neighbouring datasets apart with certainty. Now the row is clamped to the public safety
+    box and clipped like any far row: the same seed gives nearly the same release, with no
+    warning."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    dense = rng.normal(0.0, 0.3, size=(1000, 3))
+    tiny = rng.normal(0.0, 0.01, size=(4000, 3))
+    baskets = 10.0 * (rng.random((2000, 5)) < 0.3)
+    cases = [
+        (dense, (0, 0), 1e308, "coinpress", {"radius": 10.0, "sigma": 0.5}, 0.1),
+        (tiny, (0, 0), 1.7e308, "coinpress-cov", {"radius": 1.0}, 0.1),
+        (baskets, (0, 0), 1e308, "coinpress", {"radius": 50.0}, 1.0),
+        (baskets, (0, 0), 1e200, "coinpress", {"radius": 50.0}, 1.0),
+    ]
+    for x, at, value, method, options, close in cases:
+        neighbour = x.copy()
+        neighbour[at] = value
+        releases = []
+        for data in (x, neighbour):
+            if method == "coinpress" and x is baskets:
+                data = sp.csr_matrix(data)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                releases.append(dpmean.mean(data, rho=0.5, method=method, random_state=4,
+                                            **options).mean)
+        assert np.all(np.isfinite(releases[1])), (method, value)
+        # One row of n clipped to a ball of radius about R + sigma tau_d moves each step's
+        # mean by at most 2 kappa / n: far below ``close`` at these n.
+        assert np.max(np.abs(releases[1] - releases[0])) < close, (method, value, releases)
+
+
+def test_coinpress_without_bounds_refuses_a_ball_beyond_float_arithmetic():
+    """A radius (or centre) so large against the scale that the safety box's norms would
+    overflow is a clear error about the public parameters, before any data is read."""
+    x = np.zeros((100, 3))
+    for options in ({"radius": 1e200}, {"radius": 1.0, "centre": 1e300},
+                    {"radius": 1e10, "sigma": 1e-150}):
+        try:
+            dpmean.mean(x, rho=0.5, method="coinpress", **options)
+        except DPMeanError as exc:
+            assert "without bounds" in str(exc) and "give bounds" in str(exc)
+        else:
+            raise AssertionError(f"accepted {options}")

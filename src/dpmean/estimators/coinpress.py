@@ -25,6 +25,13 @@ from .clipped import (
     with_interval_stages,
 )
 
+# Without bounds, rows are clamped to the a priori centre plus or minus this many times the
+# radius plus a row's expected spread (``_CoinPress.safety_box``): far beyond every step's ball.
+SAFETY_REACH = 2.0**20
+# The largest squared view norm the safety box may give: float64 sums of squares stay finite
+# with room for the shifts and sums the engines add.
+_LARGEST_SQUARED_NORM = 1e280
+
 
 def gaussian_tail_radius(d: int, beta: float) -> float:
     """tau_d(beta) = sqrt(d + 2 sqrt(d ln(1/beta)) + 2 ln(1/beta)): ||N(0, I_d)|| <= tau_d(beta)
@@ -165,7 +172,9 @@ class _CoinPress(MeanEstimator):
     Public inputs: ``radius`` R and ``centre`` c (a number or a length-d vector, default the
     origin) with ||mu - c||_2 <= R assumed, ``beta`` the failure probability of each step's
     Gaussian tail bound. ``bounds``, if given, still clamp the rows; without them the ball and
-    the covariance bound are the only public geometry. ``center`` is the deprecated spelling of
+    the covariance bound are the only public geometry, and rows are clamped to a public safety
+    box far outside every ball (``safety_box``: it keeps the arithmetic of a row near the float
+    limit finite). ``center`` is the deprecated spelling of
     ``centre`` (the library spells it one way everywhere); it still works, with a FutureWarning,
     for one release.
     """
@@ -220,8 +229,35 @@ class _CoinPress(MeanEstimator):
 
     def box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
         if self.bounds is None:
-            return np.full(d, -np.inf), np.full(d, np.inf)
+            return self.safety_box(d)
         return super().box(n, d)
+
+    def safety_box(self, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """The public box rows are clamped to without ``bounds``: the a priori centre c plus
+        or minus SAFETY_REACH (R + s sqrt(d)), s the public scale (``public_scale``), widened
+        to hold the origin (sparse rows' zeros).
+
+        Why: the ball is the only geometry, and a finite row far enough out (1e308) overflowed
+        the view's arithmetic: its norm became inf or NaN, which gave NaN releases, an
+        exception after the budget was spent, or (a sparse row's NaN norm) a row not clipped
+        at all, each telling two neighbouring datasets apart with certainty. Every step's ball
+        lies within about R + s tau_d of c, so a row this far out is clipped by every step
+        with or without the box; the clamp changes only the direction of such rows. Refused
+        when even this box is too wide for float64 norms (an R or centre near 1e150 over s).
+        """
+        centre = self.prior_centre(d)
+        reach = SAFETY_REACH * (self.radius + self.public_scale(d) * math.sqrt(d))
+        lo, hi = np.minimum(centre - reach, 0.0), np.maximum(centre + reach, 0.0)
+        widest = float(np.max(hi - lo)) / self.public_scale(d)
+        if not math.isfinite(widest) or widest * widest * d > _LARGEST_SQUARED_NORM:
+            raise InvalidParameterError(
+                f"{self.method} without bounds: the radius and centre are too large against the "
+                f"scale ({widest:.3g} scales across) for float64 arithmetic; give bounds")
+        return lo, hi
+
+    def public_scale(self, d: int) -> float:
+        """The public scale of a row's spread (view units are data units over it)."""
+        raise NotImplementedError
 
     def prior_centre(self, d: int) -> np.ndarray:
         if self.centre.ndim == 1 and self.centre.shape[0] != d:
@@ -264,7 +300,8 @@ class CoinPressMean(_CoinPress):
         Deprecated spelling of ``centre`` (a FutureWarning, for one release).
     **options
         The parameters of :class:`MeanEstimator`. ``bounds``, if given, still clamp the rows;
-        without them the ball is the only public geometry.
+        without them the ball is the only public geometry (rows are clamped to
+        ``safety_box``, c +- 2^20 (R + sigma sqrt(d)), far outside every ball).
 
     Raises
     ------
@@ -272,7 +309,8 @@ class CoinPressMean(_CoinPress):
         No ``radius``, a non-positive ``radius`` or ``sigma``, a ``centre`` that is not a
         finite number or vector (or, at estimate time, not of length d), ``t`` outside 1 to
         60, ``beta`` outside (0, 1), ``interval_share`` outside [0, 1) or given without
-        ``bounds``, or a common parameter :class:`MeanEstimator` refuses.
+        ``bounds``, without ``bounds`` a radius or centre too large against sigma for float64
+        norms, or a common parameter :class:`MeanEstimator` refuses.
 
     Privacy
     -------
@@ -282,7 +320,8 @@ class CoinPressMean(_CoinPress):
     l2 sensitivity 2 kappa_k / n. With ``interval_share`` s > 0, "clip profile" takes s rho
     first (the steps share the rest as above): the Gaussian mechanism on the counts of rows in
     shells beyond kappa_t about c_t, l2 sensitivity sqrt(2). No private box is searched
-    without ``bounds``.
+    without ``bounds``: the safety box is public (R, c, sigma, d), and clamping to it is a map
+    of each row alone, so the sensitivities stand.
     """
 
     method = "coinpress"
@@ -300,6 +339,9 @@ class CoinPressMean(_CoinPress):
             raise InvalidParameterError(
                 "interval_share needs bounds: the clip profile's shells end at the box's "
                 "farthest corner from the last clip's centre")
+
+    def public_scale(self, d: int) -> float:
+        return self.sigma
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         # The profile alone: CoinPress's last ball clips few rows, so the bound about the
@@ -406,6 +448,9 @@ class CoinPressCovMean(_CoinPress):
         self.sigma_max = None if sigma_max is None else check_positive(sigma_max, "sigma_max")
         self.cov_beta = check_fraction(cov_beta, "cov_beta")
 
+    def public_scale(self, d: int) -> float:
+        return self.sigma_max or self.radius / math.sqrt(d)
+
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         cov = self.rho * self.cov_share
         return {**_stages("cov", step_budgets(cov, self.t_cov)),
@@ -421,7 +466,7 @@ class CoinPressCovMean(_CoinPress):
         rng: np.random.Generator,
     ) -> tuple[np.ndarray, dict[str, Any]]:
         d = engine.d
-        sigma_max = self.sigma_max or self.radius / math.sqrt(d)
+        sigma_max = self.public_scale(d)
         paired = engine.paired(rng.permutation(engine.n))
         *_, whitening = _mvc_steps(
             paired, sigma_max, _planned(budget, "cov", self.t_cov), beta=self.cov_beta,
