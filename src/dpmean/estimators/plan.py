@@ -66,9 +66,10 @@ class _PlanBase(MeanEstimator):
     """What PLAN and PLAN without scaling share: centre, scale, private clipping threshold on
     the scaled norms, Gaussian noise for sensitivity 2C/n, scale back.
 
-    Budget (rho-zCDP): with the exponential-mechanism threshold, ``count_share * rho`` (1 %)
-    first for the private count of clipped rows (``clipped_count``; ours, for confidence
-    intervals), and the split below applies to the rest. ``preprocess_share * rho`` for the
+    Budget (rho-zCDP): ``interval_share * rho`` (default ``clipped.INTERVAL_SHARE``, 1 %, with
+    either threshold) first for the confidence interval's stages (a clip profile and a clip
+    residual; ours, not the paper's), and the split below applies to the rest.
+    ``preprocess_share * rho`` for the
     centre (and, in ``plan``, the variances); of the rest, ``threshold_share`` for the clipping
     threshold and the remainder for the noise. The paper's split (sec. 7.2.1) is 1/4, then 1/4
     of the remaining 3/4.
