@@ -368,6 +368,12 @@ def test_finite_data_whose_column_sums_overflow_is_accepted():
     ({"rho": 1.0, "bounds": (0, 1), "random_state": -3}, "random_state"),
     ({"rho": 1.0, "method": "iome-gaussian", "mean_radius": 1.0, "sigma_min": 2.0,
       "sigma_max": 1.0}, "sigma_min"),
+    # Switches are True or False (or 1 and 0), never a text's truth value: bool("no") is True,
+    # and the CLI's --option quantized=no once turned quantization on.
+    ({"rho": 1.0, "bounds": (0, 1), "secure_noise": "no"}, "secure_noise must be True or False"),
+    ({"rho": 1.0, "bounds": (0, 1), "method": "iome", "quantized": "off"}, "quantized"),
+    ({"rho": 1.0, "bounds": (0, 1), "method": "trimmed", "symmetric": 2}, "symmetric"),
+    ({"rho": 1.0, "bounds": (0, 1), "method": "plan", "regularise": "yes"}, "regularise"),
 ])
 def test_bad_parameters_are_rejected_clearly(kwargs, message):
     with pytest.raises(InvalidParameterError, match=message):

@@ -214,6 +214,17 @@ def check_count(value, name: str) -> int:
     return int(value)
 
 
+def check_flag(value, name: str) -> bool:
+    """A yes/no option: True or False (numpy's too), or the integers 1 and 0. Anything else is
+    refused rather than read by its truth value: ``bool("no")`` is True, and a switch such as
+    ``secure_noise`` or ``quantized`` turned on by a typo is a silently different release."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral) and int(value) in (0, 1):
+        return bool(value)
+    raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
+
+
 def check_number(value, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidParameterError(f"{name} must be a number, got {value!r}")

@@ -30,7 +30,14 @@ from ..result import MeanResult
 from ..rng import RandomState, check_random_state, make_rng
 from ..tables import data_columns
 from ..transforms import box_scale
-from ..validation import bounds_by_name, check_bounds, check_data, check_sparse_data, is_sparse
+from ..validation import (
+    bounds_by_name,
+    check_bounds,
+    check_data,
+    check_flag,
+    check_sparse_data,
+    is_sparse,
+)
 
 if TYPE_CHECKING:
     from ..events import Event
@@ -216,7 +223,7 @@ class MeanEstimator(ABC):
                 f"method {self.method!r} has no secure-noise mode (only the central-model "
                 f"estimators have one)"
             )
-        self.secure_noise = bool(secure_noise)
+        self.secure_noise = check_flag(secure_noise, "secure_noise")
         self.engine = check_engine(engine)
         # Validated now, converted on first use (``budget``): building an estimator is cheap
         # and loads no accountant.

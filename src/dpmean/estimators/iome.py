@@ -14,7 +14,7 @@ from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms import integer_search_steps, rank_error_bound
 from ..transforms import IDENTITY, Quantizer, RandomRotation, View, next_power_of_two
-from ..validation import check_fraction, check_positive, check_steps
+from ..validation import check_flag, check_fraction, check_positive, check_steps
 from .base import MeanEstimator
 from .clipped import (
     INTERVAL_SHARE,
@@ -305,7 +305,7 @@ class ShiftedClippedMean(ClippedMean):
         self.auto_threshold_share = auto_share
         self.centre_share = check_fraction(centre_share, "centre_share")
         self.median_steps = check_steps(median_steps, "median_steps")
-        self.quantized = bool(quantized)
+        self.quantized = check_flag(quantized, "quantized")
         self.bucket = None if bucket is None else check_positive(bucket, "bucket")
 
     def clipping_stages(self, rho: float, n: int, d: int) -> dict[str, float]:

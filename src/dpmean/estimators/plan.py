@@ -19,6 +19,7 @@ from ..mechanisms.column_quantiles import check_quantile_method, column_quantile
 from ..transforms import IDENTITY, RandomRotation, View
 from ..validation import (
     check_count,
+    check_flag,
     check_fraction,
     check_number,
     check_positive,
@@ -495,7 +496,7 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         # sizes, not search steps: no 60 cap (group_size=64 was refused as "from 1 to 60")
         self.group_size = check_count(group_size, "group_size")
         self.pairings = check_count(pairings, "pairings")
-        self.regularise = bool(regularise)
+        self.regularise = check_flag(regularise, "regularise")
         self.spread_share = 0.0 if not spread_share else check_fraction(spread_share,
                                                                          "spread_share")
 

@@ -42,7 +42,7 @@ from ..mechanisms.smooth_sensitivity import (
 from ..parallel import over_row_ranges
 from ..rng import RandomState
 from ..transforms import IDENTITY
-from ..validation import check_bounds, check_fraction, check_positive
+from ..validation import check_bounds, check_flag, check_fraction, check_positive
 from .base import MeanEstimator
 
 # Smoothing values the default tuning tries (each noise keeps those it admits).
@@ -301,7 +301,7 @@ class TrimmedMean(MeanEstimator):
         self.assumed_std = None if assumed_std is None else check_positive(assumed_std,
                                                                            "assumed_std")
         self.dof = StudentT(dof).dof if noise == "student-t" else dof
-        self.symmetric = bool(symmetric)
+        self.symmetric = check_flag(symmetric, "symmetric")
 
     def check_budget(self, rho: float | None, epsilon: float | None, delta: float | None) -> None:
         if self.notion == "approx-DP" and (rho is not None or epsilon is None or delta is None):
