@@ -359,6 +359,8 @@ def test_finite_data_whose_column_sums_overflow_is_accepted():
     ({"rho": 1.0, "bounds": (0, [1, np.nan])}, "finite"),
     ({"rho": 1.0, "bounds": (0, [1, 2, 3])}, "length 2"),
     ({"rho": 1.0, "bounds": (-1e200, 1e200)}, "too wide"),
+    ({"rho": 1.0, "bounds": (-1e-300, 1e-300)}, "too narrow"),
+    ({"rho": 1.0, "bounds": ([0, 0], [1, 1e-120]), "method": "plan"}, "too narrow"),
     ({"rho": 0.0, "bounds": (0, 1)}, "rho"),
     ({"rho": -1.0, "bounds": (0, 1)}, "rho"),
     ({"rho": 1.0, "bounds": (0, 1), "method": "median"}, "unknown method"),

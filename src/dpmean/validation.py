@@ -149,6 +149,11 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
     return lo_arr, hi_arr
 
 
+# The narrowest column a box may have: its squares and their private spreads stay far above
+# float64's smallest numbers (a width of 1e-300 sent PLAN's log-domain searches to log 0).
+NARROWEST_WIDTH = 1e-100
+
+
 def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Return (lo, hi) as float64 arrays of shape (d,) from scalars or per-coordinate arrays."""
     if bounds is None:
@@ -178,6 +183,14 @@ def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
         raise InvalidParameterError(
             "bounds are too wide to compute with in floating point (the squared diameter of "
             "the box overflows); rescale the data, e.g. to other units"
+        )
+    narrowest = float(np.min(hi_arr - lo_arr))
+    if narrowest < NARROWEST_WIDTH:
+        # Squares of such widths (pair variances, squared norms, their logs) underflow to 0.
+        raise InvalidParameterError(
+            f"bounds are too narrow to compute with in floating point (a column's width, "
+            f"{narrowest:.3g}, is below {NARROWEST_WIDTH:g}); rescale the data, e.g. to other "
+            f"units"
         )
     return lo_arr, hi_arr
 
