@@ -110,7 +110,7 @@ def granted_for(estimator: Any, x: Any, columns: Sequence[str] | str | None = No
         n, d = public_shape(data)
     except InvalidDataError:
         return estimator  # the release refuses it with this error, after the charge
-    return estimator.granted(n, d, estimator.runs_sparse(data))
+    return estimator.granted(n, d, estimator.reads_baskets(data))
 
 
 def release_events(estimator: Any) -> list[Event] | None:

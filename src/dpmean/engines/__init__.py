@@ -9,7 +9,7 @@ import numpy as np
 from ..engine_names import ENGINES
 from ..errors import InvalidParameterError
 from .base import Engine
-from .chunked import ChunkedEngine, RowSource, open_source
+from .chunked import ChunkedEngine, DatSource, RowSource, open_source
 from .memory import InMemoryEngine
 from .sparse import SparseEngine
 
@@ -57,13 +57,16 @@ def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None,
     if kind == "dask":
         from .dask import DaskEngine
 
+        baskets = isinstance(x, DatSource)
         if not is_dask_array(x):
             import dask.array as da
 
             x = x.read_all() if isinstance(x, RowSource) else x
             x = da.from_array(np.asarray(x), chunks=(max(1, (64 << 20) // (8 * x.shape[1])),
                                                       -1))
-        return DaskEngine(x, lo, hi, scale)
+        engine = DaskEngine(x, lo, hi, scale)
+        engine.baskets = baskets
+        return engine
     if is_dask_array(x):
         x = check_data(x.compute())
     if kind == "chunked":
@@ -73,5 +76,6 @@ def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None,
     return InMemoryEngine(x, lo, hi, scale)
 
 
-__all__ = ["ENGINES", "ChunkedEngine", "Engine", "InMemoryEngine", "RowSource", "SparseEngine",
-           "check_engine", "is_dask_array", "is_deferred", "make_engine", "open_source"]
+__all__ = ["ENGINES", "ChunkedEngine", "DatSource", "Engine", "InMemoryEngine", "RowSource",
+           "SparseEngine", "check_engine", "is_dask_array", "is_deferred", "make_engine",
+           "open_source"]

@@ -77,6 +77,10 @@ class Engine(ABC):
     # blocks scheduled again): binary searches then ask ``coordinate_count_table`` about all
     # the thresholds of several halvings at once instead of one ``coordinate_counts`` each.
     counts_by_table: bool = False
+    # Whether the rows are transaction baskets by the input's type (scipy.sparse, a .dat row
+    # source): public, and what PLAN's and auto's basket forms follow, so that a .dat file
+    # gives the same release on the sparse engine and read in dense chunks.
+    baskets: bool = False
 
     @abstractmethod
     def coordinate_counts(self, view: View, thresholds: np.ndarray) -> np.ndarray:

@@ -176,6 +176,7 @@ class ChunkedEngine(Engine):
         self.lo, self.hi = self._box.out_lo, self._box.out_hi
         self._source = source if isinstance(source, RowSource) else ArraySource(source)
         self.n, self.d = self._source.shape
+        self.baskets = isinstance(self._source, DatSource)
         # A rotation pads to at most 2 d columns.
         self._rows = chunk_rows or max(1, CHUNK_BYTES // (8 * 2 * self.d))
 

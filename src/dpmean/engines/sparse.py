@@ -45,6 +45,8 @@ class SparseEngine(Engine):
     differences, the d x d outer sum).
     """
 
+    baskets = True
+
     def __init__(self, x: scipy.sparse.csr_matrix, lo: np.ndarray, hi: np.ndarray,
                  scale: np.ndarray | None = None) -> None:
         box = BoxClamp.of(lo, hi, scale)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
-from ..engines import Engine, SparseEngine
+from ..engines import Engine
 from ..events import ChoiceEvent, Event, exponential_event
 from ..mechanisms import log_domain_quantile
 from ..transforms import IDENTITY
@@ -219,8 +219,9 @@ class AutoMean(MeanEstimator):
             return _private_median_norm(norms, reach, rho=planned[stage], ledger=ledger,
                                         rng=rng, stage=stage)
 
-        if isinstance(engine, SparseEngine):
-            # no pair questions on the sparse engine: every choice stage measures r0, and
+        if engine.baskets:
+            # no pair questions on baskets (the sparse engine has none; a .dat file read in
+            # dense chunks asks the same): every choice stage measures r0, and
             # their geometric mean is used (post-processing)
             r0 = float(np.exp(np.mean([np.log(median_norm(stage)) for stage in CHOICE_STAGES])))
         else:
@@ -234,7 +235,7 @@ class AutoMean(MeanEstimator):
         cm = clipped(r0, self.candidate("cm", rho_rest))
         predicted = {"gaussian": float(np.sqrt(d) * width / (n * np.sqrt(2.0 * rho_rest))),
                      "cm": cm}
-        if isinstance(engine, SparseEngine):
+        if engine.baskets:
             # PLAN's binary instantiation is predicted as CM and listed first, so it wins the
             # tie: scaled by the item frequencies it was 1-4% better than CM on both basket files
             # (docs/results.md); the choice cannot see that gain.
@@ -280,7 +281,7 @@ class AutoMean(MeanEstimator):
         chosen = candidates[name]
         inner = PrivacyLedger(rho_rest)
         inner_budget = inner.plan(plans[name])
-        sparse = isinstance(engine, SparseEngine)
+        sparse = engine.baskets
         declared = self.stage_events(ledger.planned, n, d, sparse)
         ledger.charge("release", rho_rest, None if declared is None else declared["release"])
         mean, diagnostics = chosen.release(engine, inner_budget, inner, rng)

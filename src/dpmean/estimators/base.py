@@ -271,7 +271,7 @@ class MeanEstimator(ABC):
 
         Estimators made only of Gaussian stages (``gaussian_stages``) declare a Gaussian event
         per stage (a ``ZCDPEvent`` with secure noise); estimators with exponential-mechanism
-        stages override this. ``sparse`` is whether the input runs on the sparse engine (a
+        stages override this. ``sparse`` is whether the input is baskets (``reads_baskets``: a
         public property of its type), which can change the mechanisms. Every release checks
         the events its mechanisms charged against this declaration (``check_events``)."""
         if not self.gaussian_stages:
@@ -483,13 +483,14 @@ class MeanEstimator(ABC):
         # a caller may have changed the arrays in place since the last one).
         self.__dict__.pop("_checked_boxes", None)
         n, d = public_shape(x)
+        baskets = self.reads_baskets(x)
         if self.finds_its_box():
-            granted = self.granted(n, d, self.runs_sparse(x))  # sparse input is refused below
+            granted = self.granted(n, d, baskets)  # sparse input is refused below
             if granted is not self:
                 return granted._estimate(x)
             return self._estimate_in_private_box(x, n, d)
         sparse = self.runs_sparse(x)
-        granted = self.granted(n, d, sparse)
+        granted = self.granted(n, d, baskets)
         if granted is not self:
             return granted._estimate(x)
         lo, hi = self.box(n, d)
@@ -507,7 +508,7 @@ class MeanEstimator(ABC):
         mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
         # Every stage must have been charged its plan by the mechanism that spent it.
         ledger.verify()
-        self.check_events(ledger, n, d, sparse)
+        self.check_events(ledger, n, d, baskets)
         if scale is not None:
             mean, diagnostics = mean / scale, restore_diagnostics(diagnostics, scale)
         result = MeanResult(mean=self.project(mean, n, d), method=self.method, n=n, d=d,
@@ -519,6 +520,15 @@ class MeanEstimator(ABC):
     def runs_sparse(self, x: Any) -> bool:
         """Whether ``x`` runs on the sparse engine (its type and the options: public)."""
         return is_sparse(x) and (self.supports_sparse or self.engine == "sparse")
+
+    def reads_baskets(self, x: Any) -> bool:
+        """Whether ``x`` is transaction baskets by its type (public): scipy.sparse input on the
+        sparse engine, or a .dat row source read in dense chunks (``Engine.baskets``), which
+        must give the same release. The mechanisms some estimators plan follow it (the
+        ``sparse`` argument of ``stage_events`` and ``granted``)."""
+        from ..engines import DatSource
+
+        return self.runs_sparse(x) or isinstance(x, DatSource)
 
     def _estimate_in_private_box(self, x: Any, n: int, d: int) -> MeanResult:
         """Without bounds: ``BOUNDS_SHARE`` of rho buys a private box over the whole float64

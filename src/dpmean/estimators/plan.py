@@ -11,7 +11,7 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
-from ..engines import Engine, SparseEngine
+from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..events import Event, exponential_event, gaussian_event
 from ..mechanisms import log_domain_quantile, rank_error_bound
@@ -213,7 +213,7 @@ class _PlanBase(MeanEstimator):
         return self.clip_count(n, budget["threshold"]) + 1.0
 
     def _centre_kind(self, engine: Engine) -> str:
-        return self._centre_kind_for(isinstance(engine, SparseEngine))
+        return self._centre_kind_for(engine.baskets)
 
     def _centre_kind_for(self, sparse: bool) -> str:
         if self.centre != "auto":
@@ -542,7 +542,7 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         return max(super().minimum_rows(n, lo, hi, budget), 2.0 * self.group_size)
 
     def _variance_kind(self, engine: Engine) -> str:
-        return self._variance_kind_for(isinstance(engine, SparseEngine))
+        return self._variance_kind_for(engine.baskets)
 
     def _variance_kind_for(self, sparse: bool) -> str:
         if self.variance != "auto":
