@@ -46,6 +46,22 @@ class RowSource(ABC):
         return check_data(np.concatenate(list(self.chunks(rows))))
 
 
+class ShiftedSource(RowSource):
+    """Another source's rows, validated, clamped to [lo, hi] and moved by ``-offset`` (a
+    public shift; ``MeanEstimator.far_box_offset``), chunk by chunk. Clamped first, so the
+    difference of two nearby floats is exact and no finite row can overflow."""
+
+    def __init__(self, source: RowSource, lo: np.ndarray, hi: np.ndarray,
+                 offset: np.ndarray) -> None:
+        self._source, self._lo, self._hi, self._offset = source, lo, hi, offset
+        self.shape = source.shape
+        self.column_names = source.column_names
+
+    def chunks(self, rows: int) -> Iterator[np.ndarray]:
+        for chunk in self._source.chunks(rows):
+            yield np.clip(check_data(chunk), self._lo, self._hi) - self._offset
+
+
 class ArraySource(RowSource):
     """An array (typically an ``np.memmap``) sliced in row blocks."""
 

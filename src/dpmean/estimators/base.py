@@ -123,6 +123,11 @@ class MeanEstimator(ABC):
     # public inputs are in the data's own units and not the box's: CoinPress's ball, the
     # Gaussian wrapper's sigma bounds, and the trimmed mean, which is coordinate-wise already).
     box_normalised: ClassVar[bool] = True
+    # Estimators that give the same release, moved, for data and box moved by a public offset
+    # (all central ones but CoinPress, whose ball is in the data's units, and the Gaussian
+    # wrapper, which preclips about the origin) run a box far from the origin on the data
+    # minus its centre (``far_box_offset``).
+    shifts_far_box: ClassVar[bool] = True
     # Estimators that, given no bounds, spend BOUNDS_SHARE of a rho budget on a private box
     # (``private_bounds``) and run in it; the others take other public geometry without bounds
     # (CoinPress, the Gaussian wrapper) or run in the local model (protocols).
@@ -143,6 +148,10 @@ class MeanEstimator(ABC):
                                    "Gaussian noise."),
         "private_bounds": Diagnostic(Kind.BOOL, "True when the box was found privately (stage "
                                      "\"bounds\"); absent when it was given."),
+        "box_offset": Diagnostic(Kind.VECTOR, "The public shift the release ran at, in the "
+                                 "data's units: the centre of each column's box that lies "
+                                 "farther from the origin than 1024 widths, else 0 (absent when "
+                                 "no column does)."),
     }
 
     _given: tuple[tuple[Any, ...], dict[str, Any]]
@@ -493,6 +502,9 @@ class MeanEstimator(ABC):
         granted = self.granted(n, d, baskets)
         if granted is not self:
             return granted._estimate(x)
+        offset = None if sparse else self.far_box_offset(n, d)
+        if offset is not None:
+            return self._estimate_moved(x, n, d, offset)
         lo, hi = self.box(n, d)
         scale = self.box_scale(n, d)
         unit_lo, unit_hi = self.unit_box(n, d)
@@ -516,6 +528,57 @@ class MeanEstimator(ABC):
                             diagnostics=self.diagnostics_of(diagnostics, d, lo, hi, scale))
         warn_if_mostly_noise(result)
         return result
+
+    def far_box_offset(self, n: int, d: int) -> np.ndarray | None:
+        """The public shift a release runs at, or None: where a column's box lies farther from
+        the origin than ``FAR_BOX`` times its width, its centre (0 for the other columns).
+
+        Why: float64 carries about 16 digits, so at 10^15 its spacing is 0.125; the mean of
+        rows in a box [10^15, 10^15 + 1] plus noise of standard deviation 0.0005 rounds back
+        to the spacing's grid, and the release was a number fixed by the data, different for
+        neighbouring datasets (a leak with certainty; secure noise too). Rows clamped to the
+        box and moved by its centre are exact (nearby floats subtract exactly), the release
+        runs near the origin, and the offset is added back to the noisy result:
+        post-processing. A function of the public box alone."""
+        if not self.shifts_far_box:
+            return None
+        lo, hi = self.box(n, d)
+        if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+            return None
+        far = np.maximum(np.abs(lo), np.abs(hi)) > FAR_BOX * (hi - lo)
+        if not far.any():
+            return None
+        return np.where(far, lo / 2.0 + hi / 2.0, 0.0)
+
+    def _estimate_moved(self, x: Any, n: int, d: int, offset: np.ndarray) -> MeanResult:
+        """The release of ``x`` clamped and moved by ``-offset`` in the box moved alike (this
+        estimator's budget, calibration and stream), moved back: the mean and the positions
+        among its diagnostics (``POSITION_DIAGNOSTICS``) plus ``offset``."""
+        import copy
+
+        from ..engines import RowSource, is_dask_array
+        from ..engines.chunked import ShiftedSource
+
+        lo, hi = self.box(n, d)
+        moved = copy.copy(self)
+        moved.__dict__.pop("_checked_boxes", None)
+        moved.bounds = (lo - offset, hi - offset)
+        if isinstance(x, RowSource):
+            rows: Any = ShiftedSource(x, lo, hi, offset)
+        elif is_dask_array(x):
+            rows = x.map_blocks(lambda block: np.clip(check_data(block), lo, hi) - offset,
+                                dtype=np.float64)
+        else:
+            rows = np.clip(check_data(x), lo, hi) - offset
+        result = moved._estimate(rows)
+        diagnostics = dict(result.diagnostics)
+        for key in POSITION_DIAGNOSTICS:
+            if diagnostics.get(key) is not None:
+                diagnostics[key] = np.asarray(diagnostics[key], dtype=np.float64) + offset
+        diagnostics["box_offset"] = offset
+        return MeanResult(mean=result.mean + offset, method=result.method, n=n, d=d,
+                          budget=result.budget, ledger=result.ledger, diagnostics=diagnostics,
+                          fallback=result.fallback)
 
     def runs_sparse(self, x: Any) -> bool:
         """Whether ``x`` runs on the sparse engine (its type and the options: public)."""
@@ -624,9 +687,9 @@ class MeanEstimator(ABC):
     ) -> MeanResult:
         warnings.warn(
             f"{self.method}: n={n} rows is too few for {self.budget} in d={d} dimensions "
-            f"(needs at least {self.minimum_rows(n, lo, hi, budget):.0f}); releasing the zero "
-            f"vector (projected onto the box), as the paper does. Give a larger budget or more "
-            f"rows.",
+            f"(needs at least {_row_count(self.minimum_rows(n, lo, hi, budget))}); releasing "
+            f"the zero vector (projected onto the box), as the paper does. Give a larger budget "
+            f"or more rows.",
             InsufficientDataWarning,
             stacklevel=3,
         )
@@ -646,6 +709,12 @@ document(MeanEstimator, MeanEstimator.declared_diagnostics)
 # Everything else (radii, norm bounds, PLAN's scale factors, predicted noises) describes the
 # normalised space and stays in it.
 COORDINATE_DIAGNOSTICS = ("noise_std", "centre", "std", "clip_residual", "clip_residual_std")
+# Diagnostics that are points of the data's space (not lengths): a release moved by a public
+# offset (``MeanEstimator.far_box_offset``) moves them back with its mean.
+POSITION_DIAGNOSTICS = ("centre", "bounds_lo", "bounds_hi")
+# A column's box farther from the origin than this many widths runs moved to its centre: the
+# float64 spacing there stays 2^-42 of the width, as near the origin for rows of any n.
+FAR_BOX = 2.0**10
 
 
 def restore_diagnostics(diagnostics: dict[str, Any], scale: np.ndarray) -> dict[str, Any]:
@@ -679,8 +748,14 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
     warnings.warn(
         f"{result.method}: the noise's standard deviation exceeds the box's width on {loud} of "
         f"{result.d} coordinates (median {factor:.3g} widths): the release is mostly noise. "
-        f"About {more_rho} or n >= {math.ceil(result.n * factor)} rows would bring it within "
+        f"About {more_rho} or n >= {_row_count(result.n * factor)} rows would bring it within "
         f"the width.", NoisyReleaseWarning, stacklevel=3)
+
+
+def _row_count(rows: float) -> str:
+    """A number of rows for a message: whole below 10^15, else 3 digits (a tiny budget asked
+    for 150-digit counts)."""
+    return f"{math.ceil(rows):,}" if rows < 1e15 else f"{rows:.3g}"
 
 
 def public_shape(x: Any) -> tuple[int, int]:

@@ -202,6 +202,7 @@ class _CoinPress(MeanEstimator):
     # rescaled coordinate by coordinate is no ball: runs in the data's own units.
     box_normalised = False
     finds_bounds = False  # the ball is its geometry
+    shifts_far_box = False  # the ball's centre and radius are in the data's own units
 
     def __init__(
         self, rho: float | None = None, *, radius: float | None = None, centre: Any = 0.0,

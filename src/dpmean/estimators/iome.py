@@ -627,6 +627,7 @@ class GaussianIOME(ShiftedClippedMean):
     # unless bounds narrow it): runs in the data's own units.
     box_normalised = False
     finds_bounds = False  # its box comes from mean_radius and sigma_max
+    shifts_far_box = False  # its preclip is a ball about the origin
     supports_sparse = False  # its preclip and integer grid have no sparse form
 
     def __init__(

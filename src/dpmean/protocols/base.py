@@ -37,6 +37,7 @@ class ProtocolEstimator(MeanEstimator):
     # The users' randomisers work on their rows in the data's units (GRS's sigma is in them).
     box_normalised = False
     finds_bounds = False  # a private box is a central-model release: give the bounds
+    shifts_far_box = False  # each user randomises their own row, in the data's units
 
     def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
         # A local zCDP protocol takes its budget exactly as the central estimators do.
