@@ -137,8 +137,8 @@ def test_chunked_memory_is_bounded_by_the_chunk(tmp_path, monkeypatch):
 
 def test_chunked_reports_bad_rows(tmp_path):
     (tmp_path / "bad.csv").write_text("1,2\n3,nan\n")
-    engine = ChunkedEngine(open_source(tmp_path / "bad.csv"), np.zeros(2), np.ones(2))
-    with pytest.raises(InvalidDataError, match="NaN"):
+    with pytest.raises(InvalidDataError, match="NaN"):  # found opening a CSV file, as a cell
+        engine = ChunkedEngine(open_source(tmp_path / "bad.csv"), np.zeros(2), np.ones(2))
         engine.clipped_sum(View(), np.inf)
     (tmp_path / "ragged.csv").write_text("1,2\n3\n")
     with pytest.raises(InvalidDataError, match="ragged|parse|values"):

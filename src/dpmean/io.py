@@ -64,12 +64,15 @@ def load_data(
       written by ``scipy.sparse.save_npz`` is read (without a key) as a sparse matrix.
     - ``.csv``: read by ``pyarrow.csv`` (quoted cells, CRLF, a UTF-8 byte-order mark; blank
       lines skipped). The delimiter is ``delimiter`` or sniffed from the first line (comma, tab,
-      semicolon or bar). The first line is a header when one of its cells is not a number, or
-      when ``header=True`` (needed for a header of numbers, e.g. pandas' default names
-      0 .. d-1); ``header=False`` reads it as data. An empty first header cell marks pandas'
-      index column, which is dropped (``index_col=True`` drops the first column always,
-      ``False`` never). ``nan``/``inf`` cells are read as floats (the estimators reject them).
-      Details: ``dpmean.tables.CsvTable``.
+      semicolon or bar). The first line is a header when none of its cells is a number, and
+      data when all of them are; a first line that mixes numbers with text or empty cells is
+      refused (a row with a missing value looks just like a header with a name that is a
+      number). ``header=True`` reads it as a header (needed for a header of numbers, e.g.
+      pandas' default names 0 .. d-1, with or without the index's empty cell),
+      ``header=False`` as data. An empty first header cell marks pandas' index column, which
+      is dropped (``index_col=True`` drops the first column always, ``False`` never).
+      ``nan``/``inf`` cells are read as floats (the estimators reject them). Details:
+      ``dpmean.tables.CsvTable``.
     - ``.parquet``: a table of numeric (or boolean) columns (a pandas index is not a column).
     - ``.dat``: a transaction file, one basket per line, space-separated item ids from 0 to
       ``n_items - 1``; returns a ``scipy.sparse.csr_matrix`` of 0/1 float64 of shape

@@ -159,10 +159,52 @@ def _as_array(table: Any, names: Sequence[str]) -> np.ndarray:
     out = np.empty((n, len(names)), dtype=np.float64)
     for j, name in enumerate(names):
         column = table.column(name)
-        if not pa.types.is_floating(column.type) or column.type != pa.float64():
-            column = column.cast(pa.float64())
+        if column.type != pa.float64():
+            # Not a safe cast: an integer above 2^53 (int64, uint64) or a wide decimal is
+            # rounded to the nearest float64, as numpy rounds it. A safe cast refuses it with
+            # an error that quotes the value; the rows are clamped to a public box anyway.
+            column = column.cast(pa.float64(), safe=False)
         out[:, j] = column.to_numpy(zero_copy_only=False) if n else []
     return out
+
+
+def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> None:
+    """Refuse a null, NaN or infinite value in the named columns of a pyarrow Table or
+    RecordBatch, naming the first column that holds one (``labels[j]``, e.g. "column 'age'")
+    and neither the value, nor where, nor how many: what the estimators refuse, said in the
+    table's own terms (a null is an empty cell, not a NaN). Integer, decimal and boolean
+    columns are finite as float64 (a decimal256 is below 1e77); a float column is checked.
+
+    Parameters
+    ----------
+    table : pyarrow.Table or pyarrow.RecordBatch
+        The rows, before their conversion to float64.
+    names : sequence of str
+        The columns to check.
+    labels : sequence of str
+        How the message names each column, in the order of ``names``.
+
+    Raises
+    ------
+    InvalidDataError
+        A column holds a null, or a NaN or infinite value (a CSV number too large for a
+        float64 is read as infinite).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name, label in zip(names, labels, strict=True):
+        column = table.column(name)
+        if column.null_count:
+            # ("NaN or infinite" as the estimators say it: the same advice, a different cause.)
+            raise InvalidDataError(f"{label} holds an empty cell (null): like NaN or infinite "
+                                   f"values, it must be removed or imputed before a private "
+                                   f"release")
+        if pa.types.is_floating(column.type) and not pc.all(pc.is_finite(column),
+                                                            min_count=0).as_py():
+            raise InvalidDataError(f"{label} holds NaN or infinite values (nan or inf, or a "
+                                   f"number too large for a float64); remove or impute them "
+                                   f"before a private release")
 
 
 # ------------------------------------------------------------------------------------- CSV
@@ -181,11 +223,14 @@ class CsvTable:
     """A CSV file's layout, decided once from its first line, and its rows read with pyarrow.
 
     - The delimiter is ``delimiter``, else sniffed from the first line (``sniff_delimiter``).
-    - ``header=None`` takes the first line as a header when one of its cells is not a number
-      (as pandas and polars do for any header of names). A line of numbers is always data:
-      guessing otherwise from the values would make n depend on one person's row. A header of
-      numbers (pandas' default names 0 .. d-1) needs ``header=True``; ``header=False`` reads
-      the first line as data.
+    - ``header=None`` takes the first line as a header when none of its cells is a number
+      (names; an empty cell among them, such as the first one ``DataFrame.to_csv()`` writes
+      for the index, is a name too), and as data when all of its cells are numbers. A line
+      that mixes numbers with text or empty cells is refused: it may be a row with a missing
+      value or a header with a name that is a number, and guessing either from the values
+      would make n, d and the published column names depend on one person's row. A header
+      of numbers (pandas' default names 0 .. d-1, with or without an index cell) needs
+      ``header=True``; ``header=False`` reads the first line as data (these two never guess).
     - ``index_col=None`` drops the first column when its header cell is empty (what pandas'
       ``DataFrame.to_csv()`` writes for the index); ``True`` drops the first column always;
       ``False`` never.
@@ -193,8 +238,9 @@ class CsvTable:
     - Quoted cells, a UTF-8 byte-order mark, CRLF endings and blank lines are read as pandas
       and polars read them (blank lines skipped).
 
-    Every chosen cell must be a number (``nan``/``inf`` included: the estimators then refuse
-    them with their own message).
+    Every chosen cell must be a number. ``read()`` gives ``nan``/``inf`` cells (and numbers
+    too large for a float64, as inf) as they are; ``table()`` and ``batches()``, which feed a
+    release, refuse them naming the column (``check_values``), as the estimators would.
     """
 
     def __init__(self, path: str | Path, *, columns: Sequence[str] | str | None = None,
@@ -208,10 +254,11 @@ class CsvTable:
             raise InvalidParameterError(f"the delimiter must be one character other than a "
                                         f"quote or a line break, got {delimiter!r}")
         self.delimiter = delimiter or sniff_delimiter(first)
+        self._delimiter_given = delimiter is not None
         self._parse = pcsv.ParseOptions(delimiter=self.delimiter)
         first_cells = self._read(first.encode(), autogenerate=True).schema
-        numeric = all(_is_number_type(f.type) for f in first_cells)
-        self.header = not numeric if header is None else bool(header)
+        self.header = (self._guess_header(first_cells) if header is None
+                       else bool(header))
         if self.header:
             all_names = list(self._read(first.encode(), autogenerate=False).column_names)
         else:
@@ -236,6 +283,27 @@ class CsvTable:
         self._all_names = all_names
         self.names: tuple[str, ...] | None = tuple(chosen) if self.header else None
         self.width = len(chosen)
+        # How errors about values name the chosen columns: by header name, else by number.
+        self._labels = [f"column {name!r}" if self.header else f"column {at}"
+                        for name, at in self._column_of.items()]
+
+    def _guess_header(self, cells: Any) -> bool:
+        """Whether the first line (its inferred ``cells``) is a header, from its layout: no
+        cell a number (names) or every cell one (data); anything between is refused, since
+        the first row of a headerless file with a missing value looks just like it."""
+        numbers = [_is_number_type(f.type) for f in cells]
+        if not any(numbers):
+            return True
+        if all(numbers):
+            return False
+        # The delimiter is layout (public), and a wrong one makes such a line (12,5;3,25).
+        sniffed = ("" if self._delimiter_given else
+                   f" (its cells were split at {self.delimiter!r}, the delimiter sniffed from "
+                   f"it; give another with --delimiter, delimiter=)")
+        raise InvalidDataError(
+            f"{self.path}: the first line mixes numbers with text or empty cells, so it is "
+            f"neither a header of names nor a row of numbers{sniffed}: pass --header "
+            f"(header=True) if it is a header, --no-header (header=False) if it is data")
 
     def _first_line(self) -> str:
         try:
@@ -294,13 +362,26 @@ class CsvTable:
             raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
 
     def batches(self) -> Iterator[np.ndarray]:
-        """The chosen columns as consecutive float64 row blocks, front to back."""
+        """The chosen columns as consecutive float64 row blocks, front to back, for a release:
+        a NaN or infinite value is refused, naming its column (``check_values``)."""
         for batch in self._record_batches():
+            self._check(batch)
             yield _as_array(batch, list(self._column_of))
 
     def table(self) -> Any:
         """All rows of the chosen columns as a pyarrow Table of float64 columns (named by the
-        header; ``f0``, ``f1`` ... without one, when ``names`` is None)."""
+        header; ``f0``, ``f1`` ... without one, when ``names`` is None), for a release: a NaN
+        or infinite value is refused, naming its column (``check_values``)."""
+        table = self._table()
+        self._check(table)
+        return table
+
+    def read(self) -> np.ndarray:
+        """All rows of the chosen columns, (n, d) float64, as they are (``nan``/``inf`` cells
+        included: the estimators refuse them)."""
+        return _as_array(self._table(), list(self._column_of))
+
+    def _table(self) -> Any:
         import pyarrow as pa
 
         batches = list(self._record_batches())
@@ -308,9 +389,11 @@ class CsvTable:
             raise InvalidDataError(f"{self.path}: the file holds a header line but no rows")
         return pa.Table.from_batches(batches)
 
-    def read(self) -> np.ndarray:
-        """All rows of the chosen columns, (n, d) float64."""
-        return _as_array(self.table(), list(self._column_of))
+    def _check(self, rows: Any) -> None:
+        try:
+            check_values(rows, list(self._column_of), self._labels)
+        except InvalidDataError as exc:
+            raise InvalidDataError(f"{self.path}: {exc}") from None
 
     def _error(self, exc: Exception) -> InvalidDataError:
         """pyarrow's error (which quotes the cell or row) retold with positions only."""
@@ -381,16 +464,42 @@ class ParquetTable:
                 raise InvalidDataError(f"{self.path}: {exc}") from None
         self.num_rows = self._file.metadata.num_rows
         self.width = len(self.names)
+        self.labels = [f"column {name!r}" for name in self.names]
 
     def batches(self, rows: int = 1 << 16) -> Iterator[np.ndarray]:
-        """The chosen columns as consecutive float64 blocks of at most ``rows`` rows."""
+        """The chosen columns as consecutive float64 blocks of at most ``rows`` rows, for a
+        release: a null, NaN or infinite value is refused, naming its column
+        (``check_values``)."""
         for batch in self._file.iter_batches(batch_size=rows, columns=list(self.names)):
+            # Without the path: the blocks are read during a release (the chunked engine's
+            # passes), whose caller names its input, as for the estimators' own errors.
+            check_values(batch, self.names, self.labels)
             yield _as_array(batch, self.names)
 
     def table(self) -> Any:
-        """All rows of the chosen columns as a pyarrow Table."""
-        return self._file.read(columns=list(self.names))
+        """All rows of the chosen columns as a pyarrow Table, for a release: a null, NaN or
+        infinite value is refused, naming its column (``check_values``)."""
+        table = self._file.read(columns=list(self.names))
+        try:
+            check_values(table, self.names, self.labels)
+        except InvalidDataError as exc:
+            raise InvalidDataError(f"{self.path}: {exc}") from None
+        return table
 
     def read(self) -> np.ndarray:
-        """All rows of the chosen columns, (n, d) float64."""
-        return _as_array(self.table(), self.names)
+        """All rows of the chosen columns, (n, d) float64, as they are (nulls become NaN,
+        which the estimators refuse)."""
+        return _as_array(self._file.read(columns=list(self.names)), self.names)
+
+    def row_group_rows(self) -> list[int]:
+        """The number of rows of each of the file's row groups (its metadata: no value read)."""
+        metadata = self._file.metadata
+        return [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+
+    def row_groups(self, groups: Sequence[int]) -> np.ndarray:
+        """Row groups ``groups`` of the chosen columns, (rows, d) float64, for a release (the
+        Dask engine's blocks): a null, NaN or infinite value is refused, naming its column,
+        without the path, as in ``batches``."""
+        rows = self._file.read_row_groups(list(groups), columns=list(self.names))
+        check_values(rows, self.names, self.labels)
+        return _as_array(rows, self.names)

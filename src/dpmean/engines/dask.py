@@ -239,18 +239,34 @@ def _npy_rows(path: str, start: int, stop: int) -> np.ndarray:
 def dask_array_from_file(path: str, rows_per_block: int | None = None, *,
                          n_items: int | None = None, **table_options: Any) -> Any:
     """A dask.array over a data file whose blocks the workers read themselves: ``.npy`` blocks
-    memory-mapped, ``.parquet`` and ``.csv`` through ``dask.dataframe`` (the file's layout and
-    chosen columns are checked on the client first, from its first line or schema), all from
-    a file system the workers share. Other formats (``.dat``) are read through ``open_source``
-    on the client. ``n_items``: the public number of items of a ``.dat`` basket file (required
-    for one); ``table_options``: a table's ``columns`` and CSV layout (``open_source``)."""
+    memory-mapped, ``.parquet`` row groups through pyarrow (the reader of the other engines)
+    and ``.csv`` through ``dask.dataframe``, all from a file system the workers share. The
+    file's layout (a ``.npy`` header's shape and dtype, a table's first line or schema and
+    chosen columns) is checked on the client first, as the in-memory engine checks it. Other
+    formats (``.dat``) are read through ``open_source`` on the client. ``n_items``: the public
+    number of items of a ``.dat`` basket file (required for one); ``table_options``: a table's
+    ``columns`` and CSV layout (``open_source``). A table's array carries the chosen columns'
+    names as ``column_names`` (None for a CSV file without a header), which a release reads
+    (``tables.data_columns``) as it reads a row source's.
+
+    Raises
+    ------
+    InvalidDataError
+        What the in-memory engine refuses in the same file, said the same way (never a
+        cell's value): a layout, a cell that is not a number, no rows, complex numbers. A
+        Parquet null or NaN is found by the workers during the release.
+    """
     import dask.array as da
 
     ext = str(path).lower().rsplit(".", 1)[-1]
     if ext in ("csv", "parquet"):
         from ..io import open_table
+        from ..tables import CsvTable
 
-        return _table_array(open_table(path, **table_options))
+        table = open_table(path, **table_options)
+        x = _csv_array(table) if isinstance(table, CsvTable) else _parquet_array(table)
+        x.column_names = table.names
+        return x
     from .chunked import CHUNK_BYTES, open_source
 
     source = open_source(path, n_items=n_items, **table_options)
@@ -258,6 +274,7 @@ def dask_array_from_file(path: str, rows_per_block: int | None = None, *,
     rows = rows_per_block or max(1, CHUNK_BYTES // (8 * d))
     if ext != "npy":
         return da.from_array(source.read_all(), chunks=(rows, -1))
+    _check_npy_header(path, n, d)
     import dask
 
     blocks = [da.from_delayed(dask.delayed(_npy_rows)(str(path), s, min(s + rows, n)),
@@ -266,29 +283,99 @@ def dask_array_from_file(path: str, rows_per_block: int | None = None, *,
     return da.concatenate(blocks, axis=0)
 
 
-def _table_array(table: Any) -> Any:
-    """The chosen columns of a CsvTable or ParquetTable as a float64 dask.array read by the
-    workers; its row count (public) is counted by them, one task per partition."""
+def _check_npy_header(path: str, n: int, d: int) -> None:
+    """Refuse on the client what ``check_data`` refuses from a ``.npy`` file's header alone (no
+    rows, no columns, complex numbers), in its words: the workers' blocks would otherwise drop
+    an imaginary part with only numpy's warning, or fail to concatenate no blocks at all."""
+    from ..errors import InvalidDataError
+
+    dtype = np.load(path, mmap_mode="r", allow_pickle=False).dtype
+    try:
+        # A stand-in of the file's dtype and public shape: no value of the file is read.
+        check_data(np.zeros((min(n, 1), d), dtype=dtype))
+    except InvalidDataError as exc:
+        raise InvalidDataError(f"{path}: {exc}") from None
+
+
+def _csv_array(table: Any) -> Any:
+    """The chosen columns of a CsvTable as a float64 dask.array read by the workers with
+    ``dask.dataframe`` (byte ranges of the file); its row count (public) is counted by them,
+    one task per partition, which also parses every cell once."""
     import dask.dataframe as dd
 
     from ..errors import InvalidDataError
-    from ..tables import CsvTable
 
-    if isinstance(table, CsvTable):
-        # Columns by physical position (1-based in ``_column_of``), put back in chosen order.
-        positions = [at - 1 for at in table._column_of.values()]
-        frame = dd.read_csv(str(table.path), sep=table.delimiter,
-                            header=0 if table.header else None, usecols=positions,
-                            dtype=np.float64, encoding="utf-8-sig", blocksize=64 << 20)
-        labels = list(table._column_of) if table.header else positions
-    else:
-        frame = dd.read_parquet(str(table.path), columns=list(table.names))
-        labels = list(table.names)
+    # Columns by physical position (1-based in ``_column_of``), not by header name (a header
+    # may repeat or leave out names: a trailing delimiter names a column ''), put back in the
+    # chosen order after the parser gives them in file order.
+    positions = [at - 1 for at in table._column_of.values()]
+    in_file = sorted(positions)
+    order = [in_file.index(at) for at in positions]
+    meta = np.empty((0, len(order)), dtype=np.float64)
     try:
-        x = frame[labels].to_dask_array(lengths=True).astype(np.float64)
-    except (ValueError, TypeError) as exc:
-        raise InvalidDataError(f"{table.path}: a chosen cell is not a number "
-                               f"({type(exc).__name__})") from None
+        # No missing-value words (na_filter): an empty or "NA" cell is not a number here
+        # either. Every other cell is parsed as float64 by pandas.
+        frame = dd.read_csv(str(table.path), sep=table.delimiter,
+                            header=0 if table.header else None, usecols=in_file,
+                            dtype=np.float64, na_filter=False, encoding="utf-8-sig",
+                            blocksize=64 << 20)
+        x = frame.map_partitions(_csv_block, order, meta=meta).compute_chunk_sizes()
+    except (ValueError, TypeError, InvalidDataError):
+        # pandas' message quotes the cell: the client finds the first bad one with the other
+        # engines' reader instead (one more pass, on an error only), to say what they say.
+        for _ in table.batches():
+            pass
+        raise InvalidDataError(f"{table.path}: a chosen cell is not a finite number (empty, "
+                               f"text, a malformed number, nan or inf)") from None
     if x.shape[0] == 0:
-        raise InvalidDataError(f"{table.path}: the file holds a header but no rows")
+        raise InvalidDataError(f"{table.path}: the file holds a header line but no rows")
     return x
+
+
+def _csv_block(frame: Any, order: list[int]) -> np.ndarray:
+    """A partition's chosen columns, in the chosen order, as float64; a NaN or infinite value
+    is refused (without a name: the client says where, see ``_csv_array``)."""
+    from ..errors import InvalidDataError
+
+    values = frame.to_numpy(dtype=np.float64)[:, order]
+    if not np.isfinite(values).all():
+        raise InvalidDataError("a chosen cell is not a finite number")
+    return values
+
+
+def _parquet_array(table: Any) -> Any:
+    """The chosen columns of a ParquetTable as a float64 dask.array: each block a run of the
+    file's row groups, read by a worker with pyarrow and converted as the other engines
+    convert them (``ParquetTable.row_groups``: a null or NaN is refused naming its column).
+    The row counts come from the file's metadata (public layout): nothing is read on the
+    client. (Not ``dask.dataframe``: it reads through pandas, whose nullable integers fail to
+    convert, and it warns about files written without pandas' metadata.)"""
+    import dask
+    import dask.array as da
+
+    from ..errors import InvalidDataError
+    from .chunked import CHUNK_BYTES
+
+    target = max(1, CHUNK_BYTES // (8 * table.width))
+    runs: list[tuple[list[int], int]] = []  # (row groups, rows) of each block
+    for group, rows in enumerate(table.row_group_rows()):
+        if not rows:
+            continue
+        if runs and runs[-1][1] + rows <= target:
+            runs[-1] = ([*runs[-1][0], group], runs[-1][1] + rows)
+        else:
+            runs.append(([group], rows))
+    if not runs:
+        raise InvalidDataError(f"{table.path}: the file holds a header but no rows")
+    read = dask.delayed(_parquet_rows)
+    blocks = [da.from_delayed(read(str(table.path), table.names, groups),
+                              shape=(rows, table.width), dtype=np.float64)
+              for groups, rows in runs]
+    return da.concatenate(blocks, axis=0)
+
+
+def _parquet_rows(path: str, names: Sequence[str], groups: list[int]) -> np.ndarray:
+    """Row groups ``groups`` of a Parquet file's columns ``names``, as (rows, d) float64."""
+    from ..tables import ParquetTable
+
+    return ParquetTable(path, columns=list(names)).row_groups(groups)

@@ -1,0 +1,246 @@
+"""Hostile tables on every engine: integers beyond 2^53, the Dask engine's errors and column
+names, the CSV header guess, and messages that name the column of a null or non-finite value.
+Every error is one line that names no cell's content (a value, or a first row taken for
+names)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpmean.cli import main
+from dpmean.engines import open_source
+from dpmean.errors import InvalidDataError
+from dpmean.io import load_data, open_table
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+pd = pytest.importorskip("pandas")
+
+ENGINES = ["memory", "chunked", "dask"]
+RELEASE = ["--rho", "1", "--bounds", "0", "100", "--method", "cm", "--seed", "1"]
+BIG = 2**53 + 1  # 9007199254740993: no float64 holds it
+
+
+def estimate(capsys, path: Path, *argv: str) -> tuple[int, str, str]:
+    code = main(["estimate", str(path), *RELEASE, *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def engine_flags(engine: str) -> list[str]:
+    if engine == "dask":
+        pytest.importorskip("dask.dataframe")
+    return ["--engine", engine]
+
+
+def assert_one_error_line(code: int, out: str, err: str, secrets: list[str]) -> None:
+    assert code == 2 and out == "", err
+    assert err.startswith("dpmean: error:") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for secret in secrets:
+        assert secret not in err, err
+
+
+@pytest.fixture
+def files(tmp_path):
+    """One file per hostile case (names are the cases)."""
+    rows = "".join(f"{i % 50},{i % 7},{i % 3},{i % 11}\n" for i in range(300))
+    salary = np.full(300, 5, dtype=np.int64)
+    salary[17] = BIG
+    pq.write_table(pa.table({"age": np.arange(300) % 90, "salary_cents": salary}),
+                   tmp_path / "int64big.parquet")
+    wide = np.full(300, 5, dtype=np.uint64)
+    wide[3] = 2**64 - 1
+    pq.write_table(pa.table({"u": wide}), tmp_path / "uint64max.parquet")
+    pd.DataFrame({"a": pd.array([1, None, 3] * 100, dtype="Int64"),
+                  "b": np.arange(300.0)}).to_parquet(tmp_path / "nullable.parquet")
+    # Written by pyarrow: no pandas metadata (dask.dataframe warned about it).
+    pq.write_table(pa.table({"a": np.arange(300.0) % 50, "b": np.arange(300.0) % 7}),
+                   tmp_path / "plain.parquet")
+    np.save(tmp_path / "empty.npy", np.zeros((0, 3)))
+    np.save(tmp_path / "complex.npy", np.ones((300, 3)) + 1j)
+    (tmp_path / "text.csv").write_text(
+        "x,a,b\n" + "".join(f"name{i},{i % 50},{i % 7}\n" for i in range(300)))
+    (tmp_path / "trailing.csv").write_text(
+        "a,b,c,d,\n" + "".join(f"{i % 50},{i % 7},{i % 3},{i % 11},\n" for i in range(300)))
+    (tmp_path / "named.csv").write_text("a,b,c,d\n" + rows)
+    (tmp_path / "missing-first.csv").write_text("1.5,2.5,NA,4\n" + rows)
+    (tmp_path / "empty-first.csv").write_text(",2.5,3.5,4\n" + rows)
+    (tmp_path / "european.csv").write_text(
+        "12,5;3,25\n" + "".join(f"{i},5;{i},25\n" for i in range(300)))
+    (tmp_path / "huge.csv").write_text(
+        "income,b\n" + "7" * 400 + ",1\n" + "".join(f"{i},{i}\n" for i in range(300)))
+    return tmp_path
+
+
+# ------------------------------------------------------------- 1. integers beyond 2^53
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name, secret", [("int64big.parquet", str(BIG)),
+                                          ("uint64max.parquet", str(2**64 - 1))])
+def test_integers_beyond_2_53_are_rounded_not_quoted(capsys, files, engine, name, secret):
+    code, out, err = estimate(capsys, files / name, *engine_flags(engine), "--json")
+    assert code == 0, err
+    assert secret not in out + err and "Traceback" not in err
+    assert json.loads(out)["n"] == 300
+
+
+def test_integers_beyond_2_53_read_as_the_nearest_float(files):
+    got = load_data(files / "int64big.parquet")
+    assert got[17, 1] == float(BIG) == 2.0**53  # round to nearest (even)
+    assert load_data(files / "uint64max.parquet")[3, 0] == 2.0**64
+
+
+# ------------------------------------------- 2. the Dask engine says what the others say
+
+
+@pytest.mark.parametrize("name, secrets", [
+    ("text.csv", ["name0", "name"]),
+    ("trailing.csv", ["Unnamed", "KeyError"]),
+    ("empty.npy", ["concatenate"]),
+    ("nullable.parquet", ["NAType"]),
+    ("complex.npy", ["ComplexWarning", "imaginary"]),
+])
+def test_dask_gives_the_memory_engines_one_line(capsys, files, name, secrets):
+    expected = estimate(capsys, files / name)
+    assert_one_error_line(*expected, secrets)
+    got = estimate(capsys, files / name, *engine_flags("dask"))
+    assert_one_error_line(*got, secrets)
+    assert got[2] == expected[2]
+
+
+@pytest.mark.parametrize("name, message", [("empty.npy", "data is empty: no rows"),
+                                           ("complex.npy", "data must be real-valued")])
+def test_dask_refuses_an_array_file_from_its_header(files, name, message):
+    """Without the command line's own checks: the engine's reader refuses what the in-memory
+    engine refuses (numpy dropped the imaginary part with a warning; no blocks failed to
+    concatenate)."""
+    pytest.importorskip("dask.array")
+    from dpmean.engines.dask import dask_array_from_file
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InvalidDataError, match=rf"{name}: {message}"):
+            dask_array_from_file(str(files / name))
+
+
+def test_dask_refuses_on_the_cluster_too(capsys, files, dask_client):
+    """The same errors when the cells are parsed on worker processes: a null (found during
+    the release) and a text cell beyond the rows the client samples (found while the workers
+    count the rows), re-raised on the client as one line."""
+    lines = "".join(f"{i % 50},{i % 7}\n" for i in range(40_000))
+    (files / "late.csv").write_text("a,b\n" + lines + "0,secret-cell\n" + lines)
+    for name, message in [
+        ("nullable.parquet", "column 'a' holds an empty cell (null)"),
+        ("late.csv", "line 40002, column 2 is not a number (column 'b'; "),
+    ]:
+        code, out, err = estimate(capsys, files / name, "--engine", "dask")
+        assert_one_error_line(code, out, err, ["secret", "NAType"])
+        assert message in err, err
+
+
+@pytest.mark.parametrize("name", ["named.csv", "plain.parquet"])
+def test_dask_names_the_columns_and_prints_no_third_party_warning(capsys, files, name):
+    columns = ["a", "b", "c", "d"] if name.endswith(".csv") else ["a", "b"]
+    results = {}
+    for engine in ENGINES:
+        code, out, err = estimate(capsys, files / name, *engine_flags(engine), "--json",
+                                  "--method", "gaussian")
+        assert code == 0, err
+        assert "warning" not in err, err
+        assert f"columns (first {len(columns)} of {len(columns)}): {', '.join(columns)}" in err
+        results[engine] = json.loads(out)
+        assert results[engine]["columns"] == columns
+    np.testing.assert_allclose(results["dask"]["mean"], results["memory"]["mean"], rtol=1e-12)
+
+
+def test_dask_array_of_a_table_carries_its_names(files):
+    from dpmean.engines.dask import dask_array_from_file
+
+    pytest.importorskip("dask.dataframe")
+    x = dask_array_from_file(str(files / "named.csv"), columns=["d", "a"])
+    assert x.column_names == ("d", "a")
+    np.testing.assert_array_equal(x.compute(), load_data(files / "named.csv")[:, [3, 0]])
+    numbers = files / "numbers.csv"
+    numbers.write_text("".join((files / "named.csv").read_text().splitlines(True)[1:]))
+    headerless = dask_array_from_file(str(numbers))
+    assert headerless.column_names is None and headerless.shape == (300, 4)
+
+
+# ------------------------------------------------------------------ 3. the header guess
+
+
+@pytest.mark.parametrize("name, secrets", [
+    ("missing-first.csv", ["1.5", "2.5", "NA"]),
+    ("empty-first.csv", ["2.5", "3.5"]),
+    ("european.csv", ["5;3", "12"]),
+])
+def test_a_first_line_of_numbers_and_text_is_refused(files, name, secrets):
+    with pytest.raises(InvalidDataError, match=r"mixes numbers with text or empty cells") as info:
+        open_table(files / name)
+    message = str(info.value).replace(str(files / name), "<file>")
+    assert "--header" in message and "--no-header" in message
+    for secret in secrets:
+        assert secret not in message, message
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_first_row_with_a_missing_value_is_not_a_header(capsys, files, engine):
+    for name in ("missing-first.csv", "empty-first.csv", "european.csv"):
+        code, out, err = estimate(capsys, files / name, *engine_flags(engine))
+        assert_one_error_line(code, out, err, ["1.5", "2.5", "3.5", "5;3"])
+        assert "--header" in err and "--no-header" in err
+    # Told, the reader does what it is told: a header (the index cell dropped) or data.
+    code, out, err = estimate(capsys, files / "missing-first.csv", *engine_flags(engine),
+                              "--header", "--json")
+    assert code == 0 and json.loads(out)["columns"] == ["1.5", "2.5", "NA", "4"], err
+    code, out, err = estimate(capsys, files / "empty-first.csv", *engine_flags(engine),
+                              "--header", "--json")
+    assert code == 0 and json.loads(out)["columns"] == ["2.5", "3.5", "4"], err
+    code, out, err = estimate(capsys, files / "empty-first.csv", *engine_flags(engine),
+                              "--no-header")
+    assert_one_error_line(code, out, err, ["2.5"])
+    assert "line 1, column 1 is not a number" in err
+
+
+def test_names_and_numbers_are_told_apart_as_before(tmp_path):
+    cases = {"a,b\n1,2\n": ("a", "b"), ",a,b\n0,1,2\n": ("a", "b"), "1,2\n3,4\n": None,
+             "nan,inf\n1,2\n": None, ",,\n": ("", "")}
+    for text, names in cases.items():
+        path = tmp_path / "x.csv"
+        path.write_text(text)
+        if text == ",,\n":  # no cell a number: a header, whose names repeat
+            with pytest.raises(InvalidDataError, match=r"two columns named ''"):
+                open_table(path)
+            continue
+        assert open_table(path).names == names, text
+
+
+# ------------------------------------------------ 4. the column of a null or a huge number
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_huge_number_or_a_null_is_named_by_its_column(capsys, files, engine):
+    for name, message in [
+        ("huge.csv", "column 'income' holds NaN or infinite values (nan or inf, or a number "
+                     "too large for a float64)"),
+        ("nullable.parquet", "column 'a' holds an empty cell (null)"),
+    ]:
+        code, out, err = estimate(capsys, files / name, *engine_flags(engine))
+        assert_one_error_line(code, out, err, ["7777777", "counting from 0"])
+        assert f"{name}: {message}" in err, err
+
+
+def test_a_headerless_column_is_named_by_its_number(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("1,2,3\n4,5,inf\n")
+    with pytest.raises(InvalidDataError, match=r"x\.csv: column 3 holds NaN or infinite"):
+        list(open_source(path).chunks(10))
+    # load_data reads the values as they are (the estimators refuse them).
+    assert load_data(path)[1, 2] == np.inf
