@@ -89,9 +89,18 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number")
 
 
+def _path(path: str | os.PathLike) -> Path:
+    """``path`` as a Path; an empty name is refused (``Path("")`` is the working directory,
+    whose lock file would be ``..lock``)."""
+    if not os.fspath(path):
+        raise LedgerFileError("the ledger file name is empty")
+    return Path(path)
+
+
 def read(path: str | os.PathLike) -> Session:
-    """Load and verify the ledger at ``path`` (without locking: for display only)."""
-    path = Path(path)
+    """Load and verify the ledger at ``path`` (without locking: for display, and to refuse a
+    missing or corrupt ledger before its lock file is created)."""
+    path = _path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -110,7 +119,7 @@ def locked(path: str | os.PathLike) -> Iterator[None]:
     except ImportError:  # pragma: no cover - not POSIX
         raise LedgerFileError("ledger files need POSIX file locks (fcntl), which this "
                               "platform lacks") from None
-    lock_path = Path(f"{os.fspath(path)}.lock")
+    lock_path = Path(f"{os.fspath(_path(path))}.lock")
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:
@@ -137,14 +146,21 @@ def _write(path: Path, session: Session) -> None:
 
 def create(path: str | os.PathLike, session: Session) -> None:
     """Write a new ledger for ``session``; refuse if ``path`` exists."""
-    path = Path(path)
+    path = _path(path)
     if not path.parent.is_dir():
         raise LedgerFileError(f"cannot create {path}: directory {path.parent} does not exist")
+    # Checked before the lock file is made (a refused init leaves nothing behind) and again
+    # under the lock (two inits racing).
+    _refuse_existing(path)
     with locked(path):
-        if path.exists() or path.is_symlink():
-            raise LedgerFileError(f"{path} already exists; a ledger is never overwritten "
-                                  f"(choose another name, or delete it yourself)")
+        _refuse_existing(path)
         _write(path, session)
+
+
+def _refuse_existing(path: Path) -> None:
+    if path.exists() or path.is_symlink():
+        raise LedgerFileError(f"{path} already exists; a ledger is never overwritten "
+                              f"(choose another name, or delete it yourself)")
 
 
 def reserve(path: str | os.PathLike, method: str, budget: Budget,
@@ -153,7 +169,11 @@ def reserve(path: str | os.PathLike, method: str, budget: Budget,
     and accounted as ``events`` (``Session.reserve``; default: by its notion) fits
     (BudgetExceededError, file untouched, if not), and charge it as "reserved". Returns its
     index and the updated session."""
-    path = Path(path)
+    path = _path(path)
+    # A missing or corrupt ledger is refused before its lock file is created: a failed run
+    # leaves nothing behind (the lock file is never removed: a process waiting on it would
+    # then lock a file that no longer exists while a third locks a new one).
+    read(path)
     with locked(path):
         session = read(path)
         _pause()
@@ -165,7 +185,8 @@ def reserve(path: str | os.PathLike, method: str, budget: Budget,
 def settle(path: str | os.PathLike, index: int, status: str,
            spent: float | None = None) -> Session:
     """Under the lock: record the outcome of reserved release ``index``."""
-    path = Path(path)
+    path = _path(path)
+    read(path)  # as in ``reserve``: no lock file for a ledger that is gone
     with locked(path):
         session = read(path)
         if not 0 <= index < len(session.ledger):

@@ -12,7 +12,6 @@ out and returns the exit code. Adding a command is one module with ``register`` 
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 from .. import __version__
 from ..errors import DPMeanError, InsufficientDataWarning
 from . import budget, demo, estimate, ledger, reproduce
-from .arguments import EXIT_USAGE, Parser, ParserExit, UsageError
+from .arguments import EXIT_USAGE, Parser, ParserExit, UsageError, discard_stdout, printing
 
 __all__ = ["main"]
 
@@ -50,21 +49,28 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("default")
             warnings.showwarning = _show_warning
             args = parser.parse_args(argv)
-            return args.run(args)
+            code = args.run(args)
+        with printing():
+            pass  # flush what the command printed now: a failure at exit is a traceback
+        return code
     except ParserExit as done:
         return done.status
     except (UsageError, DPMeanError) as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), exc)
     except InsufficientDataWarning as exc:
         return _fail(f"too few rows for this budget; the command line does not publish the "
-                     f"zero vector the estimator falls back to, and wrote nothing. {exc}")
-    except KeyboardInterrupt:
-        print("dpmean: interrupted; nothing was written", file=sys.stderr)
+                     f"zero vector the estimator falls back to, and wrote nothing. {exc}", exc)
+    except MemoryError as exc:
+        # numpy's allocation failure (an n or d too large for this machine): a line, not a
+        # traceback. Larger ones are refused before allocating where the command can tell.
+        return _fail(f"out of memory: {exc or 'an allocation failed'}", exc)
+    except KeyboardInterrupt as exc:
+        print(_with_notes("dpmean: interrupted; nothing was written", exc), file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader of stdout went away (``dpmean ... | head``): not an error of ours. Point
         # stdout at /dev/null so that Python's flush at exit does not raise again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        discard_stdout()
         return 141  # 128 + SIGPIPE, as a shell reports it
 
 
@@ -97,7 +103,14 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     print(f"dpmean: warning: {one_line}", file=sys.stderr)
 
 
-def _fail(message: str) -> int:
-    one_line = " ".join(message.split())
+def _fail(message: str, exc: BaseException | None = None) -> int:
+    one_line = " ".join(_with_notes(message, exc).split())
     print(f"dpmean: error: {one_line}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def _with_notes(message: str, exc: BaseException | None) -> str:
+    # A command adds what it had done when the error came (charged a ledger, or not) as notes
+    # (``BaseException.add_note``): they end the line, in parentheses.
+    notes = getattr(exc, "__notes__", None) or []
+    return message + "".join(f" ({note})" for note in notes)

@@ -9,9 +9,11 @@ the parser imports neither numpy nor the readers: they load when a command runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,7 +135,8 @@ def add_bounds_arguments(parser: argparse.ArgumentParser, *, reads_data: bool = 
     if reads_data:
         without = ("without --bounds, --bounds-file or --range, 10%% of a rho budget buys a "
                    "private box (ledger stage 'bounds')")
-        matched, by_header = "matched to a table INPUT's columns by name, in any order", (
+        matched, by_header = ("matched to a table INPUT's columns by name, in any order; an "
+                              "INPUT without column names needs a file without a header"), (
             "matched to a table INPUT's header by name")
     else:
         without = "one of --bounds, --bounds-file and --range is needed"
@@ -142,10 +145,10 @@ def add_bounds_arguments(parser: argparse.ArgumentParser, *, reads_data: bool = 
     bounds.add_argument("--bounds", nargs=2, type=float, metavar=("LO", "HI"),
                         help=f"public range of every coordinate, e.g. --bounds 0 255; {without}")
     bounds.add_argument("--bounds-file", metavar="FILE.npy",
-                        help="per-coordinate public ranges: a (2, d) array, row 0 the lower "
-                        "bounds, row 1 the upper bounds (in any data file format). A CSV "
-                        "with a header (or a Parquet file) gives each named column its range: "
-                        f"{matched}")
+                        help="per-coordinate public ranges: a (2, d) array, a column for each "
+                        "of the d columns, row 0 the lower bounds, row 1 the upper bounds (in "
+                        "any data file format). A CSV with a header (or a Parquet file) gives "
+                        f"each named column its range: {matched}")
     bounds.add_argument("--range", action="append", type=_named_range, metavar="NAME=LO:HI",
                         dest="ranges",
                         help="one column's public range by name, e.g. --range age=0:120 "
@@ -221,6 +224,36 @@ def bounds_names(args: argparse.Namespace) -> list[str] | None:
         return None
     names = open_table(path).names
     return None if names is None else [str(name) for name in names]
+
+
+def check_ranges(args: argparse.Namespace, bounds: tuple[Any, Any], d: int, whose: str) -> None:
+    """Refuse ranges from --bounds-file or --range for other than ``d`` columns: one range per
+    column, never one stretched over all of them (that is --bounds LO HI).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments with ``bounds_file`` and ``ranges``.
+    bounds : tuple
+        ``(lo, hi)`` from :func:`bounds_from`.
+    d : int
+        The number of columns.
+    whose : str
+        Where d comes from, to end the message, e.g. ``"--d is 4"``.
+
+    Raises
+    ------
+    UsageError
+        When the ranges are for another number of columns.
+    """
+    given = getattr(bounds[0], "size", 1)
+    source = "--bounds-file" if args.bounds_file else "--range" if getattr(
+        args, "ranges", None) else None
+    if source is not None and given != d:
+        ranges = "1 column's range" if given == 1 else f"{given} columns' ranges"
+        raise UsageError(f"{source} gives {ranges} but {whose}; give one range for every "
+                         f"column (a (2, d) bounds file, or --range for each), or --bounds LO "
+                         f"HI for the same range on all of them")
 
 
 def _load_bounds(path: str) -> tuple[np.ndarray, np.ndarray]:
@@ -351,24 +384,58 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the JSON result on stdout (the summary then goes to stderr)")
 
 
-def check_writable(path: Path) -> None:
+def check_writable(path: str, keep: Mapping[str, str | None] | None = None) -> Path:
     """Refuse an output path that cannot be written, before any work (or privacy) is spent.
+
+    The file is written by a rename in its directory (``write_file``), so the directory must
+    exist and take new files; what the file holds now does not matter, unless it is one of
+    the command's other files.
 
     Parameters
     ----------
-    path : Path
-        The file the command will write.
+    path : str
+        The file the command will write, as given on the command line.
+    keep : mapping of str to str or None, optional
+        Files the output must not replace, by what they are (e.g. ``{"INPUT": "x.npy"}``);
+        None values are skipped.
+
+    Returns
+    -------
+    Path
+        ``path``.
 
     Raises
     ------
     UsageError
-        When the path is a directory or its directory does not exist.
+        When the name is empty, the path is a directory or another non-regular file (a
+        device, a pipe), its directory does not exist or cannot take a new file, or it is
+        one of the files in ``keep``.
     """
-    parent = path.parent
-    if path.is_dir():
-        raise UsageError(f"cannot write {path}: it is a directory")
+    if not path:
+        # Path("") is the working directory: an empty name would write nothing or fail late.
+        raise UsageError("cannot write '': the file name is empty")
+    out = Path(path)
+    parent = out.parent
+    if out.is_dir():
+        raise UsageError(f"cannot write {out}: it is a directory")
+    if out.exists() and not out.is_file():
+        # The rename would replace the device or pipe itself (as root, /dev/null).
+        raise UsageError(f"cannot write {out}: it is not a regular file (for the result on "
+                         f"standard output, use --json)")
     if not parent.is_dir():
-        raise UsageError(f"cannot write {path}: directory {parent} does not exist")
+        where = (f"{parent} is not a directory" if parent.exists()
+                 else f"directory {parent} does not exist")
+        raise UsageError(f"cannot write {out}: {where}")
+    # Creating (and renaming) a file needs write and search permission on the directory.
+    if not os.access(parent, os.W_OK | os.X_OK,
+                     effective_ids=os.access in os.supports_effective_ids):
+        raise UsageError(f"cannot write {out}: directory {parent} is not writable (permission "
+                         f"denied or a read-only file system)")
+    for what, other in (keep or {}).items():
+        if other and out.exists() and Path(other).exists() and os.path.samefile(out, other):
+            raise UsageError(f"cannot write {out}: it is {what} ({other}), which the result "
+                             f"would replace; choose another file")
+    return out
 
 
 def write_file(path: Path, content: str | bytes) -> None:
@@ -395,3 +462,49 @@ def write_file(path: Path, content: str | bytes) -> None:
             write_text_atomic(path, content)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def printing(done: str | None = None) -> Iterator[None]:
+    """Print a command's results in the block, then flush them: a standard output that cannot
+    take them (a full disk, a file that went away) becomes one ``UsageError`` saying what was
+    done all the same, instead of a traceback or Python's complaint at exit.
+
+    A closed pipe (``dpmean ... | head``) is not an error: its ``BrokenPipeError`` is left to
+    ``dpmean.cli.main``.
+
+    Parameters
+    ----------
+    done : str, optional
+        What the command did before printing, e.g. ``"the release was made"``; the error
+        says it was done, but could not be printed.
+
+    Yields
+    ------
+    None
+
+    Raises
+    ------
+    UsageError
+        When standard output fails.
+    """
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        discard_stdout()
+        what = f"{done}, but its result" if done else "the result"
+        raise UsageError(f"{what} could not be printed: cannot write to standard output "
+                         f"({exc.strerror or exc})") from None
+
+
+def discard_stdout() -> None:
+    """Point standard output at ``os.devnull`` after it failed, so that Python's flush of what
+    is still buffered, at exit, does not fail (and complain) again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file descriptor (a test's capture): nothing is flushed at exit
+    os.dup2(os.open(os.devnull, os.O_WRONLY), fd)

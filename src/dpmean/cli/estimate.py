@@ -1,8 +1,12 @@
 """``dpmean estimate``: a private mean of the rows of a data file, as a summary and JSON.
 
-The estimator is built from public values only (flags, file name and size) and, with
-``--ledger``, charged to the ledger file before the data is opened. The library (numpy, the
-estimators, the readers) is imported by the functions that run the command, not by the parser.
+The estimator is built from public values only (flags, file name and size, the input's layout:
+its header, schema or array header) and, with ``--ledger``, charged to the ledger file before
+any value of the data is read. Everything that can be refused without reading a value (the
+file, its format, the flags, the columns, the array's type, the Dask scheduler, the output
+path) is refused before the charge, at no cost; a failure after it stays charged. The library
+(numpy, the estimators, the readers) is imported by the functions that run the command, not by
+the parser.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ import contextlib
 import json
 import sys
 import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from ..engine_names import ENGINES
 from ..errors import DPMeanError, InsufficientDataWarning, InvalidDataError
@@ -29,8 +35,10 @@ from .arguments import (
     bounds_from,
     bounds_names,
     budget_from,
+    check_ranges,
     check_writable,
     parse_options,
+    printing,
     write_file,
 )
 from .output import describe, format_values, json_default
@@ -82,8 +90,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     table = p.add_argument_group(
         "tables (.csv, .parquet)",
         "CSV files are read by pyarrow (quoted cells; blank lines skipped). The first line is "
-        "a header when one of its cells is not a number; a line of numbers is data unless "
-        "--header says otherwise (a guess from the values would make n depend on one row). "
+        "a header when none of its cells is a number, and data when all of them are; a first "
+        "line that mixes numbers with text or empty cells is refused: say which it is with "
+        "--header or --no-header (a guess from the values would make n and the column names "
+        "depend on one row). "
         "An empty first header cell (pandas' to_csv() index) marks an index column, which is "
         "dropped. The JSON output names the columns.")
     table.add_argument("--columns", metavar="A,B,...", type=_names,
@@ -95,7 +105,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     table.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                        help="the first CSV line is a header (--header: needed for names that "
                        "are numbers, e.g. pandas' 0,1,2) or data (--no-header); default: a "
-                       "header when one of its cells is not a number")
+                       "header when none of its cells is a number, data when all are, an "
+                       "error when it mixes numbers with text or empty cells")
     table.add_argument("--index-col", action="store_true", default=None,
                        help="drop the first CSV column (an index), whatever its header cell")
     add_output_arguments(p)
@@ -117,7 +128,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ledger", metavar="FILE",
                    help="charge this release to a ledger file (see 'dpmean ledger init'): "
                    "refused, before the data is read and with nothing written, if it would "
-                   "overspend the ledger's budget")
+                   "overspend the ledger's budget. Errors found before the charge (the file, "
+                   "its format and flags, --output) cost nothing; a release that fails after "
+                   "it stays charged, as failed")
     p.set_defaults(run=run)
 
 
@@ -137,35 +150,66 @@ def run(args: argparse.Namespace) -> int:
     """
     from ..api import build_estimator
 
-    budget = budget_from(args)
-    options = _estimator_options(args)
-    output = Path(args.output) if args.output else None
-    if output is not None:
-        check_writable(output)
-    engine = _choose_engine(args)
-    if engine is not None:
-        options["engine"] = engine
-    _check_input_flags(args)
-    # Built from public values only: its budget is what a ledger is charged, before any data.
-    estimator = build_estimator(args.method, **budget, bounds=_bounds(args),
-                                random_state=args.seed, **options)
-    result, session, index = _release(args, estimator, engine)
+    with _uncharged(args):
+        budget = budget_from(args)
+        options = _estimator_options(args)
+        output = None if args.output is None else check_writable(
+            args.output, {"INPUT": args.input, "the --ledger file": args.ledger,
+                          "the --bounds-file": args.bounds_file})
+        if args.ledger is not None:
+            # A missing or corrupt ledger is found before anything else is opened.
+            from .. import ledger_file
+
+            ledger_file.read(args.ledger)
+        engine = _choose_engine(args)
+        if engine is not None:
+            options["engine"] = engine
+        layout = _input_layout(args)
+        # Built from public values only: its budget is what a ledger is charged, before any
+        # value of the data is read.
+        estimator = build_estimator(args.method, **budget, bounds=_bounds(args, layout),
+                                    random_state=args.seed, **options)
+    result, session, index = _release(args, estimator, engine, layout)
     payload = result.to_dict()
     if "epsilon" in budget:
         payload["epsilon"] = budget["epsilon"]
         payload["delta"] = budget["delta"]
     text = json.dumps(payload, indent=2, default=json_default) + "\n"
+    # What an error from here on must say: the release was made (and charged) all the same.
+    done = [f"charged to the ledger {args.ledger} as release #{index}"] if index is not None else []
     if output is not None:
-        write_file(output, text)
+        try:
+            write_file(output, text)
+        except UsageError as exc:
+            exc.add_note(_made(done) + ", but its result is lost")
+            raise
+        done.append(f"written to {output}")
     summary_to = sys.stderr if args.json else sys.stdout
-    if args.json:
-        sys.stdout.write(text)
-    _print_summary(result, budget, args, output, summary_to)
-    if session is not None:
-        print(f"charged to ledger {args.ledger} as release #{index}: {session.spent:.6g} "
-              f"{session.unit} of {session.budget} spent, {session.remaining:.6g} remaining",
-              file=summary_to)
+    with printing(_made(done)):
+        if args.json:
+            sys.stdout.write(text)
+        _print_summary(result, budget, args, output, summary_to)
+        if session is not None:
+            print(f"charged to ledger {args.ledger} as release #{index}: {session.spent:.6g} "
+                  f"{session.unit} of {session.budget} spent, {session.remaining:.6g} "
+                  f"remaining", file=summary_to)
     return 0
+
+
+def _made(done: list[str]) -> str:
+    """What an error after the release says of it: it was made, and ``done`` with it."""
+    return "the release was made" + (f", {' and '.join(done)}" if done else "")
+
+
+@contextlib.contextmanager
+def _uncharged(args: argparse.Namespace) -> Iterator[None]:
+    """The steps before the ledger is charged: an error in them says it cost nothing."""
+    try:
+        yield
+    except (UsageError, DPMeanError) as exc:
+        if args.ledger is not None:
+            exc.add_note("nothing was charged to the ledger")
+        raise
 
 
 def _estimator_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -177,35 +221,40 @@ def _estimator_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def _bounds(args: argparse.Namespace) -> tuple[Any, Any] | None:
+def _bounds(args: argparse.Namespace, layout: _Layout) -> tuple[Any, Any] | None:
     # No bounds is for the methods with other public inputs (coinpress, iome-gaussian); the
     # others refuse it with the library's explanation. A .dat basket file is 0/1 by its format,
     # so its box is (0, 1) without looking at the data.
     bounds = bounds_from(args)
     if bounds is None and Path(args.input).suffix.lower() == ".dat":
         return (0.0, 1.0)
+    if bounds is None:
+        return None
     named = bounds_names(args)
-    if bounds is not None and named is not None:
-        return _bounds_by_name(args, bounds, named)
+    if named is not None:
+        return _bounds_by_name(args, bounds, named, layout.names)
+    # Positional ranges are the data's columns in order: exactly one each (a (2, 1) file is
+    # not stretched over d columns, which --bounds LO HI says on purpose).
+    check_ranges(args, bounds, layout.d, f"{args.input} has {layout.d} column"
+                 f"{'s' if layout.d != 1 else ''}")
     return bounds
 
 
-def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any],
-                    named: list[str]) -> tuple[Any, Any]:
+def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: list[str],
+                    data_names: tuple[str, ...] | None) -> tuple[Any, Any]:
     """Ranges given by column name (--range, or a bounds file with a CSV header or Parquet
-    schema) matched to INPUT's columns by name (its header or schema: layout only, no rows
-    read): their order need not be the data's, and columns the data does not use are ignored.
-    A bounds file is positional when INPUT has no names; --range needs them."""
+    schema) matched to INPUT's columns by name (``data_names``, from its header or schema:
+    layout only, no rows read): their order need not be the data's, and columns the data does
+    not use are ignored. INPUT without names is refused: matching names to positions would
+    be a guess."""
     import numpy as np
 
-    from ..io import open_table
-
     source = args.bounds_file or "--range"
-    table = Path(args.input).suffix.lower() in (".csv", ".parquet")
-    data_names = open_table(args.input, **_table_options(args)).names if table else None
     if data_names is None:
         if args.bounds_file:
-            return bounds
+            raise UsageError(f"the bounds file {args.bounds_file} names its columns but "
+                             f"{args.input} has none; give a bounds file without a header "
+                             f"(a (2, d) array in the data's column order), or --bounds")
         raise UsageError(f"--range names columns, but {args.input} has none (a .csv with a "
                          f"header or a .parquet file has): use --bounds-file or --bounds")
     where = {name: i for i, name in enumerate(named)}
@@ -220,42 +269,51 @@ def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any],
     return np.asarray(lo)[order], np.asarray(hi)[order]
 
 
-def _release(args: argparse.Namespace, estimator: Any,
-             engine: str | None) -> tuple[MeanResult, Session | None, int | None]:
+def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
+             layout: _Layout) -> tuple[MeanResult, Session | None, int | None]:
     """Run the estimator on INPUT, charged to --ledger first when one is given."""
     from .. import ledger_file
     from ..progress import shown_passes
     from ..session import granted_for, release_events
 
     index = None
-    if args.ledger is not None and not Path(args.input).exists():
-        raise UsageError(f"{args.input}: no such file (nothing was charged to the ledger)")
-    x = None
-    if estimator.calibrates_to_shape():
-        # An (epsilon, delta) budget calibrated to the plan for the input's (public) shape:
-        # the input is opened first, so that the ledger is charged what will run.
-        x = _open_input(args, engine)
-        estimator = granted_for(estimator, x)
-    if args.ledger is not None:
-        index, _ = ledger_file.reserve(args.ledger, estimator.method, estimator.budget,
-                                       release_events(estimator))
-    try:
-        if x is None:
-            x = _open_input(args, engine)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", InsufficientDataWarning)
-            try:
-                with _dask_client(args.scheduler), shown_passes(
-                        f"dpmean estimate ({estimator.method})", quiet=args.quiet):
-                    result = estimator.estimate(x)
-            except InvalidDataError as exc:
-                raise InvalidDataError(f"{args.input}: {exc}") from None
-    except BaseException:
-        if index is not None:
-            # The data may have been read: the release stays charged, as failed.
-            with contextlib.suppress(DPMeanError):
-                ledger_file.settle(args.ledger, index, "failed")
-        raise
+    with contextlib.ExitStack() as stack:
+        x = None
+        with _uncharged(args):
+            # Connected before the charge: an unreachable scheduler is not a release.
+            stack.enter_context(_dask_client(args.scheduler))
+            if estimator.calibrates_to_shape():
+                # An (epsilon, delta) budget calibrated to the plan for the input's (public)
+                # shape, so that the ledger is charged what will run: from the header where
+                # it records the shape, else (CSV and basket files) the rows are counted.
+                if layout.n is not None and not layout.sparse:
+                    estimator = granted_for(estimator, _Shape((layout.n, layout.d)))
+                else:
+                    x = _open_input(args, engine)
+                    estimator = granted_for(estimator, x)
+        if args.ledger is not None:
+            index, _ = ledger_file.reserve(args.ledger, estimator.method, estimator.budget,
+                                           release_events(estimator))
+        try:
+            if x is None:
+                x = _open_input(args, engine)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", InsufficientDataWarning)
+                try:
+                    with shown_passes(f"dpmean estimate ({estimator.method})",
+                                      quiet=args.quiet):
+                        result = estimator.estimate(x)
+                except InvalidDataError as exc:
+                    raise InvalidDataError(f"{args.input}: {exc}") from None
+        except BaseException as exc:
+            if index is not None:
+                # The data may have been read: the release stays charged, as failed.
+                with contextlib.suppress(DPMeanError):
+                    ledger_file.settle(args.ledger, index, "failed")
+                exc.add_note(f"release #{index} stays charged to the ledger {args.ledger}, as "
+                             f"failed: the data may have been read, and a failure can depend "
+                             f"on it")
+            raise
     session = (ledger_file.settle(args.ledger, index, "released", result.spent)
                if index is not None else None)
     return result, session, index
@@ -320,7 +378,9 @@ def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
     items = {"n_items": args.items} if ext == ".dat" else {}
     tables = _table_options(args) if ext in (".csv", ".parquet") else {}
     if engine in ("chunked", "dask") and ext != ".npz":
-        if engine == "chunked":
+        # A .dat file stays a basket source on dask too (its engine reads it on the client
+        # either way): baskets by format, so PLAN's and auto's basket forms (Engine.baskets).
+        if engine == "chunked" or ext == ".dat":
             return open_source(args.input, **items, **tables)
         try:
             from ..engines.dask import dask_array_from_file
@@ -332,6 +392,123 @@ def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
         # A table keeps its names into the result; a CSV file without a header has none.
         return table.table() if table.names is not None else table.read()
     return load_data(args.input, key=args.key, **items)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """INPUT as its layout gives it, before any value is read: its number of columns, its
+    number of rows where the file records it (an array header, Parquet metadata), its column
+    names (a CSV header, a Parquet schema), and whether it is a scipy.sparse archive."""
+
+    d: int
+    n: int | None = None
+    names: tuple[str, ...] | None = None
+    sparse: bool = False
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A stand-in for the data with its public shape only: what calibrating an (epsilon,
+    delta) budget to the plan reads (``session.granted_for``)."""
+
+    shape: tuple[int, ...]
+
+
+def _input_layout(args: argparse.Namespace) -> _Layout:
+    """Check INPUT as far as it can be checked without reading a value, and return its layout.
+
+    The readers check these only as they read the rows, after the ledger's charge; here they
+    cost nothing: the file (it exists, is a readable, non-empty file of a known format), the
+    flags (--items for baskets, --key in the archive, --columns in the header or schema) and
+    the type (a numeric array of 1 or 2 dimensions in a .npy or .npz header, numeric Parquet
+    columns). A CSV file's cells are numbers or not only when read.
+    """
+    from ..io import _check_readable, check_n_items, open_table
+
+    _check_input_flags(args)
+    path = Path(args.input)
+    ext = path.suffix.lower()
+    if ext in (".csv", ".parquet"):
+        table = open_table(path, **_table_options(args))
+        return _Layout(d=table.width, n=getattr(table, "num_rows", None), names=table.names)
+    # Required before the file is touched, as the reader does, with the reason.
+    items = check_n_items(args.items) if ext == ".dat" else None
+    _check_readable(path)
+    if items is not None:
+        return _Layout(d=items)
+    if ext == ".npz":
+        return _npz_layout(path, args.key)
+    with open(path, "rb") as f:
+        if f.read(4) == b"PK\x03\x04":
+            raise InvalidDataError(f"{path}: is an .npz archive, not a .npy array; rename it "
+                                   f"to .npz")
+        f.seek(0)
+        return _array_layout(path, f, "")
+
+
+def _npz_layout(path: Path, key: str | None) -> _Layout:
+    """An .npz archive's layout: the array ``key`` chooses (the only one, without a key) from
+    its header, or a scipy.sparse matrix's shape (``io.load_data`` reads the same)."""
+    import zipfile
+    import zlib
+
+    import numpy as np
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            # numpy's names for the members: "x.npy" is the array x.
+            members = {name.removesuffix(".npy"): name for name in archive.namelist()}
+            if not members:
+                raise InvalidDataError(f"{path}: the archive holds no arrays")
+            if key is None and {"format", "shape", "data"} <= set(members):
+                # scipy.sparse.save_npz keeps the (public) shape as an array of its own.
+                with archive.open(members["shape"]) as f:
+                    n, d = (int(v) for v in np.lib.format.read_array(f, allow_pickle=False))
+                return _Layout(d=d, n=n, sparse=True)
+            if key is None:
+                if len(members) > 1:
+                    raise InvalidDataError(f"{path}: holds several arrays "
+                                           f"({', '.join(members)}); choose one with --key")
+                key = next(iter(members))
+            elif key not in members:
+                raise InvalidDataError(f"{path}: no array named {key!r}; the archive holds "
+                                       f"{', '.join(members)}")
+            with archive.open(members[key]) as f:
+                return _array_layout(path, f, f"array {key!r} ")
+    except InvalidDataError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, TypeError) as exc:
+        with open(path, "rb") as f:
+            if f.read(6) == b"\x93NUMPY":
+                raise InvalidDataError(f"{path}: is a .npy array, not an .npz archive; rename "
+                                       f"it to .npy") from None
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvalidDataError(f"{path}: not a valid .npz file ({reason})") from None
+
+
+def _array_layout(path: Path, f: IO[bytes], what: str) -> _Layout:
+    """The layout in a .npy header (at ``f``'s position): a numeric array of 1 or 2
+    dimensions, with at least one row and one column."""
+    import numpy as np
+
+    from ..validation import dtype_kind
+
+    try:
+        version = np.lib.format.read_magic(f)
+        # Version 3 differs from 2 only in the header's encoding (UTF-8, for the field names
+        # of structured dtypes, which are refused below as non-numeric anyway).
+        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                else np.lib.format.read_array_header_2_0)
+        shape, _, dtype = read(f)
+    except (ValueError, OSError, EOFError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvalidDataError(f"{path}: {what}not a valid .npy array ({reason})") from None
+    if not (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_)):
+        raise InvalidDataError(f"{path}: {what}holds non-numeric values ({dtype_kind(dtype)})")
+    if len(shape) not in (1, 2) or 0 in shape:
+        raise InvalidDataError(f"{path}: {what}must hold rows of numbers (1-D or 2-D, at least "
+                               f"one row and one column), got shape {shape}")
+    return _Layout(d=shape[1] if len(shape) == 2 else 1, n=shape[0])
 
 
 def _dask_client(address: str | None) -> Any:

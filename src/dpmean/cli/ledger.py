@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .arguments import add_budget_arguments, budget_from
+from .arguments import add_budget_arguments, budget_from, printing
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,7 +59,8 @@ def run_init(args: argparse.Namespace) -> int:
 
     session = Session(**budget_from(args))
     ledger_file.create(args.file, session)
-    print(f"created ledger {args.file}: budget {session.budget}")
+    with printing(f"the ledger {args.file} was created"):
+        print(f"created ledger {args.file}: budget {session.budget}")
     return 0
 
 
@@ -91,7 +92,8 @@ def run_show(args: argparse.Namespace) -> int:
         lines.append("releases: none")
     lines.append(f"spent: {session.spent:.6g} {session.unit} (composed)")
     lines.append(f"remaining: {session.remaining:.6g} {session.unit}")
-    print("\n".join(lines))
+    with printing():
+        print("\n".join(lines))
     return 0
 
 

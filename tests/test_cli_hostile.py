@@ -1,0 +1,366 @@
+"""The command line against hostile or careless use: what is refused before a ledger is charged,
+outputs that would destroy an input, files left behind, ranges for the wrong number of columns,
+a full standard output and sizes too large to plan. Every failure is one error line."""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpmean import ledger_file
+from dpmean.cli import main
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error_line(code, err):
+    lines = err.strip().splitlines()
+    return code == 2 and len(lines) == 1 and lines[0].startswith("dpmean: error: ") and (
+        "Traceback" not in err)
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch, capsys):
+    """A working directory with a data file of each kind, careless files, and a ledger."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 10, size=(300, 3))
+    np.save("a.npy", x)
+    np.savez("a.npz", x=x)
+    Path("a.csv").write_text("age,income,height\n" + "\n".join(
+        ",".join(f"{v:.4f}" for v in row) for row in x) + "\n")
+    Path("plain.csv").write_text("\n".join(",".join(f"{v:.4f}" for v in row) for row in x)
+                                 + "\n")
+    Path("x.txt").write_text("1,2,3\n")
+    Path("b.dat").write_text("0 1\n2\n")
+    Path("dir.csv").mkdir()
+    np.save("text.npy", np.array([["a", "b"]] * 10))
+    np.save("cube.npy", np.zeros((4, 3, 2)))
+    np.save("norows.npy", np.zeros((0, 3)))
+    os.replace("a.npz", "zip.npy")
+    np.savez("a.npz", x=x)
+    assert run(capsys, "ledger", "init", "T.json", "--rho", 10)[0] == 0
+    return tmp_path
+
+
+def estimate(capsys, *argv):
+    return run(capsys, "estimate", *argv, "--rho", 0.25, "--method", "cm")
+
+
+# ------------------------------------------------ 1. nothing is charged before the data is read
+
+
+@pytest.mark.parametrize("argv", [
+    ["x.txt", "--bounds", 0, 10],                      # unknown extension
+    ["b.dat", "--bounds", 0, 1],                       # baskets without --items
+    ["dir.csv", "--bounds", 0, 10],                    # a directory
+    ["missing.npy", "--bounds", 0, 10],
+    ["a.npz", "--key", "zz", "--bounds", 0, 10],       # no such array in the archive
+    ["a.csv", "--columns", "zz", "--bounds", 0, 10],   # no such column in the header
+    ["text.npy", "--bounds", 0, 10],                   # a text array (its header says so)
+    ["cube.npy", "--bounds", 0, 10],                   # three dimensions
+    ["norows.npy", "--bounds", 0, 10],                 # no rows
+    ["zip.npy", "--bounds", 0, 10],                    # an .npz archive named .npy
+])
+def test_errors_found_without_reading_values_are_not_charged(capsys, folder, argv):
+    before = Path("T.json").read_bytes()
+    code, out, err = estimate(capsys, *argv, "--ledger", "T.json")
+    assert one_error_line(code, err) and out == ""
+    assert "nothing was charged to the ledger" in err
+    assert Path("T.json").read_bytes() == before
+
+
+def test_an_unreachable_scheduler_is_not_charged(capsys, folder, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+
+    def refused(address, **kwargs):
+        raise OSError(f"Timed out trying to connect to {address}")
+
+    # (The real client waits 10 s for a closed port: the order is what is tested.)
+    monkeypatch.setattr(distributed, "Client", refused)
+    before = Path("T.json").read_bytes()
+    code, _, err = estimate(capsys, "a.npy", "--bounds", 0, 10, "--scheduler",
+                            "tcp://127.0.0.1:1", "--ledger", "T.json")
+    assert one_error_line(code, err) and "cannot reach the Dask scheduler" in err
+    assert "nothing was charged" in err and Path("T.json").read_bytes() == before
+
+
+def test_a_failure_after_the_charge_says_it_stays_charged_and_why(capsys, folder):
+    Path("bad.csv").write_text("a,b\n1,2\n3,oops\n")
+    code, _, err = estimate(capsys, "bad.csv", "--bounds", 0, 10, "--ledger", "T.json")
+    assert one_error_line(code, err) and "line 3, column 2" in err
+    assert "release #0 stays charged to the ledger T.json, as failed" in err
+    assert "the data may have been read" in err
+    (release,) = ledger_file.read("T.json").ledger
+    assert release.status == "failed" and release.spent == pytest.approx(0.25)
+
+
+def test_an_epsilon_delta_budget_is_calibrated_from_the_header_before_the_data_is_read(
+        capsys, folder, monkeypatch):
+    # plan calibrates an (epsilon, delta) request to its plan for (n, d): the .npy header
+    # gives them, so the ledger is charged before the rows are opened.
+    import dpmean.cli.estimate as cli_estimate
+
+    events = []
+    reserve, open_input = ledger_file.reserve, cli_estimate._open_input
+    monkeypatch.setattr(ledger_file, "reserve",
+                        lambda *a, **k: events.append("charge") or reserve(*a, **k))
+    monkeypatch.setattr(cli_estimate, "_open_input",
+                        lambda *a, **k: events.append("read") or open_input(*a, **k))
+    code, _, err = run(capsys, "estimate", "a.npy", "--epsilon", 1, "--delta", 1e-6,
+                       "--method", "plan", "--bounds", 0, 10, "--ledger", "T.json")
+    assert code == 0, err
+    assert events == ["charge", "read"]
+
+
+# ------------------------------------------- 2. outputs that cannot be written or would destroy
+
+
+def test_an_unwritable_output_directory_is_refused_before_the_charge(capsys, folder,
+                                                                     monkeypatch):
+    # Root writes anywhere, and the tests run as root: os.access is told that the directory
+    # refuses new files, as it does for a user without write permission on it.
+    Path("locked").mkdir()
+    access = os.access
+
+    def denied(path, mode, **kwargs):
+        if Path(path).name == "locked" and mode & os.W_OK:
+            return False
+        return access(path, mode, **kwargs)
+
+    monkeypatch.setattr(os, "access", denied)
+    before = Path("T.json").read_bytes()
+    code, _, err = estimate(capsys, "a.npy", "--bounds", 0, 10, "--output", "locked/out.json",
+                            "--ledger", "T.json")
+    assert one_error_line(code, err) and "directory locked is not writable" in err
+    assert Path("T.json").read_bytes() == before and os.listdir("locked") == []
+
+
+def test_an_output_under_a_regular_file_is_refused(capsys, folder):
+    # Not writable even by root: the "directory" is a file.
+    before = Path("T.json").read_bytes()
+    code, _, err = estimate(capsys, "a.npy", "--bounds", 0, 10, "--output", "x.txt/out.json",
+                            "--ledger", "T.json")
+    assert one_error_line(code, err) and "x.txt is not a directory" in err
+    assert Path("T.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("output, what", [
+    ("a.npy", "it is INPUT"),
+    ("T.json", "it is the --ledger file"),
+    ("link.npy", "it is INPUT"),            # a hard link to INPUT
+    ("bounds.npy", "it is the --bounds-file"),
+])
+def test_an_output_that_would_replace_an_input_is_refused(capsys, folder, output, what):
+    os.link("a.npy", "link.npy")
+    np.save("bounds.npy", np.array([[0.0] * 3, [10.0] * 3]))
+    files = {name: Path(name).read_bytes() for name in ("a.npy", "T.json", "bounds.npy")}
+    code, _, err = estimate(capsys, "a.npy", "--bounds-file", "bounds.npy", "--output", output,
+                            "--ledger", "T.json")
+    assert one_error_line(code, err) and what in err
+    assert {name: Path(name).read_bytes() for name in files} == files
+
+
+@pytest.mark.parametrize("output, message", [
+    ("", "the file name is empty"),
+    ("fifo", "not a regular file"),
+])
+def test_an_empty_or_special_output_is_refused(capsys, folder, output, message):
+    os.mkfifo("fifo")
+    code, out, err = estimate(capsys, "a.npy", "--bounds", 0, 10, "--output", output)
+    assert one_error_line(code, err) and message in err and out == ""
+
+
+def test_a_failed_run_leaves_no_lock_file(capsys, folder):
+    before = set(os.listdir())
+    code, _, err = estimate(capsys, "a.npy", "--bounds", 0, 10, "--ledger", "")
+    assert one_error_line(code, err) and "ledger file name is empty" in err
+    code, _, err = estimate(capsys, "a.npy", "--bounds", 0, 10, "--ledger", "typo.json")
+    assert one_error_line(code, err) and "no such ledger file" in err
+    Path("precious.json").write_text("mine\n")
+    before.add("precious.json")
+    code, _, err = run(capsys, "ledger", "init", "precious.json", "--rho", 1)
+    assert one_error_line(code, err) and "already exists" in err
+    code, _, err = run(capsys, "ledger", "show", "")
+    assert one_error_line(code, err)
+    assert set(os.listdir()) == before  # no ..lock, typo.json.lock, precious.json.lock
+
+
+# ---------------------------------------------------------- 3. one range for every column
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["budget", "--n", 1000, "--d", 4, "--range", "age=0:100", "--rho", 1],
+     "--range gives 1 column's range but --d is 4"),
+    (["budget", "--n", 1000, "--d", 4, "--bounds-file", "one.npy", "--rho", 1],
+     "--bounds-file gives 1 column's range but --d is 4"),
+    (["estimate", "a.npy", "--bounds-file", "one.npy", "--rho", 1],
+     "--bounds-file gives 1 column's range but a.npy has 3 columns"),
+    (["estimate", "a.csv", "--bounds-file", "one.npy", "--rho", 1],
+     "--bounds-file gives 1 column's range but a.csv has 3 columns"),
+    (["estimate", "a.npy", "--bounds-file", "named.csv", "--rho", 1],
+     "the bounds file named.csv names its columns but a.npy has none"),
+    (["estimate", "plain.csv", "--bounds-file", "named.csv", "--rho", 1],
+     "the bounds file named.csv names its columns but plain.csv has none"),
+])
+def test_ranges_must_be_one_per_column(capsys, folder, argv, message):
+    np.save("one.npy", np.array([[0.0], [10.0]]))
+    Path("named.csv").write_text("height,income,age\n0,0,0\n10,10,10\n")
+    code, out, err = run(capsys, *argv)
+    assert one_error_line(code, err) and message in err and out == ""
+
+
+def test_ranges_for_every_column_are_taken(capsys, folder):
+    np.save("three.npy", np.array([[0.0] * 3, [10.0] * 3]))
+    Path("named.csv").write_text("height,income,age\n0,0,0\n10,10,10\n")
+    assert run(capsys, "estimate", "a.npy", "--bounds-file", "three.npy", "--rho", 1)[0] == 0
+    assert run(capsys, "estimate", "plain.csv", "--bounds-file", "three.npy", "--rho", 1)[0] == 0
+    assert run(capsys, "estimate", "a.csv", "--bounds-file", "named.csv", "--rho", 1)[0] == 0
+    assert run(capsys, "budget", "--n", 1000, "--d", 3, "--bounds-file", "three.npy",
+               "--rho", 1)[0] == 0
+
+
+# ------------------------------------------------ 4. a full standard output, sizes, budgets
+
+
+class FullStdout(io.StringIO):
+    """A standard output on a full disk."""
+
+    def write(self, text):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def flush(self):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_a_full_stdout_says_the_release_was_made_and_charged(capsys, folder, monkeypatch,
+                                                             json_flag):
+    monkeypatch.setattr(sys, "stdout", FullStdout())
+    code, _, err = estimate(capsys, "a.npy", "--bounds", 0, 10, "--ledger", "T.json",
+                            *json_flag)
+    err = err.splitlines()[-1] if json_flag else err  # --json: the summary went to stderr
+    assert one_error_line(code, err)
+    assert "the release was made, charged to the ledger T.json as release #0" in err
+    assert "could not be printed" in err and "No space left on device" in err
+    assert [r.status for r in ledger_file.read("T.json").ledger] == ["released"]
+
+
+def test_an_output_that_fails_after_the_release_says_it_was_charged(capsys, folder,
+                                                                    monkeypatch):
+    rename = os.replace
+
+    def full_disk(src, dst):
+        if os.fspath(dst) == "out.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return rename(src, dst)
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    code, out, err = estimate(capsys, "a.npy", "--bounds", 0, 10, "--ledger", "T.json",
+                              "--output", "out.json")
+    assert one_error_line(code, err) and out == "" and "cannot write out.json" in err
+    assert "the release was made, charged to the ledger T.json as release #0, but its result " \
+        "is lost" in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [
+    ["estimate", "a.npy", "--rho", "1", "--bounds", "0", "10", "--method", "cm", "--json"],
+    ["estimate", "a.npy", "--rho", "1", "--bounds", "0", "10", "--method", "cm"],
+    ["budget", "--n", "1000", "--d", "10", "--bounds", "0", "1", "--rho", "1"],
+])
+def test_a_full_stdout_is_one_error_line_in_a_real_process(folder, argv):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "dpmean", *argv], stdout=full,
+                              stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+    err = proc.stderr if argv[-1] != "--json" else proc.stderr.splitlines()[-1]
+    assert one_error_line(proc.returncode, err), proc.stderr
+    assert "No space left on device" in err and "Exception ignored" not in proc.stderr
+
+
+def test_a_d_too_large_is_refused_before_allocating(capsys, monkeypatch):
+    import dpmean.planning
+
+    def no_allocation(*args, **kwargs):
+        raise AssertionError("the plan was built")
+
+    monkeypatch.setattr(dpmean.planning, "accuracy", no_allocation)
+    shape = ("budget", "--method", "cm", "--n", 1000, "--bounds", 0, 1, "--rho", 0.5)
+    code, _, err = run(capsys, *shape, "--d", 10_000_000_000)
+    assert one_error_line(code, err) and "at most 2**31 - 1" in err
+    # Below that, a d whose vectors exceed this machine's memory (here told it has 1 MiB).
+    monkeypatch.setattr(os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096,
+                                                    "SC_PHYS_PAGES": 256}[name])
+    code, _, err = run(capsys, *shape, "--d", 1_000_000)
+    assert one_error_line(code, err) and "too large to plan on this machine" in err
+
+
+def test_out_of_memory_is_one_error_line(capsys, monkeypatch):
+    import dpmean.planning
+
+    def allocation_fails(*args, **kwargs):
+        raise MemoryError("Unable to allocate 74.5 GiB for an array with shape (10000000000,)")
+
+    monkeypatch.setattr(dpmean.planning, "accuracy", allocation_fails)
+    code, _, err = run(capsys, "budget", "--method", "cm", "--n", 1000, "--d", 10,
+                       "--bounds", 0, 1, "--rho", 0.5)
+    assert one_error_line(code, err) and "out of memory: Unable to allocate 74.5 GiB" in err
+
+
+def test_budget_refuses_delta_with_rho_as_estimate_does(capsys):
+    code, _, err = run(capsys, "budget", "--method", "cm", "--n", 1000, "--d", 10, "--bounds",
+                       0, 1, "--rho", 0.5, "--delta", 1e-6)
+    assert one_error_line(code, err) and "not both" in err
+    # --delta with --half-width still prints the epsilon of the rho found.
+    code, out, _ = run(capsys, "budget", "--method", "cm", "--n", 1000, "--d", 10, "--bounds",
+                       0, 1, "--half-width", 0.5, "--delta", 1e-6, "--json")
+    assert code == 0 and "epsilon" in json.loads(out)
+
+
+# ------------------------------------------------------------- 5. numbers in error messages
+
+
+@pytest.mark.parametrize("method", ["cm", "gaussian"])
+def test_a_tiny_budget_gives_readable_numbers(capsys, folder, method):
+    _, _, err = run(capsys, "estimate", "a.npy", "--rho", 1e-300, "--bounds", 0, 10,
+                    "--method", method)
+    assert not any(len(word.strip("();,.")) > 20 and word.strip("();,.").isdigit()
+                   for word in err.split()), err
+
+
+# ------------------------------------------------------- a basket file on every engine
+
+
+def test_a_basket_file_gives_one_release_on_every_engine(capsys, tmp_path):
+    """--engine chunked and dask read a .dat file as baskets too (PLAN's mean centre and binary
+    variances): the same file and seed gave another threshold and a 4x larger error there."""
+    pytest.importorskip("dask.array")
+    items = np.minimum(np.random.default_rng(2).zipf(1.6, size=(2000, 5)) - 1, 39)
+    path = tmp_path / "b.dat"
+    path.write_text("".join(" ".join(map(str, sorted(set(row)))) + "\n" for row in items))
+    releases = []
+    for engine in ("sparse", "chunked", "dask"):
+        code, out, _ = run(capsys, "estimate", path, "--items", 40, "--rho", 1, "--seed", 1,
+                           "--method", "plan", "--engine", engine, "--json", "--quiet")
+        assert code == 0, engine
+        releases.append(json.loads(out))
+    for other in releases[1:]:
+        np.testing.assert_allclose(other["mean"], releases[0]["mean"], rtol=0, atol=1e-12)
+        assert other["diagnostics"]["threshold"] == pytest.approx(
+            releases[0]["diagnostics"]["threshold"], rel=1e-12)
