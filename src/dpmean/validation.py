@@ -38,6 +38,12 @@ def check_data(x) -> np.ndarray:
         raise InvalidDataError(
             "sparse input is not supported by this estimator yet; pass a dense array"
         )
+    if isinstance(x, np.ma.MaskedArray):
+        # np.asarray would read the values under the mask as data.
+        if np.ma.getmaskarray(x).any():
+            raise InvalidDataError("data is a masked array with masked values; remove or impute "
+                                   "them before a private release (as NaN values)")
+        x = np.ma.getdata(x)
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError):
@@ -45,6 +51,9 @@ def check_data(x) -> np.ndarray:
         raise InvalidDataError(
             "data must be a numeric array of shape (n, d) or (n,); it could not be converted "
             "to one (rows of different lengths?)") from None
+    if arr.dtype == np.float16:
+        # Exact in float32, which every engine's compiled kernels take (float16 they do not).
+        arr = arr.astype(np.float32)
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):
