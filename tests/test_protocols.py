@@ -304,3 +304,13 @@ def test_protocols_reject_bad_options_and_sparse_input():
         dpmean.mean(x[:3], epsilon=1.0, delta=1e-6, method="iome-shuffle", bounds=(0, 1))
     with pytest.raises(InvalidDataError, match="sparse"):
         dpmean.mean(scipy.sparse.csr_matrix(x), rho=1.0, method="iome-local", bounds=(0, 1))
+
+
+@pytest.mark.parametrize("bounds", [(-1e100, 1e100), (0.0, 1e6)])
+def test_knownvar_refuses_a_box_too_many_sigmas_wide(bounds):
+    """KnownVar's unary encoding has a bin per sigma of the box: a box 1e6 sigmas wide asked
+    for 7.45 GiB, one of 1e100 overflowed int64 and released -9.2e18 with numpy's warnings.
+    Refused from the public box and sigma."""
+    x = np.random.default_rng(0).random((500, 3))
+    with pytest.raises(InvalidParameterError, match="bins per coordinate"):
+        dpmean.mean(x, rho=0.5, bounds=bounds, method="grs-knownvar", random_state=0)

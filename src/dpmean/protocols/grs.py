@@ -16,6 +16,7 @@ from scipy.stats import norm
 from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
+from ..errors import InvalidParameterError
 from ..transforms import IDENTITY
 from ..validation import check_fraction, check_positive
 from .base import COORDINATE_BUDGET, ApproxDPProtocol
@@ -28,6 +29,11 @@ from .randomisers import (
     unary_encoding,
 )
 from .rounds import RoundLedger
+
+# The most bins KnownVar's unary encoding may have per coordinate: each user of its first
+# group sends a randomised bit per bin (2^16: a box 32,768 sigmas wide, IOME's R = 20 sqrt(d)
+# at sigma = 1 needs 1,281 at d = 1024).
+MAX_BINS = 1 << 16
 
 
 def _group_rows(engine: Engine, members: np.ndarray):
@@ -150,6 +156,13 @@ class GRSKnownVar(_GRS):
         coordinates, per_user = RoundLedger(ledger), self._round(engine.d)
         eps0, delta0 = self._per_coordinate(engine.d)
         mid, half = self._box(engine)
+        widest = float(np.max(half)) / self.sigma
+        if not widest <= MAX_BINS // 2:
+            # Every user of group 1 sends a bit per bin (public: the box and sigma).
+            raise InvalidParameterError(
+                f"{self.method}: the box reaches {widest:.3g} sigmas from its centre: its unary "
+                f"encoding would need {2 * widest + 1:.3g} bins per coordinate (at most "
+                f"{MAX_BINS:,}); give a tighter box or a larger sigma")
         reach = np.ceil(half / self.sigma).astype(np.int64)
         bins = int(2 * reach.max() + 1)
         odds = (math.exp(eps0 / 2) + 1) / math.expm1(eps0 / 2)
