@@ -380,7 +380,10 @@ def _bounded_range_delta(epsilon: float, x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     inner = np.clip(x, -epsilon, epsilon)
     middle = np.expm1((inner - epsilon) / 2.0) ** 2 / -math.expm1(-epsilon)
-    return np.where(x >= epsilon, 0.0, np.where(x <= -epsilon, -np.expm1(x), middle))
+    # Only x <= -epsilon reads -expm1(x); np.where evaluates it everywhere, and at a large
+    # epsilon's grid it overflows where it is not used.
+    below = -np.expm1(np.minimum(x, 0.0))
+    return np.where(x >= epsilon, 0.0, np.where(x <= -epsilon, below, middle))
 
 
 def _bounded_range_pld(epsilon: float, count: int, grid: float):

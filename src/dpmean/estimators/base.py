@@ -791,7 +791,7 @@ def exact_rho(estimator: MeanEstimator, n: int, d: int, sparse: bool) -> float:
     rho checked to meet the request is returned). Each evaluation takes the plan the estimator
     would make at that rho, structure included, so public switches in the plan (a stage that
     runs only at larger budgets) are accounted as they would run."""
-    from ..pld import calibrate_scale
+    from ..pld import DEFAULT_DISCRETIZATION, calibrate_scale
 
     budget = estimator.budget
     assert budget.epsilon is not None and budget.delta is not None and budget.rho is not None
@@ -802,8 +802,14 @@ def exact_rho(estimator: MeanEstimator, n: int, d: int, sparse: bool) -> float:
         def events_at(rho: float) -> list[Event]:
             return estimator.with_rho(rho).plan_events(n, d, sparse)
 
+        # The privacy losses span about epsilon, so a fixed grid's size (time and memory)
+        # grew with it: 47 s and 1.5 GB for PLAN at epsilon = 1000, out of memory at 10^4. A
+        # grid of epsilon / 10^5 keeps it bounded; the discretisation is pessimistic, so a
+        # coarser grid only returns a slightly smaller rho, never one that misses the request.
+        interval = min(max(DEFAULT_DISCRETIZATION, budget.epsilon * 1e-5), 0.1)
         _EXACT_RHO[key] = calibrate_scale(budget.epsilon, budget.delta, events_at,
-                                          initial_scale=budget.rho, rtol=1e-4)
+                                          initial_scale=budget.rho, rtol=1e-4,
+                                          value_discretization_interval=interval)
     return _EXACT_RHO[key]
 
 
