@@ -5,6 +5,9 @@ estimator on four kinds of data: tests/test_interval_coverage.py."""
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 import pytest
 from scipy.stats import binom
@@ -348,3 +351,76 @@ def test_a_release_and_its_interval_do_not_import_scipy_stats():
         out = subprocess.run([sys.executable, "-c", code.format(method)], capture_output=True,
                              text=True, check=True).stdout.strip()
         assert out == "[]", (method, out)
+
+
+def test_accuracy_tells_an_unknown_method_from_one_without_a_bound():
+    with pytest.raises(dpmean.InvalidParameterError,
+                       match="unknown method 'GAUSSIAN'.*gaussian, cm, cm-fixed, iome"):
+        dpmean.accuracy("GAUSSIAN", N, D, BOX, 1.0)
+    with pytest.raises(dpmean.InvalidParameterError, match="unknown method None"):
+        dpmean.accuracy(None, N, D, BOX, 1.0)  # type: ignore[arg-type]
+    with pytest.raises(dpmean.InvalidParameterError, match="unknown method"):
+        dpmean.rho_for_accuracy("Gaussian", N, D, BOX, 0.05)
+    with pytest.raises(dpmean.InvalidParameterError, match="'plan' has no a priori"):
+        dpmean.accuracy("plan", N, D, BOX, 1.0)
+
+
+@pytest.mark.parametrize("bad", [None, float("nan"), float("inf"), "1000", True, 500.0, 0, -3,
+                                 np.array([500])])
+@pytest.mark.parametrize("name", ["n", "d"])
+def test_accuracy_refuses_a_shape_that_is_not_positive_integers(bad, name):
+    shape = {"n": N, "d": D, name: bad}
+    message = f"{name} must be a positive integer, got {bad!r}"
+    with pytest.raises(dpmean.InvalidParameterError) as caught:
+        dpmean.accuracy("gaussian", shape["n"], shape["d"], BOX, 1.0)
+    assert str(caught.value) == message
+    with pytest.raises(dpmean.InvalidParameterError) as caught:
+        dpmean.rho_for_accuracy("gaussian", shape["n"], shape["d"], BOX, 0.05)
+    assert str(caught.value) == message
+
+
+def test_accuracy_reads_numpy_integers_and_checks_level():
+    assert dpmean.accuracy("gaussian", np.int64(N), np.int32(D), BOX, 1.0) == dpmean.accuracy(
+        "gaussian", N, D, BOX, 1.0)
+    for level in (None, "0.9", np.array([0.9]), float("nan"), 1.0):
+        with pytest.raises(dpmean.InvalidParameterError, match="level must be a number"):
+            dpmean.accuracy("gaussian", N, D, BOX, 1.0, level=level)
+
+
+@pytest.mark.parametrize("bad", [None, "0.01", np.array([0.01, 0.02]), float("nan"),
+                                 float("inf"), 0.0, -1.0, True])
+def test_rho_for_accuracy_refuses_a_half_width_that_is_not_a_positive_number(bad):
+    with pytest.raises(dpmean.InvalidParameterError, match="^half_width must be"):
+        dpmean.rho_for_accuracy("gaussian", N, D, BOX, bad)
+
+
+def test_radius_of_a_loose_box_does_not_overflow():
+    # The noise's l2 radius for unequal scales (Laurent-Massart) summed fourth powers of the
+    # standard deviations: 1e98 for bounds of 1e100 overflowed to inf, with a RuntimeWarning.
+    x = np.random.default_rng(0).random((1000, 3))
+    result = dpmean.mean(x, rho=0.5, bounds=(-1e100, 1e100), method="plan", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        radius = result.confidence_radius(0.9)
+        lo, hi = result.confidence_interval(0.9)
+    assert np.isfinite(radius) and 0 < radius <= np.linalg.norm(np.full(3, 2e100))
+    assert np.all(hi - lo > 0)
+
+
+def test_noise_radius_is_unchanged_where_it_did_not_overflow():
+    from dpmean.intervals import noise_radius
+
+    def unscaled(std, alpha):  # the formula as it was computed before scaling
+        var = std**2
+        x = math.log(1.0 / alpha)
+        return float(np.sqrt(var.sum() + 2.0 * np.sqrt(x * np.sum(var**2))
+                             + 2.0 * x * var.max()))
+
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        std = np.exp(rng.normal(0.0, 10.0, size=int(rng.integers(2, 40))))
+        alpha = float(rng.uniform(1e-6, 0.5))
+        assert noise_radius(std, alpha, False) == unscaled(std, alpha)  # bit for bit
+        # and scaling by a power of two scales it exactly, far beyond where squares overflow
+        assert noise_radius(std * 2.0**900, alpha, False) == unscaled(std, alpha) * 2.0**900
+        assert noise_radius(std * 2.0**-900, alpha, False) == unscaled(std, alpha) * 2.0**-900

@@ -143,6 +143,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -737,6 +738,8 @@ def error_model(result: Any) -> ErrorModel | str:
     diagnostics = result.diagnostics
     method = result.method
     if result.fallback:
+        if diagnostics.get("private_bounds") and diagnostics.get("bounds_lo") is None:
+            return "the release is the zero-vector fallback (no private box was found)"
         return "the release is the zero-vector fallback (n too small for the budget)"
     if method == "auto":
         method = diagnostics.get("chosen")
@@ -950,15 +953,52 @@ _NO_BIAS_BOUND = ("the radius search never moved below the top of a universe nar
                   "the data's reach, so the rows above it are not counted")
 
 
+def check_level(level: Any, name: str = "level") -> float:
+    """``level`` as a float, refused unless it is a real number strictly between 0 and 1.
+
+    Checked before anything else, so that every release refuses alike: those whose interval is
+    the public box would otherwise never read it. A bool, a string, None or an array (even of
+    one element) is not a level, though numpy would convert some of them.
+
+    Parameters
+    ----------
+    level : Any
+        The coverage asked for (or another probability: ``name`` says which).
+    name : str
+        The argument's name, for the message.
+
+    Returns
+    -------
+    float
+        ``level``.
+
+    Raises
+    ------
+    InvalidParameterError
+        "<name> must be a number strictly between 0 and 1, got <repr>".
+    """
+    if (isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Real)
+            or not 0.0 < float(level) < 1.0):  # NaN fails the comparison too
+        raise InvalidParameterError(
+            f"{name} must be a number strictly between 0 and 1, got {level!r}")
+    return float(level)
+
+
 def noise_radius(noise_std: np.ndarray, alpha: float, isotropic: bool) -> float:
     """A radius the l2 norm of independent N(0, noise_std_j^2) coordinates exceeds with
     probability at most ``alpha``: the chi quantile when all are equal, else Laurent-Massart:
     sum s_j^2 + 2 sqrt(x sum s_j^4) + 2 x max s_j^2, x = ln(1 / alpha)."""
     if isotropic:
         return float(noise_std[0] * np.sqrt(special.chdtri(noise_std.size, alpha)))
-    var = noise_std**2
+    # Computed on noise_std / 2^e, e the largest std's binary exponent, and scaled back: the
+    # fourth powers of a loose box's stds (1e98 for bounds of 1e100) overflow, and a power of
+    # two scales every rounding alike, so the result is bit for bit the unscaled one wherever
+    # that one neither overflowed nor underflowed.
+    exponent = int(np.frexp(np.max(noise_std))[1])
+    var = np.ldexp(noise_std, -exponent) ** 2
     x = math.log(1.0 / alpha)
-    return float(np.sqrt(var.sum() + 2.0 * np.sqrt(x * np.sum(var**2)) + 2.0 * x * var.max()))
+    unit = np.sqrt(var.sum() + 2.0 * np.sqrt(x * np.sum(var**2)) + 2.0 * x * var.max())
+    return float(np.ldexp(unit, exponent))
 
 
 def confidence_interval(result: Any, level: float = 0.95, *,
@@ -980,7 +1020,14 @@ def confidence_interval(result: Any, level: float = 0.95, *,
     (lo, hi) : tuple of numpy.ndarray
         Arrays of shape (d,), inside the public box. The box itself (with a
         ``BoxIntervalWarning``) when the release has no honest narrower interval.
+
+    Raises
+    ------
+    InvalidParameterError
+        A ``level`` or ``search_share`` that is not a number strictly between 0 and 1.
     """
+    level = check_level(level)
+    search_share = check_level(search_share, "search_share")
     box_lo, box_hi = _box(result)
     model = error_model(result)
     found = None if isinstance(model, str) else model.interval(result.mean, level, search_share)
@@ -1010,7 +1057,14 @@ def confidence_radius(result: Any, level: float = 0.95, *,
     float
         The radius; at most the distance from the release to the box's farthest point (that
         distance, with a ``BoxIntervalWarning``, when there is no honest smaller one).
+
+    Raises
+    ------
+    InvalidParameterError
+        A ``level`` or ``search_share`` that is not a number strictly between 0 and 1.
     """
+    level = check_level(level)
+    search_share = check_level(search_share, "search_share")
     box_lo, box_hi = _box(result)
     farthest = float(np.linalg.norm(np.maximum(np.abs(result.mean - box_lo),
                                                np.abs(box_hi - result.mean))))
@@ -1025,6 +1079,7 @@ def confidence_radius(result: Any, level: float = 0.95, *,
 def interval_summary(result: Any, level: float = 0.95) -> dict[str, Any]:
     """The interval, the radius and what they cover, JSON-ready (no warning: the basis says
     when they are the box)."""
+    level = check_level(level)
     model = error_model(result)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BoxIntervalWarning)
@@ -1046,5 +1101,5 @@ def interval_summary(result: Any, level: float = 0.95) -> dict[str, Any]:
             "basis": basis}
 
 
-__all__ = ["BoxIntervalWarning", "confidence_interval", "confidence_radius", "error_model",
-           "interval_summary", "noise_quantile"]
+__all__ = ["BoxIntervalWarning", "check_level", "confidence_interval", "confidence_radius",
+           "error_model", "interval_summary", "noise_quantile"]

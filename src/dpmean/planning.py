@@ -24,8 +24,10 @@ import numpy as np
 
 from .api import build_estimator
 from .errors import InvalidParameterError
+from .intervals import check_level
 from .mechanisms.gaussian import normal_isf
-from .registry import PLANNED
+from .registry import ESTIMATORS, PLANNED
+from .validation import check_count, check_positive
 
 
 def _noise_std(estimator: Any, n: int, d: int) -> float | np.ndarray:
@@ -93,23 +95,36 @@ def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None,
     Raises
     ------
     InvalidParameterError
-        A ``method`` without an a priori noise bound, ``level`` outside (0, 1), an ``n`` or
-        ``d`` that is not a positive integer, or parameters the estimator refuses.
+        An unknown ``method`` or one without an a priori noise bound, a ``level`` that is not
+        a number strictly between 0 and 1, an ``n`` or ``d`` that is not a positive integer
+        (Python's or numpy's; a bool, a float or a string is refused), or parameters the
+        estimator refuses.
     """
-    if method not in PLANNED:
-        raise InvalidParameterError(
-            f"accuracy: method {method!r} has no a priori noise bound; choose one of "
-            f"{', '.join(PLANNED)}")
-    if not 0.0 < level < 1.0:
-        raise InvalidParameterError(f"level must lie strictly between 0 and 1, got {level}")
-    if int(n) != n or n < 1 or int(d) != d or d < 1:
-        raise InvalidParameterError(f"n and d must be positive integers, got {n}, {d}")
+    n, d, level = _check_request(method, n, d, level)
     estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, bounds=bounds,
                                 **options)
     # The rho a release of this shape is granted (an (epsilon, delta) request to PLAN is
     # calibrated to its plan for the shape: ``MeanEstimator.granted``).
-    estimator = estimator.granted(int(n), int(d))
-    return float(normal_isf((1.0 - level) / 2.0)) * _noise_std(estimator, int(n), int(d))
+    estimator = estimator.granted(n, d)
+    return float(normal_isf((1.0 - level) / 2.0)) * _noise_std(estimator, n, d)
+
+
+def _check_request(method: Any, n: Any, d: Any, level: Any) -> tuple[int, int, float]:
+    """(n, d, level) as int, int, float, or an InvalidParameterError naming the argument.
+
+    An unknown name is told apart from a known method without a bound (a typo such as
+    "GAUSSIAN" is not a method that cannot be planned). n and d must be integers (numpy's
+    too), not merely equal to one: a float, a string or a bool is refused with its repr, so
+    that "1000" does not read as the number 1000 in the message."""
+    if not isinstance(method, str) or method not in ESTIMATORS:
+        raise InvalidParameterError(
+            f"accuracy: unknown method {method!r}; the methods with an a priori noise bound "
+            f"are {', '.join(PLANNED)}")
+    if method not in PLANNED:
+        raise InvalidParameterError(
+            f"accuracy: method {method!r} has no a priori noise bound; choose one of "
+            f"{', '.join(PLANNED)}")
+    return check_count(n, "n"), check_count(d, "d"), check_level(level)
 
 
 def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float, *,
@@ -147,11 +162,14 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
     Raises
     ------
     InvalidParameterError
-        A ``half_width`` that is not finite and positive, when even rho = 1e12 does not reach
-        the target, or whatever ``accuracy`` refuses.
+        A ``half_width`` that is not a finite positive number (a string, an array or None is
+        refused), when even rho = 1e12 does not reach the target, or whatever ``accuracy``
+        refuses.
     """
-    if not (np.isfinite(half_width) and half_width > 0):
-        raise InvalidParameterError(f"half_width must be finite and > 0, got {half_width}")
+    # Checked here, before the bisection: a string or an array would otherwise reach numpy's
+    # comparisons, and a bad n, d or level would fail only inside the first trial accuracy.
+    half_width = check_positive(half_width, "half_width")
+    n, d, level = _check_request(method, n, d, level)
 
     def meets(rho: float) -> bool:
         try:

@@ -21,10 +21,15 @@ def _frozen(value: Any) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
+    """``value`` as strict JSON data: arrays and tuples as lists, numpy scalars as Python ones,
+    and a non-finite float as None (JSON has no Infinity or NaN; ``json.dumps`` would write
+    them as tokens other parsers refuse)."""
     if isinstance(value, np.ndarray):
-        return value.tolist()
+        return _jsonable(value.tolist())
     if isinstance(value, np.generic):
-        return value.item()
+        return _jsonable(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -32,7 +37,36 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
+def _same(a: Any, b: Any) -> bool:
+    """Whether two fields of results hold the same value: arrays by shape and elements,
+    mappings key by key, sequences item by item, NaN equal to NaN in the same place (so that a
+    result equals its own copy), anything else by ``==``."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape:
+            return False
+        floating = a.dtype.kind in "fc" and b.dtype.kind in "fc"  # equal_nan needs numbers
+        return bool(np.array_equal(a, b, equal_nan=floating))
+    if isinstance(a, Mapping) or isinstance(b, Mapping):
+        return (isinstance(a, Mapping) and isinstance(b, Mapping) and a.keys() == b.keys()
+                and all(_same(a[key], b[key]) for key in a))
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(_same(x, y) for x, y in zip(a, b, strict=True)))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    equal = a == b
+    # An object whose == is elementwise (not an array, so not caught above) is not "the same".
+    return bool(equal) if isinstance(equal, (bool, np.bool_)) else False
+
+
+def _rebuild(cls: type[MeanResult], fields: dict[str, Any]) -> MeanResult:
+    """A result from its fields, as pickle and ``copy`` rebuild one (``MeanResult.__reduce__``):
+    through ``__init__``, so the ledger and diagnostics are read-only views again and the
+    arrays read-only copies."""
+    return cls(**fields)
+
+
+@dataclass(frozen=True, eq=False)
 class MeanResult:
     """A differentially private mean and everything about it that may be released.
 
@@ -62,11 +96,25 @@ class MeanResult:
         (d,), scalars Python floats and ints; keys that do not apply are absent. Arrays are
         read-only; ``to_dict`` turns them into lists.
     fallback : bool
-        True when n was too small for the budget and the zero vector was released without
-        touching the data (a public check; see InsufficientDataWarning).
+        True when the zero vector was released instead of an estimate (see
+        InsufficientDataWarning): n was too small for the budget (a public check, made without
+        touching the data), or, without ``bounds``, no private box was found (the box's noisy
+        histograms showed no bin, ``diagnostics["private_bounds"]``).
     columns : tuple of str or None
         The names of the d coordinates, in order, when the data had them (a data frame, an
         Arrow table, a CSV header, a Parquet schema); None otherwise.
+
+    Notes
+    -----
+    Results compare by value: two are equal when every field is (``mean`` and the arrays of
+    ``diagnostics`` element by element, the diagnostics key by key, NaN equal to NaN in the
+    same place). A result is a record of a release, immutable once made (read-only arrays and
+    views), and one sent to another process (pickle, ``copy.deepcopy``, a
+    ``ProcessPoolExecutor`` or joblib worker) comes back as a new object that must still equal
+    the original; identity would make every such copy unequal. For the same reason results are
+    hashable: the hash is that of the method, shape, fallback flag and ``mean``, which equal
+    results share. Two releases of the same data are equal only if their noise was the same
+    draw (the same ``random_state``).
     """
 
     mean: np.ndarray
@@ -91,6 +139,32 @@ class MeanResult:
         object.__setattr__(self, "ledger", MappingProxyType(dict(self.ledger)))
         diagnostics = {k: _frozen(v) for k, v in self.diagnostics.items()}
         object.__setattr__(self, "diagnostics", MappingProxyType(diagnostics))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when every field is (the class docstring's Notes say why by value)."""
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, MeanResult)
+        return (self.method == other.method and self.n == other.n and self.d == other.d
+                and self.fallback == other.fallback and self.columns == other.columns
+                and self.budget == other.budget and _same(self.mean, other.mean)
+                and _same(dict(self.ledger), dict(other.ledger))
+                and _same(dict(self.diagnostics), dict(other.diagnostics)))
+
+    def __hash__(self) -> int:
+        """The hash of the fields equal results certainly share: method, shape, fallback and
+        the mean (NaN entries, equal to each other here, hashed alike)."""
+        mean = tuple(None if math.isnan(v) else v for v in self.mean.tolist())
+        return hash((self.method, self.n, self.d, self.fallback, mean))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle and copy by the fields, the read-only views as plain dicts (a mappingproxy
+        cannot be pickled), rebuilt through ``__init__`` (``_rebuild``)."""
+        fields = {"mean": self.mean, "method": self.method, "n": self.n, "d": self.d,
+                  "budget": self.budget, "ledger": dict(self.ledger),
+                  "diagnostics": dict(self.diagnostics), "fallback": self.fallback,
+                  "columns": self.columns}
+        return _rebuild, (type(self), fields)
 
     @property
     def notion(self) -> str:
@@ -152,7 +226,18 @@ class MeanResult:
         return self if columns is None else replace(self, columns=tuple(columns))
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary (arrays become lists); budget fields named by unit."""
+        """The result as strict JSON data.
+
+        Returns
+        -------
+        dict
+            The fields (arrays as lists; budget fields named by unit), the spent total, and the
+            95% ``confidence_interval`` (level, lo, hi), ``confidence_radius`` and
+            ``confidence_basis``. Every non-finite float is None (JSON null), so that
+            ``json.dumps(..., allow_nan=False)`` accepts it: an unbounded interval end (a
+            release without a box, such as the fallback of a search for a private box that
+            found none, whose interval is the whole real line) or radius is null.
+        """
         out: dict[str, Any] = {
             "method": self.method,
             "n": self.n,
@@ -163,7 +248,7 @@ class MeanResult:
             "unit": self.unit,
             f"{self.unit}_spent": self.spent,
             "ledger": dict(self.ledger),
-            "diagnostics": _jsonable(dict(self.diagnostics)),
+            "diagnostics": dict(self.diagnostics),
             "fallback": self.fallback,
         }
         from .intervals import interval_summary
@@ -172,4 +257,5 @@ class MeanResult:
         out["confidence_interval"] = {key: summary[key] for key in ("level", "lo", "hi")}
         out["confidence_radius"] = summary["radius"]
         out["confidence_basis"] = summary["basis"]
-        return out
+        strict: dict[str, Any] = _jsonable(out)
+        return strict
