@@ -376,3 +376,199 @@ def test_version_1_sessions_are_still_read_and_upgraded(x):
     # Version-1 releases cannot carry events; version-2 releases must.
     with pytest.raises(InvalidParameterError, match="exactly the fields"):
         Session.from_dict(old | {"releases": [dict(r, events=[]) for r in old["releases"]]})
+
+
+# ------------------------------------------------------------------------------------------
+# What a session checks before it charges a release
+
+def _frame():
+    import pandas as pd
+
+    values = np.random.default_rng(0).random((1000, 3))
+    return values, pd.DataFrame(values, columns=list("abc"))
+
+
+# Ranges by column name, with a name the data does not use (ignored, as by dpmean.mean).
+_BY_NAME = {"a": (0, 1), "b": (0, 1), "c": (0, 1), "unused": (5, 6)}
+
+
+@pytest.mark.parametrize("session, request_budget, method, columns", [
+    ({"epsilon": 2.0, "delta": 1e-6}, {"epsilon": 0.5, "delta": 1e-7}, "auto", None),
+    ({"epsilon": 2.0, "delta": 1e-6}, {"epsilon": 0.5, "delta": 1e-7}, "plan", None),
+    ({"epsilon": 2.0, "delta": 1e-6}, {"epsilon": 0.5, "delta": 1e-7}, "plan-noscale", None),
+    ({"epsilon": 2.0, "delta": 1e-6}, {"epsilon": 0.5, "delta": 1e-7}, "cm", None),
+    ({"epsilon": 2.0, "delta": 1e-6}, {"epsilon": 0.5, "delta": 1e-7}, "plan", ["c", "a"]),
+    ({"rho": 1.0}, {"epsilon": 0.5, "delta": 1e-7}, "auto", None),
+    ({"rho": 1.0}, {"epsilon": 0.5, "delta": 1e-7}, "plan", None),
+    ({"rho": 1.0}, {"rho": 0.25}, "auto", ["b"]),
+])
+def test_bounds_by_column_name_release_what_mean_releases(session, request_budget, method,
+                                                          columns):
+    # The session granted its (epsilon, delta) calibration before the names were resolved
+    # into a box, and refused bounds given as a mapping (a tester's report).
+    _, frame = _frame()
+    s = Session(**session)
+    result = s.mean(frame, **request_budget, method=method, bounds=_BY_NAME, columns=columns,
+                    random_state=7)
+    expected = dpmean.mean(frame, **request_budget, method=method, bounds=_BY_NAME,
+                           columns=columns, random_state=7)
+    np.testing.assert_array_equal(result.mean, expected.mean)
+    assert result.columns == expected.columns == tuple(columns or "abc")
+    assert result.budget == expected.budget
+    (release,) = s.ledger
+    assert release.status == "released" and release.budget == result.budget
+
+
+def test_bounds_by_column_name_for_a_csv_file(tmp_path):
+    values, frame = _frame()
+    path = tmp_path / "rows.csv"
+    frame.to_csv(path, index=False)
+    s = Session(epsilon=3.0, delta=1e-6)
+    for request in ({"rho": 0.05, "method": "cm"},
+                    {"epsilon": 0.5, "delta": 1e-7, "method": "plan"}):
+        result = s.mean(str(path), **request, bounds=_BY_NAME, columns=["b", "a"],
+                        random_state=3)
+        expected = dpmean.mean(str(path), **request, bounds=_BY_NAME, columns=["b", "a"],
+                               random_state=3)
+        np.testing.assert_array_equal(result.mean, expected.mean)
+        assert result.columns == ("b", "a") and result.budget == expected.budget
+    assert [r.status for r in s.ledger] == ["released", "released"]
+
+
+def _public_errors():
+    import pandas as pd
+    import scipy.sparse
+
+    from dpmean import InvalidDataError
+
+    values, frame = _frame()
+    text = frame.assign(s=pd.array(["u"] * len(frame), dtype="string"))
+    cm = {"method": "cm", "rho": 0.25}
+    return [
+        (values, {**cm, "bounds": ([0, 0], [1, 1])}, InvalidParameterError, "length 3"),
+        (values, {**cm, "bounds": (1, 0)}, InvalidParameterError, "lo < hi"),
+        (frame, {**cm, "bounds": (0, 1), "columns": ["zz"]}, InvalidDataError, "'zz'"),
+        (frame, {**cm, "bounds": {"a": (0, 1)}}, InvalidParameterError, "no range for"),
+        (text, {**cm, "bounds": (0, 1)}, InvalidDataError, "column 's' has type"),
+        (values, {**cm, "bounds": _BY_NAME}, InvalidParameterError, "named columns"),
+        (values, {**cm, "bounds": (0, 1), "columns": ["a"]}, InvalidParameterError,
+         "columns= chooses"),
+        (values[None], {**cm, "bounds": (0, 1)}, InvalidDataError, "1-D or 2-D"),
+        (values[:0], {**cm, "bounds": (0, 1)}, InvalidDataError, "no rows"),
+        (values.astype(str), {**cm, "bounds": (0, 1)}, InvalidDataError, "got text"),
+        (values.astype(complex), {**cm, "bounds": (0, 1)}, InvalidDataError, "real-valued"),
+        (scipy.sparse.csr_matrix(values.astype(complex)), {**cm, "bounds": (0, 1)},
+         InvalidDataError, "real numbers"),
+        (scipy.sparse.csr_matrix(values), {"method": "trimmed", "rho": 0.25, "bounds": (0, 1)},
+         InvalidDataError, "sparse input is not supported"),
+        (values[:10], {"method": "trimmed", "rho": 0.25, "bounds": (0, 1), "trim": 5},
+         InvalidParameterError, "trim=5"),
+        (values, {"method": "plan", "epsilon": 0.5, "delta": 1e-7, "bounds": ([0, 0], [1, 1])},
+         InvalidParameterError, "length 3"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_public_errors())))
+def test_what_public_information_rules_out_is_refused_before_the_charge(case):
+    # Each was charged in full before (a "failed" release): the request, the columns, the
+    # shape and the dtype are public, so the session refuses them for free.
+    data, request, error, match = _public_errors()[case]
+    s = Session(epsilon=2.0, delta=1e-6) if "epsilon" in request else Session(rho=1.0)
+    with pytest.raises(error, match=match):
+        s.mean(data, **request)
+    with pytest.raises(error, match=match):  # the release's own words
+        dpmean.mean(data, **request)
+    assert s.ledger == [] and s.spent == 0.0
+
+
+class PublicOnly:
+    """Data whose shape and dtype are public and whose values fail the test when read."""
+
+    shape = (1000, 3)
+    dtype = np.dtype(np.float64)
+
+    def __array__(self, *args, **kwargs):
+        raise AssertionError("the values were read")
+
+
+def test_values_are_read_only_after_the_charge():
+    s = Session(rho=1.0)
+    with pytest.raises(InvalidParameterError, match="length 3"):
+        s.mean(PublicOnly(), rho=0.25, method="cm", bounds=([0, 0], [1, 1]))
+    assert s.ledger == []
+    with pytest.raises(AssertionError, match="the values were read"):
+        s.mean(PublicOnly(), rho=0.25, method="cm", bounds=(0, 1))
+    assert [r.status for r in s.ledger] == ["failed"] and s.spent == pytest.approx(0.25)
+
+
+def test_errors_that_depend_on_the_values_stay_charged():
+    import pandas as pd
+
+    from dpmean import InvalidDataError
+
+    values, frame = _frame()
+    with_nan = values.copy()
+    with_nan[5, 1] = np.nan
+    # A column of Python objects has no declared type: pyarrow infers it from the values.
+    objects = frame.assign(s=pd.Series(["u"] * len(frame), dtype=object))
+    s = Session(rho=1.0)
+    with pytest.raises(InvalidDataError, match="NaN"):
+        s.mean(with_nan, rho=0.25, method="cm", bounds=(0, 1))
+    with pytest.raises(InvalidDataError, match="column 's' has type string"):
+        s.mean(objects, rho=0.25, method="cm", bounds=(0, 1))
+    assert [r.status for r in s.ledger] == ["failed", "failed"]
+    assert s.spent == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("error", [RuntimeError("crash"), KeyboardInterrupt()])
+def test_any_exception_after_the_charge_is_recorded_as_failed_and_raised(monkeypatch, error):
+    from dpmean.registry import ESTIMATORS
+
+    values, _ = _frame()
+
+    def crash(self, engine, budget, ledger, rng):
+        raise error
+
+    s = Session(rho=1.0)
+    monkeypatch.setattr(ESTIMATORS["cm"], "release", crash)
+    with pytest.raises(type(error)):
+        s.mean(values, rho=0.25, method="cm", bounds=(0, 1))
+    monkeypatch.undo()
+    (release,) = s.ledger
+    assert release.status == "failed" and release.spent == pytest.approx(0.25)
+    s.mean(values, rho=0.25, method="cm", bounds=(0, 1), random_state=0)
+    assert [r.status for r in s.ledger] == ["failed", "released"]
+    assert s.spent == pytest.approx(0.5)
+
+
+def test_a_release_granted_another_budget_than_charged_does_not_leave(monkeypatch):
+    # Checks that cannot read the input's shape leave the estimator ungranted; were the
+    # release then calibrated to the shape, it would run under a budget never charged.
+    import dpmean.session as session_module
+    from dpmean.errors import PrivacyAccountingError
+
+    def unreadable(estimator, x, columns):
+        raise RuntimeError("the shape could not be read")
+
+    values, _ = _frame()
+    monkeypatch.setattr(session_module, "_checked", unreadable)
+    s = Session(epsilon=2.0, delta=1e-6)
+    with pytest.raises(PrivacyAccountingError, match="must not leave"):
+        s.mean(values, epsilon=0.5, delta=1e-7, method="plan", bounds=(0, 1), random_state=0)
+    (release,) = s.ledger
+    assert release.status == "failed"
+
+
+def test_a_private_box_and_a_ball_refuse_their_public_errors_before_the_charge():
+    """Sparse input without bounds (a private box reads every column densely) and a CoinPress
+    centre of another length than d are public errors: refused before the session charges."""
+    import scipy.sparse
+
+    session = dpmean.Session(rho=1.0)
+    baskets = scipy.sparse.random(200, 5, density=0.2, format="csr", random_state=1)
+    with pytest.raises(InvalidParameterError, match="sparse input needs bounds"):
+        session.mean(baskets, rho=0.25, method="iome")
+    with pytest.raises(InvalidParameterError, match="centre has length"):
+        session.mean(np.zeros((200, 3)), rho=0.25, method="coinpress", radius=5.0,
+                     centre=[0.0, 0.0], bounds=(-1, 1))
+    assert session.spent == 0.0

@@ -18,14 +18,24 @@ in ``Session._cost`` (zCDP sessions) and ``Session._composed_epsilon`` (approxim
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from os import PathLike
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .accounting import _exceeds, pure_dp_to_zcdp, zcdp_to_approx_dp
 from .api import build_estimator
 from .budget import Budget
-from .errors import BudgetExceededError, InvalidDataError, InvalidParameterError
+from .errors import (
+    BudgetExceededError,
+    DPMeanError,
+    InvalidDataError,
+    InvalidParameterError,
+    PrivacyAccountingError,
+)
 from .events import zcdp_cost
 from .pld import (
     ApproxDPEvent,
@@ -39,7 +49,8 @@ from .pld import (
 )
 from .registry import DEFAULT_METHOD, ESTIMATORS
 from .result import MeanResult
-from .tables import data_columns
+from .tables import data_columns, is_table, table_data
+from .validation import bounds_by_name, check_bounds, check_data, check_sparse_data, is_sparse
 
 # 2: every release carries its accountant events. Version 1 files (no events) are still read:
 # their releases are accounted by their notion (budget_events), which is what version 1 did.
@@ -111,6 +122,150 @@ def granted_for(estimator: Any, x: Any, columns: Sequence[str] | str | None = No
     except InvalidDataError:
         return estimator  # the release refuses it with this error, after the charge
     return estimator.granted(n, d, estimator.reads_baskets(data))
+
+
+def public_release(estimator: Any, x: Any, columns: Sequence[str] | str | None = None
+                   ) -> tuple[Any, Any, Sequence[str] | str | None]:
+    """The estimator a session charges for a release of ``x`` (of its ``columns``), and the
+    input and columns it then runs on, once everything public about the release is checked.
+
+    The checks read what is public under replace-one neighbours, never a value of the data:
+    the requested columns against a table's column names and their declared types, the
+    input's shape and dtype (a CSV file's header only: its rows are counted by reading them),
+    and the estimator's parameters and box for that shape (``MeanEstimator.box``,
+    ``budget_plan``). Bounds given by column name are put in the data's column order, as
+    ``MeanEstimator.estimate`` puts them, and an (epsilon, delta) budget calibrated to the
+    shape is granted (``MeanEstimator.granted``), so that the session charges the estimator
+    that runs and the release is the one ``dpmean.mean`` makes with the same seed.
+
+    Parameters
+    ----------
+    estimator : MeanEstimator
+        The release's estimator, built from the request alone (``api.build_estimator``).
+    x : array_like, data frame, scipy.sparse matrix, dask array, row source or path
+        The data, as ``dpmean.mean`` takes it.
+    columns : sequence of str or str, optional
+        A table's columns, by name.
+
+    Returns
+    -------
+    (MeanEstimator, object, sequence of str or str or None)
+        The estimator to charge and run, and the input and ``columns`` to pass to its
+        ``estimate``. The estimator and ``x`` unchanged when the checks cannot tell (an input
+        whose inspection fails with anything but a dpmean error): the release then raises it
+        itself, after the charge, as it did before these checks.
+
+    Raises
+    ------
+    InvalidParameterError, InvalidDataError
+        What the release would refuse from public information alone: bounds of the wrong
+        length, a column that is not in the table or not numeric, data that is not 1-D or 2-D
+        or has no rows, a dtype that is not real numbers, a parameter the shape rules out.
+    """
+    from .estimators.base import MeanEstimator
+
+    if not isinstance(estimator, MeanEstimator):
+        return estimator, x, columns
+    try:
+        return _checked(estimator, x, columns)
+    except DPMeanError:
+        raise
+    except Exception:
+        # Not dpmean's diagnosis of the request (an object whose attributes fail, a ragged
+        # list): charged and left to the release, which raises it as it did before.
+        return estimator, x, columns
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A stand-in for data of a public shape only (what ``public_shape`` reads)."""
+
+    shape: tuple[int, int]
+
+
+def _checked(estimator: Any, x: Any, columns: Sequence[str] | str | None
+             ) -> tuple[Any, Any, Sequence[str] | str | None]:
+    """``public_release`` without its fallback."""
+    from .estimators.base import public_shape
+
+    # What the estimator reads (its type decides sparse and basket input), None for a table
+    # (read as a float64 array of the columns its schema declares numeric).
+    data: Any = None
+    names: tuple[str, ...] | None
+    if is_table(x):
+        empty = _no_rows(x)
+        # The columns' names and declared types, from the frame cut to no rows: a pandas
+        # column of Python objects has no declared type, and pyarrow would infer one from its
+        # values (refused, if need be, after the charge). A frame that cannot be cut is
+        # converted whole; its columns' types are declared.
+        converted, names = table_data(x if empty is None else empty, columns)
+        rows = (converted.shape[0] if empty is None else
+                x.num_rows if hasattr(x, "num_rows") else x.shape[0])
+        n, d = public_shape(_Shape((int(rows), len(names))))
+        run, run_columns = x, columns
+    elif (isinstance(x, str | PathLike) and Path(x).suffix.lower() == ".csv"
+          and not estimator.calibrates_to_shape()):
+        from .io import open_table
+
+        # Opening a CSV file as a row source counts its rows by parsing every cell (a
+        # malformed one is an error of the data): only its first line is read here, and the
+        # file is opened by the release, after the charge. A budget calibrated to the shape
+        # needs n first: the file is opened now, as the CLI does.
+        table = open_table(x, columns=columns)
+        if isinstance(estimator.bounds, Mapping):
+            estimator = estimator.with_params(bounds=bounds_by_name(estimator.bounds,
+                                                                    table.names))
+        if estimator.bounds is not None:
+            check_bounds(estimator.bounds, table.width)  # what every ``box`` checks of them
+        return estimator, x, columns
+    else:
+        # Arrays, sparse matrices, dask arrays and row sources as they are (``columns`` only
+        # for tables); a path is opened as a row source from its header or metadata (the
+        # release runs on that source: the same rows and names).
+        data, names = data_columns(x, columns)
+        n, d = public_shape(data)
+        run, run_columns = data, None
+    if isinstance(estimator.bounds, Mapping):
+        # Ranges by column name in the data's column order, as ``estimate`` puts them: the
+        # box checked below and the estimator granted and charged are the one that runs.
+        estimator = estimator.with_params(bounds=bounds_by_name(estimator.bounds, names))
+    if not estimator.finds_its_box():
+        # The box and the budget's split the release takes for (n, d) before reading.
+        estimator.box(n, d)
+        estimator.budget_plan(n, d)
+    _check_type(estimator, data, d)
+    return estimator.granted(n, d, estimator.reads_baskets(data)), run, run_columns
+
+
+def _no_rows(table: Any) -> Any:
+    """``table`` cut to no rows, its columns and their declared types kept (pyarrow, pandas,
+    polars); None for a frame that cannot be cut without converting it."""
+    if type(table).__module__.split(".")[0] == "pyarrow":
+        return table.slice(0, 0)
+    head = getattr(table, "head", None)
+    return head(0) if callable(head) else None
+
+
+def _check_type(estimator: Any, data: Any, d: int) -> None:
+    """Refuse, by its type and dtype alone (a stand-in of that dtype is checked, not the
+    data), input the release refuses before reading a value: sparse input the estimator does
+    not take, values that are not real numbers. ``data`` None (a table, whose columns' types
+    are checked already) passes."""
+    if estimator.finds_its_box():
+        # Its own refusals (a budget other than zCDP, sparse input), before the charge.
+        estimator.check_private_box_input(data)
+    if is_sparse(data):
+        if estimator.finds_its_box():
+            return
+        if not estimator.runs_sparse(data):
+            check_data(data)  # refuses sparse input by its type, before looking at it
+        import scipy.sparse
+
+        check_sparse_data(scipy.sparse.csr_matrix((1, d), dtype=data.dtype))
+        return
+    dtype = getattr(data, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        check_data(np.zeros((1, d), dtype=dtype))
 
 
 def release_events(estimator: Any) -> list[Event] | None:
@@ -228,9 +383,11 @@ class Session:
 
     A release's per-release budget must be given explicitly. The check uses only the request
     and the method (the estimator is built, which grants its ``Budget``, but ``estimate`` is
-    not called), so a refused release never reads the data. An accepted release is charged
-    before its estimator runs; if the estimator then raises, the release stays charged (status
-    "failed"): the data may have been read.
+    not called), so a refused release never reads the data. Before the charge, ``mean`` also
+    refuses what public information shows wrong (``public_release``: the columns, shape and
+    dtype of the input, the bounds and parameters for that shape). An accepted release is
+    charged before its estimator runs; if the estimator then raises, the release stays charged
+    (status "failed"): the data may have been read.
     """
 
     def __init__(self, rho: float | None = None, *, epsilon: float | None = None,
@@ -304,7 +461,11 @@ class Session:
 
         Raises BudgetExceededError, before ``x`` is read, when the release does not fit (see
         the class docstring), and InvalidParameterError when no per-release budget is given.
-        If the estimator raises after the check, the release stays charged (status "failed").
+        What public information shows wrong (bounds for another number of columns, a column
+        the table does not have, data that is not 1-D or 2-D, a dtype that is not real
+        numbers: ``public_release``) is refused before the charge, with the release's own
+        error. If the estimator raises after the charge (an error that may depend on the
+        data's values, such as NaN), the release stays charged (status "failed").
         """
         if rho is None and epsilon is None and delta is None:
             raise InvalidParameterError(
@@ -312,12 +473,25 @@ class Session:
                 "spends 'all that remains' by default"
             )
         estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, **options)
-        # The budget of an (epsilon, delta) release may be calibrated to its plan for the
-        # data's shape (``MeanEstimator.granted``; the shape is public): charge what will run.
-        estimator = granted_for(estimator, x, columns)
+        if estimator.calibrates_to_shape():
+            # Its budget follows the plan for the data's shape: checked once granted, below.
+            self._admit(estimator.budget)
+        else:
+            # Refused before anything of x is looked at, its shape included.
+            self.check(estimator.budget, release_events(estimator), estimator.method)
+        # What is wrong from public information is refused before the charge; the budget of
+        # an (epsilon, delta) release may be calibrated to its plan for the data's shape
+        # (``MeanEstimator.granted``): charge what will run.
+        estimator, data, columns = public_release(estimator, x, columns)
         index = self.reserve(estimator.method, estimator.budget, release_events(estimator))
         try:
-            result = estimator.estimate(x, columns)
+            result = estimator.estimate(data, columns)
+            if result.budget != estimator.budget:
+                # An estimator charged before its budget was calibrated to the shape (the
+                # checks above could not read it) would release under another guarantee.
+                raise PrivacyAccountingError(
+                    f"{estimator.method}: the release was made under {result.budget}, not the "
+                    f"{estimator.budget} the session charged; the release must not leave")
         except BaseException:
             self.settle(index, "failed")
             raise

@@ -593,13 +593,9 @@ class MeanEstimator(ABC):
 
         return self.runs_sparse(x) or isinstance(x, DatSource)
 
-    def _estimate_in_private_box(self, x: Any, n: int, d: int) -> MeanResult:
-        """Without bounds: ``BOUNDS_SHARE`` of rho buys a private box over the whole float64
-        range (stage "bounds", ``private_bounds.private_box``); the same estimator then runs
-        in it with the rest (its stages keep their names in the ledger). The box is a DP
-        output: the result carries it (``bounds_lo``, ``bounds_hi``, ``private_bounds``)."""
-        from .private_bounds import BOUNDS_SHARE, private_box
-
+    def check_private_box_input(self, x: Any) -> None:
+        """Refuse, from public information only (the budget's notion, the input's type), what
+        a private box cannot take: a session calls it before its charge."""
         if self.budget.unit != "rho" or self.budget.notion != "zCDP":
             raise InvalidParameterError(
                 f"{self.method}: finding the bounds privately needs a zCDP budget (rho, or "
@@ -608,6 +604,15 @@ class MeanEstimator(ABC):
             raise InvalidParameterError(
                 f"{self.method}: sparse input needs bounds (baskets: bounds=(0, 1)); a private "
                 f"box would read every column densely")
+
+    def _estimate_in_private_box(self, x: Any, n: int, d: int) -> MeanResult:
+        """Without bounds: ``BOUNDS_SHARE`` of rho buys a private box over the whole float64
+        range (stage "bounds", ``private_bounds.private_box``); the same estimator then runs
+        in it with the rest (its stages keep their names in the ledger). The box is a DP
+        output: the result carries it (``bounds_lo``, ``bounds_hi``, ``private_bounds``)."""
+        from .private_bounds import BOUNDS_SHARE, private_box
+
+        self.check_private_box_input(x)
         rho_box = self.rho * BOUNDS_SHARE
         ledger = PrivacyLedger(self.total)
         ledger.plan({"bounds": rho_box})
