@@ -576,3 +576,23 @@ def test_a_large_epsilon_is_calibrated_in_bounded_memory(epsilon):
             result = dpmean.mean(x, epsilon=epsilon, delta=1e-6, bounds=(0, 1), method=method,
                                  random_state=0)
         assert result.rho_spent >= approx_dp_to_zcdp(epsilon, 1e-6)
+
+
+def test_frames_name_their_columns_in_errors_and_take_integer_labels():
+    """A frame's null or NaN cell is refused by its column's name (the README promises it; it
+    said "column 3, counting from 0"), and pd.DataFrame(x)'s integer labels 0, 1, ... can be
+    given to bounds= and columns= as they are (they are read as the text "0", "1", ...)."""
+    pd = pytest.importorskip("pandas")
+    x = np.random.default_rng(0).random((500, 3))
+    frame = pd.DataFrame(x, columns=list("abc"))
+    nulls = frame.assign(k=pd.array([None] + [1] * 499, dtype="Int64"))
+    with pytest.raises(InvalidDataError, match="column 'k' holds NaN or infinite values or "
+                                               "empty cells"):
+        dpmean.mean(nulls, rho=0.5, bounds=(0, 1))
+    unnamed = pd.DataFrame(x)
+    by_label = dpmean.mean(unnamed, rho=0.5, bounds={0: (0, 1), 1: (0, 1), 2: (0, 1)},
+                           method="gaussian", random_state=0)
+    plain = dpmean.mean(x, rho=0.5, bounds=(0, 1), method="gaussian", random_state=0)
+    np.testing.assert_array_equal(by_label.mean, plain.mean)
+    assert dpmean.mean(unnamed, rho=0.5, bounds=(0, 1), columns=[0, 2],
+                       random_state=0).columns == ("0", "2")

@@ -116,9 +116,13 @@ def choose_columns(available: Sequence[str], columns: Sequence[str] | str | None
     if columns is None:
         chosen = list(available)
     else:
-        chosen = [columns] if isinstance(columns, str) else list(columns)
-        if not chosen or not all(isinstance(c, str) for c in chosen):
+        chosen = [columns] if isinstance(columns, str | int) else list(columns)
+        if not chosen or not all(isinstance(c, str | int) and not isinstance(c, bool)
+                                 for c in chosen):
             raise InvalidParameterError("columns must be a non-empty list of column names")
+        # A frame's integer labels are read as text (pd.DataFrame(x)'s 0, 1, ... are "0",
+        # "1", ...): columns=[0, 1] chooses them.
+        chosen = [str(c) for c in chosen]
     seen: set[str] = set()
     for name in chosen:
         if name in seen:

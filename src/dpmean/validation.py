@@ -7,6 +7,7 @@ message needs, and no data-derived value is used as a default.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -88,8 +89,22 @@ def non_finite_error(column: int) -> InvalidDataError:
     """The error for NaN or inf in the data. It names the first column holding one (a position)
     but neither how many there are nor where else: a service that forwards error messages would
     leak what it says about the data."""
-    return InvalidDataError(
+    error = InvalidDataError(
         f"data contains NaN or infinite values (the first in column {column}, counting from 0); "
+        f"remove or impute them before a private release")
+    # Where the data's columns have names, the release says the name (``named_column``).
+    error.column = column  # type: ignore[attr-defined]
+    return error
+
+
+def named_column(error: InvalidDataError, names: Sequence[str] | None) -> InvalidDataError:
+    """``error`` (``non_finite_error``'s) told by the column's name where the data has names:
+    a frame's null cells arrive as NaN, and the README promises their column's name."""
+    column = getattr(error, "column", None)
+    if names is None or column is None or not 0 <= column < len(names):
+        return error
+    return InvalidDataError(
+        f"column {names[column]!r} holds NaN or infinite values or empty cells (nulls); "
         f"remove or impute them before a private release")
 
 
@@ -140,7 +155,10 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
         raise InvalidParameterError(
             "bounds given by column name need data with named columns (a data frame or an "
             "Arrow table); give bounds=(lo, hi) with per-coordinate arrays otherwise")
-    missing = [str(name) for name in names if name not in bounds]
+    # The data's names are text (a frame's integer labels 0, 1, ... become "0", "1", ...):
+    # the mapping's keys are read alike, so bounds={0: (lo, hi)} names pd.DataFrame(x)'s 0.
+    by_text = {str(key): value for key, value in bounds.items()}
+    missing = [str(name) for name in names if str(name) not in by_text]
     if missing:
         raise InvalidParameterError(
             f"bounds have no range for column(s) {', '.join(missing[:5])}"
@@ -148,11 +166,11 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
     pairs = []
     for name in names:
         try:
-            lo, hi = bounds[name]
+            lo, hi = by_text[str(name)]
             pairs.append((float(lo), float(hi)))
         except (TypeError, ValueError):
             raise InvalidParameterError(
-                f"bounds[{name!r}] must be a pair (lo, hi) of numbers, got {bounds[name]!r}"
+                f"bounds[{name!r}] must be a pair (lo, hi) of numbers, got {by_text[str(name)]!r}"
             ) from None
     lo_arr, hi_arr = (np.array(side, dtype=np.float64) for side in zip(*pairs, strict=True))
     return lo_arr, hi_arr

@@ -37,6 +37,7 @@ from ..validation import (
     check_flag,
     check_sparse_data,
     is_sparse,
+    named_column,
 )
 
 if TYPE_CHECKING:
@@ -481,11 +482,14 @@ class MeanEstimator(ABC):
         table (pandas, polars, pyarrow) whose numeric ``columns`` (default all) are used, by
         name; the result then carries the names (``MeanResult.columns``)."""
         x, names = data_columns(x, columns)
+        estimator = self
         if isinstance(self.bounds, Mapping):
             # Ranges by column name: this release's box in the data's column order.
-            in_order = self.with_params(bounds=bounds_by_name(self.bounds, names))
-            return in_order._estimate(x).named(names)
-        return self._estimate(x).named(names)
+            estimator = self.with_params(bounds=bounds_by_name(self.bounds, names))
+        try:
+            return estimator._estimate(x).named(names)
+        except InvalidDataError as exc:
+            raise named_column(exc, names) from None
 
     def _estimate(self, x: Any) -> MeanResult:
         # Each release validates its bounds afresh (``box`` keeps them for this release only:
