@@ -596,3 +596,15 @@ def test_frames_name_their_columns_in_errors_and_take_integer_labels():
     np.testing.assert_array_equal(by_label.mean, plain.mean)
     assert dpmean.mean(unnamed, rho=0.5, bounds=(0, 1), columns=[0, 2],
                        random_state=0).columns == ("0", "2")
+
+
+@pytest.mark.parametrize("method", ["cm", "cm-fixed", "iome", "coinpress", "plan", "auto"])
+def test_interval_share_none_is_the_default(method):
+    """interval_share=None means the estimator's default for every estimator that takes it
+    (PLAN and auto took None; cm, iome and CoinPress refused it as "not a number")."""
+    x = np.random.default_rng(0).random((1000, 3))
+    options = {"radius": 5.0} if method == "coinpress" else {}
+    given = dpmean.mean(x, rho=0.5, bounds=(0, 1), method=method, interval_share=None,
+                        random_state=0, **options)
+    default = dpmean.mean(x, rho=0.5, bounds=(0, 1), method=method, random_state=0, **options)
+    np.testing.assert_array_equal(given.mean, default.mean)

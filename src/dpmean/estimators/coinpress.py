@@ -290,9 +290,10 @@ class CoinPressMean(_CoinPress):
         c, a number or a length-d vector: the a priori centre of the ball.
     beta : float, default 0.01
         The failure probability of each step's Gaussian tail bound, in (0, 1).
-    interval_share : float, default 0
+    interval_share : float or None, default 0
         The fraction of rho spent first on a clip profile of the last step's clip (stage "clip
-        profile", as in :class:`~dpmean.estimators.iome.ClippedMean`), in [0, 1); needs
+        profile", as in :class:`~dpmean.estimators.iome.ClippedMean`), in [0, 1) (None: the
+        default, 0); needs
         ``bounds``. With it the release has a confidence interval; without it the interval is
         the public box (nothing bounds how many rows the last step clipped). All of the share
         buys the profile (no clip residual: the last ball clips few rows, so it would only
@@ -330,12 +331,13 @@ class CoinPressMean(_CoinPress):
 
     def __init__(
         self, rho: float | None = None, *, t: int = 2, sigma: float = 1.0,
-        interval_share: float = 0.0, **options: Any,
+        interval_share: float | None = 0.0, **options: Any,
     ) -> None:
         super().__init__(rho, **options)
         self.t = check_steps(t, "t")
         self.sigma = check_positive(sigma, "sigma")
-        self.interval_share = check_fraction(interval_share, "interval_share", low_open=False)
+        self.interval_share = check_fraction(
+            0.0 if interval_share is None else interval_share, "interval_share", low_open=False)
         if self.interval_share and self.bounds is None:
             raise InvalidParameterError(
                 "interval_share needs bounds: the clip profile's shells end at the box's "

@@ -53,8 +53,9 @@ class ClippedMean(MeanEstimator):
         Halvings of the radius search (noisy counts), from 1 to 60.
     beta : float, default 0.05
         The probability that the radius search errs by more than its rank error, in (0, 1).
-    interval_share : float, default 0.01
-        The fraction of rho spent on the confidence interval's own releases, in [0, 1): a clip
+    interval_share : float or None, default 0.01
+        The fraction of rho spent on the confidence interval's own releases, in [0, 1) (None:
+        the default, as for PLAN and ``auto``): a clip
         profile (stage "clip profile": noisy counts of the rows in shells beyond the radius)
         and, ``clipped.RESIDUAL_SHARE`` of it, a clip residual (stage "clip residual": the
         noisy mean move the clip took from the rows up to 1.5 times the radius). They buy a
@@ -119,14 +120,16 @@ class ClippedMean(MeanEstimator):
     def __init__(
         self, rho: float | None = None, *, threshold_share: float = 0.25,
         threshold_steps: int = 20, beta: float = 0.05,
-        interval_share: float = INTERVAL_SHARE,
+        interval_share: float | None = INTERVAL_SHARE,
         **common: Any,
     ) -> None:
         super().__init__(rho, **common)
         self.threshold_share = check_fraction(threshold_share, "threshold_share")
         self.threshold_steps = check_steps(threshold_steps, "threshold_steps")
         self.beta = check_fraction(beta, "beta")
-        self.interval_share = check_fraction(interval_share, "interval_share", low_open=False)
+        self.interval_share = check_fraction(
+            INTERVAL_SHARE if interval_share is None else interval_share, "interval_share",
+            low_open=False)
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         return with_interval_stages(self.rho, self.interval_share,
