@@ -6,6 +6,7 @@ names)."""
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -244,3 +245,21 @@ def test_a_headerless_column_is_named_by_its_number(tmp_path):
         list(open_source(path).chunks(10))
     # load_data reads the values as they are (the estimators refuse them).
     assert load_data(path)[1, 2] == np.inf
+
+
+def test_frames_pyarrow_cannot_read_are_refused_with_what_to_do():
+    """A frame with two columns of one name, a pandas sparse column and a polars LazyFrame
+    were refused as "(ValueError)", "(TypeError)" and "got shape ()"."""
+    import dpmean
+    from dpmean.errors import InvalidDataError
+
+    pd = pytest.importorskip("pandas")
+    pl = pytest.importorskip("polars")
+    cases = [
+        (pd.DataFrame(np.ones((10, 2)), columns=["a", "a"]), "two columns named 'a'"),
+        (pd.DataFrame({"a": pd.arrays.SparseArray([0.0, 1.0] * 5)}), "sparse.to_dense"),
+        (pl.LazyFrame({"a": [1.0, 2.0]}), "collect()"),
+    ]
+    for frame, message in cases:
+        with pytest.raises(InvalidDataError, match=re.escape(message)):
+            dpmean.mean(frame, rho=0.5, bounds=(0, 2))

@@ -50,6 +50,10 @@ def data_columns(x: Any, columns: Sequence[str] | str | None = None
     not apply to it)."""
     if is_table(x):
         return table_data(x, columns)
+    if type(x).__name__ == "LazyFrame" and hasattr(x, "collect"):
+        # A query, not its rows: numpy read it as a 0-d object ("got shape ()").
+        raise InvalidDataError("a polars LazyFrame is a query, not its rows: pass "
+                               "frame.collect()")
     if isinstance(x, str | PathLike):
         # A file, read in chunks by the chunked engine (a 0-d array of text before, refused
         # with "got shape ()").
@@ -89,11 +93,21 @@ def table_data(x: Any, columns: Sequence[str] | str | None = None
     """
     import pyarrow as pa
 
+    labels = [str(name) for name in getattr(x, "columns", [])]
+    twice = sorted({name for name in labels if labels.count(name) > 1})
+    if twice:
+        # Names are public; pyarrow's refusal of them said only "ValueError".
+        raise InvalidDataError(f"the {type(x).__name__} has two columns named {twice[0]!r}; "
+                               f"rename one")
     try:
         table = pa.table(x)
     except (TypeError, ValueError, pa.ArrowException, NotImplementedError) as exc:
-        raise InvalidDataError(f"cannot read the {type(x).__name__} as a table of columns "
-                               f"({type(exc).__name__})") from None
+        # pyarrow's own message may quote a value: its type and what usually causes it only.
+        raise InvalidDataError(
+            f"cannot read the {type(x).__name__} as a table of columns ({type(exc).__name__}: "
+            f"a column pyarrow cannot convert, such as a pandas sparse or mixed-type object "
+            f"column; convert it to numbers first, e.g. .sparse.to_dense() or .astype(float))"
+        ) from None
     index = pandas_index_columns(table.schema)
     available = [name for name in table.column_names if name not in index]
     names = choose_columns(available, columns, "the table")
