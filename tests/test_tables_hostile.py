@@ -263,3 +263,19 @@ def test_frames_pyarrow_cannot_read_are_refused_with_what_to_do():
     for frame, message in cases:
         with pytest.raises(InvalidDataError, match=re.escape(message)):
             dpmean.mean(frame, rho=0.5, bounds=(0, 2))
+
+
+def test_a_decimal_comma_first_row_is_not_a_header(tmp_path):
+    """A European CSV (decimal commas) read with --delimiter ';' had no cell that looked like
+    a number, so its first row became the public column names and the errors quoted them.
+    Such cells count as numbers in the header guess: the file is refused by position."""
+    from dpmean.errors import InvalidDataError
+    from dpmean.io import open_table
+
+    path = tmp_path / "euro.csv"
+    path.write_text("12,5;3,25\n11,0;4,75\n10,5;2,5\n")
+    table = open_table(path, delimiter=";")
+    assert table.names is None
+    with pytest.raises(InvalidDataError) as caught:
+        table.read()
+    assert "12,5" not in str(caught.value) and "3,25" not in str(caught.value)

@@ -227,6 +227,9 @@ def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> Non
 
 # ------------------------------------------------------------------------------------- CSV
 
+# A number written with a decimal comma, as European spreadsheets export them (12,5 or -0,25).
+_DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+([eE][+-]?\d+)?")
+
 
 def sniff_delimiter(first_line: str) -> str:
     """The delimiter a CSV file's first line uses: the one of ``DELIMITERS`` it holds most often
@@ -275,7 +278,7 @@ class CsvTable:
         self._delimiter_given = delimiter is not None
         self._parse = pcsv.ParseOptions(delimiter=self.delimiter)
         first_cells = self._read(first.encode(), autogenerate=True).schema
-        self.header = (self._guess_header(first_cells) if header is None
+        self.header = (self._guess_header(first_cells, first) if header is None
                        else bool(header))
         if self.header:
             all_names = list(self._read(first.encode(), autogenerate=False).column_names)
@@ -305,11 +308,15 @@ class CsvTable:
         self._labels = [f"column {name!r}" if self.header else f"column {at}"
                         for name, at in self._column_of.items()]
 
-    def _guess_header(self, cells: Any) -> bool:
+    def _guess_header(self, cells: Any, first: str) -> bool:
         """Whether the first line (its inferred ``cells``) is a header, from its layout: no
         cell a number (names) or every cell one (data); anything between is refused, since
-        the first row of a headerless file with a missing value looks just like it."""
-        numbers = [_is_number_type(f.type) for f in cells]
+        the first row of a headerless file with a missing value looks just like it. A cell
+        written as a number with a decimal comma (12,5) counts as a number: read as a name,
+        a European file's first row became public column names (and the errors quoted them)."""
+        texts = self._read(first.encode(), autogenerate=False).column_names
+        numbers = [_is_number_type(f.type) or bool(_DECIMAL_COMMA.fullmatch(text.strip()))
+                   for f, text in zip(cells, texts, strict=True)]
         if not any(numbers):
             return True
         if all(numbers):
