@@ -200,3 +200,18 @@ def test_no_bar_when_quiet_or_not_a_terminal():
         with shown_passes("test", file=screen, delay=0, quiet=quiet):
             dpmean.mean(VALUES, rho=1, bounds=(0, 1), method="cm", random_state=0)
         assert screen.getvalue() == ""
+
+
+def test_a_far_box_is_printed_with_the_digits_its_interval_needs(capsys, tmp_path):
+    """Millisecond timestamps (1.7e12) in a one-day box: six significant digits printed the
+    release and both ends of its interval as 1.70004e+12."""
+    times = 1.7e12 + np.random.default_rng(0).uniform(0, 8.64e7, 5000)
+    path = tmp_path / "ts.csv"
+    path.write_text("ts_ms\n" + "".join(f"{t:.0f}\n" for t in times))
+    code, out, _ = run(capsys, "estimate", path, "--rho", "0.5", "--bounds", "1.7e12",
+                       "1.7000864e12", "--seed", "1", "--quiet")
+    assert code == 0
+    interval = next(line for line in out.splitlines() if "interval per coordinate" in line)
+    lo = interval.split(" lo ")[1].split(";")[0]
+    hi = interval.split("; hi ")[1]
+    assert lo != hi and float(lo) < times.mean() < float(hi), interval

@@ -41,7 +41,7 @@ from .arguments import (
     printing,
     write_file,
 )
-from .output import describe, format_values, json_default
+from .output import describe, digits_to_resolve, format_values, json_default
 
 if TYPE_CHECKING:
 
@@ -552,11 +552,15 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     if result.columns is not None:
         lines.append(f"columns (first {shown} of {result.d}): {', '.join(result.columns[:shown])}"
                      f"{' ...' if result.d > shown else ''}")
-    lines.append(f"private mean (first {shown} of {result.d}): "
-                 f"{format_values(result.mean[:shown])}{' ...' if result.d > shown else ''}")
     ci = interval_summary(result)
+    # Enough digits to tell each interval's ends apart (far from 0, six are not).
+    digits = digits_to_resolve(ci["lo"][:shown], ci["hi"][:shown])
+    lines.append(f"private mean (first {shown} of {result.d}): "
+                 f"{format_values(result.mean[:shown], digits)}"
+                 f"{' ...' if result.d > shown else ''}")
     lines.append(f"{ci['level']:.0%} interval per coordinate ({ci['basis']}): lo "
-                 f"{format_values(ci['lo'][:shown])}; hi {format_values(ci['hi'][:shown])}")
+                 f"{format_values(ci['lo'][:shown], digits)}; hi "
+                 f"{format_values(ci['hi'][:shown], digits)}")
     lines.append(f"{ci['level']:.0%} l2 radius of the whole vector: {ci['radius']:.6g}")
     if _could_profile(result) and ci["basis"] == "noise and clipping bias":
         lines.append("note: the interval's clipping-bias part assumes every row the radius "

@@ -35,13 +35,16 @@ def describe(value: Any) -> str:
     return str(value)
 
 
-def format_values(values: Any) -> str:
-    """Numbers to six significant digits, separated by commas.
+def format_values(values: Any, digits: int = 6) -> str:
+    """Numbers to ``digits`` significant digits, separated by commas.
 
     Parameters
     ----------
     values : array_like
         One-dimensional numbers.
+    digits : int, default 6
+        Significant digits (``digits_to_resolve`` gives enough to tell an interval's ends
+        apart).
 
     Returns
     -------
@@ -49,7 +52,33 @@ def format_values(values: Any) -> str:
     """
     import numpy as np
 
-    return ", ".join(f"{v:.6g}" for v in np.asarray(values, dtype=np.float64))
+    return ", ".join(f"{v:.{digits}g}" for v in np.asarray(values, dtype=np.float64))
+
+
+def digits_to_resolve(lo: Any, hi: Any) -> int:
+    """The significant digits that show every interval [lo_j, hi_j] with its two ends apart
+    (two digits of its width), at least 6 and at most 17: a timestamp of 1.7e12 ms with an
+    interval a few ms wide printed as 1.70004e+12 at both ends.
+
+    Parameters
+    ----------
+    lo, hi : array_like
+        The intervals' ends.
+
+    Returns
+    -------
+    int
+    """
+    import numpy as np
+
+    lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.maximum(np.abs(lo), np.abs(hi)) / (hi - lo)
+    finite = ratio[np.isfinite(ratio) & (ratio > 0)]
+    if np.any(hi - lo == 0):
+        return 17  # ends that float64 cannot tell apart: every digit it has
+    needed = int(np.ceil(np.log10(finite.max()))) + 2 if finite.size else 6
+    return min(max(needed, 6), 17)
 
 
 def json_default(obj: Any) -> Any:
