@@ -162,13 +162,13 @@ def test_a_basket_file_gives_one_release_on_every_engine(method, tmp_path, dask_
     path = tmp_path / "baskets.dat"
     path.write_text("".join(" ".join(map(str, sorted(set(row)))) + "\n" for row in items))
     releases = {}
-    for engine in ("sparse", "chunked", "dask"):
+    for engine in ("sparse", "memory", "chunked", "dask"):
         data = (load_data(path, n_items=60) if engine == "sparse"
                 else open_source(path, n_items=60))
         result = dpmean.mean(data, rho=1.0, method=method, bounds=(0.0, 1.0), random_state=6,
                              engine=engine)
         releases[engine] = (result.mean, result.diagnostics.get("chosen"))
-    for engine in ("chunked", "dask"):
+    for engine in ("memory", "chunked", "dask"):
         np.testing.assert_allclose(releases[engine][0], releases["sparse"][0], rtol=0,
                                    atol=ATOL)
         assert releases[engine][1] == releases["sparse"][1]

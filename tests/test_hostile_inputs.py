@@ -187,3 +187,41 @@ def test_a_far_box_is_moved_on_every_engine_and_a_near_one_is_not():
     near = dpmean.mean(np.random.default_rng(1).random((300, 2)) + 1000.0, rho=0.5,
                        bounds=(1000.0, 1001.0), method="cm", random_state=0)
     assert "box_offset" not in near.diagnostics
+
+
+def test_a_far_box_moves_the_trimmed_means_output_truncation_and_a_one_column_dask_array():
+    """Review of the far-box change: the trimmed mean with output truncation (rows not clamped,
+    box infinite) was never moved (D_266 released 0.0 above 1e15 on every seed, D_267 0.125);
+    a 1-D dask array's blocks became (m, 1, 1) after the move and the release failed."""
+    da = pytest.importorskip("dask.array")
+    n = 2000
+    seen = []
+    for k in (266, 267):
+        x = np.full((n, 1), FAR)
+        x[:k] = FAR + 1.0
+        seen.append({float(dpmean.mean(x, rho=0.5, bounds=(FAR, FAR + 1.0), method="trimmed",
+                                       truncation="output", random_state=seed).mean[0])
+                     for seed in range(5)})
+    assert seen[0] == seen[1]
+    one = np.random.default_rng(0).random(2000) + 1e6
+    result = dpmean.mean(da.from_array(one, chunks=500), rho=0.5, method="iome",
+                         bounds=(1e6, 1e6 + 1.0), random_state=0)
+    expected = dpmean.mean(one, rho=0.5, method="iome", bounds=(1e6, 1e6 + 1.0),
+                           random_state=0)
+    np.testing.assert_allclose(result.mean, expected.mean, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["gaussian", "cm", "plan"])
+def test_a_far_boxs_interval_covers_the_exact_mean(method):
+    """At 1e15 the spacing of floats (0.125) exceeds the noise: the interval, release plus or
+    minus a half-width of about 0.001, collapsed to the release and missed the exact mean
+    (1e15 + 0.43625, not a float) in 200 of 200 runs. Its ends now allow for the rounding of
+    the release and of themselves (two spacings a side), and so does the l2 radius."""
+    x = np.r_[np.full(980, FAR + 0.5), np.full(1020, FAR + 0.375)][:, None]
+    for seed in range(20):
+        result = dpmean.mean(x, rho=0.5, bounds=(FAR, FAR + 1.0), method=method,
+                             random_state=seed)
+        lo, hi = result.confidence_interval(0.9)
+        # Exact: the interval's ends and the data are floats; the mean is 1e15 + 0.43625.
+        assert lo[0] - FAR <= 0.43625 <= hi[0] - FAR, (seed, lo - FAR, hi - FAR)
+        assert abs(result.mean[0] - FAR - 0.43625) <= result.confidence_radius(0.9)

@@ -272,10 +272,53 @@ def test_a_decimal_comma_first_row_is_not_a_header(tmp_path):
     from dpmean.errors import InvalidDataError
     from dpmean.io import open_table
 
-    path = tmp_path / "euro.csv"
-    path.write_text("12,5;3,25\n11,0;4,75\n10,5;2,5\n")
-    table = open_table(path, delimiter=";")
-    assert table.names is None
-    with pytest.raises(InvalidDataError) as caught:
-        table.read()
-    assert "12,5" not in str(caught.value) and "3,25" not in str(caught.value)
+    for first in ("12,5;3,25", "1.234,5;2.000,25"):
+        path = tmp_path / "euro.csv"
+        path.write_text(f"{first}\n11,0;4,75\n10,5;2,5\n")
+        table = open_table(path, delimiter=";")
+        assert table.names is None, first
+        with pytest.raises(InvalidDataError) as caught:
+            table.read()
+        assert not any(cell in str(caught.value) for cell in first.split(";"))
+
+
+def test_a_pyarrow_tables_names_are_read_from_its_schema():
+    """The duplicate-name check read a pyarrow Table's ``columns`` (its data): two columns whose
+    first and last five values agree were "two columns named '[[0, 1, 1, 1, 0, ..., 1]]'",
+    ten raw values in the error, and a session refused every table of two columns."""
+    import pyarrow as pa
+
+    import dpmean
+
+    ends = [0.0, 1.0, 1.0, 1.0, 0.0]
+    middle = np.random.default_rng(0).integers(0, 2, 490).astype(float)
+    smoker = np.r_[ends, middle, ends]
+    diabetic = smoker.copy()
+    diabetic[100] = 1.0 - diabetic[100]
+    table = pa.table({"smoker": smoker, "diabetic": diabetic})
+    assert dpmean.mean(table, rho=0.5, bounds=(0, 1), random_state=0).columns == (
+        "smoker", "diabetic")
+    session = dpmean.Session(rho=1.0)
+    assert session.mean(table, rho=0.5, bounds=(0, 1), random_state=0).columns == (
+        "smoker", "diabetic")
+    twice = pa.Table.from_arrays([pa.array(smoker), pa.array(diabetic)], names=["a", "a"])
+    with pytest.raises(InvalidDataError, match="two columns named 'a'"):
+        dpmean.mean(twice, rho=0.5, bounds=(0, 1))
+
+
+def test_counting_a_csv_files_rows_judges_no_value(tmp_path):
+    """An (epsilon, delta) budget calibrated to the shape counts a CSV file's rows before the
+    charge: since the tables refused NaN while counting, a NaN was refused uncharged, a
+    data-dependent outcome before the charge. The count reads no value; the release refuses
+    the NaN after the charge, which stays charged."""
+    import dpmean
+
+    path = tmp_path / "nan.csv"
+    rows = np.random.default_rng(1).random((50, 2))
+    path.write_text("a,b\n" + "".join(
+        f"{x:.4f},{'nan' if i == 8 else f'{y:.4f}'}\n" for i, (x, y) in enumerate(rows)))
+    assert open_table(path).count_rows() == 50
+    session = dpmean.Session(epsilon=4.0, delta=1e-6)
+    with pytest.raises(InvalidDataError, match="NaN"):
+        session.mean(path, epsilon=1.0, delta=1e-6, bounds=(0, 1))
+    assert session.spent > 0

@@ -93,7 +93,7 @@ def table_data(x: Any, columns: Sequence[str] | str | None = None
     """
     import pyarrow as pa
 
-    labels = [str(name) for name in getattr(x, "columns", [])]
+    labels = _column_labels(x)
     twice = sorted({name for name in labels if labels.count(name) > 1})
     if twice:
         # Names are public; pyarrow's refusal of them said only "ValueError".
@@ -114,6 +114,19 @@ def table_data(x: Any, columns: Sequence[str] | str | None = None
     for name in names:
         check_numeric_type(table.schema.field(name).type, name)
     return _as_array(table, names), tuple(names)
+
+
+def _column_labels(x: Any) -> list[str]:
+    """A frame's column names, read from its schema only: pandas' and polars' ``columns`` are
+    names, pyarrow's ``column_names`` (its ``columns`` are the data: a review found their
+    printout, ten values of each, quoted in an error). Other frames: none (pyarrow names them,
+    and refuses duplicates itself)."""
+    module = type(x).__module__.split(".")[0]
+    if module == "pyarrow":
+        return [str(name) for name in x.column_names]
+    if module in ("pandas", "polars"):
+        return [str(name) for name in x.columns]
+    return []
 
 
 def pandas_index_columns(schema: Any) -> set[str]:
@@ -227,8 +240,9 @@ def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> Non
 
 # ------------------------------------------------------------------------------------- CSV
 
-# A number written with a decimal comma, as European spreadsheets export them (12,5 or -0,25).
-_DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+([eE][+-]?\d+)?")
+# A number written with a decimal comma, as European spreadsheets export them (12,5, -0,25,
+# 1.234,5 with a thousands point).
+_DECIMAL_COMMA = re.compile(r"[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+([eE][+-]?\d+)?")
 
 
 def sniff_delimiter(first_line: str) -> str:
@@ -385,6 +399,12 @@ class CsvTable:
             raise self._error(exc) from None
         except OSError as exc:
             raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+
+    def count_rows(self) -> int:
+        """The number of data rows (public), counted without judging a value: a NaN or an
+        infinity is a value, refused by the release after its charge (``batches``), never by
+        the count an (epsilon, delta) budget's calibration reads before it."""
+        return sum(batch.num_rows for batch in self._record_batches())
 
     def batches(self) -> Iterator[np.ndarray]:
         """The chosen columns as consecutive float64 row blocks, front to back, for a release:

@@ -377,10 +377,12 @@ def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
     # The readers refuse a .dat file without --items, with the reason.
     items = {"n_items": args.items} if ext == ".dat" else {}
     tables = _table_options(args) if ext in (".csv", ".parquet") else {}
+    if ext == ".dat" and engine in ("memory", "chunked", "dask"):
+        # A basket source on every dense engine (the memory and dask engines read it whole):
+        # baskets by format, so PLAN's and auto's basket forms (Engine.baskets).
+        return open_source(args.input, **items)
     if engine in ("chunked", "dask") and ext != ".npz":
-        # A .dat file stays a basket source on dask too (its engine reads it on the client
-        # either way): baskets by format, so PLAN's and auto's basket forms (Engine.baskets).
-        if engine == "chunked" or ext == ".dat":
+        if engine == "chunked":
             return open_source(args.input, **items, **tables)
         try:
             from ..engines.dask import dask_array_from_file

@@ -71,9 +71,12 @@ def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None,
         x = check_data(x.compute())
     if kind == "chunked":
         return ChunkedEngine(x, lo, hi, scale=scale)
+    baskets = isinstance(x, DatSource)
     if isinstance(x, RowSource):
         x = x.read_all()
-    return InMemoryEngine(x, lo, hi, scale)
+    in_memory = InMemoryEngine(x, lo, hi, scale)
+    in_memory.baskets = baskets  # a basket file read whole is baskets still (reads_baskets)
+    return in_memory
 
 
 __all__ = ["ENGINES", "ChunkedEngine", "DatSource", "Engine", "InMemoryEngine", "RowSource",

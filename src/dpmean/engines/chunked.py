@@ -86,7 +86,7 @@ class TableSource(RowSource):
         if isinstance(table, ParquetTable):
             n = table.num_rows
         else:
-            n = sum(block.shape[0] for block in table.batches())
+            n = table.count_rows()
         if n == 0:
             raise InvalidDataError(f"{table.path}: the file holds a header but no rows")
         self.shape = (n, table.width)

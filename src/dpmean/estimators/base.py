@@ -543,10 +543,12 @@ class MeanEstimator(ABC):
         neighbouring datasets (a leak with certainty; secure noise too). Rows clamped to the
         box and moved by its centre are exact (nearby floats subtract exactly), the release
         runs near the origin, and the offset is added back to the noisy result:
-        post-processing. A function of the public box alone."""
+        post-processing. A function of the public box alone: the release box, which is the
+        caller's box also where the rows are not clamped to it (the trimmed mean's output
+        truncation)."""
         if not self.shifts_far_box:
             return None
-        lo, hi = self.box(n, d)
+        lo, hi = self.release_box(n, d)
         if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
             return None
         far = np.maximum(np.abs(lo), np.abs(hi)) > FAR_BOX * (hi - lo)
@@ -563,13 +565,19 @@ class MeanEstimator(ABC):
         from ..engines import RowSource, is_dask_array
         from ..engines.chunked import ShiftedSource
 
-        lo, hi = self.box(n, d)
+        release_lo, release_hi = self.release_box(n, d)
         moved = copy.copy(self)
         moved.__dict__.pop("_checked_boxes", None)
-        moved.bounds = (lo - offset, hi - offset)
+        moved.bounds = (release_lo - offset, release_hi - offset)
+        # Rows are clamped to the box first (exact differences, none overflows); where they
+        # are not clamped to it (output truncation), to what keeps x - offset finite.
+        limit = (np.finfo(np.float64).max - np.abs(offset)) / 2.0
+        box_lo, box_hi = self.box(n, d)
+        lo, hi = np.maximum(box_lo, -limit), np.minimum(box_hi, limit)
         if isinstance(x, RowSource):
             rows: Any = ShiftedSource(x, lo, hi, offset)
         elif is_dask_array(x):
+            x = x[:, None] if x.ndim == 1 else x  # one variable: blocks of one column
             rows = x.map_blocks(lambda block: np.clip(check_data(block), lo, hi) - offset,
                                 dtype=np.float64)
         else:
