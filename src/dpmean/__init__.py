@@ -34,6 +34,8 @@ _HOME = {
     "InvalidDataError": "errors",
     "InvalidParameterError": "errors",
     "SecureNoiseWarning": "errors",
+    "NoisyReleaseWarning": "errors",
+    "AutoMean": "estimators",
     "ClippedMean": "estimators",
     "CoinPressCovMean": "estimators",
     "CoinPressMean": "estimators",
@@ -54,6 +56,7 @@ _HOME = {
 }
 
 __all__ = [
+    "AutoMean",
     "BoxIntervalWarning",
     "BudgetExceededError",
     "ClippedMean",
@@ -71,6 +74,7 @@ __all__ = [
     "InvalidParameterError",
     "LocalIOME",
     "MeanEstimator",
+    "NoisyReleaseWarning",
     "MeanResult",
     "PlanNoScale",
     "PrivacyLedger",
@@ -97,9 +101,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
         InsufficientDataWarning,
         InvalidDataError,
         InvalidParameterError,
+        NoisyReleaseWarning,
         SecureNoiseWarning,
     )
     from .estimators import (
+        AutoMean,
         ClippedMean,
         CoinPressCovMean,
         CoinPressMean,

@@ -107,6 +107,16 @@ class AutoMean(MeanEstimator):
     InvalidParameterError
         An ``interval_share`` outside [0, 1), or a common parameter :class:`MeanEstimator`
         refuses.
+
+    Privacy
+    -------
+    rho-zCDP under replace-one, by composition. "choice norms", "choice pair l2" and "choice
+    pair l1" take ``choice_share(n)`` rho / 3 each (public: n and rho; nothing when the
+    medians cannot resolve, ``choice_resolves``, or the choice would cost PLAN its scaling):
+    each an exponential-mechanism median on log values, utility sensitivity 1 (a row is in
+    one value each). "release" takes the rest: the chosen candidate's own plan, every stage
+    of which is charged inside it and verified (its events are declared per candidate, so an
+    (epsilon, delta) request composes the candidate that runs).
     """
 
     method = "auto"
