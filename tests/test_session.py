@@ -572,3 +572,15 @@ def test_a_private_box_and_a_ball_refuse_their_public_errors_before_the_charge()
         session.mean(np.zeros((200, 3)), rho=0.25, method="coinpress", radius=5.0,
                      centre=[0.0, 0.0], bounds=(-1, 1))
     assert session.spent == 0.0
+
+
+def test_a_csv_path_refuses_a_coinpress_centre_of_another_length_before_the_charge(tmp_path):
+    """On a CSV path the session knows d (the header) but not n before the charge: a CoinPress
+    centre of another length was found only while releasing, after it."""
+    path = tmp_path / "x.csv"
+    path.write_text("a,b,c\n" + "".join("0.1,0.2,0.3\n" for _ in range(50)))
+    session = dpmean.Session(rho=1.0)
+    with pytest.raises(InvalidParameterError, match="centre has length"):
+        session.mean(path, rho=0.25, method="coinpress", radius=5.0, centre=[0.0, 0.0],
+                     bounds=(-1, 1))
+    assert session.spent == 0.0

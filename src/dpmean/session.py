@@ -217,6 +217,7 @@ def _checked(estimator: Any, x: Any, columns: Sequence[str] | str | None
                                                                     table.names))
         if estimator.bounds is not None:
             check_bounds(estimator.bounds, table.width)  # what every ``box`` checks of them
+        estimator.check_columns(table.width)
         if estimator.finds_its_box():
             estimator.check_private_box_input(x)  # e.g. a budget that is not zCDP
         # (Checks that need n, the estimator's plan for (n, d), wait for the release: the

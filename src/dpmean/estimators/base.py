@@ -428,6 +428,12 @@ class MeanEstimator(ABC):
         """The granted total in the ledger's unit (rho or epsilon)."""
         return self.budget.total
 
+    def check_columns(self, d: int) -> None:
+        """Refuse parameters that cannot fit data of ``d`` columns (public), for callers that
+        know d but not yet n (a session's CSV path, before the charge); ``budget_plan`` checks
+        the same and more. Default: nothing of the estimator's own depends on d alone."""
+        return None
+
     @abstractmethod
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         """Stage -> amount in the budget's unit, decided from public values only; must sum to at

@@ -260,6 +260,9 @@ class _CoinPress(MeanEstimator):
         """The public scale of a row's spread (view units are data units over it)."""
         raise NotImplementedError
 
+    def check_columns(self, d: int) -> None:
+        self.prior_centre(d)  # a centre of another length is refused before any data is read
+
     def prior_centre(self, d: int) -> np.ndarray:
         if self.centre.ndim == 1 and self.centre.shape[0] != d:
             raise InvalidParameterError(
@@ -347,7 +350,7 @@ class CoinPressMean(_CoinPress):
         return self.sigma
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        self.prior_centre(d)  # a centre of another length is refused before any data is read
+        self.check_columns(d)
         # The profile alone: CoinPress's last ball clips few rows, so the bound about the
         # release is the narrower and a residual's quarter of the share only narrows the
         # profile (measured: 5% share, 17.3 -> 19.3 times the RMSE with one; docs/results.md).
@@ -456,7 +459,7 @@ class CoinPressCovMean(_CoinPress):
         return self.sigma_max or self.radius / math.sqrt(d)
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
-        self.prior_centre(d)  # a centre of another length is refused before any data is read
+        self.check_columns(d)
         cov = self.rho * self.cov_share
         return {**_stages("cov", step_budgets(cov, self.t_cov)),
                 **_stages("mean", step_budgets(self.rho - cov, self.t))}
