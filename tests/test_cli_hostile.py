@@ -364,3 +364,18 @@ def test_a_basket_file_gives_one_release_on_every_engine(capsys, tmp_path):
         np.testing.assert_allclose(other["mean"], releases[0]["mean"], rtol=0, atol=1e-12)
         assert other["diagnostics"]["threshold"] == pytest.approx(
             releases[0]["diagnostics"]["threshold"], rel=1e-12)
+
+
+def test_a_seed_is_a_non_negative_integer_for_every_command(capsys):
+    """`dpmean demo --seed -1` printed numpy's traceback; every command now refuses it alike."""
+    for command in (["demo", "--rho", "0.5"], ["estimate", "x.npy", "--rho", "1"]):
+        code, out, err = run(capsys, *command, "--seed", "-1")
+        assert one_error_line(code, err) and "non-negative integer" in err, err
+
+
+def test_a_scheduler_address_dask_cannot_parse_is_one_error_line(capsys, folder):
+    """--scheduler notanaddress gave a ValueError traceback."""
+    pytest.importorskip("distributed")
+    code, out, err = run(capsys, "estimate", "a.npy", "--rho", 1, "--bounds", 0, 10,
+                         "--scheduler", "notanaddress")
+    assert one_error_line(code, err) and "not a Dask scheduler address" in err, err

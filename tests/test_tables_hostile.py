@@ -322,3 +322,28 @@ def test_counting_a_csv_files_rows_judges_no_value(tmp_path):
     with pytest.raises(InvalidDataError, match="NaN"):
         session.mean(path, epsilon=1.0, delta=1e-6, bounds=(0, 1))
     assert session.spent > 0
+
+
+def test_a_quoted_line_break_across_the_readers_blocks(tmp_path, monkeypatch):
+    """pyarrow reads a CSV in blocks split at line breaks: without ``newlines_in_values`` a
+    block boundary inside a quoted cell holding a line break refused a valid file (at 16 MiB
+    blocks, a 20 MB file: "line 568733 has 1 values"). Blocks of 1 KiB here."""
+    from dpmean import tables
+
+    monkeypatch.setattr(tables, "_BLOCK_BYTES", 1 << 10)
+    path = tmp_path / "quoted.csv"
+    path.write_text("note,a\n" + "".join(f'"row {i}\nsecond line",{i % 7}.5\n'
+                                         for i in range(2000)))
+    rows = open_table(path, columns=["a"]).read()
+    assert rows.shape == (2000, 1) and rows[3, 0] == 3.5
+
+
+def test_a_dask_array_of_unknown_length_is_refused_clearly():
+    """Boolean indexing leaves a dask array's chunk sizes unknown: numpy's "cannot convert
+    float NaN to integer" came out of the shape check."""
+    import dpmean
+
+    da = pytest.importorskip("dask.array")
+    x = da.from_array(np.random.default_rng(0).random((1000, 3)), chunks=250)
+    with pytest.raises(InvalidDataError, match="compute_chunk_sizes"):
+        dpmean.mean(x[x[:, 0] > 0.5], rho=0.5, bounds=(0, 1))

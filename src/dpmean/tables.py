@@ -290,7 +290,10 @@ class CsvTable:
                                         f"quote or a line break, got {delimiter!r}")
         self.delimiter = delimiter or sniff_delimiter(first)
         self._delimiter_given = delimiter is not None
-        self._parse = pcsv.ParseOptions(delimiter=self.delimiter)
+        # newlines_in_values: a quoted cell may hold a line break; without it pyarrow splits
+        # the file into blocks at any line break and refused files over 16 MiB whose split fell
+        # inside such a cell ("line 568733 has 1 values").
+        self._parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True)
         first_cells = self._read(first.encode(), autogenerate=True).schema
         self.header = (self._guess_header(first_cells, first) if header is None
                        else bool(header))

@@ -289,7 +289,19 @@ def add_seed_argument(parser: argparse.ArgumentParser, help: str = SEED_HELP) ->
     help : str, optional
         The flag's help text, when the command says more than the general warning.
     """
-    parser.add_argument("--seed", type=int, metavar="S", help=help)
+    parser.add_argument("--seed", type=_seed, metavar="S", help=help)
+
+
+def _seed(text: str) -> int:
+    """A seed: a non-negative integer (numpy's generators refuse others; ``demo`` printed its
+    traceback for -1)."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return seed
 
 
 # ------------------------------------------------------------------------- method and options

@@ -304,6 +304,8 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
                                       quiet=args.quiet):
                         result = estimator.estimate(x)
                 except InvalidDataError as exc:
+                    if str(exc).startswith(f"{args.input}: "):
+                        raise  # the reader named the file already
                     raise InvalidDataError(f"{args.input}: {exc}") from None
         except BaseException as exc:
             if index is not None:
@@ -526,6 +528,9 @@ def _dask_client(address: str | None) -> Any:
         return Client(address, timeout="10s")
     except OSError as exc:
         raise UsageError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    except (ValueError, TypeError) as exc:  # not an address dask can parse
+        raise UsageError(f"--scheduler {address!r} is not a Dask scheduler address (e.g. "
+                         f"tcp://host:8786): {exc}") from None
 
 
 # ------------------------------------------------------------------------------------ summary

@@ -9,6 +9,7 @@ on the workers (``dask_order``), pair differences gathered and kept on the worke
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -258,7 +259,10 @@ def dask_array_from_file(path: str, rows_per_block: int | None = None, *,
     """
     import dask.array as da
 
-    ext = str(path).lower().rsplit(".", 1)[-1]
+    # The workers open the file themselves, from their own working directory: an absolute
+    # path (a relative one failed there, after a ledger's charge).
+    path = str(Path(path).resolve())
+    ext = path.lower().rsplit(".", 1)[-1]
     if ext in ("csv", "parquet"):
         from ..io import open_table
         from ..tables import CsvTable

@@ -790,6 +790,11 @@ def public_shape(x: Any) -> tuple[int, int]:
         shape = (shape[0], 1)
     if len(shape) != 2:
         raise InvalidDataError(f"data must be 1-D or 2-D (n rows, d columns), got shape {shape}")
+    if any(isinstance(size, float) and math.isnan(size) for size in shape):
+        # A dask array whose chunk sizes are unknown (boolean indexing, from_delayed): n is
+        # public and must be known before anything runs.
+        raise InvalidDataError("the data's number of rows is unknown (a dask array with unknown "
+                               "chunk sizes); call x.compute_chunk_sizes() first")
     if shape[0] == 0:
         raise InvalidDataError("data is empty: no rows")
     if shape[1] == 0:
