@@ -379,3 +379,19 @@ def test_a_scheduler_address_dask_cannot_parse_is_one_error_line(capsys, folder)
     code, out, err = run(capsys, "estimate", "a.npy", "--rho", 1, "--bounds", 0, 10,
                          "--scheduler", "notanaddress")
     assert one_error_line(code, err) and "not a Dask scheduler address" in err, err
+
+
+def test_a_scheduler_alone_runs_a_basket_file_densely_as_engine_dask_does():
+    """--scheduler implies --engine dask, where a .dat file is read densely and every method
+    runs; the sparse engine's method check refused trimmed with --scheduler alone."""
+    import argparse
+
+    from dpmean.cli.estimate import _check_input_flags
+
+    flags = {"items": 50, "columns": None, "delimiter": None, "header": None,
+             "index_col": None, "method": "trimmed"}
+    _check_input_flags(argparse.Namespace(input="b.dat", engine=None,
+                                          scheduler="tcp://127.0.0.1:8786", **flags))
+    with pytest.raises(Exception, match="does not run on .dat baskets"):
+        _check_input_flags(argparse.Namespace(input="b.dat", engine=None, scheduler=None,
+                                              **flags))

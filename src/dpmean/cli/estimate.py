@@ -353,7 +353,8 @@ def _check_input_flags(args: argparse.Namespace) -> None:
             flag = "--" + name.replace("_", "-")
             raise UsageError(f"{flag} applies to {' and '.join(formats)} files; INPUT is not "
                              f"one")
-    if ext == ".dat" and args.engine is None:
+    # Without an engine (--scheduler implies dask) a .dat file runs on the sparse engine.
+    if ext == ".dat" and args.engine is None and args.scheduler is None:
         cls = ESTIMATORS.get(args.method)
         if cls is not None and not cls.supports_sparse:
             able = sorted(m for m, c in ESTIMATORS.items() if c.supports_sparse)
