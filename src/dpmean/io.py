@@ -21,8 +21,9 @@ from .errors import InvalidDataError, InvalidParameterError
 from .tables import CsvTable, ParquetTable
 from .validation import dtype_kind
 
-__all__ = ["SUPPORTED_EXTENSIONS", "BasketFile", "check_basket", "check_n_items", "load_data",
-           "open_table", "write_bytes_atomic", "write_text_atomic"]
+__all__ = ["SUPPORTED_EXTENSIONS", "BasketFile", "check_basket", "check_n_items",
+           "check_numeric_dtype", "check_readable", "load_data", "npz_member", "open_table",
+           "write_bytes_atomic", "write_text_atomic"]
 
 SUPPORTED_EXTENSIONS = (".npy", ".npz", ".csv", ".parquet", ".dat")
 
@@ -117,7 +118,7 @@ def load_data(
     if ext in (".csv", ".parquet"):
         return open_table(p, columns=columns, delimiter=delimiter, header=header,
                           index_col=index_col).read()
-    _check_readable(p)
+    check_readable(p)
     if ext == ".npz":
         return _load_npz(p, key)
     if ext == ".dat":
@@ -159,13 +160,16 @@ def open_table(
     if ext not in (".csv", ".parquet"):
         raise InvalidParameterError(f"{p}: open_table reads .csv and .parquet files")
     _check_options(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col)
-    _check_readable(p)
+    check_readable(p)
     if ext == ".parquet":
         return ParquetTable(p, columns=columns)
     return CsvTable(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col)
 
 
-def _check_readable(p: Path) -> None:
+def check_readable(p: Path) -> None:
+    """Refuse a path that is not a readable, non-empty data file of a known format, from its
+    name and the file system alone (no value read): the readers, and the CLI before a
+    ledger's charge."""
     ext = p.suffix.lower()
     if ext not in SUPPORTED_EXTENSIONS:
         shown = f"extension {ext!r}" if ext else "no extension"
@@ -187,9 +191,16 @@ def _check_readable(p: Path) -> None:
 
 
 def _check_numeric(p: Path, arr: np.ndarray, what: str = "") -> np.ndarray:
-    if not (np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)):
-        raise InvalidDataError(f"{p}: {what}holds non-numeric values ({dtype_kind(arr.dtype)})")
+    check_numeric_dtype(p, arr.dtype, what)
     return arr
+
+
+def check_numeric_dtype(p: Path, dtype: np.dtype, what: str = "") -> None:
+    """Refuse an array type that is not numbers (or booleans): from the type alone, so the CLI
+    checks an array's header with it before a ledger's charge, as the reader checks the
+    array."""
+    if not (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_)):
+        raise InvalidDataError(f"{p}: {what}holds non-numeric values ({dtype_kind(dtype)})")
 
 
 # Errors numpy and zipfile raise on a damaged or mislabelled .npy/.npz file.
@@ -215,22 +226,9 @@ def _load_npz(p: Path, key: str | None) -> np.ndarray | scipy.sparse.csr_matrix:
     if not isinstance(obj, np.lib.npyio.NpzFile):
         raise InvalidDataError(f"{p}: is a .npy array, not an .npz archive; rename it to .npy")
     with obj:
-        keys = list(obj.files)
-        if not keys:
-            raise InvalidDataError(f"{p}: the archive holds no arrays")
-        if key is None and {"format", "shape", "data"} <= set(keys):
-            return _load_sparse_npz(p)
+        key = npz_member(p, list(obj.files), key)
         if key is None:
-            if len(keys) > 1:
-                raise InvalidDataError(
-                    f"{p}: holds several arrays ({', '.join(keys)}); choose one with key= "
-                    f"(--key on the command line)"
-                )
-            key = keys[0]
-        elif key not in keys:
-            raise InvalidDataError(
-                f"{p}: no array named {key!r}; the archive holds {', '.join(keys)}"
-            )
+            return _load_sparse_npz(p)
         try:
             arr = obj[key]
         except _NUMPY_LOAD_ERRORS as exc:
@@ -238,6 +236,35 @@ def _load_npz(p: Path, key: str | None) -> np.ndarray | scipy.sparse.csr_matrix:
                 f"{p}: array {key!r} cannot be read ({_npy_reason(exc)})"
             ) from None
     return _check_numeric(p, arr, f"array {key!r} ")
+
+
+def npz_member(p: Path, keys: list[str], key: str | None) -> str | None:
+    """The array of an .npz archive (its array names ``keys``) that ``key`` chooses: ``key``
+    itself, or the only array without one; None for a matrix written by
+    ``scipy.sparse.save_npz`` (read whole, without a key). From the names alone: the CLI checks
+    them before a ledger's charge, the reader when it reads.
+
+    Raises
+    ------
+    InvalidDataError
+        No arrays, several without a key, or no array named ``key``.
+    """
+    if not keys:
+        raise InvalidDataError(f"{p}: the archive holds no arrays")
+    if key is None and {"format", "shape", "data"} <= set(keys):
+        return None
+    if key is None:
+        if len(keys) > 1:
+            raise InvalidDataError(
+                f"{p}: holds several arrays ({', '.join(keys)}); choose one with key= "
+                f"(--key on the command line)"
+            )
+        return keys[0]
+    if key not in keys:
+        raise InvalidDataError(
+            f"{p}: no array named {key!r}; the archive holds {', '.join(keys)}"
+        )
+    return key
 
 
 def _load_sparse_npz(p: Path) -> scipy.sparse.csr_matrix:

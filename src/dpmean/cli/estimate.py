@@ -428,7 +428,7 @@ def _input_layout(args: argparse.Namespace) -> _Layout:
     the type (a numeric array of 1 or 2 dimensions in a .npy or .npz header, numeric Parquet
     columns). A CSV file's cells are numbers or not only when read.
     """
-    from ..io import _check_readable, check_n_items, open_table
+    from ..io import check_n_items, check_readable, open_table
 
     _check_input_flags(args)
     path = Path(args.input)
@@ -438,7 +438,7 @@ def _input_layout(args: argparse.Namespace) -> _Layout:
         return _Layout(d=table.width, n=getattr(table, "num_rows", None), names=table.names)
     # Required before the file is touched, as the reader does, with the reason.
     items = check_n_items(args.items) if ext == ".dat" else None
-    _check_readable(path)
+    check_readable(path)
     if items is not None:
         return _Layout(d=items)
     if ext == ".npz":
@@ -459,25 +459,18 @@ def _npz_layout(path: Path, key: str | None) -> _Layout:
 
     import numpy as np
 
+    from ..io import npz_member
+
     try:
         with zipfile.ZipFile(path) as archive:
             # numpy's names for the members: "x.npy" is the array x.
             members = {name.removesuffix(".npy"): name for name in archive.namelist()}
-            if not members:
-                raise InvalidDataError(f"{path}: the archive holds no arrays")
-            if key is None and {"format", "shape", "data"} <= set(members):
+            key = npz_member(path, list(members), key)
+            if key is None:
                 # scipy.sparse.save_npz keeps the (public) shape as an array of its own.
                 with archive.open(members["shape"]) as f:
                     n, d = (int(v) for v in np.lib.format.read_array(f, allow_pickle=False))
                 return _Layout(d=d, n=n, sparse=True)
-            if key is None:
-                if len(members) > 1:
-                    raise InvalidDataError(f"{path}: holds several arrays "
-                                           f"({', '.join(members)}); choose one with --key")
-                key = next(iter(members))
-            elif key not in members:
-                raise InvalidDataError(f"{path}: no array named {key!r}; the archive holds "
-                                       f"{', '.join(members)}")
             with archive.open(members[key]) as f:
                 return _array_layout(path, f, f"array {key!r} ")
     except InvalidDataError:
@@ -496,7 +489,7 @@ def _array_layout(path: Path, f: IO[bytes], what: str) -> _Layout:
     dimensions, with at least one row and one column."""
     import numpy as np
 
-    from ..validation import dtype_kind
+    from ..io import check_numeric_dtype
 
     try:
         version = np.lib.format.read_magic(f)
@@ -508,8 +501,7 @@ def _array_layout(path: Path, f: IO[bytes], what: str) -> _Layout:
     except (ValueError, OSError, EOFError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InvalidDataError(f"{path}: {what}not a valid .npy array ({reason})") from None
-    if not (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_)):
-        raise InvalidDataError(f"{path}: {what}holds non-numeric values ({dtype_kind(dtype)})")
+    check_numeric_dtype(path, dtype, what)
     if len(shape) not in (1, 2) or 0 in shape:
         raise InvalidDataError(f"{path}: {what}must hold rows of numbers (1-D or 2-D, at least "
                                f"one row and one column), got shape {shape}")
