@@ -143,7 +143,6 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -156,6 +155,7 @@ from .errors import BoxIntervalWarning, InvalidParameterError
 from .mechanisms import count_noise_std, gaussian_noise_std, integer_search_steps
 from .mechanisms.discrete_gaussian import SIGMA2_BITS
 from .mechanisms.gaussian import GRID_SLACK, normal_isf
+from .validation import check_fraction
 
 
 # The quantiles as scipy.stats computes them (``normal_isf``; t.isf is -stdtrit, chi2.isf is
@@ -977,11 +977,11 @@ def check_level(level: Any, name: str = "level") -> float:
     InvalidParameterError
         "<name> must be a number strictly between 0 and 1, got <repr>".
     """
-    if (isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Real)
-            or not 0.0 < float(level) < 1.0):  # NaN fails the comparison too
+    try:
+        return check_fraction(level, name)  # the estimators' own check of a number in (0, 1)
+    except InvalidParameterError:
         raise InvalidParameterError(
-            f"{name} must be a number strictly between 0 and 1, got {level!r}")
-    return float(level)
+            f"{name} must be a number strictly between 0 and 1, got {level!r}") from None
 
 
 def noise_radius(noise_std: np.ndarray, alpha: float, isotropic: bool) -> float:

@@ -54,10 +54,12 @@ def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None,
     if is_sparse(x):
         raise InvalidParameterError(f"engine={kind!r} needs dense input; sparse input runs on "
                                     f"engine='sparse'")
+    # A basket file read whole is baskets still (``reads_baskets``): noted before it is read.
+    baskets = isinstance(x, DatSource)
+    engine: Engine
     if kind == "dask":
         from .dask import DaskEngine
 
-        baskets = isinstance(x, DatSource)
         if not is_dask_array(x):
             import dask.array as da
 
@@ -65,18 +67,16 @@ def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None,
             x = da.from_array(np.asarray(x), chunks=(max(1, (64 << 20) // (8 * x.shape[1])),
                                                       -1))
         engine = DaskEngine(x, lo, hi, scale)
-        engine.baskets = baskets
-        return engine
-    if is_dask_array(x):
-        x = check_data(x.compute())
-    if kind == "chunked":
-        return ChunkedEngine(x, lo, hi, scale=scale)
-    baskets = isinstance(x, DatSource)
-    if isinstance(x, RowSource):
-        x = x.read_all()
-    in_memory = InMemoryEngine(x, lo, hi, scale)
-    in_memory.baskets = baskets  # a basket file read whole is baskets still (reads_baskets)
-    return in_memory
+    else:
+        if is_dask_array(x):
+            x = check_data(x.compute())
+        if kind == "chunked":
+            return ChunkedEngine(x, lo, hi, scale=scale)  # baskets when its source is .dat
+        if isinstance(x, RowSource):
+            x = x.read_all()
+        engine = InMemoryEngine(x, lo, hi, scale)
+    engine.baskets = baskets
+    return engine
 
 
 __all__ = ["ENGINES", "ChunkedEngine", "DatSource", "Engine", "InMemoryEngine", "RowSource",

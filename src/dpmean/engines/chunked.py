@@ -46,10 +46,15 @@ class RowSource(ABC):
         return check_data(np.concatenate(list(self.chunks(rows))))
 
 
+def moved_rows(rows: Any, lo: np.ndarray, hi: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """``rows`` validated, clamped to [lo, hi] and moved by ``-offset`` (a public shift:
+    ``MeanEstimator.far_box_offset``): clamped first, so the difference of two nearby floats
+    is exact and no finite row can overflow."""
+    return np.clip(check_data(rows), lo, hi) - offset
+
+
 class ShiftedSource(RowSource):
-    """Another source's rows, validated, clamped to [lo, hi] and moved by ``-offset`` (a
-    public shift; ``MeanEstimator.far_box_offset``), chunk by chunk. Clamped first, so the
-    difference of two nearby floats is exact and no finite row can overflow."""
+    """Another source's rows, chunk by chunk, as ``moved_rows`` moves them."""
 
     def __init__(self, source: RowSource, lo: np.ndarray, hi: np.ndarray,
                  offset: np.ndarray) -> None:
@@ -59,7 +64,7 @@ class ShiftedSource(RowSource):
 
     def chunks(self, rows: int) -> Iterator[np.ndarray]:
         for chunk in self._source.chunks(rows):
-            yield np.clip(check_data(chunk), self._lo, self._hi) - self._offset
+            yield moved_rows(chunk, self._lo, self._hi, self._offset)
 
 
 class ArraySource(RowSource):

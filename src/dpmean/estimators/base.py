@@ -569,7 +569,7 @@ class MeanEstimator(ABC):
         import copy
 
         from ..engines import RowSource, is_dask_array
-        from ..engines.chunked import ShiftedSource
+        from ..engines.chunked import ShiftedSource, moved_rows
 
         release_lo, release_hi = self.release_box(n, d)
         moved = copy.copy(self)
@@ -584,10 +584,9 @@ class MeanEstimator(ABC):
             rows: Any = ShiftedSource(x, lo, hi, offset)
         elif is_dask_array(x):
             x = x[:, None] if x.ndim == 1 else x  # one variable: blocks of one column
-            rows = x.map_blocks(lambda block: np.clip(check_data(block), lo, hi) - offset,
-                                dtype=np.float64)
+            rows = x.map_blocks(moved_rows, lo, hi, offset, dtype=np.float64)
         else:
-            rows = np.clip(check_data(x), lo, hi) - offset
+            rows = moved_rows(x, lo, hi, offset)
         result = moved._estimate(rows)
         diagnostics = dict(result.diagnostics)
         for key in POSITION_DIAGNOSTICS:
