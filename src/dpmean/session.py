@@ -177,8 +177,9 @@ def public_release(estimator: Any, x: Any, columns: Sequence[str] | str | None =
 
 
 @dataclass(frozen=True)
-class _Shape:
-    """A stand-in for data of a public shape only (what ``public_shape`` reads)."""
+class ShapeOnly:
+    """A stand-in for data of a public shape only: what ``public_shape`` and calibrating an
+    (epsilon, delta) budget to the plan (``granted_for``) read, before any value is."""
 
     shape: tuple[int, int]
 
@@ -201,7 +202,7 @@ def _checked(estimator: Any, x: Any, columns: Sequence[str] | str | None
         converted, names = table_data(x if empty is None else empty, columns)
         rows = (converted.shape[0] if empty is None else
                 x.num_rows if hasattr(x, "num_rows") else x.shape[0])
-        n, d = public_shape(_Shape((int(rows), len(names))))
+        n, d = public_shape(ShapeOnly((int(rows), len(names))))
         run, run_columns = x, columns
     elif (isinstance(x, str | PathLike) and Path(x).suffix.lower() == ".csv"
           and not estimator.calibrates_to_shape()):

@@ -274,7 +274,7 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
     """Run the estimator on INPUT, charged to --ledger first when one is given."""
     from .. import ledger_file
     from ..progress import shown_passes
-    from ..session import granted_for, release_events
+    from ..session import ShapeOnly, granted_for, release_events
 
     index = None
     with contextlib.ExitStack() as stack:
@@ -287,7 +287,7 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
                 # shape, so that the ledger is charged what will run: from the header where
                 # it records the shape, else (CSV and basket files) the rows are counted.
                 if layout.n is not None and not layout.sparse:
-                    estimator = granted_for(estimator, _Shape((layout.n, layout.d)))
+                    estimator = granted_for(estimator, ShapeOnly((layout.n, layout.d)))
                 else:
                     x = _open_input(args, engine)
                     estimator = granted_for(estimator, x)
@@ -409,14 +409,6 @@ class _Layout:
     n: int | None = None
     names: tuple[str, ...] | None = None
     sparse: bool = False
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """A stand-in for the data with its public shape only: what calibrating an (epsilon,
-    delta) budget to the plan reads (``session.granted_for``)."""
-
-    shape: tuple[int, ...]
 
 
 def _input_layout(args: argparse.Namespace) -> _Layout:
