@@ -2,9 +2,9 @@
 estimator that reads data through the engine.
 
 Every central-model estimator reads its data through an engine (``MeanEstimator.estimate``) and
-is listed in DENSE. Not here: the local and shuffle protocol simulations (iome-local,
-iome-shuffle, grs-*), which hand rows to simulated users (``Engine.user_rows``, memory engine
-only), and ``trimmed`` and PLAN's default dense options on the sparse engine, which need order
+is listed in DENSE; the local and shuffle protocol simulations (iome-local, iome-shuffle,
+grs-*), which hand rows to simulated users in blocks of a public size, are in PROTOCOLS. Not
+here: ``trimmed`` and PLAN's default dense options on the sparse engine, which need order
 statistics (refused, tested below).
 """
 
@@ -19,6 +19,7 @@ from dpmean.engines import open_source
 from dpmean.engines import sparse as sparse_module
 from dpmean.errors import InvalidParameterError
 from dpmean.mechanisms import exponential as exponential_module
+from dpmean.protocols import base as protocols_base
 
 # Tolerance. Every private decision (binary-search steps, exponential-mechanism draws) depends
 # on integer counts or on row norms computed row by row the same way on every engine, so the
@@ -70,9 +71,8 @@ def dense(tmp_path_factory):
 
 
 def _estimate(x, method, options, **extra):
-    bounds = (-20.0, 20.0) if method in NEEDS_BOUNDS else None
-    return dpmean.mean(x, rho=1.0, method=method, bounds=bounds, random_state=11,
-                       **options, **extra).mean
+    extra.setdefault("bounds", (-20.0, 20.0) if method in NEEDS_BOUNDS else None)
+    return dpmean.mean(x, rho=1.0, method=method, random_state=11, **options, **extra).mean
 
 
 @pytest.mark.parametrize("method,options", DENSE, ids=IDS)
@@ -112,6 +112,26 @@ def test_dask_equals_memory(dense, method, options, dask_client):
     expected = _estimate(x, method, options)
     got = _estimate(da.from_array(x, chunks=(700, 4)), method, options)
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
+
+
+PROTOCOLS = ["iome-local", "iome-shuffle", "grs-knownvar", "grs-unkvar"]
+
+
+@pytest.mark.parametrize("method", PROTOCOLS)
+def test_protocols_give_one_release_on_every_engine(dense, method, monkeypatch, dask_client):
+    # The users' randomisers draw block by block; blocks followed the engine (the memory
+    # engine's cache blocks, a file's chunks, a dask array's chunks) and so did the release
+    # (iome-local moved by 1.5 on chunks of 700 rows). Blocks of 250 users here (k = 16
+    # padded coordinates: 12 blocks, the last short), neither the files' 97-row chunks nor
+    # the dask array's 700: the same draws, so the same release up to the sums' order.
+    da = pytest.importorskip("dask.array")
+    x, path = dense
+    monkeypatch.setattr(chunked_module, "CHUNK_BYTES", 8 * 2 * x.shape[1] * 97)
+    monkeypatch.setattr(protocols_base, "USER_BLOCK_BYTES", 8 * 16 * 250)
+    expected = _estimate(x, method, {}, bounds=(-20.0, 20.0))
+    for data in (open_source(path), da.from_array(x, chunks=(700, 12))):
+        got = _estimate(data, method, {}, bounds=(-20.0, 20.0))
+        np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
 
 
 SPARSE = [

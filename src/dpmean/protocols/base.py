@@ -3,12 +3,17 @@ and budgets in (epsilon, delta) for protocols without a zCDP guarantee (IOME sec
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, ClassVar
+
+import numpy as np
 
 from ..accounting import check_budget_request, zcdp_to_approx_dp
 from ..budget import Budget
 from ..diagnostics import Diagnostic, Kind
+from ..engines import Engine
 from ..estimators.base import MeanEstimator
+from ..transforms import View
 from ..validation import check_fraction
 
 DEFAULT_DELTA = 1e-9
@@ -21,12 +26,43 @@ COORDINATE_BUDGET = {
 }
 """The diagnostics of protocols that split their (epsilon, delta) over the coordinates."""
 
+USER_BLOCK_BYTES = 1 << 20
+"""The float64 bytes of one block of users handed to the randomisers at once (the in-memory
+engine's own row blocks, so its releases are those it gave before the blocks were fixed)."""
+
+
+def user_blocks(engine: Engine, view: View) -> Iterator[np.ndarray]:
+    """The finished view rows of every user (``Engine.user_rows``) in blocks of a fixed
+    number of rows set by the public (n, width) alone.
+
+    Why: the randomisers draw block by block (a block's coins, then its noise), so blocks that
+    followed the engine (a memory engine's cache blocks, a file's chunks, a dask array's
+    chunks) gave another release for the same seed on each engine. Blocks of a public size
+    make the draws, and so the release, the same on every engine.
+    """
+    width = view.output_dim(engine.d)
+    size = max(1, USER_BLOCK_BYTES // (8 * max(width, 1)))
+    held: list[np.ndarray] = []
+    count = 0
+    for block in engine.user_rows(view):
+        while block.shape[0]:
+            take = min(size - count, block.shape[0])
+            held.append(block[:take])
+            count += take
+            block = block[take:]
+            if count == size:
+                yield held[0] if len(held) == 1 else np.concatenate(held)
+                held, count = [], 0
+    if held:
+        yield held[0] if len(held) == 1 else np.concatenate(held)
+
 
 class ProtocolEstimator(MeanEstimator):
     """A mean estimated by simulating a local or shuffle protocol on every user's row.
 
     ``model`` ("local" or "shuffle") is recorded in ``diagnostics["model"]`` and ``notion`` in
-    the result's budget. Subclasses read rows only through ``Engine.user_rows``, hand each block
+    the result's budget. Subclasses read rows only through ``user_blocks`` (``Engine.user_rows`` in blocks of a
+    public size), hand each block
     to the users' randomisers and give the analyser only the messages.
     """
 

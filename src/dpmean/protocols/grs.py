@@ -19,7 +19,7 @@ from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..transforms import IDENTITY
 from ..validation import check_fraction, check_positive
-from .base import COORDINATE_BUDGET, ApproxDPProtocol
+from .base import COORDINATE_BUDGET, ApproxDPProtocol, user_blocks
 from .composition import split_budget
 from .randomisers import (
     RoundBudget,
@@ -39,7 +39,7 @@ MAX_BINS = 1 << 16
 def _group_rows(engine: Engine, members: np.ndarray):
     """The rows of the users in ``members`` (a boolean mask over users), block by block."""
     start = 0
-    for block in engine.user_rows(IDENTITY):
+    for block in user_blocks(engine, IDENTITY):
         mask = members[start:start + block.shape[0]]
         start += block.shape[0]
         if mask.any():

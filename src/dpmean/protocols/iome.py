@@ -17,7 +17,7 @@ from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..transforms import RandomRotation, View, clip_rows, next_power_of_two
 from ..validation import check_fraction, check_positive, check_steps
-from .base import COORDINATE_BUDGET, ApproxDPProtocol, ProtocolEstimator
+from .base import COORDINATE_BUDGET, ApproxDPProtocol, ProtocolEstimator, user_blocks
 from .composition import split_budget
 from .randomisers import (
     RoundBudget,
@@ -49,7 +49,7 @@ def _histogram_round(
     gets them in random order."""
     round_ledger = RoundLedger(ledger)
     parts = []
-    for block in engine.user_rows(view):
+    for block in user_blocks(engine, view):
         group, bucket = report(block, rng)
         parts.append(hh.randomise(bucket, group, budget, rng, ledger=round_ledger, stage=stage))
     messages = HistogramMessages.concat(parts)
@@ -288,7 +288,7 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
         budget = RoundBudget(rho, "rho")
         round_ledger = RoundLedger(ledger)  # one round, drawn block by block of users
         total = np.zeros(view.output_dim(engine.d))
-        for block in engine.user_rows(view):
+        for block in user_blocks(engine, view):
             total += local_gaussian(clip_rows(block, radius), 2.0 * radius, budget, rng,
                                     ledger=round_ledger, stage="noise").sum(axis=0)
         return total / engine.n, {"user_noise_std": 2.0 * radius / math.sqrt(2.0 * rho)}
@@ -388,7 +388,7 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
         for start in range(0, k, chunk):
             coords = slice(start, min(start + chunk, k))
             shares = []
-            for block in engine.user_rows(view):
+            for block in user_blocks(engine, view):
                 # Each user: clip to C, rotate again, clip coordinates to C', map to [0, 1].
                 rotated = second.apply(clip_rows(block, radius))[:, coords]
                 unit = (np.clip(rotated, -bound, bound) + bound) / (2.0 * bound)
