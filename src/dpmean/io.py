@@ -11,7 +11,7 @@ import re
 import secrets
 import zipfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -378,20 +378,42 @@ def check_basket(p: Path, lineno: int, tokens: list[str], n_items: int) -> list[
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` so that readers see the old file or the new one,
     never a half-written one."""
-    _write_atomic(Path(path), lambda fh: fh.write(text.encode("utf-8")))
+    write_files_atomic({Path(path): text.encode("utf-8")})
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (see ``write_text_atomic``)."""
-    _write_atomic(Path(path), lambda fh: fh.write(data))
+    write_files_atomic({Path(path): data})
 
 
-def _write_atomic(path: Path, write) -> None:
+def write_files_atomic(files: Mapping[Path, bytes]) -> None:
+    """Write several files as a set: each to a temporary file beside it, synced, and only when
+    all are complete renamed into place, in the mapping's order. An error or an interruption
+    before the renames leaves every old file (or none) and no temporary file; put first the
+    file the others must not appear without. An OSError names the file it was writing (its
+    ``filename``), never the hidden temporary one."""
+    temporary: dict[Path, Path] = {}
+    try:
+        for path, data in files.items():
+            try:
+                temporary[path] = _synced_temporary(path, data)
+            except OSError as exc:
+                exc.filename = str(path)
+                raise
+        for path, tmp in list(temporary.items()):
+            os.replace(tmp, path)
+            del temporary[path]
+    finally:
+        for tmp in temporary.values():  # those not renamed, after an error or interruption
+            tmp.unlink(missing_ok=True)
+
+
+def _synced_temporary(path: Path, data: bytes) -> Path:
+    """``data`` in a new hidden file beside ``path``, on disk; returns its path."""
     # The temporary file lives in the target's directory so os.replace is a rename on one file
     # system. os.open with mode 0o666 lets the umask set the permissions, as a plain open would.
-    directory = path.parent
     for _ in range(100):
-        tmp = directory / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             break
@@ -401,13 +423,10 @@ def _write_atomic(path: Path, write) -> None:
         raise FileExistsError(f"could not create a temporary file next to {path}")
     try:
         with os.fdopen(fd, "wb") as fh:
-            write(fh)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        tmp.unlink(missing_ok=True)
         raise
+    return tmp

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..budget import Budget
 from ..errors import InsufficientDataWarning
-from .arguments import NON_PRIVATE_HEADER, UsageError, add_seed_argument, write_file
+from .arguments import NON_PRIVATE_HEADER, UsageError, add_seed_argument
 
 # numpy, the readers and the estimators are imported by the functions that use them: building
 # the parser (every dpmean command, and --help) must not pay for them.
@@ -453,7 +453,11 @@ def report(result: DemoResult) -> dict[str, Any]:
 
 
 def write(out: Path, png: bytes, document: dict[str, Any]) -> tuple[Path, Path]:
-    """Write the picture and the report into the folder ``out`` (created if needed).
+    """Write the picture and the report into the folder ``out`` (created if needed), as a pair.
+
+    Both go to temporary files in ``out`` first and are renamed into place only when both are
+    complete, the JSON first: an error or an interruption leaves the previous pair (or none)
+    and no temporary file, never a picture without its numbers.
 
     Parameters
     ----------
@@ -474,10 +478,18 @@ def write(out: Path, png: bytes, document: dict[str, Any]) -> tuple[Path, Path]:
     UsageError
         When the folder cannot be created or a file cannot be written.
     """
+    from ..io import write_files_atomic
+
+    text = json.dumps(document, indent=2) + "\n"  # before any file: it can fail too
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {out}: {exc.strerror or exc}") from None
-    write_file(out / PNG_NAME, png)
-    write_file(out / JSON_NAME, json.dumps(document, indent=2) + "\n")
+    try:
+        # The JSON renamed first: should the second rename fail, the numbers stand without
+        # their picture, never a picture without its numbers.
+        write_files_atomic({out / JSON_NAME: text.encode("utf-8"), out / PNG_NAME: png})
+    except OSError as exc:
+        raise UsageError(f"cannot write {exc.filename or out}: {exc.strerror or exc}") from None
     return out / PNG_NAME, out / JSON_NAME
+

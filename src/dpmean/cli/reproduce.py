@@ -6,6 +6,7 @@ The experiments themselves live in ``dpmean.experiments``; their errors are NON-
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
     Returns
     -------
     int
-        0; bad flags and unwritable folders raise ``UsageError``.
+        0; 130 when interrupted, after saying which finished trials the CSV keeps. Bad flags
+        and failed reads or writes raise ``UsageError``.
     """
     # Only this command needs the experiment specs: the other commands start without them.
     from ..experiments import SPECS, reproduce
@@ -68,8 +70,18 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write to {out}: it is not a directory")
     try:
         paths = reproduce(args.name, out, trials=args.trials, quick=args.quick, jobs=args.jobs)
+    except KeyboardInterrupt:
+        # Said here, not by dpmean.cli.main, whose "nothing was written" is untrue: the CSV
+        # keeps every finished trial.
+        kept = _kept(args, out)
+        print(f"dpmean: interrupted; {kept}; run the same command again to resume" if kept
+              else "dpmean: interrupted before any trial finished", file=sys.stderr)
+        return 130
     except OSError as exc:
-        raise UsageError(f"cannot write to {out}: {exc.strerror or exc}") from None
+        # The file and the system's reason: a full disk is not a folder's permissions.
+        kept = _kept(args, out)
+        raise UsageError(_os_error(exc) + (f" ({kept}; the same command resumes from them)"
+                                           if kept else "")) from None
     print(NON_PRIVATE_HEADER)
     for path in paths:
         print(f"wrote {path}")
@@ -85,3 +97,26 @@ def _check(args: argparse.Namespace, specs: Mapping[str, Any]) -> None:
         raise UsageError(f"--trials must be at least 1, got {args.trials}")
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
+
+
+def _os_error(exc: OSError) -> str:
+    """``path: reason`` for an OSError (both paths of a rename), the reason alone when it
+    names no file."""
+    reason = exc.strerror or str(exc)
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    return f"{' -> '.join(paths)}: {reason}" if paths else reason
+
+
+def _kept(args: argparse.Namespace, out: Path) -> str | None:
+    """What a stopped run leaves for the next one, the finished trials in the CSV; None when
+    there are none (or the CSV cannot be read)."""
+    from ..experiments.runner import csv_path, finished
+
+    try:
+        done, total = finished(args.name, out, trials=args.trials, quick=args.quick)
+    except OSError:
+        return None
+    if done == 0:
+        return None
+    count = f"{done} of {total}" if done < total else f"all {total}"
+    return f"{count} trials finished and are kept in {csv_path(args.name, out, args.quick)}"

@@ -4,6 +4,7 @@ and medians), draw the figure's plot and write a markdown summary."""
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 import textwrap
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io import write_bytes_atomic
 from .spec import AGGREGATIONS, Spec
 
 
@@ -27,12 +29,16 @@ def aggregate(spec: Spec, path: Path) -> dict[tuple[str, str, float], dict[str, 
     groups: dict[tuple[str, str, float], list[float]] = defaultdict(list)
     with path.open(newline="") as f:
         for row in csv.DictReader(f):
+            # A line of the wrong width (torn by an interrupted write, or not ours) is not a
+            # result: DictReader gives its missing fields None and its extra ones key None.
+            if None in row or None in row.values():
+                continue
             try:
-                value = float(row["value"])
-            except (TypeError, ValueError):
+                value, x = float(row["value"]), float(row[spec.x])
+            except (KeyError, ValueError):
                 continue
             panel = row.get(spec.panel, "") if spec.panel else ""
-            groups[(panel, row["method"], float(row[spec.x]))].append(value)
+            groups[(panel, row["method"], x)].append(value)
     stats = {}
     for key, values in groups.items():
         v = np.asarray(values)
@@ -92,7 +98,11 @@ def plot(spec: Spec, stats: dict, path: Path) -> None:
     heading = "\n".join(textwrap.wrap(spec.title, width) + textwrap.wrap(spec.note, width))
     fig.suptitle(heading, fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    # Drawn in memory, then written atomically: an interruption leaves the old file or none,
+    # never half a picture.
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
+    write_bytes_atomic(path, png.getvalue())
 
 
 def summary(spec: Spec, stats: dict, csv_path: Path, png: Path | None) -> str:

@@ -61,9 +61,9 @@ class ProtocolEstimator(MeanEstimator):
     """A mean estimated by simulating a local or shuffle protocol on every user's row.
 
     ``model`` ("local" or "shuffle") is recorded in ``diagnostics["model"]`` and ``notion`` in
-    the result's budget. Subclasses read rows only through ``user_blocks`` (``Engine.user_rows`` in blocks of a
-    public size), hand each block
-    to the users' randomisers and give the analyser only the messages.
+    the result's budget. Subclasses read rows only through ``user_blocks`` (``Engine.user_rows``
+    in blocks of a public size), hand each block to the users' randomisers and give the
+    analyser only the messages.
     """
 
     model: ClassVar[str]
