@@ -160,6 +160,6 @@ def test_secure_symmetric_matrix_mechanism_is_symmetric_and_on_a_grid():
                                        ledger=ledger, stage="cov", secure=True)
     np.testing.assert_array_equal(out, out.T)
     k = 10  # entries on and above the diagonal
-    gamma = 2.0 ** math.floor(math.log2(1e-3 * 0.5 / math.sqrt(k)))
+    gamma = 2.0 ** math.floor(math.log2(1e-3 * 0.5 / (2 * math.sqrt(k))))
     np.testing.assert_array_equal(out / gamma, np.rint(out / gamma))
     assert ledger.spent == {"cov": 1.0}

@@ -20,7 +20,7 @@ isotropic). Per coordinate the half-width is the exact two-sided quantile z(alph
 std_j; in l2 the chi quantile (isotropic) or Laurent-Massart (2000, Lemma 1) for unequal scales.
 With ``secure_noise=True`` the release is gamma (round(v / gamma) + Z), Z the discrete Gaussian
 on the integers of variance s^2 (rounded up to a multiple of 2^-30) with gamma s <=
-std (1 + GRID_SLACK) and gamma sqrt(k) <= GRID_SLACK Delta for its k coordinates, Delta = std
+std (1 + GRID_SLACK) and 2 gamma sqrt(k) <= GRID_SLACK Delta for its k coordinates, Delta = std
 sqrt(2 rho_noise) <= std sqrt(2 rho) (``mechanisms.gaussian``). Z lies stochastically below
 W + 1, W ~ N(0, s^2), up to eps(s) (``DiscretisedNoise``), so each coordinate errs by more than
 gamma / 2 + gamma + sigma' z(alpha_noise / 2 - eps) with probability at most alpha_noise,

@@ -14,8 +14,8 @@ from ..errors import InvalidParameterError
 from ..events import gaussian_event
 from .discrete_gaussian import discrete_gaussian
 
-# The secure grid's spacing gamma keeps the rounding slack, gamma sqrt(k), at most this fraction
-# of the sensitivity: the discretised release costs at most 0.1% more noise.
+# The secure grid's spacing gamma keeps the rounding slack, 2 gamma sqrt(k), at most this
+# fraction of the sensitivity: the discretised release costs at most 0.1% more noise.
 GRID_SLACK = 1e-3
 
 
@@ -78,19 +78,23 @@ def _discretised_gaussian(
 ) -> np.ndarray:
     """Release ``gamma (round(value / gamma) + Z)`` with Z exact discrete Gaussian on Z^k.
 
-    gamma is a power of two with gamma sqrt(k) <= 1e-3 Delta. Rounding to the grid moves each
-    of the k coordinates by at most gamma / 2, so the rounded query has l2 sensitivity at most
-    Delta / gamma + sqrt(k) in grid units, and Z ~ N_Z(0, s^2) with s = that / sqrt(2 rho) makes
-    it rho-zCDP (CKS 2020, Theorem 4). Every released number is an exact multiple of gamma,
-    sampled with integer arithmetic: no floating-point noise to attack. (The computed statistic's
-    own rounding error is assumed below gamma / 2, i.e. |value| below ~2^40 Delta.)
+    gamma is a power of two with 2 gamma sqrt(k) <= 1e-3 Delta. The statistic is computed in
+    floating point, within gamma / 2 of its exact value in each coordinate (assumed: float64
+    errs by about 2^-52 |value| times a few, so |value| below ~2^48 gamma; boxes far from the
+    origin are moved to it first, ``MeanEstimator.far_box_offset``), and rounding to the grid
+    moves it by at most gamma / 2 more. So each coordinate of the rounded query lies within one
+    grid step of the exact one, and its l2 sensitivity is at most Delta / gamma + 2 sqrt(k) in
+    grid units; Z ~ N_Z(0, s^2) with s = that / sqrt(2 rho) makes it rho-zCDP (CKS 2020,
+    Theorem 4), and gamma s <= (1 + 1e-3) Delta / sqrt(2 rho). Every released number is an
+    exact multiple of gamma, sampled with integer arithmetic: no floating-point noise to
+    attack.
     """
     value = np.asarray(value, dtype=np.float64)
     gaussian_noise_std(sensitivity, rho)  # validates both
     if sensitivity == 0:
         return value.copy()
     k = max(value.size, 1)
-    gamma = 2.0 ** math.floor(math.log2(GRID_SLACK * sensitivity / math.sqrt(k)))
-    grid_sensitivity = sensitivity / gamma + math.sqrt(k)
+    gamma = 2.0 ** math.floor(math.log2(GRID_SLACK * sensitivity / (2.0 * math.sqrt(k))))
+    grid_sensitivity = sensitivity / gamma + 2.0 * math.sqrt(k)
     noise = discrete_gaussian(grid_sensitivity**2 / (2.0 * rho), rng, size=value.size)
     return gamma * (np.rint(value / gamma) + noise.reshape(value.shape))
