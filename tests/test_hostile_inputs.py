@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
 import dpmean
-from dpmean.errors import DPMeanError
+from dpmean.errors import DPMeanError, InvalidDataError
 
 METHODS = ["cm", "cm-fixed", "gaussian", "iome", "plan", "plan-noscale", "trimmed", "coinpress"]
 # Options a method needs besides bounds (a public prior), and tuning fixed so runs stay fast.
@@ -225,3 +225,40 @@ def test_a_far_boxs_interval_covers_the_exact_mean(method):
         # Exact: the interval's ends and the data are floats; the mean is 1e15 + 0.43625.
         assert lo[0] - FAR <= 0.43625 <= hi[0] - FAR, (seed, lo - FAR, hi - FAR)
         assert abs(result.mean[0] - FAR - 0.43625) <= result.confidence_radius(0.9)
+
+
+@pytest.mark.parametrize("huge", [2**64, 2**70, -(2**63) - 1])
+def test_a_list_is_read_as_float64_whatever_its_values(huge):
+    # numpy read a list's dtype off its values: one integer beyond int64/uint64 made it an
+    # object array, refused, where a list with 7 in its place was released (review).
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        small = dpmean.mean([[1, 2], [3, 7]], rho=1.0, method="gaussian", bounds=(0, 10),
+                            random_state=0)
+        large = dpmean.mean([[1, 2], [3, huge]], rho=1.0, method="gaussian", bounds=(0, 10),
+                            random_state=0)
+    # The huge value is clamped to the box like any other: the releases differ by its
+    # clamped contribution only.
+    clamped = 10.0 if huge > 0 else 0.0
+    np.testing.assert_allclose(large.mean - small.mean, [0.0, (clamped - 7.0) / 2], atol=1e-12)
+
+
+@pytest.mark.parametrize("values", [[1, 2, 7], [1, 2, 2**63], [1, True, 3]])
+def test_a_pandas_object_column_is_refused_by_its_dtype_not_its_values(values):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": pd.Series(values, dtype=object), "b": [1.0, 2.0, 3.0]})
+    with pytest.raises(InvalidDataError, match="column 'a' has type object"):
+        dpmean.mean(frame, rho=1.0, method="gaussian", bounds=(0, 10), random_state=0)
+    # Not chosen, it is not converted at all.
+    result = dpmean.mean(frame, rho=1.0, method="gaussian", bounds=(0, 10), random_state=0,
+                         columns=["b"])
+    assert result.columns == ("b",)
+
+
+@pytest.mark.parametrize("dtype", ["m8[s]", "M8[s]"])
+def test_times_are_not_quantities(dtype):
+    with pytest.raises(InvalidDataError, match="numeric"):
+        dpmean.mean(np.array([1, 2, 3], dtype=dtype), rho=1.0, method="gaussian",
+                    bounds=(0, 10))

@@ -509,15 +509,17 @@ def test_errors_that_depend_on_the_values_stay_charged():
     values, frame = _frame()
     with_nan = values.copy()
     with_nan[5, 1] = np.nan
-    # A column of Python objects has no declared type: pyarrow infers it from the values.
-    objects = frame.assign(s=pd.Series(["u"] * len(frame), dtype=object))
+    # A column of Python objects is refused by its declared dtype (pyarrow would type it by
+    # its values: one integer above 2^63, or one True among integers, was refused where its
+    # neighbour was released), so before the charge.
+    objects = frame.assign(s=pd.Series([1] * len(frame), dtype=object))
     s = Session(rho=1.0)
     with pytest.raises(InvalidDataError, match="NaN"):
         s.mean(with_nan, rho=0.25, method="cm", bounds=(0, 1))
-    with pytest.raises(InvalidDataError, match="column 's' has type string"):
+    with pytest.raises(InvalidDataError, match="column 's' has type object"):
         s.mean(objects, rho=0.25, method="cm", bounds=(0, 1))
-    assert [r.status for r in s.ledger] == ["failed", "failed"]
-    assert s.spent == pytest.approx(0.5)
+    assert [r.status for r in s.ledger] == ["failed"]
+    assert s.spent == pytest.approx(0.25)
 
 
 @pytest.mark.parametrize("error", [RuntimeError("crash"), KeyboardInterrupt()])

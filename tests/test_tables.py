@@ -53,7 +53,7 @@ def test_all_columns_by_default_and_the_pandas_index_is_not_one():
 @pytest.mark.parametrize("columns, error, pattern", [
     (["height", "shoe size"], InvalidDataError, r"no column named 'shoe size'; it has columns "
      r"'height', 'weight', 'age', 'name'"),
-    (None, InvalidDataError, r"column 'name' has type .*string.*only numeric"),
+    (None, InvalidDataError, r"column 'name' has type .*str.*only numeric"),
     (["name"], InvalidDataError, r"column 'name' has type"),
     (["age", "age"], InvalidParameterError, r"column 'age' is chosen twice"),
     ([], InvalidParameterError, r"non-empty list"),

@@ -99,9 +99,11 @@ def table_data(x: Any, columns: Sequence[str] | str | None = None
         # Names are public; pyarrow's refusal of them said only "ValueError".
         raise InvalidDataError(f"the {type(x).__name__} has two columns named {twice[0]!r}; "
                                f"rename one")
+    x = _declared_numeric(x, labels, columns)
     try:
         table = pa.table(x)
-    except (TypeError, ValueError, pa.ArrowException, NotImplementedError) as exc:
+    except (TypeError, ValueError, OverflowError, pa.ArrowException,
+            NotImplementedError) as exc:
         # pyarrow's own message may quote a value: its type and what usually causes it only.
         raise InvalidDataError(
             f"cannot read the {type(x).__name__} as a table of columns ({type(exc).__name__}: "
@@ -114,6 +116,24 @@ def table_data(x: Any, columns: Sequence[str] | str | None = None
     for name in names:
         check_numeric_type(table.schema.field(name).type, name)
     return _as_array(table, names), tuple(names)
+
+
+def _declared_numeric(x: Any, labels: list[str], columns: Sequence[str] | str | None) -> Any:
+    """A pandas frame cut to its chosen columns, each refused by its declared dtype unless
+    numeric or boolean; other frames unchanged.
+
+    Why: pyarrow types a pandas object column by its values (one integer above 2^63, or one
+    True among integers, was refused where its neighbour was released), so whether a column
+    is numeric must be read off its dtype, and the columns not chosen must not be converted."""
+    if type(x).__module__.split(".")[0] != "pandas" or not hasattr(x, "dtypes"):
+        return x
+    chosen = choose_columns(labels, columns, "the table")
+    for label, dtype in zip(labels, x.dtypes, strict=True):
+        if label in chosen and (dtype == object or getattr(dtype, "kind", "") in "mMOSU"):
+            raise InvalidDataError(
+                f"column {label!r} has type {dtype}; only numeric or boolean columns can be "
+                f"used (convert it first, e.g. .astype(float), or choose others with columns=)")
+    return x.iloc[:, [labels.index(name) for name in chosen]]
 
 
 def _column_labels(x: Any) -> list[str]:

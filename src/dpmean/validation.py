@@ -46,8 +46,11 @@ def check_data(x) -> np.ndarray:
                                    "them before a private release (as NaN values)")
         x = np.ma.getdata(x)
     try:
-        arr = np.asarray(x)
-    except (TypeError, ValueError):
+        # A list's dtype would be read off its values (one integer above 2^64 made it an
+        # object array, refused, where 7 was released): lists and tuples are float64 by
+        # declaration, as every value is clamped to the box anyway.
+        arr = np.asarray(x, dtype=np.float64) if isinstance(x, list | tuple) else np.asarray(x)
+    except (TypeError, ValueError, OverflowError):
         # numpy's message may quote the input; say only what is expected.
         raise InvalidDataError(
             "data must be a numeric array of shape (n, d) or (n,); it could not be converted "
@@ -55,7 +58,9 @@ def check_data(x) -> np.ndarray:
     if arr.dtype == np.float16:
         # Exact in float32, which every engine's compiled kernels take (float16 they do not).
         arr = arr.astype(np.float32)
-    if arr.dtype == object or not (
+    # numpy files timedelta64 under the integers; neither it nor datetime64 is a quantity to
+    # average here.
+    if arr.dtype == object or arr.dtype.kind in "mM" or not (
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):
         raise InvalidDataError(f"data must be numeric, got {dtype_kind(arr.dtype)} values")
