@@ -129,7 +129,7 @@ def _declared_numeric(x: Any, labels: list[str], columns: Sequence[str] | str | 
         return x
     chosen = choose_columns(labels, columns, "the table")
     for label, dtype in zip(labels, x.dtypes, strict=True):
-        if label in chosen and (dtype == object or getattr(dtype, "kind", "") in "mMOSU"):
+        if label in chosen and getattr(dtype, "kind", "O") in ("m", "M", "O", "S", "U"):
             raise InvalidDataError(
                 f"column {label!r} has type {dtype}; only numeric or boolean columns can be "
                 f"used (convert it first, e.g. .astype(float), or choose others with columns=)")
