@@ -49,11 +49,12 @@ FILES = {
     "nan-csv": ("nan.csv", csv_text(ARRAYS["nan"][0]), None, [str(N_NAN)], "NaN or infinite"),
     "inf-csv": ("inf.csv", csv_text(ARRAYS["inf"][0]), None, [str(N_INF)], "NaN or infinite"),
     "csv-cell": ("cell.csv", "a,b,c\n0.5,0.5,0.5\n" + "1," + SECRET + NUMBER + ",3\n"
-                 + GOOD_ROWS, None, [SECRET, NUMBER, "xyz"], "line 3, column 2 is not a number"),
+                 + GOOD_ROWS, None, [SECRET, NUMBER, "xyz", "line 3"],
+                 "column 2 holds a cell that is not a number"),
     "dat-token": ("token.dat", "1 2\n0\n1 " + SECRET + " 3\n" + "2\n" * 300, 100,
-                  [SECRET, "xyz"], "line 3, item 2 is not an item id"),
+                  [SECRET, "xyz", "line 3"], "an item is not an item id"),
     "dat-id": ("id.dat", "1 2\n0\n1 " + NUMBER + " 3\n" + "2\n" * 300, 100,
-               [NUMBER, "98765"], "line 3, item 2: the item id is not below n_items=100"),
+               [NUMBER, "98765", "line 3"], "an item id is not below n_items=100"),
 }
 
 

@@ -413,10 +413,10 @@ def test_secure_noise_mode(method, options):
         # 6 sqrt(6) noise stds except with negligible probability; clipping bias < 0.05 here.
         assert np.linalg.norm(result.mean - x.mean(axis=0)) < 6 * np.sqrt(6) * noise_std + 0.05
     if method != "iome":
-        # Released on the grid gamma = 2^floor(log2(1e-3 Delta / sqrt(d))), with the
+        # Released on the grid gamma = 2^floor(log2(1e-3 Delta / (2 sqrt(d)))), with the
         # sensitivity Delta = noise_std sqrt(2 rho_noise) from the private diagnostics.
         delta = noise_std * np.sqrt(2 * result.ledger["noise"])
-        gamma = 2.0 ** np.floor(np.log2(1e-3 * delta / np.sqrt(6)))
+        gamma = 2.0 ** np.floor(np.log2(1e-3 * delta / (2 * np.sqrt(6))))
         np.testing.assert_array_equal(result.mean / gamma, np.rint(result.mean / gamma))
 
 

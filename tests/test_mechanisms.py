@@ -283,8 +283,8 @@ def test_secure_gaussian_mechanism_releases_on_a_grid_with_the_right_spread():
     rng = np.random.default_rng(4)
     value = np.linspace(-3.0, 3.0, 4000)
     out = gaussian_mechanism(value, 2.0, 0.5, rng, secure=True, **stage())
-    # gamma = 2^floor(log2(1e-3 * 2 / sqrt(4000))): every output is an exact multiple of it.
-    gamma = 2.0 ** np.floor(np.log2(1e-3 * 2.0 / np.sqrt(4000)))
+    # gamma = 2^floor(log2(1e-3 * 2 / (2 sqrt(4000)))): every output is an exact multiple of it.
+    gamma = 2.0 ** np.floor(np.log2(1e-3 * 2.0 / (2 * np.sqrt(4000))))
     np.testing.assert_array_equal(out / gamma, np.rint(out / gamma))
     # Noise std: (Delta + gamma sqrt(k)) / sqrt(2 rho) = 2.002 (discrete Gaussian variance is
     # within 1e-9 of sigma^2 at this width). The sample variance of 4000 draws has relative

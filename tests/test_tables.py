@@ -92,25 +92,41 @@ def test_pandas_default_names_with_index_are_a_header(tmp_path):
     # A headerless first row with a missing value looks the same: neither is guessed.
     with pytest.raises(InvalidDataError, match=r"mixes numbers with text or empty cells"):
         open_table(path)
-    table = open_table(path, header=True)
-    assert table.names == ("0", "1", "2") and table.read().shape == VALUES.shape
+    # Told it is a header, it is still refused: names that are numbers cannot be told from a
+    # person's row, which header=True published as the column names (review).
+    with pytest.raises(InvalidDataError, match=r"a name that is a number"):
+        open_table(path, header=True)
 
 
-def test_a_header_of_numbers_needs_header_true(tmp_path):
+def test_a_header_of_numbers_is_data_or_refused(tmp_path):
     path = tmp_path / "x.csv"
     pd.DataFrame(VALUES).to_csv(path, index=False)  # "0,1,2" then the rows
     # A line of numbers is data unless told otherwise: guessing from values would make n
     # depend on one row.
     assert load_data(path).shape == (len(VALUES) + 1, 3)
+    with pytest.raises(InvalidDataError, match=r"a name that is a number"):
+        open_table(path, header=True)
+    pd.DataFrame(VALUES, columns=["a", "b", "c"]).to_csv(path, index=False)
     table = open_table(path, header=True)
-    assert table.names == ("0", "1", "2") and table.read().shape == VALUES.shape
+    assert table.names == ("a", "b", "c") and table.read().shape == VALUES.shape
+
+
+@pytest.mark.parametrize("delimiter", ["3", "a", "e", ".", "-", "+"])
+def test_a_delimiter_no_number_holds(tmp_path, delimiter):
+    # A digit as the delimiter split the values: which rows were then refused told which
+    # digits a person's value held (review).
+    path = tmp_path / "x.csv"
+    path.write_text("a\n35\n")
+    with pytest.raises(InvalidParameterError, match="no number holds"):
+        open_table(path, delimiter=delimiter)
 
 
 def test_index_col_drops_a_named_first_column(tmp_path):
     path = tmp_path / "x.csv"
     frame().drop(columns="name").rename_axis("id").to_csv(path)
     assert open_table(path).names == ("id", "height", "weight", "age")
-    with pytest.raises(InvalidDataError, match=r"line 2, column 1 is not a number \(column 'id'; "):
+    with pytest.raises(InvalidDataError,
+                       match=r"column 1 holds a cell that is not a number \(column 'id'; "):
         load_data(path)
     assert open_table(path, index_col=True).names == ("height", "weight", "age")
 
@@ -225,3 +241,25 @@ def test_a_path_is_read_as_a_file(tmp_path):
         dpmean.mean(tmp_path / "missing.npy", **options)
     with pytest.raises(InvalidParameterError, match="columns apply to .csv and .parquet"):
         dpmean.mean(tmp_path / "x.npy", columns=["a"], **options)
+
+
+@pytest.mark.parametrize("bad", [b"3,x\n", b"3,4,5\n", b"3\n", b"3,\xff\xfe\n", b"3,nan\n"])
+def test_counting_a_csv_judges_no_value(tmp_path, bad):
+    # The count an (epsilon, delta) calibration reads before a charge: a failure there was
+    # free and repeatable (review: a --delimiter swept over the digits read a person's age).
+    path = tmp_path / "x.csv"
+    path.write_bytes(b"a,b\n1,2\n" + bad + b"5,6\n")
+    source = open_source(path)
+    assert source.shape == (3, 2)
+    with pytest.raises(InvalidDataError):
+        list(source.chunks(10))
+
+
+@pytest.mark.parametrize("bad", [b"3,x\n", b"3,4,5\n"])
+def test_a_session_charges_a_shape_calibrated_release_that_fails_on_a_value(tmp_path, bad):
+    path = tmp_path / "x.csv"
+    path.write_bytes(b"a,b\n" + b"0.5,0.5\n" * 1000 + bad + b"0.5,0.5\n" * 1000)
+    session = dpmean.Session(epsilon=4.0, delta=1e-6)
+    with pytest.raises(InvalidDataError):
+        session.mean(str(path), epsilon=2.0, delta=1e-7, method="plan", bounds=(0, 1))
+    assert [r.status for r in session.ledger] == ["failed"]

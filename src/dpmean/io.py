@@ -299,11 +299,13 @@ class BasketFile:
         """Consecutive 0/1 CSR blocks of at most ``lines`` baskets, of width ``n_items``."""
         start, batch = 1, []
         try:
-            with open(self.path, encoding="utf-8-sig") as f:
+            # Lines end at "\n" only, as ``count`` counts them (a "\r" before it is
+            # whitespace).
+            with open(self.path, encoding="utf-8-sig", newline="\n") as f:
                 for line in f:
                     batch.append(line)
                     if len(batch) == lines:
-                        yield self._parse(batch, start)
+                        yield self._parse(batch)
                         start, batch = start + len(batch), []
         except UnicodeDecodeError:
             raise InvalidDataError(f"{self.path}: not a text transaction (.dat) file (it is "
@@ -311,19 +313,33 @@ class BasketFile:
         except OSError as exc:
             raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
         if batch or start == 1:
-            yield self._parse(batch, start)
+            yield self._parse(batch)
+
+    def count(self) -> int:
+        """The number of baskets (public n): the file's lines, counted without reading an id
+        (a count read before a charge must not fail on what a basket holds)."""
+        lines, last = 0, b"\n"
+        try:
+            with open(self.path, "rb") as f:
+                while block := f.read(1 << 24):
+                    lines += block.count(b"\n")
+                    last = block[-1:]
+        except OSError as exc:
+            raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        lines += last != b"\n"  # a last line without its line break
+        if lines == 0:
+            raise InvalidDataError(f"{self.path}: the file holds no baskets")
+        return lines
 
     def read(self) -> scipy.sparse.csr_matrix:
-        """Every basket as one (n_baskets, n_items) CSR matrix of 0/1 float64."""
+        """Every basket as one (n_baskets, n_items) CSR matrix of 0/1 float64. Baskets may be
+        empty, all of them too (n is public, how many items they hold is not)."""
         mat = scipy.sparse.vstack(list(self.blocks(1 << 16)), format="csr")
         if mat.shape[0] == 0:
             raise InvalidDataError(f"{self.path}: the file holds no baskets")
-        if mat.nnz == 0:
-            raise InvalidDataError(f"{self.path}: the file holds {mat.shape[0]} baskets but no "
-                                   f"item ids")
         return mat
 
-    def _parse(self, lines: list[str], start: int) -> scipy.sparse.csr_matrix:
+    def _parse(self, lines: list[str]) -> scipy.sparse.csr_matrix:
         baskets = [line.split() for line in lines]
         counts = np.fromiter((len(b) for b in baskets), dtype=np.int64, count=len(baskets))
         flat = [tok for b in baskets for tok in b]
@@ -337,8 +353,7 @@ class BasketFile:
             except (ValueError, OverflowError):
                 ids = None
         if ids is None or (ids.size and (ids.min() < 0 or ids.max() >= self.n_items)):
-            ids = np.array([i for j, b in enumerate(baskets)
-                            for i in check_basket(self.path, start + j, b, self.n_items)],
+            ids = np.array([i for b in baskets for i in check_basket(self.path, b, self.n_items)],
                            dtype=np.int64)
         indptr = np.zeros(len(baskets) + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
@@ -350,14 +365,15 @@ class BasketFile:
         return mat
 
 
-def check_basket(p: Path, lineno: int, tokens: list[str], n_items: int) -> list[int]:
+def check_basket(p: Path, tokens: list[str], n_items: int) -> list[int]:
     """The item ids of one basket (its whitespace-split tokens), each an ASCII integer in
-    0 .. n_items - 1. A bad one raises an InvalidDataError saying where it is (line, position
-    in the basket) and what is allowed, never the token itself: a service that forwards error
-    messages would leak it."""
+    0 .. n_items - 1. A bad one raises an InvalidDataError saying what is allowed, and neither
+    the token nor where it is: "line 237, item 2 is not below 150"
+    told an analyst who chose n_items which item one person bought, and a service that
+    forwards error messages would leak it too."""
     ids = []
-    for j, tok in enumerate(tokens):
-        where = f"{p}: line {lineno}, item {j + 1}"
+    for tok in tokens:
+        where = f"{p}: an item"
         if not (tok.isascii() and tok.isdigit()):
             raise InvalidDataError(
                 f"{where} is not an item id (a non-negative integer written in ASCII digits); "
@@ -367,7 +383,7 @@ def check_basket(p: Path, lineno: int, tokens: list[str], n_items: int) -> list[
         # would be refused by Python itself).
         if len(digits) > 10 or int(tok) >= n_items:
             raise InvalidDataError(
-                f"{where}: the item id is not below n_items={n_items} (ids run from 0 to "
+                f"{where} id is not below n_items={n_items} (ids run from 0 to "
                 f"{n_items - 1}); remove the item or pass the catalogue's true number of items")
         ids.append(int(tok))
     return ids

@@ -284,8 +284,9 @@ class CsvTable:
       that mixes numbers with text or empty cells is refused: it may be a row with a missing
       value or a header with a name that is a number, and guessing either from the values
       would make n, d and the published column names depend on one person's row. A header
-      of numbers (pandas' default names 0 .. d-1, with or without an index cell) needs
-      ``header=True``; ``header=False`` reads the first line as data (these two never guess).
+      with a name that is a number (pandas' default names 0 .. d-1 too) is refused even with
+      ``header=True``: it cannot be told from a row of data. ``header=False`` reads the first
+      line as data.
     - ``index_col=None`` drops the first column when its header cell is empty (what pandas'
       ``DataFrame.to_csv()`` writes for the index); ``True`` drops the first column always;
       ``False`` never.
@@ -305,9 +306,14 @@ class CsvTable:
 
         self.path = Path(path)
         first = self._first_line()
-        if delimiter is not None and (len(delimiter) != 1 or delimiter in '"\r\n'):
-            raise InvalidParameterError(f"the delimiter must be one character other than a "
-                                        f"quote or a line break, got {delimiter!r}")
+        if delimiter is not None and (len(delimiter) != 1 or delimiter in '"\r\n.+-'
+                                      or delimiter.isalnum()):
+            # A character a number may hold would split the values themselves: an analyst
+            # sweeping --delimiter over the digits read which digits a person's age held
+            # from which rows the file then refused (review).
+            raise InvalidParameterError(
+                f"the delimiter must be one character that no number holds (not a digit, a "
+                f"letter, '.', '+' or '-') and not a quote or a line break, got {delimiter!r}")
         self.delimiter = delimiter or sniff_delimiter(first)
         self._delimiter_given = delimiter is not None
         # newlines_in_values: a quoted cell may hold a line break; without it pyarrow splits
@@ -315,8 +321,15 @@ class CsvTable:
         # inside such a cell ("line 568733 has 1 values").
         self._parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True)
         first_cells = self._read(first.encode(), autogenerate=True).schema
-        self.header = (self._guess_header(first_cells, first) if header is None
-                       else bool(header))
+        numbers = self._number_cells(first_cells, first)
+        if header and any(numbers):
+            # Names are published (the result's columns, errors that list them): a row of
+            # data read as a header published one person's values (review).
+            raise InvalidDataError(
+                f"{self.path}: the header line has a name that is a number, so it cannot be "
+                f"told from a row of data; rename the columns (pandas' 0, 1, ... too), or "
+                f"pass --no-header (header=False) if the line is data")
+        self.header = self._guess_header(numbers) if header is None else bool(header)
         if self.header:
             all_names = list(self._read(first.encode(), autogenerate=False).column_names)
         else:
@@ -345,15 +358,18 @@ class CsvTable:
         self._labels = [f"column {name!r}" if self.header else f"column {at}"
                         for name, at in self._column_of.items()]
 
-    def _guess_header(self, cells: Any, first: str) -> bool:
-        """Whether the first line (its inferred ``cells``) is a header, from its layout: no
-        cell a number (names) or every cell one (data); anything between is refused, since
-        the first row of a headerless file with a missing value looks just like it. A cell
-        written as a number with a decimal comma (12,5) counts as a number: read as a name,
-        a European file's first row became public column names (and the errors quoted them)."""
+    def _number_cells(self, cells: Any, first: str) -> list[bool]:
+        """Which cells of the first line (its inferred ``cells``) are numbers. A cell written
+        as a number with a decimal comma (12,5) counts as one: read as a name, a European
+        file's first row became public column names (and the errors quoted them)."""
         texts = self._read(first.encode(), autogenerate=False).column_names
-        numbers = [_is_number_type(f.type) or bool(_DECIMAL_COMMA.fullmatch(text.strip()))
-                   for f, text in zip(cells, texts, strict=True)]
+        return [_is_number_type(f.type) or bool(_DECIMAL_COMMA.fullmatch(text.strip()))
+                for f, text in zip(cells, texts, strict=True)]
+
+    def _guess_header(self, numbers: list[bool]) -> bool:
+        """Whether the first line is a header, from which of its cells are numbers: none
+        (names) or every one (data); anything between is refused, since the first row of a
+        headerless file with a missing value looks just like it."""
         if not any(numbers):
             return True
         if all(numbers):
@@ -424,10 +440,38 @@ class CsvTable:
             raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
 
     def count_rows(self) -> int:
-        """The number of data rows (public), counted without judging a value: a NaN or an
-        infinity is a value, refused by the release after its charge (``batches``), never by
-        the count an (epsilon, delta) budget's calibration reads before it."""
-        return sum(batch.num_rows for batch in self._record_batches())
+        """The number of records after the header (public), counted without judging a value.
+
+        An (epsilon, delta) budget's calibration reads this before the charge, so nothing a
+        row holds may fail it: no cell is converted (text, a NaN, bytes that are not UTF-8),
+        and a record of the wrong width is counted, not refused. The release refuses them
+        after its charge (``batches``). Only a file that cannot be read fails here."""
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        ragged = 0
+
+        def count_ragged(row: Any) -> str:
+            nonlocal ragged
+            ragged += 1
+            return "skip"
+
+        parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True,
+                                  invalid_row_handler=count_ragged)
+        read = pcsv.ReadOptions(use_threads=False, block_size=_BLOCK_BYTES,
+                                autogenerate_column_names=not self.header)
+        convert = pcsv.ConvertOptions(include_columns=[])
+        try:
+            rows = sum(batch.num_rows for batch in pcsv.open_csv(
+                self.path, read_options=read, parse_options=parse, convert_options=convert))
+        except OSError as exc:
+            raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        except pa.ArrowException:
+            # Not expected of any content (a quote left open swallows the rest as one cell):
+            # said without a position, as any failure before a charge must be.
+            raise InvalidDataError(f"{self.path}: not a CSV file pyarrow can split into "
+                                   f"records") from None
+        return rows + ragged
 
     def batches(self) -> Iterator[np.ndarray]:
         """The chosen columns as consecutive float64 row blocks, front to back, for a release:
@@ -464,37 +508,25 @@ class CsvTable:
             raise InvalidDataError(f"{self.path}: {exc}") from None
 
     def _error(self, exc: Exception) -> InvalidDataError:
-        """pyarrow's error (which quotes the cell or row) retold with positions only."""
+        """pyarrow's error (which quotes the cell or row) retold without the row: neither the
+        value nor where it is ("line 237, column 2 is not a number" told which person's cell
+        was not one, and with an analyst's --delimiter, which digits it held)."""
         text = str(exc)
-        record = re.search(r"Row #(\d+)", text)
-        line = self._physical_line(int(record.group(1))) if record else None
-        at = f"line {line}" if line else "a line"
-        counts = re.search(r"Expected (\d+) columns, got (\d+)", text)
+        counts = re.search(r"Expected (\d+) columns", text)
         if counts:
-            expected, got = counts.groups()
             first = "the header (line 1)" if self.header else "line 1"
-            return InvalidDataError(f"{self.path}: {at} has {got} values but {first} has "
-                                    f"{expected}")
+            return InvalidDataError(f"{self.path}: a line does not have the {counts.group(1)} "
+                                    f"values {first} has (a missing or extra delimiter?)")
         column = re.search(r"column #(\d+)", text)
         if column:
             number = int(column.group(1)) + 1
             name = self._all_names[number - 1]
             named = f"column {name!r}; " if self.header else ""
             return InvalidDataError(
-                f"{self.path}: {at}, column {number} is not a number ({named}empty, text, or a "
-                f"malformed number); fix the cell, remove the row, or choose other columns")
-        return InvalidDataError(f"{self.path}: not a valid CSV file ({type(exc).__name__} at "
-                                f"{at})")
-
-    def _physical_line(self, record: int) -> int | None:
-        """The line number of pyarrow's record ``record`` (it counts non-blank lines)."""
-        seen = 0
-        with open(self.path, "rb") as f:
-            for lineno, raw in enumerate(f, start=1):
-                seen += bool(raw.strip(b"\r\n"))
-                if seen == record:
-                    return lineno
-        return None
+                f"{self.path}: column {number} holds a cell that is not a number ({named}"
+                f"empty, text, or a malformed number); fix the cell, remove the row, or choose "
+                f"other columns")
+        return InvalidDataError(f"{self.path}: not a valid CSV file ({type(exc).__name__})")
 
 
 def _is_number_type(t: Any) -> bool:

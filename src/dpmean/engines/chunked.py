@@ -83,7 +83,8 @@ class TableSource(RowSource):
     """The chosen columns of a ``.csv`` or ``.parquet`` file (``io.open_table``: the same reader
     as ``io.load_data``), re-blocked to the engine's chunk size. ``column_names`` are the
     columns' names (None for a CSV file without a header). Opening a CSV file reads it once to
-    count its rows (O(1) memory), which also finds any malformed cell before the release."""
+    count its records (O(1) memory), judging no value: a malformed cell is refused by the
+    release, after its charge (``CsvTable.count_rows``)."""
 
     def __init__(self, table: CsvTable | ParquetTable) -> None:
         self._table = table
@@ -107,18 +108,13 @@ class TableSource(RowSource):
 class DatSource(RowSource):
     """Transaction baskets as dense 0/1 chunks of shape (rows, n_items), parsed by
     ``io.BasketFile`` (as ``io.load_data`` parses them). ``n_items`` is public (see
-    ``io.N_ITEMS_HELP``): the width is never read from the ids. Opening reads the file once
-    for n, checking every id is below n_items."""
+    ``io.N_ITEMS_HELP``): the width is never read from the ids. Opening counts the baskets
+    (its lines) without reading an id: a malformed one is refused by the release, after its
+    charge."""
 
     def __init__(self, path: Path, n_items: int) -> None:
         self._baskets = BasketFile(path, n_items)
-        n, any_item = 0, False
-        for block in self._baskets.blocks(1 << 16):
-            n += block.shape[0]
-            any_item |= block.nnz > 0
-        if not any_item:
-            raise InvalidDataError(f"{path}: the file holds no item ids")
-        self.shape = (n, self._baskets.n_items)
+        self.shape = (self._baskets.count(), self._baskets.n_items)
 
     def chunks(self, rows: int) -> Iterator[np.ndarray]:
         for block in self._baskets.blocks(rows):
