@@ -127,6 +127,25 @@ def test_an_epsilon_delta_budget_is_calibrated_from_the_header_before_the_data_i
     assert events == ["charge", "read"]
 
 
+@pytest.mark.parametrize("engine", [[], ["--engine", "chunked"]], ids=["default", "chunked"])
+@pytest.mark.parametrize("name, content, flags", [
+    ("bad.csv", "a,b\n" + "1,2\n" * 1500 + "3,oops\n" + "1,2\n" * 1500, ["--bounds", 0, 10]),
+    ("ragged.csv", "a,b\n" + "1,2\n" * 1500 + "3,4,5\n" + "1,2\n" * 1500, ["--bounds", 0, 10]),
+    ("b.dat", "1 2\n" * 1500 + "1 150\n" + "2\n" * 1500, ["--items", 150]),
+])
+def test_an_epsilon_delta_release_that_fails_on_a_value_is_charged(capsys, folder, engine,
+                                                                   name, content, flags):
+    # The rows were read to count n before the charge: a bad cell, line or item id was
+    # refused for free, again and again (review: --items 150 against 151 told which item
+    # one person bought, with nothing spent). Now n is counted judging no value.
+    Path(name).write_text(content)
+    code, _, err = run(capsys, "estimate", name, "--epsilon", 2, "--delta", 1e-6, "--method",
+                       "plan", *engine, *flags, "--ledger", "T.json")
+    assert one_error_line(code, err) and "stays charged" in err, err
+    (release,) = ledger_file.read("T.json").ledger
+    assert release.status == "failed"
+
+
 # ------------------------------------------- 2. outputs that cannot be written or would destroy
 
 

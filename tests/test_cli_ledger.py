@@ -123,7 +123,7 @@ def test_overspend_exits_2_and_writes_nothing(capsys, tmp_path, data):
     before = ledger.read_bytes()
     output = tmp_path / "out.json"
     code, out, err = estimate(capsys, data, ledger, "--rho", 0.2, "--output", output)
-    assert code == 2 and "before reading the data" in err and out == ""
+    assert code == 2 and "before any value of the data was read" in err and out == ""
     assert ledger.read_bytes() == before
     assert not output.exists()
 

@@ -48,7 +48,7 @@ def test_zcdp_session_composes_three_thirds_and_refuses_a_fourth_before_reading(
         assert result.budget.rho == pytest.approx(1 / 3)
     assert session.spent == pytest.approx(1.0)
     assert session.remaining == pytest.approx(0.0, abs=1e-12)
-    with pytest.raises(BudgetExceededError, match="before reading the data"):
+    with pytest.raises(BudgetExceededError, match="before any value of the data was read"):
         session.mean(Untouchable(), rho=1e-3, method="cm", bounds=(0, 1))
     assert len(session.ledger) == 3
 
@@ -279,7 +279,8 @@ def test_a_release_that_overspends_under_pld_is_refused_before_reading(x):
                      random_state=seed)
     assert session.spent == pytest.approx(_gdp_epsilon(3 * session.ledger[0].budget.rho, 1e-6),
                                           rel=1e-6)
-    with pytest.raises(BudgetExceededError, match="before reading the data"):  # about 1.053
+    # about 1.053
+    with pytest.raises(BudgetExceededError, match="before any value of the data was read"):
         session.mean(Untouchable(), epsilon=0.5, delta=1e-6, method="cm", bounds=(0, 1))
     assert len(session.ledger) == 3
     # What remains is honest: the largest further Gaussian rho that fits, within 0.1%.

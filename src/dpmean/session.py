@@ -517,7 +517,7 @@ class Session:
             raise BudgetExceededError(
                 f"this release ({budget}) would take the session to {total:.6g} {self.unit} "
                 f"composed, over its budget {self._budget} ({before:.6g} already spent, "
-                f"{self.remaining:.6g} remaining); refused before reading the data"
+                f"{self.remaining:.6g} remaining); refused before any value of the data was read"
             )
 
     def reserve(self, method: str, budget: Budget,

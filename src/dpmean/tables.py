@@ -414,18 +414,40 @@ class CsvTable:
             raise InvalidDataError(f"{self.path}: line 1 is not a CSV record (an unclosed "
                                    f"quote?)") from None
 
+    def _read_options(self, block: bool) -> Any:
+        """The whole file (its header gives the names, or none) or a block of its lines after
+        the header (named as the file's columns)."""
+        import pyarrow.csv as pcsv
+
+        if block:
+            return pcsv.ReadOptions(use_threads=False, column_names=self._all_names)
+        return pcsv.ReadOptions(use_threads=False, block_size=_BLOCK_BYTES,
+                                autogenerate_column_names=not self.header)
+
     def _reader(self) -> Any:
+        import pyarrow.csv as pcsv
+
+        return pcsv.open_csv(self.path, read_options=self._read_options(False),
+                             parse_options=self._parse, convert_options=self._convert())
+
+    def _convert(self) -> Any:
+        """Every chosen cell a float64 number: no missing-value words, nothing else read."""
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
         names = list(self._column_of)
-        read = pcsv.ReadOptions(use_threads=False, block_size=_BLOCK_BYTES,
-                                autogenerate_column_names=not self.header)
-        convert = pcsv.ConvertOptions(
+        return pcsv.ConvertOptions(
             include_columns=names, column_types=dict.fromkeys(names, pa.float64()),
             null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False)
-        return pcsv.open_csv(self.path, read_options=read, parse_options=self._parse,
-                             convert_options=convert)
+
+    def parse_block(self, data: bytes) -> Any:
+        """Whole lines of the file after its header (a Dask worker's block) as a pyarrow Table
+        of the chosen columns, read as ``batches`` reads the file; pyarrow's errors (which
+        quote the cell) are the caller's to retell."""
+        import pyarrow.csv as pcsv
+
+        return pcsv.read_csv(io.BytesIO(data), read_options=self._read_options(True),
+                             parse_options=self._parse, convert_options=self._convert())
 
     def _record_batches(self) -> Iterator[Any]:
         import pyarrow as pa
@@ -439,8 +461,9 @@ class CsvTable:
         except OSError as exc:
             raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
 
-    def count_rows(self) -> int:
-        """The number of records after the header (public), counted without judging a value.
+    def count_rows(self, block: bytes | None = None) -> int:
+        """The number of records after the header (public), counted without judging a value;
+        of ``block`` (whole lines after the header, a Dask worker's) when given.
 
         An (epsilon, delta) budget's calibration reads this before the charge, so nothing a
         row holds may fail it: no cell is converted (text, a NaN, bytes that are not UTF-8),
@@ -458,17 +481,17 @@ class CsvTable:
 
         parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True,
                                   invalid_row_handler=count_ragged)
-        read = pcsv.ReadOptions(use_threads=False, block_size=_BLOCK_BYTES,
-                                autogenerate_column_names=not self.header)
-        convert = pcsv.ConvertOptions(include_columns=[])
+        source = self.path if block is None else io.BytesIO(block)
         try:
             rows = sum(batch.num_rows for batch in pcsv.open_csv(
-                self.path, read_options=read, parse_options=parse, convert_options=convert))
+                source, read_options=self._read_options(block is not None),
+                parse_options=parse, convert_options=pcsv.ConvertOptions(include_columns=[])))
         except OSError as exc:
             raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
         except pa.ArrowException:
-            # Not expected of any content (a quote left open swallows the rest as one cell):
-            # said without a position, as any failure before a charge must be.
+            # Not expected of any content (a quote left open swallows the rest as one cell),
+            # but for a block that splits a quoted line break: said without a position, as
+            # any failure before a charge must be.
             raise InvalidDataError(f"{self.path}: not a CSV file pyarrow can split into "
                                    f"records") from None
         return rows + ragged

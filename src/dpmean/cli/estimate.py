@@ -51,6 +51,10 @@ if TYPE_CHECKING:
 # Files above this size are read by the chunked engine unless --engine says otherwise: the
 # in-memory engine would hold the data plus IOME's rotated copy (about 2x the file).
 CHUNKED_ABOVE_BYTES = 1 << 30
+# Seconds ``--scheduler`` waits for the scheduler to have a worker, before the charge: a
+# scheduler without workers takes a release's tasks and never runs them (the ledger's entry
+# stayed "reserved" while the command waited forever).
+SCHEDULER_WORKERS_TIMEOUT = 30.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -100,13 +104,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="use these columns, by header name, in this order (default: all, "
                        "each numeric); the others may hold text")
     table.add_argument("--delimiter", metavar="C",
-                       help="the CSV delimiter (default: sniffed from the first line among "
-                       "comma, tab, ';' and '|'); --delimiter tab for a tab")
+                       help="the CSV delimiter, one character no number holds (default: "
+                       "sniffed from the first line among comma, tab, ';' and '|'); "
+                       "--delimiter tab for a tab")
     table.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
-                       help="the first CSV line is a header (--header: needed for names that "
-                       "are numbers, e.g. pandas' 0,1,2) or data (--no-header); default: a "
-                       "header when none of its cells is a number, data when all are, an "
-                       "error when it mixes numbers with text or empty cells")
+                       help="the first CSV line is a header (--header) or data (--no-header); "
+                       "default: a header when none of its cells is a number, data when all "
+                       "are, an error when it mixes numbers with text or empty cells. A header "
+                       "with a name that is a number (pandas' 0,1,2) is refused even with "
+                       "--header: it cannot be told from a person's row")
     table.add_argument("--index-col", action="store_true", default=None,
                        help="drop the first CSV column (an index), whatever its header cell")
     add_output_arguments(p)
@@ -121,7 +127,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "method that supports it), dask (a dask.distributed cluster, see --scheduler)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a dask.distributed scheduler, e.g. tcp://host:8786 (implies --engine "
-                   "dask; needs pip install \"dpmean[dask]\")")
+                   "dask; needs pip install \"dpmean[dask]\"). A scheduler without a worker "
+                   f"{SCHEDULER_WORKERS_TIMEOUT:g} s after connecting is refused before "
+                   "--ledger is charged")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (shown on stderr, when it is a terminal, for releases "
                    "longer than about two seconds: one step per pass over the data)")
@@ -280,33 +288,42 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
     with contextlib.ExitStack() as stack:
         x = None
         with _uncharged(args):
-            # Connected before the charge: an unreachable scheduler is not a release.
+            # Connected before the charge: an unreachable scheduler, or one without
+            # workers, is not a release.
             stack.enter_context(_dask_client(args.scheduler))
             if estimator.calibrates_to_shape():
                 # An (epsilon, delta) budget calibrated to the plan for the input's (public)
                 # shape, so that the ledger is charged what will run: from the header where
                 # it records the shape, else (CSV and basket files) the rows are counted.
+                ext = Path(args.input).suffix.lower()
                 if layout.n is not None and not layout.sparse:
                     estimator = granted_for(estimator, ShapeOnly((layout.n, layout.d)))
+                elif ext in (".csv", ".dat"):
+                    # n counted without judging a value (reading the rows here refused a bad
+                    # cell before the charge: a free, repeatable question about the data).
+                    estimator = estimator.granted(_counted_rows(args), layout.d,
+                                                  ext == ".dat")
                 else:
-                    x = _open_input(args, engine)
+                    with _cluster_errors(args.scheduler):
+                        x = _open_input(args, engine)
                     estimator = granted_for(estimator, x)
         if args.ledger is not None:
             index, _ = ledger_file.reserve(args.ledger, estimator.method, estimator.budget,
                                            release_events(estimator))
         try:
-            if x is None:
-                x = _open_input(args, engine)
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", InsufficientDataWarning)
-                try:
-                    with shown_passes(f"dpmean estimate ({estimator.method})",
-                                      quiet=args.quiet):
-                        result = estimator.estimate(x)
-                except InvalidDataError as exc:
-                    if str(exc).startswith(f"{args.input}: "):
-                        raise  # the reader named the file already
-                    raise InvalidDataError(f"{args.input}: {exc}") from None
+            with _cluster_errors(args.scheduler):
+                if x is None:
+                    x = _open_input(args, engine)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error", InsufficientDataWarning)
+                    try:
+                        with shown_passes(f"dpmean estimate ({estimator.method})",
+                                          quiet=args.quiet):
+                            result = estimator.estimate(x)
+                    except InvalidDataError as exc:
+                        if str(exc).startswith(f"{args.input}: "):
+                            raise  # the reader named the file already
+                        raise InvalidDataError(f"{args.input}: {exc}") from None
         except BaseException as exc:
             if index is not None:
                 # The data may have been read: the release stays charged, as failed.
@@ -397,6 +414,21 @@ def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
         # A table keeps its names into the result; a CSV file without a header has none.
         return table.table() if table.names is not None else table.read()
     return load_data(args.input, key=args.key, **items)
+
+
+def _counted_rows(args: argparse.Namespace) -> int:
+    """The number of rows of a CSV or basket file, counted without reading a value
+    (``CsvTable.count_rows``, ``BasketFile.count``)."""
+    from ..io import BasketFile
+    from ..tables import CsvTable
+
+    path = Path(args.input)
+    if path.suffix.lower() == ".dat":
+        return BasketFile(path, args.items).count()
+    n = CsvTable(path, **_table_options(args)).count_rows()
+    if n == 0:
+        raise InvalidDataError(f"{path}: the file holds a header line but no rows")
+    return n
 
 
 @dataclass(frozen=True)
@@ -500,22 +532,81 @@ def _array_layout(path: Path, f: IO[bytes], what: str) -> _Layout:
     return _Layout(d=shape[1] if len(shape) == 2 else 1, n=shape[0])
 
 
-def _dask_client(address: str | None) -> Any:
-    """A dask.distributed client for the run (it becomes Dask's scheduler), or nothing."""
+@contextlib.contextmanager
+def _dask_client(address: str | None) -> Iterator[Any]:
+    """A dask.distributed client for the run (it becomes Dask's scheduler) once the scheduler
+    has a worker, or nothing. Its event loop's own logs are quiet meanwhile (``_quiet``)."""
     if address is None:
-        return contextlib.nullcontext()
+        yield None
+        return
     try:
         from distributed import Client
     except ImportError:
         raise UsageError('--scheduler needs dask.distributed: pip install "dpmean[dask]"') \
             from None
     try:
-        return Client(address, timeout="10s")
+        client = Client(address, timeout="10s")
     except OSError as exc:
         raise UsageError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     except (ValueError, TypeError) as exc:  # not an address dask can parse
         raise UsageError(f"--scheduler {address!r} is not a Dask scheduler address (e.g. "
                          f"tcp://host:8786): {exc}") from None
+    with _quiet(), client:
+        try:
+            client.wait_for_workers(1, timeout=SCHEDULER_WORKERS_TIMEOUT)
+        except OSError as exc:  # TimeoutError, or the scheduler went away meanwhile
+            if not isinstance(exc, TimeoutError):
+                raise UsageError(f"cannot reach the Dask scheduler at {address}: {exc}") \
+                    from None
+            raise UsageError(f"the Dask scheduler at {address} has no workers (none joined "
+                             f"within {SCHEDULER_WORKERS_TIMEOUT:g} s): start one, e.g. "
+                             f"'dask worker {address}'") from None
+        yield client
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The loggers through which a client's event loop thread reports what the command reports
+    itself as one line (a lost scheduler, an interrupted wait), quiet: on Ctrl-C they printed
+    tracebacks beside it ("Task exception was never retrieved ... AllExit", and distributed's
+    ``sync`` failing to cancel its wait)."""
+    import logging
+
+    loggers = [logging.getLogger(name) for name in ("asyncio", "tornado.application",
+                                                    "distributed.client")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+@contextlib.contextmanager
+def _cluster_errors(address: str | None) -> Iterator[None]:
+    """Steps run on the Dask scheduler at ``address`` (None: no scheduler): a scheduler lost
+    (distributed cancels the client's futures or closes its connection) or another OSError
+    of the cluster becomes one error line instead of a traceback; ``_release`` adds whether
+    the release stays charged."""
+    if address is None:
+        yield
+        return
+    from concurrent.futures import CancelledError
+
+    from distributed.comm.core import CommClosedError
+
+    try:
+        yield
+    except (CancelledError, CommClosedError, ConnectionError, TimeoutError) as exc:
+        raise UsageError(f"lost the connection to the Dask scheduler at {address} during the "
+                         f"release ({type(exc).__name__}): is it still running?") from None
+    except OSError as exc:
+        # Its reason and file name only: a message raised on a worker could quote anything.
+        reason = "".join(f": {part}" for part in (exc.strerror, exc.filename) if part)
+        raise UsageError(f"the release on the Dask scheduler at {address} failed "
+                         f"({type(exc).__name__}{reason})") from None
 
 
 # ------------------------------------------------------------------------------------ summary

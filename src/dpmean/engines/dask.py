@@ -26,6 +26,8 @@ from .memory import InMemoryEngine
 # PLAN's pair distances at 10 GB (150 blocks of 64 MiB): 86.2 s, from 16 blocks 46.6 s.
 _GATHER_BLOCKS = 16
 _GATHER_BLOCK_BYTES = 1 << 30
+# Bytes of a CSV file each worker task parses (as dask.dataframe's blocks were).
+_CSV_BLOCK_BYTES = 64 << 20
 
 
 def _answer(block: np.ndarray, box: BoxClamp, question: str, *args: Any) -> np.ndarray:
@@ -240,12 +242,12 @@ def _npy_rows(path: str, start: int, stop: int) -> np.ndarray:
 def dask_array_from_file(path: str, rows_per_block: int | None = None, *,
                          n_items: int | None = None, **table_options: Any) -> Any:
     """A dask.array over a data file whose blocks the workers read themselves: ``.npy`` blocks
-    memory-mapped, ``.parquet`` row groups through pyarrow (the reader of the other engines)
-    and ``.csv`` through ``dask.dataframe``, all from a file system the workers share. The
-    file's layout (a ``.npy`` header's shape and dtype, a table's first line or schema and
-    chosen columns) is checked on the client first, as the in-memory engine checks it. Other
-    formats (``.dat``) are read through ``open_source`` on the client. ``n_items``: the public
-    number of items of a ``.dat`` basket file (required for one); ``table_options``: a table's
+    memory-mapped, ``.parquet`` row groups and ``.csv`` runs of lines through pyarrow (the
+    reader of the other engines), all from a file system the workers share. The file's layout
+    (a ``.npy`` header's shape and dtype, a table's first line or schema and chosen columns)
+    is checked on the client first, as the in-memory engine checks it. Other formats
+    (``.dat``) are read through ``open_source`` on the client. ``n_items``: the public number
+    of items of a ``.dat`` basket file (required for one); ``table_options``: a table's
     ``columns`` and CSV layout (``open_source``). A table's array carries the chosen columns'
     names as ``column_names`` (None for a CSV file without a header), which a release reads
     (``tables.data_columns``) as it reads a row source's.
@@ -254,21 +256,26 @@ def dask_array_from_file(path: str, rows_per_block: int | None = None, *,
     ------
     InvalidDataError
         What the in-memory engine refuses in the same file, said the same way (never a
-        cell's value): a layout, a cell that is not a number, no rows, complex numbers. A
-        Parquet null or NaN is found by the workers during the release.
+        cell's value): a layout, no rows, complex numbers. What a row holds is found by the
+        workers during the release, never by the row count: a Parquet null or NaN, and a
+        CSV cell that is not a finite number or a line of the wrong width (said without the
+        path, which the release's caller names).
     """
     import dask.array as da
 
     # The workers open the file themselves, from their own working directory: an absolute
-    # path (a relative one failed there, after a ledger's charge).
-    path = str(Path(path).resolve())
+    # path (a relative one failed there, after a ledger's charge). Errors name it as given,
+    # as the other engines do.
+    path = str(path)
+    absolute = str(Path(path).resolve())
     ext = path.lower().rsplit(".", 1)[-1]
     if ext in ("csv", "parquet"):
         from ..io import open_table
         from ..tables import CsvTable
 
         table = open_table(path, **table_options)
-        x = _csv_array(table) if isinstance(table, CsvTable) else _parquet_array(table)
+        x = (_csv_array(table, absolute, table_options) if isinstance(table, CsvTable)
+             else _parquet_array(table, absolute))
         x.column_names = table.names
         return x
     from .chunked import CHUNK_BYTES, open_source
@@ -281,7 +288,7 @@ def dask_array_from_file(path: str, rows_per_block: int | None = None, *,
     _check_npy_header(path, n, d)
     import dask
 
-    blocks = [da.from_delayed(dask.delayed(_npy_rows)(str(path), s, min(s + rows, n)),
+    blocks = [da.from_delayed(dask.delayed(_npy_rows)(absolute, s, min(s + rows, n)),
                               shape=(min(s + rows, n) - s, d), dtype=np.float64)
               for s in range(0, n, rows)]
     return da.concatenate(blocks, axis=0)
@@ -301,59 +308,132 @@ def _check_npy_header(path: str, n: int, d: int) -> None:
         raise InvalidDataError(f"{path}: {exc}") from None
 
 
-def _csv_array(table: Any) -> Any:
-    """The chosen columns of a CsvTable as a float64 dask.array read by the workers with
-    ``dask.dataframe`` (byte ranges of the file); its row count (public) is counted by them,
-    one task per partition, which also parses every cell once."""
-    import dask.dataframe as dd
+def _csv_array(table: Any, path: str, options: dict[str, Any]) -> Any:
+    """The chosen columns of a CsvTable as a float64 dask.array read by the workers from
+    ``path`` (the table's file as they find it; ``options``: the table's, ``open_table``):
+    each block the whole lines that start in a run of the file's bytes (``_csv_lines``).
+
+    The row count (public n, which an (epsilon, delta) budget's calibration reads before the
+    charge) is counted by the workers without judging a value, as ``CsvTable.count_rows``
+    counts it (``_csv_records``). The blocks are parsed during the release by pyarrow with
+    the other engines' options (``_csv_rows``), so that they refuse what those refuse, in
+    their words: a line with more or fewer values than the first, a cell that is not a
+    number (pandas, through ``dask.dataframe`` before, dropped extra values and read
+    true/false as 1/0), a NaN or infinite value."""
+    import dask
+    import dask.array as da
 
     from ..errors import InvalidDataError
 
-    # Columns by physical position (1-based in ``_column_of``), not by header name (a header
-    # may repeat or leave out names: a trailing delimiter names a column ''), put back in the
-    # chosen order after the parser gives them in file order.
-    positions = [at - 1 for at in table._column_of.values()]
-    in_file = sorted(positions)
-    order = [in_file.index(at) for at in positions]
-    meta = np.empty((0, len(order)), dtype=np.float64)
+    # Offsets from the header's end and the file's size (layout, public); a block holds the
+    # lines that start in its range.
+    first = _rows_start(path) if table.header else 0
+    starts = list(range(first, Path(path).stat().st_size, _CSV_BLOCK_BYTES)) or [first]
+    count = dask.delayed(_csv_records)
     try:
-        # No missing-value words (na_filter): an empty or "NA" cell is not a number here
-        # either. Every other cell is parsed as float64 by pandas.
-        frame = dd.read_csv(str(table.path), sep=table.delimiter,
-                            header=0 if table.header else None, usecols=in_file,
-                            dtype=np.float64, na_filter=False, encoding="utf-8-sig",
-                            blocksize=64 << 20)
-        x = frame.map_partitions(_csv_block, order, meta=meta).compute_chunk_sizes()
-    except (ValueError, TypeError, InvalidDataError):
-        # pandas' message quotes the cell: the client finds the first bad one with the other
-        # engines' reader instead (one more pass, on an error only), to say what they say.
-        for _ in table.batches():
-            pass
-        raise InvalidDataError(f"{table.path}: a chosen cell is not a finite number (empty, "
-                               f"text, a malformed number, nan or inf)") from None
-    if x.shape[0] == 0:
+        sizes = dask.compute(*[count(path, start, start + _CSV_BLOCK_BYTES, options)
+                               for start in starts])
+    except InvalidDataError as exc:
+        raise InvalidDataError(f"{table.path}: {exc}") from None
+    if not sum(sizes):
         raise InvalidDataError(f"{table.path}: the file holds a header line but no rows")
-    return x
+    parse = dask.delayed(_csv_rows)
+    blocks = [da.from_delayed(parse(path, start, start + _CSV_BLOCK_BYTES, options, rows),
+                              shape=(rows, table.width), dtype=np.float64)
+              for start, rows in zip(starts, sizes, strict=True) if rows]
+    return da.concatenate(blocks, axis=0)
 
 
-def _csv_block(frame: Any, order: list[int]) -> np.ndarray:
-    """A partition's chosen columns, in the chosen order, as float64; a NaN or infinite value
-    is refused (without a name: the client says where, see ``_csv_array``)."""
+def _rows_start(path: str) -> int:
+    """The offset after a CSV file's header: its first non-blank line, as
+    ``CsvTable._first_line`` finds it."""
+    with open(path, "rb") as f:
+        line = f.readline()
+        while line and not line.strip(b"\r\n"):
+            line = f.readline()
+        return f.tell()
+
+
+def _csv_lines(path: str, start: int, stop: int) -> bytes:
+    """The whole lines of the file at ``path`` that start at a byte in [start, stop)."""
+    with open(path, "rb") as f:
+        if start:
+            # The line under way at ``start`` belongs to the block before.
+            f.seek(start - 1)
+            f.readline()
+        begin = f.tell()
+        data = f.read(stop - begin) if begin < stop else b""
+        if data and not data.endswith(b"\n"):
+            data += f.readline()  # the last line started here: it ends here
+    return data
+
+
+def _csv_records(path: str, start: int, stop: int, options: dict[str, Any]) -> int:
+    """The number of records in a block's lines (``_csv_lines``), counted as
+    ``CsvTable.count_rows`` counts a file's: no cell converted, a record of the wrong width
+    counted, not refused (a count read before a charge must not fail on what a row holds)."""
     from ..errors import InvalidDataError
+    from ..tables import CsvTable
 
-    values = frame.to_numpy(dtype=np.float64)[:, order]
-    if not np.isfinite(values).all():
-        raise InvalidDataError("a chosen cell is not a finite number")
+    data = _csv_lines(path, start, stop)
+    if not data.strip(b"\r\n"):
+        return 0
+    try:
+        return CsvTable(path, **options).count_rows(data)
+    except InvalidDataError:
+        # A quoted cell that holds a line break may be split between two blocks here.
+        raise InvalidDataError("not a CSV file pyarrow can split into records (or a quoted "
+                               "cell holds a line break, which the Dask engine's blocks "
+                               "cannot split at: read it with another engine)") from None
+
+
+def _csv_rows(path: str, start: int, stop: int, options: dict[str, Any],
+              rows: int) -> np.ndarray:
+    """A block's ``rows`` records (``_csv_lines``: no header), (rows, d) float64, parsed as
+    ``CsvTable`` parses the file (``CsvTable.parse_block``) on the table ``options``
+    describe. What that reader refuses, and a NaN or infinite value, is refused in its words
+    (``_csv_refusal``)."""
+    import pyarrow as pa
+
+    from ..tables import CsvTable, _as_array
+
+    table = CsvTable(path, **options)
+    try:
+        parsed = table.parse_block(_csv_lines(path, start, stop))
+    except pa.ArrowException:
+        # pyarrow's message quotes the cell or the line, and counts records in this block.
+        raise _csv_refusal(table) from None
+    values = _as_array(parsed, list(table._column_of))
+    if values.shape[0] != rows or not np.isfinite(values).all():
+        raise _csv_refusal(table)
     return values
 
 
-def _parquet_array(table: Any) -> Any:
-    """The chosen columns of a ParquetTable as a float64 dask.array: each block a run of the
-    file's row groups, read by a worker with pyarrow and converted as the other engines
-    convert them (``ParquetTable.row_groups``: a null or NaN is refused naming its column).
-    The row counts come from the file's metadata (public layout): nothing is read on the
-    client. (Not ``dask.dataframe``: it reads through pandas, whose nullable integers fail to
-    convert, and it warns about files written without pandas' metadata.)"""
+def _csv_refusal(table: Any) -> Exception:
+    """The error the other engines give for ``table``'s first bad line or value (its reader
+    finds it again, from the top: one more pass, on an error only), without the path, which
+    the release's caller names, as for the estimators' own errors."""
+    from ..errors import InvalidDataError
+
+    try:
+        for _ in table.batches():
+            pass
+    except InvalidDataError as exc:
+        return InvalidDataError(str(exc).removeprefix(f"{table.path}: "))
+    return InvalidDataError("a block of the file read by a Dask worker is not CSV rows of "
+                            "numbers, though the whole file is (a line break inside a quoted "
+                            "cell, where the file is split into blocks?); read it with "
+                            "another engine")
+
+
+def _parquet_array(table: Any, path: str) -> Any:
+    """The chosen columns of a ParquetTable as a float64 dask.array (read from ``path``, the
+    table's file as the workers find it): each block a run of the file's row groups, read by
+    a worker with pyarrow and converted as the other engines convert them
+    (``ParquetTable.row_groups``: a null or NaN is refused naming its column). The row counts
+    come from the file's metadata (public layout): nothing is read on the client. (Not
+    ``dask.dataframe``: it reads through pandas, whose nullable integers fail to convert, and
+    it warns about files written without pandas' metadata.)"""
     import dask
     import dask.array as da
 
@@ -372,7 +452,7 @@ def _parquet_array(table: Any) -> Any:
     if not runs:
         raise InvalidDataError(f"{table.path}: the file holds a header but no rows")
     read = dask.delayed(_parquet_rows)
-    blocks = [da.from_delayed(read(str(table.path), table.names, groups),
+    blocks = [da.from_delayed(read(path, table.names, groups),
                               shape=(rows, table.width), dtype=np.float64)
               for groups, rows in runs]
     return da.concatenate(blocks, axis=0)

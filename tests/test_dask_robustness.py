@@ -1,0 +1,302 @@
+"""The Dask engine and ``estimate --scheduler`` against careless files and failing clusters: the
+workers' CSV reader refuses what the other engines refuse, in their words (never a cell's
+value); a scheduler without workers is refused before the ledger's charge, in bounded time; a
+lost scheduler or Ctrl-C during a release is one error line that says the release stays
+charged."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import signal
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dpmean
+from dpmean import ledger_file
+from dpmean.cli import main
+from dpmean.errors import InvalidDataError
+from dpmean.io import open_table
+
+distributed = pytest.importorskip("distributed")
+
+RELEASE = ["--rho", "1", "--method", "cm", "--bounds", "0", "1", "--seed", "1", "--quiet"]
+ROWS = "".join(f"0.{i % 9 + 1},0.{i % 7 + 1}\n" for i in range(200))
+
+
+def run(capture, *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capture.readouterr()
+    return code, out, err
+
+
+def assert_one_line(code: int, out: str, err: str, secrets: tuple[str, ...] = ()) -> str:
+    """The line of a failed command: nothing on stdout, one line on stderr, no traceback."""
+    assert code != 0 and out == "", (code, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dpmean: "), err
+    assert "Traceback" not in err
+    for secret in secrets:
+        assert secret not in err, err
+    return lines[0]
+
+
+def loop_noise(caplog) -> list[str]:
+    """What a client's event loop thread logged (on stderr beside the command's line outside
+    pytest, through Python's last-resort handler; pytest's log capture holds it here)."""
+    return [record.getMessage() for record in caplog.records
+            if record.levelno >= logging.WARNING
+            and record.name in ("asyncio", "tornado.application", "distributed.client")]
+
+
+@pytest.fixture
+def ledger(tmp_path) -> Path:
+    from dpmean.session import Session
+
+    path = tmp_path / "L.json"
+    ledger_file.create(path, Session(rho=10))
+    return path
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    path = tmp_path / "x.npy"
+    np.save(path, np.random.default_rng(5).uniform(size=(2000, 3)))
+    return path
+
+
+# --------------------------------------------------- 1. the workers' CSV reader refuses alike
+
+# (file text, a cell's content that no message may quote)
+BAD_CSV = {
+    "extra-value": ("a,b\n" + ROWS + "0.5,0.5,31337.25\n" + ROWS, "31337"),
+    "missing-value": ("a,b\n" + ROWS + "0.4321\n" + ROWS, "0.4321"),
+    "true-false": ("a,b\n" + "".join(f"{'true' if i % 2 else 'false'},0.5\n"
+                                     for i in range(400)), "true"),
+    "true-late": ("a,b\n" + ROWS + "TRUE,0.5\n", "TRUE"),
+    "trailing-delimiter": ("a,b\n" + ROWS + "0.5,0.4321,\n", "0.4321"),
+    "headerless-extra": (ROWS + "0.5,0.5,31337.25\n", "31337"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_CSV))
+def test_dask_csv_reader_refuses_what_the_other_engines_refuse(tmp_path, name, dask_client):
+    """dask.dataframe (pandas) dropped a line's extra values and read a column of true/false
+    as 1/0, where the other engines' pyarrow reader refuses both. The workers count the rows
+    without judging a value (the count is read before an (epsilon, delta) budget's charge)
+    and refuse them as they read them, in the other engines' words."""
+    from dpmean.engines.dask import dask_array_from_file
+
+    text, secret = BAD_CSV[name]
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(InvalidDataError) as memory:
+        open_table(path).table()
+    x = dask_array_from_file(str(path))
+    assert x.shape == (open_table(path).count_rows(), 2)
+    with pytest.raises(InvalidDataError) as on_dask:
+        x.compute()
+    assert f"{path}: {on_dask.value}" == str(memory.value)
+    assert secret not in str(on_dask.value)
+
+
+@pytest.mark.parametrize("name", ["extra-value", "true-false"])
+def test_every_engine_refuses_the_same_csv_file_in_one_line(tmp_path, capsys, monkeypatch,
+                                                            name, dask_client):
+    text, secret = BAD_CSV[name]
+    monkeypatch.chdir(tmp_path)
+    Path("bad.csv").write_text(text)
+    with pytest.raises(InvalidDataError) as memory:
+        open_table("bad.csv").table()
+    for engine in ("memory", "chunked", "dask"):
+        with pytest.raises(InvalidDataError) as refused:
+            dpmean.mean("bad.csv", rho=1, method="cm", bounds=(0, 1), engine=engine)
+        assert str(refused.value) == str(memory.value)
+        assert secret not in str(refused.value)
+    lines = {engine: assert_one_line(*run(capsys, "estimate", "bad.csv", *RELEASE,
+                                          "--engine", engine), secrets=(secret,))
+             for engine in ("memory", "chunked")}
+    address = dask_client.scheduler.address
+    lines["scheduler"] = assert_one_line(*run(capsys, "estimate", "bad.csv", *RELEASE,
+                                              "--scheduler", address), secrets=(secret,))
+    assert len(set(lines.values())) == 1, lines
+    assert lines["memory"].startswith(f"dpmean: error: {memory.value}"), lines
+
+
+def test_dask_csv_blocks_read_the_rows_the_other_engines_read(tmp_path, monkeypatch):
+    """Blocks of a few bytes: each line read once, by the block it starts in, whatever the
+    header, blank lines, byte-order mark, line endings or quotes; a bad line in a late block
+    is found and told as the other engines tell it."""
+    from dpmean.engines import dask as dask_engine
+
+    rows = [f"{i}.5,{i % 7},name{i}" for i in range(12)]
+    files = {
+        "plain": "a,b,c\n" + "\n".join(rows) + "\n",
+        "crlf-bom": "\ufeffa,b,c\r\n" + "\r\n".join(rows) + "\r\n",
+        "blank-lines": "\n\na,b,c\n\n" + "\n\n".join(rows),
+        "quoted": 'a,"b",c\n' + "\n".join(f'"{r}"'.replace(",", '",', 1) for r in rows) + "\n",
+        "headerless": "\n".join(r.rsplit(",", 1)[0] for r in rows) + "\n",
+    }
+    for name, text in files.items():
+        path = tmp_path / f"{name}.csv"
+        path.write_bytes(text.encode())
+        columns = None if name == "headerless" else ["b", "a"]
+        expected = open_table(path, columns=columns).read()
+        for block_bytes in (1, 7, 1 << 20):
+            monkeypatch.setattr(dask_engine, "_CSV_BLOCK_BYTES", block_bytes)
+            got = dask_engine.dask_array_from_file(str(path), columns=columns)
+            np.testing.assert_array_equal(got.compute(scheduler="sync"), expected)
+    late = tmp_path / "late.csv"
+    late.write_text("a,b\n" + ROWS + "0.5,0.5,31337.25\n")
+    with pytest.raises(InvalidDataError) as memory:
+        open_table(late).table()
+    monkeypatch.setattr(dask_engine, "_CSV_BLOCK_BYTES", 64)
+    x = dask_engine.dask_array_from_file(str(late))
+    assert x.shape == (201, 2) and x.numblocks[0] > 10
+    with pytest.raises(InvalidDataError) as on_dask:
+        x.compute(scheduler="sync")
+    assert f"{late}: {on_dask.value}" == str(memory.value)
+
+
+# ----------------------------------------------- 2. a scheduler without workers, before charge
+
+
+def test_a_scheduler_without_workers_is_refused_before_the_charge(capsys, monkeypatch, data,
+                                                                   ledger):
+    """It took the release's tasks and never ran them: the command waited forever with its
+    ledger entry "reserved"."""
+    from dpmean.cli import estimate
+
+    monkeypatch.setattr(estimate, "SCHEDULER_WORKERS_TIMEOUT", 0.5)
+    with distributed.LocalCluster(n_workers=0, processes=False,
+                                  dashboard_address=":0") as cluster:
+        done: list[tuple[int, str, str]] = []
+        command = threading.Thread(target=lambda: done.append(run(
+            capsys, "estimate", data, *RELEASE, "--scheduler", cluster.scheduler_address,
+            "--ledger", ledger)), daemon=True)
+        command.start()
+        command.join(timeout=60)
+        assert done, "the command still waits for a worker"
+    line = assert_one_line(*done[0])
+    assert "has no workers (none joined within 0.5 s)" in line, line
+    assert "nothing was charged to the ledger" in line, line
+    assert ledger_file.read(ledger).ledger == []
+
+
+# --------------------------------------------- 3. a lost scheduler, Ctrl-C: one line, charged
+
+
+def test_a_connection_lost_during_the_release_is_one_line_and_stays_charged(
+        capfd, caplog, monkeypatch, data, ledger, dask_client):
+    """The client's connection to the scheduler breaks while the release waits for it (as
+    when the scheduler is killed): distributed cancels the client's futures
+    (FutureCancelledError), which the command printed as a traceback."""
+    def lost_mid_release(self, x, columns=None):
+        import dask
+
+        # The client the command connected (the newest default one), cut off as by a network
+        # failure or a killed scheduler; the cluster of the other tests runs on.
+        client = distributed.default_client()
+        threading.Timer(0.3, client.loop.add_callback,
+                        [client.scheduler_comm.comm.abort]).start()
+        dask.delayed(time.sleep)(2).compute(scheduler=client)
+
+    monkeypatch.setattr("dpmean.estimators.base.MeanEstimator.estimate", lost_mid_release)
+    line = assert_one_line(*run(capfd, "estimate", data, *RELEASE, "--scheduler",
+                                dask_client.scheduler.address, "--ledger", ledger))
+    assert line.startswith("dpmean: error: lost the connection to the Dask scheduler at "
+                           f"{dask_client.scheduler.address} during the release"), line
+    assert loop_noise(caplog) == []
+    assert "release #0 stays charged to the ledger" in line and "as failed" in line, line
+    assert [r.status for r in ledger_file.read(ledger).ledger] == ["failed"]
+    with warnings.catch_warnings():
+        # The aborted connection's socket, reaped here: it warned "unclosed" in a later test.
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
+def _lost(kind: str) -> BaseException:
+    from distributed.client import FutureCancelledError
+    from distributed.comm.core import CommClosedError
+
+    return {
+        "closed": CommClosedError("in <TCP (closed) ConnectionPool.gather local=tcp://"
+                                  "127.0.0.1:1 remote=tcp://127.0.0.1:2>: Stream is closed"),
+        "cancelled": FutureCancelledError("finalize-0", "scheduler-connection-lost",
+                                          "Client lost the connection to the scheduler."),
+        "reset": ConnectionResetError(104, "Connection reset by peer"),
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["closed", "cancelled", "reset"])
+def test_a_lost_connection_is_one_line_and_stays_charged(capsys, monkeypatch, data, ledger,
+                                                         kind, dask_client):
+    def lost(self, x, columns=None):
+        raise _lost(kind)
+
+    monkeypatch.setattr("dpmean.estimators.base.MeanEstimator.estimate", lost)
+    code, out, err = run(capsys, "estimate", data, *RELEASE, "--scheduler",
+                         dask_client.scheduler.address, "--ledger", ledger)
+    line = assert_one_line(code, out, err)
+    assert code == 2 and line.startswith("dpmean: error: lost the connection to the Dask "
+                                         "scheduler at "), line
+    assert "release #0 stays charged to the ledger" in line, line
+    assert [r.status for r in ledger_file.read(ledger).ledger] == ["failed"]
+
+
+@pytest.mark.parametrize("error, said", [
+    (FileNotFoundError(2, "No such file or directory", "/data/x.npy"),
+     "(FileNotFoundError: No such file or directory: /data/x.npy)"),
+    (OSError("a worker's message quoting a cell: 31337.25"), "(OSError)"),
+])
+def test_another_cluster_oserror_is_one_line_and_stays_charged(capsys, monkeypatch, data,
+                                                               ledger, error, said,
+                                                               dask_client):
+    """A worker that cannot open the file (not on a file system it shares) raises there; the
+    line gives an OSError's reason and file name, never its free text."""
+    def failed(self, x, columns=None):
+        raise error
+
+    monkeypatch.setattr("dpmean.estimators.base.MeanEstimator.estimate", failed)
+    line = assert_one_line(*run(capsys, "estimate", data, *RELEASE, "--scheduler",
+                                dask_client.scheduler.address, "--ledger", ledger),
+                           secrets=("31337",))
+    assert line.startswith("dpmean: error: the release on the Dask scheduler at "), line
+    assert f"failed {said}" in line, line
+    assert "release #0 stays charged to the ledger" in line, line
+
+
+@pytest.mark.parametrize("where", ["raised", "on the cluster"])
+def test_ctrl_c_during_a_release_is_one_line_and_stays_charged(capfd, caplog, monkeypatch,
+                                                               data, ledger, where,
+                                                               dask_client):
+    """Ctrl-C while the release waits for the cluster: the client's event loop logged "Task
+    exception was never retrieved" with a traceback beside the command's line."""
+    def interrupted(self, x, columns=None):
+        if where == "raised":
+            raise KeyboardInterrupt
+        import dask
+
+        # A real SIGINT to the main thread, as Ctrl-C sends: it interrupts distributed's wait
+        # there (``_thread.interrupt_main`` waits for the wait to end).
+        threading.Timer(0.3, signal.pthread_kill,
+                        [threading.main_thread().ident, signal.SIGINT]).start()
+        # The client the command connected (the newest default one), as a release uses it.
+        dask.compute(*[dask.delayed(time.sleep)(1 + i / 10) for i in range(4)],
+                     scheduler=distributed.default_client())
+
+    monkeypatch.setattr("dpmean.estimators.base.MeanEstimator.estimate", interrupted)
+    code, out, err = run(capfd, "estimate", data, *RELEASE, "--scheduler",
+                         dask_client.scheduler.address, "--ledger", ledger)
+    time.sleep(0.5)  # anything the client's event loop thread still prints
+    err += capfd.readouterr().err
+    line = assert_one_line(code, out, err)
+    assert loop_noise(caplog) == []
+    assert code == 130 and line.startswith("dpmean: interrupted"), line
+    assert "release #0 stays charged to the ledger" in line and "as failed" in line, line
+    assert [r.status for r in ledger_file.read(ledger).ledger] == ["failed"]
