@@ -292,7 +292,8 @@ class CsvTable:
       ``False`` never.
     - ``columns`` chooses columns by header name (the others may hold anything).
     - Quoted cells, a UTF-8 byte-order mark, CRLF endings and blank lines are read as pandas
-      and polars read them (blank lines skipped).
+      and polars read them (blank lines skipped), except that in a file of one column a
+      blank line is a row with an empty cell (counted in n, refused by the release).
 
     Every chosen cell must be a number. ``read()`` gives ``nan``/``inf`` cells (and numbers
     too large for a float64, as inf) as they are; ``table()`` and ``batches()``, which feed a
@@ -334,6 +335,15 @@ class CsvTable:
             all_names = list(self._read(first.encode(), autogenerate=False).column_names)
         else:
             all_names = [f.name for f in first_cells]
+        if len(all_names) == 1:
+            # In a file of one column a blank line is a row whose cell is empty: skipped, as
+            # pyarrow skips blank lines, it silently took one row from n (review). It is read
+            # as a record, so n counts it and the release refuses its empty cell.
+            if self._leading_blank_line():
+                raise InvalidDataError(f"{self.path}: a file of one column begins with a blank "
+                                       f"line (an empty cell, or none?); remove it")
+            self._parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True,
+                                            ignore_empty_lines=False)
         if index_col is None:
             index_col = self.header and all_names[0] == ""
         data_names = all_names[1:] if index_col else all_names
@@ -382,6 +392,10 @@ class CsvTable:
             f"{self.path}: the first line mixes numbers with text or empty cells, so it is "
             f"neither a header of names nor a row of numbers{sniffed}: pass --header "
             f"(header=True) if it is a header, --no-header (header=False) if it is data")
+
+    def _leading_blank_line(self) -> bool:
+        with open(self.path, "rb") as f:
+            return not f.readline().removeprefix(b"\xef\xbb\xbf").strip(b"\r\n")
 
     def _first_line(self) -> str:
         try:
@@ -480,6 +494,7 @@ class CsvTable:
             return "skip"
 
         parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True,
+                                  ignore_empty_lines=self._parse.ignore_empty_lines,
                                   invalid_row_handler=count_ragged)
         source = self.path if block is None else io.BytesIO(block)
         try:
