@@ -64,10 +64,15 @@ def test_tails_and_middle_sum_match_sorting(awkward, m, monkeypatch):
                                rtol=1e-9, atol=1e-12)
 
 
-def test_exponential_draws_from_order_statistics_equal_whole_columns(awkward, monkeypatch):
+@pytest.mark.parametrize("few", [0, 4096], ids=["selected", "few-values-counted"])
+def test_exponential_draws_from_order_statistics_equal_whole_columns(awkward, monkeypatch,
+                                                                     few):
     # A window of 2 ranks: most draws weigh the outside, which the order statistics fetch one
-    # column side at a time; the draws must be those of the whole columns.
+    # column side at a time (selected, or, for the columns of few distinct values, the rounded
+    # and the constant one, from one pass counting them); the draws must be those of the whole
+    # columns.
     monkeypatch.setattr(exponential_module, "window_half_width", lambda n, decay: 2)
+    monkeypatch.setattr(dask_order, "FEW_VALUES", few)
     x = np.clip(awkward, -10.0, 10.0)
     lo, hi = np.full(6, -10.0), np.full(6, 10.0)
     order = dask_order.DaskColumnOrder(da.from_array(x, chunks=(1100, 6)), lo, hi)
@@ -75,6 +80,22 @@ def test_exponential_draws_from_order_statistics_equal_whole_columns(awkward, mo
         expected = exponential_draws(x, lo, hi, q, rho=0.01, rng=np.random.default_rng(5))
         got = exponential_draws(order, lo, hi, q, rho=0.01, rng=np.random.default_rng(5))
         np.testing.assert_array_equal(got, expected)
+
+
+def test_a_side_of_a_column_of_few_values_needs_no_selection(monkeypatch):
+    # MNIST's pair differences: tied columns send most draws outside the window, and one
+    # selection per column side took PLAN 407 s on the Dask engine (1 s in memory).
+    rng = np.random.default_rng(2)
+    x = np.where(rng.random((5000, 5)) < 0.9, 0.0, rng.integers(1, 256, (5000, 5)))
+    order = dask_order.DaskColumnOrder(da.from_array(x, chunks=(1100, 5)), np.zeros(5),
+                                       np.full(5, 255.0))
+    monkeypatch.setattr(dask_order, "select", None)  # any selection fails
+    s = np.sort(x, axis=0)
+    for col in range(5):
+        for start, stop in ((0, 4000), (4500, 5000), (17, 18)):
+            values, firsts = order.runs(start, stop, col)
+            lengths = np.diff(np.append(firsts, stop))
+            np.testing.assert_array_equal(np.repeat(values, lengths), s[start:stop, col])
 
 
 @pytest.mark.parametrize("method,options", [
