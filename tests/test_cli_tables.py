@@ -144,7 +144,8 @@ def test_baskets_run_with_the_default_method(capsys, folder):
     (["index-only.csv"], "index column but no data columns"),
     (["b.dat", "--items", "4"], "an item id is not below n_items=4"),
     (["b.dat", "--items", "5", "--method", "trimmed"],
-     "method 'trimmed' does not run on .dat baskets (sparse rows): use --method auto or cm"),
+     "method 'trimmed' does not run on .dat baskets as sparse rows (their default, the sparse "
+     "engine): add --engine chunked"),
     (["frame.csv", "--items", "3"], "--items applies to .dat files"),
     (["b.dat", "--items", "5", "--columns", "a"], "--columns applies to .csv and .parquet"),
     (["frame.csv", "--columns", "x,,y"], "expected comma-separated column names"),

@@ -262,3 +262,18 @@ def test_times_are_not_quantities(dtype):
     with pytest.raises(InvalidDataError, match="numeric"):
         dpmean.mean(np.array([1, 2, 3], dtype=dtype), rho=1.0, method="gaussian",
                     bounds=(0, 10))
+
+
+def test_a_pandas_arrow_decimal_column_is_numeric_by_its_declared_type():
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    from decimal import Decimal
+
+    values = pd.array([Decimal("1.25"), Decimal("2.50")] * 50,
+                      dtype=pd.ArrowDtype(pa.decimal128(12, 2)))
+    result = dpmean.mean(pd.DataFrame({"a": values}), rho=1.0, method="gaussian",
+                         bounds=(0, 10), random_state=0)
+    assert result.columns == ("a",)
+    text = pd.DataFrame({"a": pd.array(["x"] * 100, dtype=pd.ArrowDtype(pa.string()))})
+    with pytest.raises(InvalidDataError, match="column 'a' has type"):
+        dpmean.mean(text, rho=1.0, method="gaussian", bounds=(0, 10))

@@ -276,3 +276,36 @@ def test_a_blank_line_in_a_file_of_one_column_is_an_empty_cell(tmp_path, engine)
         dpmean.mean(path, rho=1.0, method="gaussian", bounds=(0, 10), engine=engine)
     path.write_text("a,b\n1,2\n\n3,4\n")  # more columns: a blank line is layout, skipped
     assert open_source(path).shape == (2, 2)
+
+
+def test_counting_survives_a_ragged_row_that_is_not_utf8(tmp_path):
+    # pyarrow decodes a ragged row for its handler: bytes that are not UTF-8 failed the count
+    # before the charge, where the same row in UTF-8 was charged (review).
+    path = tmp_path / "x.csv"
+    path.write_bytes(b"a,b\n1,2\n3,4\n5\xff\n7,8\n")
+    assert open_source(path).shape == (4, 2)
+
+
+@pytest.mark.parametrize("row", [b"500,x", b"500,", b"500,5\xff", b"500,501,7"])
+def test_a_file_of_cr_line_ends_is_not_judged_before_the_charge(tmp_path, row):
+    # The first line was read up to the first LF: in a file of CR line ends, every row, and
+    # a bad one was refused before the charge, for free (review).
+    rows = [b"%d,%d" % (i, i + 1) for i in range(1000)]
+    rows[500] = row
+    path = tmp_path / "cr.csv"
+    path.write_bytes(b"a,b\r" + b"\r".join(rows) + b"\r")
+    assert open_source(path).shape == (1000, 2)
+    with pytest.raises(InvalidDataError):
+        load_data(path)
+
+
+@pytest.mark.parametrize("first", [b"\n", b"\xff\n"])
+def test_a_headerless_first_row_is_the_release_s_to_judge(tmp_path, first):
+    # With header=False line 1 is a person's row: an empty cell or bytes that are not UTF-8
+    # were refused when the file was opened (before a charge); now by the release.
+    path = tmp_path / "x.csv"
+    path.write_bytes(first + b"1\n2\n")
+    source = open_source(path, header=False)
+    assert source.shape == (3, 1)
+    with pytest.raises(InvalidDataError, match="column 1 holds a cell that is not"):
+        list(source.chunks(10))

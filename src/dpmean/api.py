@@ -118,13 +118,29 @@ def build_estimator(
                **options)
 
 
+# Options that belong to a file's reader, not to an estimator: what to do instead.
+READER_OPTIONS = {
+    "n_items": "n_items is the .dat basket reader's option: open the file with "
+               "dpmean.engines.open_source(path, n_items=D) (or dpmean.io.load_data(path, "
+               "n_items=D)) and pass that in place of the path",
+    "key": "key is the .npz reader's option: pass dpmean.io.load_data(path, key=K) in place "
+           "of the path",
+    **{name: f"{name} is the CSV reader's option: open the file with "
+             f"dpmean.engines.open_source(path, {name}=...) and pass that in place of the path"
+       for name in ("delimiter", "header", "index_col")},
+}
+
+
 def _check_options(cls: type[MeanEstimator], options: dict[str, Any]) -> None:
     allowed, required = _keyword_options(cls)
     unknown = sorted(set(options) - allowed)
     if unknown:
+        # Options of a file's reader, given to the estimator with the file's path.
+        readers = [READER_OPTIONS[name] for name in unknown if name in READER_OPTIONS]
         raise InvalidParameterError(
             f"unknown option(s) {', '.join(unknown)} for method {cls.method!r}; "
             f"it accepts {', '.join(sorted(allowed)) or 'no options'}"
+            + "".join(f". {hint}" for hint in readers)
         )
     missing = sorted(required - set(options))
     if missing:

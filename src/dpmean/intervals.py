@@ -155,7 +155,7 @@ from .errors import BoxIntervalWarning, InvalidParameterError
 from .mechanisms import count_noise_std, gaussian_noise_std, integer_search_steps
 from .mechanisms.discrete_gaussian import SIGMA2_BITS
 from .mechanisms.gaussian import GRID_SLACK, normal_isf
-from .validation import check_fraction
+from .validation import check_fraction, user_stacklevel
 
 
 # The quantiles as scipy.stats computes them (``normal_isf``; t.isf is -stdtrit, chi2.isf is
@@ -946,7 +946,7 @@ def _box(result: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def _warn(result: Any, reason: str) -> None:
     warnings.warn(f"{result.method}: confidence interval is the public box: {reason}",
-                  BoxIntervalWarning, stacklevel=4)
+                  BoxIntervalWarning, stacklevel=user_stacklevel())
 
 
 _NO_BIAS_BOUND = ("the radius search never moved below the top of a universe narrower than "

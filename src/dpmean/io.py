@@ -32,12 +32,20 @@ _MAX_ITEM_ID = np.iinfo(np.int32).max - 1
 _PLAIN_BASKETS = re.compile(r"[0-9 \t\r\n]*")
 
 
+# Why a basket file's number of items D is an input, for every message that asks for it (the
+# command line's --items D too).
+N_ITEMS_WHY = (
+    "D is the public number of items, fixed before looking at the data; item ids must run from "
+    "0 to D - 1 (a file with ids 1..K needs D = K + 1, column 0 stays empty). D is d, the "
+    "length of the released mean, and d must be public: taking it from the largest id in the "
+    "file would let one basket with one rare item change it, an unbounded privacy loss."
+)
 N_ITEMS_HELP = (
-    "a .dat basket file needs n_items=D (on the command line --items D): the public number of "
-    "items, fixed before looking at the data; item ids must run from 0 to D - 1 (a file with "
-    "ids 1..K needs D = K + 1, column 0 stays empty). D is d, the length of the released mean, "
-    "and d must be public: taking it from the largest id in the file would let one basket with "
-    "one rare item change it, an unbounded privacy loss."
+    "a .dat basket file needs n_items=D, given to its reader: "
+    "dpmean.engines.open_source(path, n_items=D) (read in chunks) or "
+    "dpmean.io.load_data(path, n_items=D) (a scipy.sparse matrix), whose result dpmean.mean, "
+    "Session.mean and estimator.estimate take in place of the path (they take no n_items "
+    "option); on the command line, --items D. " + N_ITEMS_WHY
 )
 
 

@@ -29,6 +29,10 @@ DELIMITERS = (",", "\t", ";", "|")
 _BLOCK_BYTES = 16 << 20
 _SHOWN_NAMES = 10
 _QUOTED = re.compile(r'"[^"]*"')
+# What ends a CSV record outside quotes, and the quote that opens and closes them.
+_RECORD_BYTES = re.compile(rb'["\r\n]')
+# Bytes of a file read for its first record (a longer one is read up to here).
+_FIRST_RECORD_BYTES = 64 << 20
 
 
 def is_table(x: Any) -> bool:
@@ -129,7 +133,10 @@ def _declared_numeric(x: Any, labels: list[str], columns: Sequence[str] | str | 
         return x
     chosen = choose_columns(labels, columns, "the table")
     for label, dtype in zip(labels, x.dtypes, strict=True):
-        if label in chosen and getattr(dtype, "kind", "O") in ("m", "M", "O", "S", "U"):
+        arrow = getattr(dtype, "pyarrow_dtype", None)  # pandas' ArrowDtype declares its type
+        if label in chosen and arrow is not None:
+            check_numeric_type(arrow, label)
+        elif label in chosen and getattr(dtype, "kind", "O") in ("m", "M", "O", "S", "U"):
             raise InvalidDataError(
                 f"column {label!r} has type {dtype}; only numeric or boolean columns can be "
                 f"used (convert it first, e.g. .astype(float), or choose others with columns=)")
@@ -306,7 +313,7 @@ class CsvTable:
         import pyarrow.csv as pcsv
 
         self.path = Path(path)
-        first = self._first_line()
+        first = self._first_record(header)
         if delimiter is not None and (len(delimiter) != 1 or delimiter in '"\r\n.+-'
                                       or delimiter.isalnum()):
             # A character a number may hold would split the values themselves: an analyst
@@ -339,7 +346,10 @@ class CsvTable:
             # In a file of one column a blank line is a row whose cell is empty: skipped, as
             # pyarrow skips blank lines, it silently took one row from n (review). It is read
             # as a record, so n counts it and the release refuses its empty cell.
-            if self._leading_blank_line():
+            if self._blank_before and self.header:
+                # A header cannot be told from a blank line before it, read as a row; a
+                # headerless file's (header=False) is a person's empty cell, for the release
+                # to refuse after its charge. (With the header guessed, line 1 is judged.)
                 raise InvalidDataError(f"{self.path}: a file of one column begins with a blank "
                                        f"line (an empty cell, or none?); remove it")
             self._parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True,
@@ -393,25 +403,43 @@ class CsvTable:
             f"neither a header of names nor a row of numbers{sniffed}: pass --header "
             f"(header=True) if it is a header, --no-header (header=False) if it is data")
 
-    def _leading_blank_line(self) -> bool:
-        with open(self.path, "rb") as f:
-            return not f.readline().removeprefix(b"\xef\xbb\xbf").strip(b"\r\n")
+    def _first_record(self, header: bool | None) -> str:
+        """The first record as text, with its line end; sets ``data_offset`` (where the
+        records after it begin) and ``_blank_before`` (whether blank lines precede it).
 
-    def _first_line(self) -> str:
+        A record ends where pyarrow ends one: at a line break (\\n, \\r\\n or a lone \\r)
+        outside quotes, so a file of \\r line ends is not read whole here (every row judged
+        before a charge). With ``header=False`` the record is a person's row, read for its
+        layout only: bytes that are not UTF-8 are the release's to refuse, after its charge."""
         try:
             with open(self.path, "rb") as f:
-                raw = f.readline()
-                while raw and not raw.strip(b"\r\n"):
-                    raw = f.readline()  # pyarrow skips blank lines: so does the layout
+                data = f.read(_FIRST_RECORD_BYTES)
         except OSError as exc:
             raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        begin = bom
+        while begin < len(data) and data[begin] in b"\r\n":
+            begin += 1  # pyarrow skips blank lines: so does the layout
+        self._blank_before = begin > bom
+        end = stop = len(data)
+        quoted = False
+        for match in _RECORD_BYTES.finditer(data, begin):
+            if match.group() == b'"':
+                quoted = not quoted
+            elif not quoted:
+                stop, end = match.start(), match.end()
+                if data[stop:end + 1] == b"\r\n":
+                    end += 1
+                break
+        self.data_offset = end
+        raw = data[begin:stop]
+        if not raw:
+            raise InvalidDataError(f"{self.path}: the file holds no rows")
         try:
-            text = raw.decode("utf-8-sig").rstrip("\r\n")
+            text = raw.decode("utf-8", errors="replace" if header is False else "strict")
         except UnicodeDecodeError:
             raise InvalidDataError(f"{self.path}: not a text CSV file (line 1 is not valid "
                                    f"UTF-8)") from None
-        if not text:
-            raise InvalidDataError(f"{self.path}: the file holds no rows")
         return text + "\n"
 
     def _read(self, data: bytes, *, autogenerate: bool) -> Any:
@@ -427,6 +455,11 @@ class CsvTable:
         except pa.ArrowException:
             raise InvalidDataError(f"{self.path}: line 1 is not a CSV record (an unclosed "
                                    f"quote?)") from None
+
+    @property
+    def skips_blank_lines(self) -> bool:
+        """Whether a blank line is layout (skipped), not a row (a file of one column)."""
+        return bool(self._parse.ignore_empty_lines)
 
     def _read_options(self, block: bool) -> Any:
         """The whole file (its header gives the names, or none) or a block of its lines after
@@ -497,9 +530,13 @@ class CsvTable:
                                   ignore_empty_lines=self._parse.ignore_empty_lines,
                                   invalid_row_handler=count_ragged)
         source = self.path if block is None else io.BytesIO(block)
+        # Every byte decodes in latin-1, which keeps the ASCII that lays out records: pyarrow
+        # decodes a ragged row for its handler, and bytes that are not UTF-8 failed the count.
+        read = self._read_options(block is not None)
+        read.encoding = "latin-1"
         try:
             rows = sum(batch.num_rows for batch in pcsv.open_csv(
-                source, read_options=self._read_options(block is not None),
+                source, read_options=read,
                 parse_options=parse, convert_options=pcsv.ConvertOptions(include_columns=[])))
         except OSError as exc:
             raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
@@ -562,8 +599,9 @@ class CsvTable:
             named = f"column {name!r}; " if self.header else ""
             return InvalidDataError(
                 f"{self.path}: column {number} holds a cell that is not a number ({named}"
-                f"empty, text, or a malformed number); fix the cell, remove the row, or choose "
-                f"other columns")
+                f"empty, text, a boolean such as True, or a malformed number); fix the cell "
+                f"(booleans as 1 and 0: convert a pandas bool column with .astype(int) before "
+                f"to_csv), remove the row, or choose other columns")
         return InvalidDataError(f"{self.path}: not a valid CSV file ({type(exc).__name__})")
 
 

@@ -7,6 +7,8 @@ message needs, and no data-derived value is used as a default.
 from __future__ import annotations
 
 import numbers
+import os
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -24,12 +26,54 @@ BOUNDS_HELP = (
 
 def length_d_array(value, d: int, requirement: str) -> np.ndarray:
     """``value`` (a number or a length-d array) as a fresh float64 array of length d; else an
-    InvalidParameterError: "<requirement> or an array of length d, got <value>"."""
+    InvalidParameterError: "<requirement> or an array of length d, got <what value is>"
+    (``short_description``: an array by its shape, never all its values)."""
     try:
         return np.broadcast_to(np.asarray(value, dtype=np.float64), (d,)).copy()
     except (TypeError, ValueError):
         raise InvalidParameterError(
-            f"{requirement} or an array of length {d}, got {value!r}") from None
+            f"{requirement} or an array of length {d}, got {short_description(value)}"
+        ) from None
+
+
+# The longest repr of a parameter an error message quotes; longer ones are cut.
+_SHORTEST_REPR = 80
+
+
+def short_description(value) -> str:
+    """``value`` for an error message, short whatever its size: an array (or a list or tuple
+    of more than a few items) by its type and shape ("an array of length 784", "a list of
+    length 3,522"), anything else by its repr cut to ``_SHORTEST_REPR`` characters. A bounds
+    array of d = 784 was printed whole: 3,522 characters."""
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple) and len(shape) >= 1:
+        kind = type(value).__name__
+        kind = "array" if kind == "ndarray" else kind
+        size = (f"length {shape[0]:,}" if len(shape) == 1
+                else "shape (" + ", ".join(str(n) for n in shape) + ")")
+        return f"an {kind} of {size}" if kind[0] in "aeiou" else f"a {kind} of {size}"
+    if isinstance(value, list | tuple) and len(value) > 4:
+        return f"a {type(value).__name__} of length {len(value):,}"
+    text = repr(value)
+    return text if len(text) <= _SHORTEST_REPR else text[:_SHORTEST_REPR - 3] + "..."
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes ``warnings.warn`` point at the first caller outside
+    dpmean (the user's ``dpmean.mean``, ``estimator.estimate`` or ``session.mean`` line), for
+    a warning raised by the function that calls this (``warnings.warn(...,
+    stacklevel=user_stacklevel())``). A fixed number cannot: the same warning is reached
+    through different depths (a granted copy, a private box, a session, ``auto``'s choice)."""
+    # Frame 1 is the function that warns (stacklevel 1); walk out of the package.
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
 
 
 def check_data(x) -> np.ndarray:
@@ -165,9 +209,15 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
     by_text = {str(key): value for key, value in bounds.items()}
     missing = [str(name) for name in names if str(name) not in by_text]
     if missing:
+        # Names the mapping gives that the data does not have (column names are public;
+        # never a value): usually the missing column's name mistyped.
+        used = {str(name) for name in names}
+        unknown = [key for key in by_text if key not in used]
+        also = (f"; {_listed(unknown)} {'is' if len(unknown) == 1 else 'are'} not one of the "
+                f"columns used" if unknown else "")
         raise InvalidParameterError(
             f"bounds have no range for column(s) {', '.join(missing[:5])}"
-            f"{' ...' if len(missing) > 5 else ''}: give every column a (lo, hi)")
+            f"{' ...' if len(missing) > 5 else ''}{also}: give every column a (lo, hi)")
     pairs = []
     for name in names:
         try:
@@ -175,10 +225,15 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
             pairs.append((float(lo), float(hi)))
         except (TypeError, ValueError):
             raise InvalidParameterError(
-                f"bounds[{name!r}] must be a pair (lo, hi) of numbers, got {by_text[str(name)]!r}"
-            ) from None
+                f"bounds[{name!r}] must be a pair (lo, hi) of numbers, got "
+                f"{short_description(by_text[str(name)])}") from None
     lo_arr, hi_arr = (np.array(side, dtype=np.float64) for side in zip(*pairs, strict=True))
     return lo_arr, hi_arr
+
+
+def _listed(names: Sequence[str], most: int = 5) -> str:
+    """The first ``most`` names, quoted, and " ..." when there are more."""
+    return ", ".join(repr(name) for name in names[:most]) + (" ..." if len(names) > most else "")
 
 
 # The narrowest column a box may have: its squares and their private spreads stay far above
@@ -194,8 +249,8 @@ def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = bounds
     except (TypeError, ValueError):
         raise InvalidParameterError(
-            f"bounds must be a pair (lo, hi) of numbers or length-{d} arrays, got {bounds!r}"
-        ) from None
+            f"bounds must be a pair (lo, hi) of numbers or length-{d} arrays, got "
+            f"{short_description(bounds)}") from None
     out = []
     for name, value in (("lo", lo), ("hi", hi)):
         arr = length_d_array(value, d, f"bounds {name} must be a number")

@@ -19,7 +19,15 @@ from typing import Any
 from .. import __version__
 from ..errors import DPMeanError, InsufficientDataWarning
 from . import budget, demo, estimate, ledger, reproduce
-from .arguments import EXIT_USAGE, Parser, ParserExit, UsageError, discard_stdout, printing
+from .arguments import (
+    EXIT_USAGE,
+    Parser,
+    ParserExit,
+    UsageError,
+    discard_stdout,
+    insufficient_data_error,
+    printing,
+)
 
 __all__ = ["main"]
 
@@ -58,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, DPMeanError) as exc:
         return _fail(str(exc), exc)
     except InsufficientDataWarning as exc:
-        return _fail(f"too few rows for this budget; the command line does not publish the "
-                     f"zero vector the estimator falls back to, and wrote nothing. {exc}", exc)
+        return _fail(str(insufficient_data_error(exc)), exc)
     except MemoryError as exc:
         # numpy's allocation failure (an n or d too large for this machine): a line, not a
         # traceback. Larger ones are refused before allocating where the command can tell.

@@ -65,6 +65,24 @@ class Parser(argparse.ArgumentParser):
         raise ParserExit(status)
 
 
+def insufficient_data_error(warning: Warning) -> UsageError:
+    """The error for an ``InsufficientDataWarning`` turned into one (a command publishes no
+    fallback): the library's reason, without its "releasing the zero vector" (a command
+    releases nothing), and what the command did instead, in one consistent line."""
+    text = " ".join(str(warning).split())
+    # "<method>: n=... rows is too few for ...; releasing the zero vector[ (projected onto the
+    # box)][, as the paper does]. <advice>"
+    found = re.fullmatch(r"(.*?); releasing the zero vector[^.]*\.\s*(.*)", text)
+    if found is None:
+        reason, advice = text, ""
+    else:
+        reason, advice = found.group(1), " " + found.group(2).replace("bounds=(lo, hi)",
+                                                                       "--bounds LO HI")
+    return UsageError(f"too few rows for this budget: {reason}. The library would release the "
+                      f"zero vector in place of a mean; the command line publishes no such "
+                      f"fallback, and wrote no output.{advice}")
+
+
 # ------------------------------------------------------------------------------------ budget
 
 
@@ -134,7 +152,8 @@ def add_bounds_arguments(parser: argparse.ArgumentParser, *, reads_data: bool = 
     """
     if reads_data:
         without = ("without --bounds, --bounds-file or --range, 10%% of a rho budget buys a "
-                   "private box (ledger stage 'bounds')")
+                   "private box (ledger stage 'bounds'), except for .dat baskets: 0/1 by "
+                   "their format, their box is (0, 1) at no cost")
         matched, by_header = ("matched to a table INPUT's columns by name, in any order; an "
                               "INPUT without column names needs a file without a header"), (
             "matched to a table INPUT's header by name")

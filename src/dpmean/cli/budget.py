@@ -19,6 +19,7 @@ from .arguments import (
     add_bounds_arguments,
     add_option_argument,
     bounds_from,
+    bounds_names,
     budget_from,
     check_ranges,
     parse_options,
@@ -99,7 +100,13 @@ def run(args: argparse.Namespace) -> int:
     _check_d(args.d)
     check_ranges(args, bounds, args.d, f"--d is {args.d}")
     options = parse_options(args.option)
-    shape = {"method": args.method, "n": args.n, "d": args.d, "level": args.level}
+    shape: dict[str, Any] = {"method": args.method, "n": args.n, "d": args.d,
+                             "level": args.level}
+    # The names the ranges were given for (--range, a bounds file's header), in their order:
+    # the order of the per-coordinate half-widths.
+    names = bounds_names(args)
+    if names is not None:
+        shape["columns"] = names
     if args.half_width is not None:
         if args.rho is not None or args.epsilon is not None:
             raise UsageError("give either a budget (--rho, or --epsilon and --delta) or "
@@ -115,13 +122,30 @@ def run(args: argparse.Namespace) -> int:
         if args.delta is not None:
             plan.update(delta=args.delta, epsilon=zcdp_to_approx_dp(rho, args.delta))
     else:
-        budget = _budget(args)
+        budget: dict[str, float] = _budget(args)
         half_width = accuracy(args.method, args.n, args.d, bounds, level=args.level,
                               **budget, **options)
+        if "rho" not in budget:
+            # The rho an (epsilon, delta) budget grants a release of this shape, as
+            # ``accuracy`` converted it (the generic conversion, or the calibration to the
+            # plan for (n, d)).
+            budget["rho"] = _granted_rho(args, bounds, budget, options)
         plan = {**shape, **budget, "half_width": half_width}
     with printing():
-        _print(plan, args.json)
+        # An (epsilon, delta) budget was given (its rho is derived), not a rho or a width.
+        _print(plan, args.json, args.half_width is None and args.rho is None)
     return 0
+
+
+def _granted_rho(args: argparse.Namespace, bounds: Any, budget: dict[str, float],
+                 options: dict[str, Any]) -> float:
+    from ..api import build_estimator
+
+    estimator = build_estimator(args.method, epsilon=budget["epsilon"], delta=budget["delta"],
+                                bounds=bounds, **options)
+    rho = estimator.granted(args.n, args.d).budget.rho
+    assert rho is not None  # every planned method is zCDP
+    return float(rho)
 
 
 def _budget(args: argparse.Namespace) -> dict[str, float]:
@@ -149,15 +173,16 @@ def _check_d(d: int) -> None:
                          f"{memory / 2**30:.3g} GiB of memory")
 
 
-def _print(plan: dict, as_json: bool) -> None:
+def _print(plan: dict, as_json: bool, epsilon_budget: bool = False) -> None:
     if as_json:
         json.dump(plan, sys.stdout, indent=2, default=json_default)
         print()
         return
     setting = (f"{plan['method']}, n = {plan['n']}, d = {plan['d']}, each coordinate's "
                f"{plan['level']:.0%} noise interval")
-    if "epsilon" in plan and "rho" not in plan:
-        budget = f"epsilon = {plan['epsilon']:g}, delta = {plan['delta']:g}"
+    if epsilon_budget:
+        budget = (f"epsilon = {plan['epsilon']:g}, delta = {plan['delta']:g} (rho = "
+                  f"{plan['rho']:.6g})")
     else:
         budget = f"rho = {plan['rho']:.6g}"
         if "epsilon" in plan:

@@ -37,6 +37,7 @@ from .arguments import (
     budget_from,
     check_ranges,
     check_writable,
+    insufficient_data_error,
     parse_options,
     printing,
     write_file,
@@ -76,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "The range must be chosen without looking at the data; values outside are clamped, "
         "columns of unequal ranges are estimated each in proportion to its range, and the "
         "release is projected into the range. Without a range, 10% of a rho budget finds one "
-        "privately.",
+        "privately (.dat baskets, 0/1 by their format, take (0, 1)).",
     )
     # The order of the calls is the order of the flags in the help and usage lines.
     p.add_argument("input", metavar="INPUT", help="the data file (rows are people)")
@@ -89,8 +90,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="for a .dat basket INPUT (required for one): the public number of "
                    "items, the length d of the released mean; item ids must lie in 0..D-1 "
                    "(ids 1..K need D = K + 1; a larger id is an error). Never read from the "
-                   "data, where one basket could change it. Baskets run on the sparse engine "
-                   "with every method that supports it")
+                   "data, where one basket could change it. Baskets are 0/1 by their format, "
+                   "so their box is (0, 1) without --bounds (no budget buys one). Baskets run "
+                   "on the sparse engine with every method that supports it; the others "
+                   "(e.g. trimmed) run with --engine chunked")
     table = p.add_argument_group(
         "tables (.csv, .parquet)",
         "CSV files are read by pyarrow (quoted cells; blank lines skipped). The first line is "
@@ -268,10 +271,18 @@ def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: li
     where = {name: i for i, name in enumerate(named)}
     missing = [str(name) for name in data_names if str(name) not in where]
     if missing:
+        # Names given a range that the release does not use (names are public, never a
+        # value): usually the missing column's name, mistyped.
+        used = {str(name) for name in data_names}
+        unknown = [name for name in named if name not in used]
+        chosen = ("the chosen columns (--columns)" if args.columns
+                  else f"the columns of {args.input}")
+        also = (f"; {source} names {', '.join(repr(name) for name in unknown[:5])}"
+                f"{' ...' if len(unknown) > 5 else ''}, not one of {chosen}" if unknown else "")
         raise UsageError(
             f"{source} names its columns but has no range for "
             f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} (columns of "
-            f"{args.input}); give every column a range, by name")
+            f"{args.input}){also}; give every column a range, by name")
     order = np.array([where[str(name)] for name in data_names])
     lo, hi = bounds
     return np.asarray(lo)[order], np.asarray(hi)[order]
@@ -320,6 +331,8 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
                         with shown_passes(f"dpmean estimate ({estimator.method})",
                                           quiet=args.quiet):
                             result = estimator.estimate(x)
+                    except InsufficientDataWarning as exc:
+                        raise insufficient_data_error(exc) from None
                     except InvalidDataError as exc:
                         if str(exc).startswith(f"{args.input}: "):
                             raise  # the reader named the file already
@@ -376,8 +389,10 @@ def _check_input_flags(args: argparse.Namespace) -> None:
         if cls is not None and not cls.supports_sparse:
             able = sorted(m for m, c in ESTIMATORS.items() if c.supports_sparse)
             raise UsageError(
-                f"method {args.method!r} does not run on .dat baskets (sparse rows): use "
-                f"--method {' or '.join(able)}, or convert the baskets to a dense .npy file")
+                f"method {args.method!r} does not run on .dat baskets as sparse rows (their "
+                f"default, the sparse engine): add --engine chunked to read them densely, in "
+                f"row chunks (the release a dense .npy copy gets), or use --method "
+                f"{' or '.join(able)}")
 
 
 def _table_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -452,11 +467,15 @@ def _input_layout(args: argparse.Namespace) -> _Layout:
     the type (a numeric array of 1 or 2 dimensions in a .npy or .npz header, numeric Parquet
     columns). A CSV file's cells are numbers or not only when read.
     """
-    from ..io import check_n_items, check_readable, open_table
+    from ..io import N_ITEMS_WHY, check_n_items, check_readable, open_table
 
     _check_input_flags(args)
     path = Path(args.input)
     ext = path.suffix.lower()
+    if ext == ".dat" and args.items is None:
+        # The library's message names its Python readers; here the flag is the way.
+        raise UsageError(f"no number of items given: a .dat basket INPUT needs --items D. "
+                         f"{N_ITEMS_WHY}")
     if ext in (".csv", ".parquet"):
         table = open_table(path, **_table_options(args))
         return _Layout(d=table.width, n=getattr(table, "num_rows", None), names=table.names)

@@ -326,41 +326,49 @@ def _csv_array(table: Any, path: str, options: dict[str, Any]) -> Any:
     from ..errors import InvalidDataError
 
     # Offsets from the header's end and the file's size (layout, public); a block holds the
-    # lines that start in its range.
-    first = _rows_start(path) if table.header else 0
-    starts = list(range(first, Path(path).stat().st_size, _CSV_BLOCK_BYTES)) or [first]
+    # lines that start in its range. A line break inside a quoted cell is not a record's end,
+    # and where a block would start there depends on every row before it: a file holding a
+    # quote is read as one block (its records were split mid-cell, and the release's n
+    # depended on the rows' byte lengths).
+    first = table.data_offset if table.header else 0
+    size = Path(path).stat().st_size
+    starts = list(range(first, size, _CSV_BLOCK_BYTES)) or [first]
+    quotes = dask.compute(*[dask.delayed(_quote_count)(path, start, start + _CSV_BLOCK_BYTES)
+                            for start in starts])
+    step = size if sum(quotes) else _CSV_BLOCK_BYTES
+    starts = starts[:1] if sum(quotes) else starts
     count = dask.delayed(_csv_records)
     try:
-        sizes = dask.compute(*[count(path, start, start + _CSV_BLOCK_BYTES, options)
+        sizes = dask.compute(*[count(path, first, start, start + step, options)
                                for start in starts])
     except InvalidDataError as exc:
         raise InvalidDataError(f"{table.path}: {exc}") from None
     if not sum(sizes):
         raise InvalidDataError(f"{table.path}: the file holds a header line but no rows")
     parse = dask.delayed(_csv_rows)
-    blocks = [da.from_delayed(parse(path, start, start + _CSV_BLOCK_BYTES, options, rows),
+    blocks = [da.from_delayed(parse(path, first, start, start + step, options, rows),
                               shape=(rows, table.width), dtype=np.float64)
               for start, rows in zip(starts, sizes, strict=True) if rows]
     return da.concatenate(blocks, axis=0)
 
 
-def _rows_start(path: str) -> int:
-    """The offset after a CSV file's header: its first non-blank line, as
-    ``CsvTable._first_line`` finds it."""
+def _quote_count(path: str, start: int, stop: int) -> int:
+    """How many quote characters the bytes [start, stop) of the file hold."""
     with open(path, "rb") as f:
-        line = f.readline()
-        while line and not line.strip(b"\r\n"):
-            line = f.readline()
-        return f.tell()
+        f.seek(start)
+        return f.read(max(stop - start, 0)).count(b'"')
 
 
-def _csv_lines(path: str, start: int, stop: int) -> bytes:
-    """The whole lines of the file at ``path`` that start at a byte in [start, stop)."""
+def _csv_lines(path: str, first: int, start: int, stop: int) -> bytes:
+    """The whole lines of the file at ``path`` that start at a byte in [start, stop); the
+    records begin at ``first`` (after the header)."""
     with open(path, "rb") as f:
-        if start:
+        if start > first:
             # The line under way at ``start`` belongs to the block before.
             f.seek(start - 1)
             f.readline()
+        else:
+            f.seek(first)
         begin = f.tell()
         data = f.read(stop - begin) if begin < stop else b""
         if data and not data.endswith(b"\n"):
@@ -368,26 +376,20 @@ def _csv_lines(path: str, start: int, stop: int) -> bytes:
     return data
 
 
-def _csv_records(path: str, start: int, stop: int, options: dict[str, Any]) -> int:
+def _csv_records(path: str, first: int, start: int, stop: int, options: dict[str, Any]) -> int:
     """The number of records in a block's lines (``_csv_lines``), counted as
     ``CsvTable.count_rows`` counts a file's: no cell converted, a record of the wrong width
     counted, not refused (a count read before a charge must not fail on what a row holds)."""
-    from ..errors import InvalidDataError
     from ..tables import CsvTable
 
-    data = _csv_lines(path, start, stop)
-    if not data.strip(b"\r\n"):
-        return 0
-    try:
-        return CsvTable(path, **options).count_rows(data)
-    except InvalidDataError:
-        # A quoted cell that holds a line break may be split between two blocks here.
-        raise InvalidDataError("not a CSV file pyarrow can split into records (or a quoted "
-                               "cell holds a line break, which the Dask engine's blocks "
-                               "cannot split at: read it with another engine)") from None
+    data = _csv_lines(path, first, start, stop)
+    table = CsvTable(path, **options)
+    if not data or (table.skips_blank_lines and not data.strip(b"\r\n")):
+        return 0  # (in a file of one column a blank line is a row)
+    return table.count_rows(data)
 
 
-def _csv_rows(path: str, start: int, stop: int, options: dict[str, Any],
+def _csv_rows(path: str, first: int, start: int, stop: int, options: dict[str, Any],
               rows: int) -> np.ndarray:
     """A block's ``rows`` records (``_csv_lines``: no header), (rows, d) float64, parsed as
     ``CsvTable`` parses the file (``CsvTable.parse_block``) on the table ``options``
@@ -399,7 +401,7 @@ def _csv_rows(path: str, start: int, stop: int, options: dict[str, Any],
 
     table = CsvTable(path, **options)
     try:
-        parsed = table.parse_block(_csv_lines(path, start, stop))
+        parsed = table.parse_block(_csv_lines(path, first, start, stop))
     except pa.ArrowException:
         # pyarrow's message quotes the cell or the line, and counts records in this block.
         raise _csv_refusal(table) from None

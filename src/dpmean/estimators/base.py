@@ -38,6 +38,7 @@ from ..validation import (
     check_sparse_data,
     is_sparse,
     named_column,
+    user_stacklevel,
 )
 
 if TYPE_CHECKING:
@@ -645,7 +646,7 @@ class MeanEstimator(ABC):
                 f"box (no bin of the columns' histograms, alone or summed, clears its noise; "
                 f"values that are exactly 0 fall in no bin, so all-zero data find none either); "
                 f"releasing the zero vector. Give bounds=(lo, hi), a larger budget or more rows.",
-                InsufficientDataWarning, stacklevel=3)
+                InsufficientDataWarning, stacklevel=user_stacklevel())
             return MeanResult(mean=np.zeros(d), method=self.method, n=n, d=d,
                               budget=self.budget, ledger=ledger.spent,
                               diagnostics=normalise({"private_bounds": True,
@@ -713,7 +714,7 @@ class MeanEstimator(ABC):
             f"the zero vector (projected onto the box), as the paper does. Give a larger budget "
             f"or more rows.",
             InsufficientDataWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
         return MeanResult(mean=self.project(np.zeros(d), n, d), method=self.method, n=n, d=d,
                           budget=self.budget, ledger=ledger.spent,
@@ -771,7 +772,7 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
         f"{result.method}: the noise's standard deviation exceeds the box's width on {loud} of "
         f"{result.d} coordinates (median {factor:.3g} widths): the release is mostly noise. "
         f"About {more_rho} or n >= {_row_count(result.n * factor)} rows would bring it within "
-        f"the width.", NoisyReleaseWarning, stacklevel=3)
+        f"the width.", NoisyReleaseWarning, stacklevel=user_stacklevel())
 
 
 def _row_count(rows: float) -> str:

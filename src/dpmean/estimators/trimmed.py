@@ -42,7 +42,13 @@ from ..mechanisms.smooth_sensitivity import (
 from ..parallel import over_row_ranges
 from ..rng import RandomState
 from ..transforms import IDENTITY
-from ..validation import check_bounds, check_flag, check_fraction, check_positive
+from ..validation import (
+    check_bounds,
+    check_flag,
+    check_fraction,
+    check_positive,
+    user_stacklevel,
+)
 from .base import MeanEstimator
 
 # Smoothing values the default tuning tries (each noise keeps those it admits).
@@ -283,7 +289,7 @@ class TrimmedMean(MeanEstimator):
                 "secure_noise=True makes Gaussian-mechanism stages exact; the trimmed mean has "
                 "none: its smooth-sensitivity noise is drawn in floating point, as without it "
                 "(see docs/privacy.md, 'Randomness and floating point')",
-                SecureNoiseWarning, stacklevel=2)
+                SecureNoiseWarning, stacklevel=user_stacklevel())
         self.noise = noise
         self.smoothing = None if smoothing is None else check_positive(smoothing, "smoothing")
         self.trim = trim

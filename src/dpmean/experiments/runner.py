@@ -123,15 +123,16 @@ def _split_torn(content: bytes, width: int) -> tuple[bytes, bool]:
     return content[:start], True
 
 
-def _finished(content: bytes, torn: bool, header: list[str], params: list[str],
+def _finished(content: bytes, last_unfinished: bool, header: list[str], params: list[str],
               ) -> tuple[set[tuple[tuple[str, ...], int]], set[tuple[str, ...]]]:
     """The (setting key, trial) pairs finished in ``content`` (a CSV without its torn line),
     and the rows (all fields but the value) already written of the trial that may not be.
 
     Only rows of the header's width whose trial and value parse count: any other line (torn,
-    or not ours) is not a result. After a torn line, the last trial written may lack rows (a
-    trial's rows are written together): it is not finished, and only its missing rows are to
-    be appended. (If the torn line began a trial of its own, that one has no row here.)
+    or not ours) is not a result. With ``last_unfinished`` the last trial written may lack
+    rows (a trial's rows are written together, and a write may stop at a torn line or at a
+    line's end): it is not finished, and only its missing rows are to be appended. (If a torn
+    line began a trial of its own, that one has no row here.)
     """
     rows = []
     text = content.decode("utf-8", errors="replace")
@@ -144,7 +145,7 @@ def _finished(content: bytes, torn: bool, header: list[str], params: list[str],
         except ValueError:
             continue
     done = {_trial(row, params) for row in rows}
-    if not (torn and rows):
+    if not (last_unfinished and rows):
         return done, set()
     last = _trial(rows[-1], params)
     done.discard(last)
@@ -212,7 +213,9 @@ def run(name: str, out: Path, *, trials: int | None = None, quick: bool = False,
     content, torn = _split_torn(path.read_bytes() if path.exists() else b"", len(header))
     if torn:  # appends must start on a line of their own
         os.truncate(path, len(content))
-    done, kept = _finished(content, torn, header, params)
+    # The last trial written is run again whether or not a line was torn: a write cut short
+    # at a line's end (a full disk) leaves a trial short of rows with nothing torn to see.
+    done, kept = _finished(content, True, header, params)
     # Trial-major: an interrupted run leaves every setting with about as many trials, so its
     # partial CSV already draws every point of the figure.
     todo = [(i, t) for t in range(trials) for i, setting in enumerate(spec.settings)
