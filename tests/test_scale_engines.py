@@ -132,7 +132,9 @@ def test_chunked_memory_is_bounded_by_the_chunk(tmp_path, monkeypatch):
     engine.row_norms(view)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert peak < 2 * 2**20
+    # tracemalloc counts every thread (a Dask client left by an earlier test allocates too):
+    # 3 MiB still tells a few chunks from the 10 MiB file.
+    assert peak < 3 * 2**20
 
 
 def test_chunked_reports_bad_rows(tmp_path):
