@@ -255,13 +255,16 @@ def test_counting_a_csv_judges_no_value(tmp_path, bad):
         list(source.chunks(10))
 
 
+@pytest.mark.parametrize("budget", [{"epsilon": 2.0, "delta": 1e-7}, {"rho": 0.1}])
 @pytest.mark.parametrize("bad", [b"3,x\n", b"3,4,5\n"])
-def test_a_session_charges_a_shape_calibrated_release_that_fails_on_a_value(tmp_path, bad):
+def test_a_session_charges_a_release_that_fails_on_a_value(tmp_path, bad, budget):
+    # The rows are counted before the charge (n for the plan's public checks, and for an
+    # (epsilon, delta) budget's calibration), judging no value: a bad one is the release's.
     path = tmp_path / "x.csv"
     path.write_bytes(b"a,b\n" + b"0.5,0.5\n" * 1000 + bad + b"0.5,0.5\n" * 1000)
     session = dpmean.Session(epsilon=4.0, delta=1e-6)
     with pytest.raises(InvalidDataError):
-        session.mean(str(path), epsilon=2.0, delta=1e-7, method="plan", bounds=(0, 1))
+        session.mean(str(path), method="plan", bounds=(0, 1), **budget)
     assert [r.status for r in session.ledger] == ["failed"]
 
 

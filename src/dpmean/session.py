@@ -20,8 +20,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from os import PathLike
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,7 +48,7 @@ from .pld import (
 from .registry import DEFAULT_METHOD, ESTIMATORS
 from .result import MeanResult
 from .tables import data_columns, is_table, table_data
-from .validation import bounds_by_name, check_bounds, check_data, check_sparse_data, is_sparse
+from .validation import bounds_by_name, check_data, check_sparse_data, is_sparse
 
 # 2: every release carries its accountant events. Version 1 files (no events) are still read:
 # their releases are accounted by their notion (budget_events), which is what version 1 did.
@@ -131,7 +129,7 @@ def public_release(estimator: Any, x: Any, columns: Sequence[str] | str | None =
 
     The checks read what is public under replace-one neighbours, never a value of the data:
     the requested columns against a table's column names and their declared types, the
-    input's shape and dtype (a CSV file's header only: its rows are counted by reading them),
+    input's shape and dtype (a CSV or basket file's rows counted without judging a value),
     and the estimator's parameters and box for that shape (``MeanEstimator.box``,
     ``budget_plan``). Bounds given by column name are put in the data's column order, as
     ``MeanEstimator.estimate`` puts them, and an (epsilon, delta) budget calibrated to the
@@ -204,30 +202,11 @@ def _checked(estimator: Any, x: Any, columns: Sequence[str] | str | None
                 x.num_rows if hasattr(x, "num_rows") else x.shape[0])
         n, d = public_shape(ShapeOnly((int(rows), len(names))))
         run, run_columns = x, columns
-    elif (isinstance(x, str | PathLike) and Path(x).suffix.lower() == ".csv"
-          and not estimator.calibrates_to_shape()):
-        from .io import open_table
-
-        # Opening a CSV file as a row source counts its rows by parsing every cell (a
-        # malformed one is an error of the data): only its first line is read here, and the
-        # file is opened by the release, after the charge. A budget calibrated to the shape
-        # needs n first: the file is opened now, as the CLI does.
-        table = open_table(x, columns=columns)
-        if isinstance(estimator.bounds, Mapping):
-            estimator = estimator.with_params(bounds=bounds_by_name(estimator.bounds,
-                                                                    table.names))
-        if estimator.bounds is not None:
-            check_bounds(estimator.bounds, table.width)  # what every ``box`` checks of them
-        estimator.check_columns(table.width)
-        if estimator.finds_its_box():
-            estimator.check_private_box_input(x)  # e.g. a budget that is not zCDP
-        # (Checks that need n, the estimator's plan for (n, d), wait for the release: the
-        # rows are counted by reading them, after the charge.)
-        return estimator, x, columns
     else:
         # Arrays, sparse matrices, dask arrays and row sources as they are (``columns`` only
-        # for tables); a path is opened as a row source from its header or metadata (the
-        # release runs on that source: the same rows and names).
+        # for tables); a path is opened as a row source from its header or metadata, a CSV or
+        # basket file's rows counted without judging a value (the release runs on that
+        # source: the same rows and names, and a bad value is refused after the charge).
         data, names = data_columns(x, columns)
         n, d = public_shape(data)
         run, run_columns = data, None
