@@ -31,8 +31,10 @@ _SHOWN_NAMES = 10
 _QUOTED = re.compile(r'"[^"]*"')
 # What ends a CSV record outside quotes, and the quote that opens and closes them.
 _RECORD_BYTES = re.compile(rb'["\r\n]')
-# Bytes of a file read for its first record (a longer one is read up to here).
+# Bytes of a file read for its first record (a longer one is read up to here), and the
+# first read's size, doubled until the record's end is in.
 _FIRST_RECORD_BYTES = 64 << 20
+_FIRST_READ_BYTES = 1 << 16
 
 
 def is_table(x: Any) -> bool:
@@ -413,24 +415,21 @@ class CsvTable:
         layout only: bytes that are not UTF-8 are the release's to refuse, after its charge."""
         try:
             with open(self.path, "rb") as f:
-                data = f.read(_FIRST_RECORD_BYTES)
+                # Read as far as the first record's end (a short read at the file's end), in
+                # doubling steps up to _FIRST_RECORD_BYTES: every open of a table (a Dask
+                # block's too) read 64 MiB here.
+                data, size = b"", _FIRST_READ_BYTES
+                while True:
+                    data += f.read(size - len(data))
+                    last = len(data) < size or size >= _FIRST_RECORD_BYTES
+                    bounds = _first_record_bounds(data, last)
+                    if bounds is not None:
+                        break
+                    size *= 2
         except OSError as exc:
             raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
-        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-        begin = bom
-        while begin < len(data) and data[begin] in b"\r\n":
-            begin += 1  # pyarrow skips blank lines: so does the layout
+        bom, begin, stop, end = bounds
         self._blank_before = begin > bom
-        end = stop = len(data)
-        quoted = False
-        for match in _RECORD_BYTES.finditer(data, begin):
-            if match.group() == b'"':
-                quoted = not quoted
-            elif not quoted:
-                stop, end = match.start(), match.end()
-                if data[stop:end + 1] == b"\r\n":
-                    end += 1
-                break
         self.data_offset = end
         raw = data[begin:stop]
         if not raw:
@@ -603,6 +602,27 @@ class CsvTable:
                 f"(booleans as 1 and 0: convert a pandas bool column with .astype(int) before "
                 f"to_csv), remove the row, or choose other columns")
         return InvalidDataError(f"{self.path}: not a valid CSV file ({type(exc).__name__})")
+
+
+def _first_record_bounds(data: bytes, last: bool) -> tuple[int, int, int, int] | None:
+    """In the first bytes of a CSV file: where its byte-order mark ends, where its first record
+    begins (after blank lines, which pyarrow skips), where it stops and where the next one
+    begins (after its line break: \\n, \\r\\n or a lone \\r outside quotes, as pyarrow
+    ends records). None when more bytes may change them, unless ``data`` is the ``last`` read:
+    then a record without a line break runs to its end."""
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    begin = len(data) - len(data[bom:].lstrip(b"\r\n"))
+    quoted = False
+    for match in _RECORD_BYTES.finditer(data, begin):
+        if match.group() == b'"':
+            quoted = not quoted
+        elif not quoted:
+            stop, end = match.start(), match.end()
+            if data[stop:end + 1] == b"\r\n":
+                end += 1
+            # A line break at the last byte read may be a \r whose \n comes next.
+            return (bom, begin, stop, end) if end < len(data) or last else None
+    return (bom, begin, len(data), len(data)) if last else None
 
 
 def _is_number_type(t: Any) -> bool:
