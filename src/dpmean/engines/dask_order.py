@@ -125,9 +125,16 @@ def _run_pass(blocks: Sequence[Any], step: _Pass) -> tuple[Any, ...]:
     the workers: the client receives one answer."""
     import dask
 
-    parts = [dask.delayed(step.on_block)(block) for block in blocks]
+    return _reduced([dask.delayed(step.on_block)(block) for block in blocks], _combine)
+
+
+def _reduced(parts: list[Any], combine: Any, *args: Any) -> Any:
+    """The delayed answers ``parts`` combined pairwise on the workers (``combine(a, b,
+    *args)``), computed: the client receives one answer."""
+    import dask
+
     while len(parts) > 1:
-        parts = [dask.delayed(_combine)(parts[i], parts[i + 1]) if i + 1 < len(parts)
+        parts = [dask.delayed(combine)(parts[i], parts[i + 1], *args) if i + 1 < len(parts)
                  else parts[i] for i in range(0, len(parts), 2)]
     (answer,) = dask.compute(parts[0])
     return answer
@@ -342,12 +349,9 @@ class DaskColumnOrder:
         if self._few is None:
             import dask
 
-            parts = [dask.delayed(_few_values)(block, FEW_VALUES)
-                     for block in self._x.to_delayed().ravel()]
-            while len(parts) > 1:
-                parts = [dask.delayed(_merge_few)(parts[i], parts[i + 1], FEW_VALUES)
-                         if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
-            (self._few,) = dask.compute(parts[0])
+            self._few = _reduced([dask.delayed(_few_values)(block, FEW_VALUES)
+                                  for block in self._x.to_delayed().ravel()],
+                                 _merge_few, FEW_VALUES)
         return self._few
 
     def tails(self, m: int, divisor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
