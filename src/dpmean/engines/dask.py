@@ -333,10 +333,11 @@ def _csv_array(table: Any, path: str, options: dict[str, Any]) -> Any:
     first = table.data_offset if table.header else 0
     size = Path(path).stat().st_size
     starts = list(range(first, size, _CSV_BLOCK_BYTES)) or [first]
-    quotes = dask.compute(*[dask.delayed(_quote_count)(path, start, start + _CSV_BLOCK_BYTES)
-                            for start in starts])
-    step = size if sum(quotes) else _CSV_BLOCK_BYTES
-    starts = starts[:1] if sum(quotes) else starts
+    quoted = any(dask.compute(*[dask.delayed(_quote_count)(path, start,
+                                                          start + _CSV_BLOCK_BYTES)
+                                for start in starts]))
+    step = size if quoted else _CSV_BLOCK_BYTES
+    starts = starts[:1] if quoted else starts
     count = dask.delayed(_csv_records)
     try:
         sizes = dask.compute(*[count(path, first, start, start + step, options)
