@@ -10,6 +10,7 @@ Tolerances are derived, not tuned:
 """
 
 import math
+import warnings
 
 import dp_accounting
 import mpmath
@@ -440,3 +441,12 @@ def test_bad_calibration_arguments():
         calibrate_scale(1.0, 1e-6, lambda s: [GaussianEvent(s)], rtol=2.0)
     with pytest.raises(InvalidParameterError, match="value_discretization_interval"):
         compose_delta([GaussianEvent(0.1)], 1.0, value_discretization_interval=0.0)
+    with pytest.raises(InvalidParameterError, match="at most 100"):
+        compose_delta([PureDPEvent(1e6, bounded_range=True)], 1e7,
+                      value_discretization_interval=101.0)
+    # The coarsest grid still composes without overflow and stays an upper bound: one
+    # bounded-range mechanism of epsilon 10^6 is (10^6, 0)-DP.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert compose_delta([PureDPEvent(1e6, bounded_range=True), GaussianEvent(1e5)], 1e7,
+                             value_discretization_interval=100.0) <= 1e-12

@@ -110,6 +110,8 @@ __all__ = [
 #: Default grid spacing of privacy losses. The reported epsilon exceeds the exact one by less than
 #: this times the number of discretised factors (see the module docstring).
 DEFAULT_DISCRETIZATION = 1e-4
+# The coarsest grid accepted (``_discretization``).
+MAX_DISCRETIZATION = 100.0
 
 # Mass cut from each tail of a discretised PLD or of a convolution; moved to +inf (upper tail) or
 # up to the lowest kept loss (lower tail), so it can only raise delta, by at most this much.
@@ -285,10 +287,12 @@ def _events(events: object) -> list[Event]:
 
 def _discretization(value: object) -> float:
     value = _positive("value_discretization_interval", value)
-    if value > 0.1:
+    if value > MAX_DISCRETIZATION:
+        # dp_accounting's connect-the-dots divides by expm1 of a grid step, which overflows
+        # past about 709; a coarser grid than this buys nothing a zCDP conversion would not.
         raise InvalidParameterError(
-            f"value_discretization_interval must be at most 0.1 (it is the grid of privacy "
-            f"losses; 1e-4 is a good default), got {value:g}"
+            f"value_discretization_interval must be at most {MAX_DISCRETIZATION:g} (it is the "
+            f"grid of privacy losses; 1e-4 is a good default), got {value:g}"
         )
     return value
 

@@ -819,7 +819,7 @@ def exact_rho(estimator: MeanEstimator, n: int, d: int, sparse: bool) -> float:
     rho checked to meet the request is returned). Each evaluation takes the plan the estimator
     would make at that rho, structure included, so public switches in the plan (a stage that
     runs only at larger budgets) are accounted as they would run."""
-    from ..pld import DEFAULT_DISCRETIZATION, calibrate_scale
+    from ..pld import DEFAULT_DISCRETIZATION, MAX_DISCRETIZATION, calibrate_scale
 
     budget = estimator.budget
     assert budget.epsilon is not None and budget.delta is not None and budget.rho is not None
@@ -834,10 +834,15 @@ def exact_rho(estimator: MeanEstimator, n: int, d: int, sparse: bool) -> float:
         # grew with it: 47 s and 1.5 GB for PLAN at epsilon = 1000, out of memory at 10^4. A
         # grid of epsilon / 10^5 keeps it bounded; the discretisation is pessimistic, so a
         # coarser grid only returns a slightly smaller rho, never one that misses the request.
-        interval = min(max(DEFAULT_DISCRETIZATION, budget.epsilon * 1e-5), 0.1)
-        _EXACT_RHO[key] = calibrate_scale(budget.epsilon, budget.delta, events_at,
-                                          initial_scale=budget.rho, rtol=1e-4,
-                                          value_discretization_interval=interval)
+        # Past the coarsest grid (epsilon > 10^7) the grid would grow again (minutes at 10^8
+        # on a grid of 0.1): the generic conversion grants the budget there (``granted``).
+        interval = max(DEFAULT_DISCRETIZATION, budget.epsilon * 1e-5)
+        if interval > MAX_DISCRETIZATION:
+            _EXACT_RHO[key] = budget.rho
+        else:
+            _EXACT_RHO[key] = calibrate_scale(budget.epsilon, budget.delta, events_at,
+                                              initial_scale=budget.rho, rtol=1e-4,
+                                              value_discretization_interval=interval)
     return _EXACT_RHO[key]
 
 
