@@ -1,14 +1,19 @@
 """The Dask engine and ``estimate --scheduler`` against careless files and failing clusters: the
 workers' CSV reader refuses what the other engines refuse, in their words (never a cell's
 value); a scheduler without workers is refused before the ledger's charge, in bounded time; a
-lost scheduler or Ctrl-C during a release is one error line that says the release stays
-charged."""
+lost scheduler, a scheduler that loses all its workers, or Ctrl-C during a release is one error
+line that says the release stays charged."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import json
 import logging
+import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -300,6 +305,174 @@ def test_ctrl_c_during_a_release_is_one_line_and_stays_charged(capfd, caplog, mo
     assert code == 130 and line.startswith("dpmean: interrupted"), line
     assert "release #0 stays charged to the ledger" in line and "as failed" in line, line
     assert [r.status for r in ledger_file.read(ledger).ledger] == ["failed"]
+
+
+# --------------------------------- 4. all workers lost during a release, the scheduler up
+
+# The scheduler, its workers and the command, each a process of its own, as a user runs them:
+# a worker is killed by a signal, and the command's exit and stderr are the user's. The command
+# runs ``main`` with SCHEDULER_WORKERS_TIMEOUT set first (argv[1]), to keep the tests short.
+SRC = Path(__file__).resolve().parents[1] / "src"
+ENV = dict(os.environ, PYTHONPATH=str(SRC))
+COMMAND = ("import sys\n"
+           "from dpmean.cli import estimate, main\n"
+           "estimate.SCHEDULER_WORKERS_TIMEOUT = float(sys.argv[1])\n"
+           "sys.exit(main(sys.argv[2:]))\n")
+
+
+def _until(condition, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def _processes():
+    """Start processes (``start(argv, log)``); every one still running is killed at the end."""
+    started: list[subprocess.Popen] = []
+
+    def start(argv: list[str], log: Path) -> subprocess.Popen:
+        with open(log, "w") as f:
+            process = subprocess.Popen([sys.executable, *argv], env=ENV, stdout=f,
+                                       stderr=subprocess.STDOUT)
+        started.append(process)
+        return process
+
+    try:
+        yield start
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def _scheduler(start, tmp_path: Path) -> str:
+    """A scheduler process on a free port (it ends itself after a minute without work)."""
+    info = tmp_path / "scheduler.json"
+    start(["-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+           "--no-dashboard", "--idle-timeout", "60s", "--scheduler-file", str(info)],
+          tmp_path / "scheduler.log")
+    _until(lambda: info.exists() and info.stat().st_size > 0, "the scheduler")
+    return json.loads(info.read_text())["address"]
+
+
+def _worker(start, tmp_path: Path, address: str, name: str) -> subprocess.Popen:
+    """A worker process without a nanny (which would restart it when it is killed)."""
+    return start(["-m", "distributed.cli.dask_worker", address, "--no-nanny", "--nthreads", "1",
+                  "--no-dashboard", "--memory-limit", "0", "--death-timeout", "60s",
+                  "--name", name], tmp_path / f"{name}.log")
+
+
+def _release_on_a_stopped_worker(start, tmp_path: Path, data: Path, ledger: Path,
+                                 timeout: float, observer) -> tuple[subprocess.Popen,
+                                                                    subprocess.Popen]:
+    """The command charged and its tasks given to the only worker, which is stopped (SIGSTOP:
+    the scheduler still counts it), so that the release is surely running when the test kills
+    the worker. Returns the worker and the command."""
+    address = observer.scheduler.address
+    worker = _worker(start, tmp_path, address, "first")
+    observer.wait_for_workers(1, timeout=60)
+    os.kill(worker.pid, signal.SIGSTOP)
+    command = subprocess.Popen(
+        [sys.executable, "-c", COMMAND, str(timeout), "estimate", str(data), *RELEASE,
+         "--scheduler", address, "--ledger", str(ledger)],
+        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _until(lambda: command.poll() is not None or ledger_file.read(ledger).ledger,
+               "the charge")
+        _until(lambda: command.poll() is not None or observer.run_on_scheduler(
+            lambda dask_scheduler: len(dask_scheduler.tasks)), "the release's tasks")
+        assert command.poll() is None, command.communicate()
+        assert [r.status for r in ledger_file.read(ledger).ledger] == ["reserved"]
+    except BaseException:
+        command.kill()
+        command.wait()
+        raise
+    return worker, command
+
+
+def _killed(worker: subprocess.Popen) -> None:
+    worker.kill()  # SIGKILL, which a stopped process takes too
+    worker.wait()
+
+
+def test_all_workers_lost_during_a_release_is_one_line_and_stays_charged(tmp_path, data,
+                                                                         ledger):
+    """The only worker dies while the release runs and the scheduler stays up: the scheduler
+    keeps the tasks (state "no-worker") and the command waited forever, its ledger entry
+    "reserved". It ends, SCHEDULER_WORKERS_TIMEOUT after the last worker left, in one line."""
+    with _processes() as start:
+        address = _scheduler(start, tmp_path)
+        with distributed.Client(address, set_as_default=False, timeout="30s") as observer:
+            worker, command = _release_on_a_stopped_worker(start, tmp_path, data, ledger, 2,
+                                                           observer)
+            _killed(worker)
+            killed = time.monotonic()
+            try:
+                out, err = command.communicate(timeout=60)
+            finally:
+                command.kill()
+            took = time.monotonic() - killed
+            # The scheduler forgot the release's tasks when the command's client left.
+            _until(lambda: observer.run_on_scheduler(
+                lambda dask_scheduler: len(dask_scheduler.tasks)) == 0, "the tasks' end", 10)
+    line = assert_one_line(command.returncode, out, err)
+    assert command.returncode == 2, (command.returncode, err)
+    assert line.startswith(f"dpmean: error: the Dask scheduler at {address} lost all its "
+                           f"workers during the release (none for 2 s)"), line
+    assert "release #0 stays charged to the ledger" in line and "as failed" in line, line
+    assert [r.status for r in ledger_file.read(ledger).ledger] == ["failed"]
+    # Not before the timeout; soon after it (a poll a second, and the command's exit).
+    assert 2 <= took < 15, took
+
+
+def test_a_worker_back_within_the_timeout_does_not_end_the_release(tmp_path, data, ledger):
+    """The only worker dies and another joins seconds later, within the timeout (20 s here):
+    the release runs on it and is released."""
+    with _processes() as start:
+        address = _scheduler(start, tmp_path)
+        with distributed.Client(address, set_as_default=False, timeout="30s") as observer:
+            worker, command = _release_on_a_stopped_worker(start, tmp_path, data, ledger, 20,
+                                                           observer)
+            _killed(worker)
+            killed = time.monotonic()
+            _until(lambda: not observer.nthreads(), "the scheduler to see no worker", 10)
+            time.sleep(2)  # the command's polls (one a second) see no worker
+            _worker(start, tmp_path, address, "second")
+            observer.wait_for_workers(1, timeout=60)
+            without = time.monotonic() - killed
+            try:
+                out, err = command.communicate(timeout=60)
+            finally:
+                command.kill()
+    assert command.returncode == 0, (command.returncode, err)
+    assert out.startswith("dpmean estimate: method cm") and err == "", err
+    assert [r.status for r in ledger_file.read(ledger).ledger] == ["released"]
+    # Seconds without a worker: enough for the command to see none, well within the timeout.
+    assert 2 <= without < 15, without
+
+
+def test_the_watch_runs_on_a_scheduler_only_and_ends_with_the_release(capsys, monkeypatch,
+                                                                       data, dask_client):
+    """No thread without --scheduler; with it, none left when the release is made."""
+    from dpmean.cli import estimate
+
+    watched = []
+    real = estimate._workers_watched
+
+    def spied(client):
+        watched.append(client)
+        return real(client)
+
+    monkeypatch.setattr(estimate, "_workers_watched", spied)
+    assert run(capsys, "estimate", data, *RELEASE)[0] == 0
+    assert watched == []
+    assert run(capsys, "estimate", data, *RELEASE, "--scheduler",
+               dask_client.scheduler.address)[0] == 0
+    assert watched
+    assert [t for t in threading.enumerate() if t.name == "dpmean-workers-watched"] == []
 
 
 # ------------------------------------------- block boundaries (review of this change)

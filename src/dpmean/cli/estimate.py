@@ -15,6 +15,8 @@ import argparse
 import contextlib
 import json
 import sys
+import threading
+import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -56,6 +58,9 @@ CHUNKED_ABOVE_BYTES = 1 << 30
 # scheduler without workers takes a release's tasks and never runs them (the ledger's entry
 # stayed "reserved" while the command waited forever).
 SCHEDULER_WORKERS_TIMEOUT = 30.0
+# Seconds between two questions to the scheduler, during a release on it, of how many workers it
+# has (``_workers_watched``): one small request, beside the release's own.
+_WORKERS_POLL = 1.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -132,7 +137,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a dask.distributed scheduler, e.g. tcp://host:8786 (implies --engine "
                    "dask; needs pip install \"dpmean[dask]\"). A scheduler without a worker "
                    f"{SCHEDULER_WORKERS_TIMEOUT:g} s after connecting is refused before "
-                   "--ledger is charged")
+                   "--ledger is charged; one without a worker for as long during the release "
+                   "ends it, charged")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (shown on stderr, when it is a terminal, for releases "
                    "longer than about two seconds: one step per pass over the data)")
@@ -301,7 +307,7 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
         with _uncharged(args):
             # Connected before the charge: an unreachable scheduler, or one without
             # workers, is not a release.
-            stack.enter_context(_dask_client(args.scheduler))
+            client = stack.enter_context(_dask_client(args.scheduler))
             if estimator.calibrates_to_shape():
                 # An (epsilon, delta) budget calibrated to the plan for the input's (public)
                 # shape, so that the ledger is charged what will run: from the header where
@@ -315,14 +321,14 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
                     estimator = estimator.granted(_counted_rows(args), layout.d,
                                                   ext == ".dat")
                 else:
-                    with _cluster_errors(args.scheduler):
+                    with _cluster_errors(args.scheduler, client):
                         x = _open_input(args, engine)
                     estimator = granted_for(estimator, x)
         if args.ledger is not None:
             index, _ = ledger_file.reserve(args.ledger, estimator.method, estimator.budget,
                                            release_events(estimator))
         try:
-            with _cluster_errors(args.scheduler):
+            with _cluster_errors(args.scheduler, client):
                 if x is None:
                     x = _open_input(args, engine)
                 with warnings.catch_warnings():
@@ -604,11 +610,12 @@ def _quiet() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _cluster_errors(address: str | None) -> Iterator[None]:
-    """Steps run on the Dask scheduler at ``address`` (None: no scheduler): a scheduler lost
-    (distributed cancels the client's futures or closes its connection) or another OSError
-    of the cluster becomes one error line instead of a traceback; ``_release`` adds whether
-    the release stays charged."""
+def _cluster_errors(address: str | None, client: Any = None) -> Iterator[None]:
+    """Steps run on the Dask scheduler at ``address`` through ``client`` (None: no scheduler):
+    a scheduler lost (distributed cancels the client's futures or closes its connection), one
+    that lost all its workers (``_workers_watched`` cancels them) or another OSError of the
+    cluster becomes one error line instead of a traceback; ``_release`` adds whether the
+    release stays charged (``_uncharged``, that it cost nothing)."""
     if address is None:
         yield
         return
@@ -616,16 +623,77 @@ def _cluster_errors(address: str | None) -> Iterator[None]:
 
     from distributed.comm.core import CommClosedError
 
+    with _workers_watched(client) as lost:
+        try:
+            yield
+        except (CancelledError, CommClosedError, ConnectionError, TimeoutError) as exc:
+            if lost.is_set():
+                raise UsageError(f"the Dask scheduler at {address} lost all its workers during "
+                                 f"the release (none for {SCHEDULER_WORKERS_TIMEOUT:g} s)") \
+                    from None
+            raise UsageError(f"lost the connection to the Dask scheduler at {address} during "
+                             f"the release ({type(exc).__name__}): is it still running?") \
+                from None
+        except OSError as exc:
+            # Its reason and file name only: a message raised on a worker could quote anything.
+            reason = "".join(f": {part}" for part in (exc.strerror, exc.filename) if part)
+            raise UsageError(f"the release on the Dask scheduler at {address} failed "
+                             f"({type(exc).__name__}{reason})") from None
+
+
+@contextlib.contextmanager
+def _workers_watched(client: Any) -> Iterator[threading.Event]:
+    """A thread that asks the scheduler for its number of workers every ``_WORKERS_POLL``
+    seconds while the steps run, and ends them once it has answered "none" for
+    ``SCHEDULER_WORKERS_TIMEOUT`` seconds in a row: it cancels the client's futures, whose
+    wait in the main thread raises CancelledError, and sets the event it yields, by which
+    ``_cluster_errors`` tells this from a lost scheduler.
+
+    A scheduler whose workers all died keeps their tasks (in state "no-worker") until one
+    joins, and the command waited forever; ``distributed.scheduler.no-workers-timeout``, which
+    would end them, is the scheduler's setting, not the client's. A worker that restarts within
+    the timeout, or an answer that fails (a lost scheduler: ``_cluster_errors`` says so), starts
+    the count again. The thread ends with the steps (it is joined, at most one request late).
+    """
+    lost = threading.Event()
+    done = threading.Event()
+
+    def cancel_all() -> None:
+        # As distributed does on a lost connection (``Client._reconnect``), in the client's
+        # event loop, where its futures' states live: their waits end, as cancelled. The
+        # scheduler forgets the tasks when the client releases them or closes.
+        for state in list(client.futures.values()):
+            state.cancel(reason="lost-all-workers",
+                         msg="the scheduler lost all its workers during the release")
+
+    def watch() -> None:
+        since = None  # when the scheduler first answered "no worker", since the last one
+        while not done.wait(_WORKERS_POLL):
+            try:
+                if not lost.is_set():
+                    # One small request (a worker's address and thread count each), with a
+                    # deadline: the thread is joined when the steps end.
+                    workers = len(client.nthreads(callback_timeout=5 * _WORKERS_POLL))
+                    if workers:
+                        since = None
+                    elif since is None:
+                        since = time.monotonic()
+                    elif time.monotonic() - since >= SCHEDULER_WORKERS_TIMEOUT:
+                        lost.set()
+                if lost.is_set():
+                    # At every turn until the steps end: a pass submitted after the first
+                    # cancel waits for a worker too.
+                    client.loop.add_callback(cancel_all)
+            except Exception:  # an unanswered request is no news of the workers
+                since = None
+
+    thread = threading.Thread(target=watch, name="dpmean-workers-watched", daemon=True)
+    thread.start()
     try:
-        yield
-    except (CancelledError, CommClosedError, ConnectionError, TimeoutError) as exc:
-        raise UsageError(f"lost the connection to the Dask scheduler at {address} during the "
-                         f"release ({type(exc).__name__}): is it still running?") from None
-    except OSError as exc:
-        # Its reason and file name only: a message raised on a worker could quote anything.
-        reason = "".join(f": {part}" for part in (exc.strerror, exc.filename) if part)
-        raise UsageError(f"the release on the Dask scheduler at {address} failed "
-                         f"({type(exc).__name__}{reason})") from None
+        yield lost
+    finally:
+        done.set()
+        thread.join()
 
 
 # ------------------------------------------------------------------------------------ summary
