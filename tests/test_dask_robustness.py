@@ -193,6 +193,47 @@ def test_a_scheduler_without_workers_is_refused_before_the_charge(capsys, monkey
     assert ledger_file.read(ledger).ledger == []
 
 
+def test_workers_on_another_dpmean_are_refused_before_the_charge(capsys, monkeypatch, data,
+                                                                  ledger, dask_client):
+    """A worker whose dpmean differs from the command's (another build, or none) computed the
+    release with its own code, or failed mid-release with a deserialisation traceback: the
+    digests of the package are compared first, and the ledger is not charged."""
+    import dpmean
+
+    # The shared cluster's workers are processes of their own: this command is made another
+    # build by its version (which the digest covers, beside every module's bytes).
+    monkeypatch.setattr(dpmean, "__version__", "0.0.0+another-build")
+    line = assert_one_line(*run(capsys, "estimate", data, *RELEASE, "--scheduler",
+                                dask_client.scheduler.address, "--ledger", ledger))
+    assert "run another dpmean than this command" in line, line
+    assert "nothing was charged to the ledger" in line, line
+    assert ledger_file.read(ledger).ledger == []
+    # The same workers with the same build release.
+    monkeypatch.undo()
+    assert run(capsys, "estimate", data, *RELEASE, "--scheduler",
+               dask_client.scheduler.address, "--ledger", ledger)[0] == 0
+
+
+def test_workers_that_cannot_say_which_dpmean_they_run_are_refused():
+    """A worker without dpmean, with one that has no digest, or one that does not answer."""
+    from dpmean.cli import UsageError, estimate
+    from dpmean.engines.dask import source_digest
+
+    class Client:
+        def __init__(self, answers):
+            self.answers = answers
+
+        def run(self, function, on_error):
+            assert function is source_digest and on_error == "return"
+            return self.answers
+
+    estimate._check_same_dpmean(Client({"tcp://a": source_digest()}), "tcp://s")
+    with pytest.raises(UsageError, match=r"workers tcp://a \(ModuleNotFoundError\) of the "
+                                         r"scheduler at tcp://s did not say which dpmean"):
+        estimate._check_same_dpmean(Client({"tcp://a": ModuleNotFoundError("dpmean"),
+                                            "tcp://b": source_digest()}), "tcp://s")
+
+
 # --------------------------------------------- 3. a lost scheduler, Ctrl-C: one line, charged
 
 
@@ -314,9 +355,13 @@ def test_ctrl_c_during_a_release_is_one_line_and_stays_charged(capfd, caplog, mo
 # runs ``main`` with SCHEDULER_WORKERS_TIMEOUT set first (argv[1]), to keep the tests short.
 SRC = Path(__file__).resolve().parents[1] / "src"
 ENV = dict(os.environ, PYTHONPATH=str(SRC))
+# The command, with its workers' timeout from the first argument. Its check of the workers'
+# dpmean is skipped: the worker is stopped before the command starts (so that the release is
+# surely running when it dies), and a stopped worker cannot answer the check either.
 COMMAND = ("import sys\n"
            "from dpmean.cli import estimate, main\n"
            "estimate.SCHEDULER_WORKERS_TIMEOUT = float(sys.argv[1])\n"
+           "estimate._check_same_dpmean = lambda client, address: None\n"
            "sys.exit(main(sys.argv[2:]))\n")
 
 

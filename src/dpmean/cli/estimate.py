@@ -136,9 +136,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a dask.distributed scheduler, e.g. tcp://host:8786 (implies --engine "
                    "dask; needs pip install \"dpmean[dask]\"). A scheduler without a worker "
-                   f"{SCHEDULER_WORKERS_TIMEOUT:g} s after connecting is refused before "
-                   "--ledger is charged; one without a worker for as long during the release "
-                   "ends it, charged")
+                   f"{SCHEDULER_WORKERS_TIMEOUT:g} s after connecting, or whose workers run "
+                   "another dpmean, is refused before --ledger is charged; one without a worker "
+                   "for as long during the release ends it, charged")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (shown on stderr, when it is a terminal, for releases "
                    "longer than about two seconds: one step per pass over the data)")
@@ -586,7 +586,36 @@ def _dask_client(address: str | None) -> Iterator[Any]:
             raise UsageError(f"the Dask scheduler at {address} has no workers (none joined "
                              f"within {SCHEDULER_WORKERS_TIMEOUT:g} s): start one, e.g. "
                              f"'dask worker {address}'") from None
+        _check_same_dpmean(client, address)
         yield client
+
+
+def _check_same_dpmean(client: Any, address: str) -> None:
+    """Refuse, before the charge, a scheduler whose workers run another dpmean than this
+    command, or none: the release's privacy rests on the code the workers run (a clamp or a
+    clip), and another build failed mid-release with a deserialisation traceback."""
+    from ..engines.dask import source_digest
+
+    try:
+        answers = client.run(source_digest, on_error="return")
+    except OSError as exc:
+        raise UsageError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    ours = source_digest()
+    silent = {worker: type(answer).__name__ for worker, answer in answers.items()
+              if not isinstance(answer, str)}
+    if silent:
+        # No dpmean (ModuleNotFoundError), one without the digest (AttributeError), or a
+        # worker that did not answer.
+        raise UsageError(
+            f"the Dask workers {', '.join(f'{w} ({why})' for w, why in sorted(silent.items()))} "
+            f"of the scheduler at {address} did not say which dpmean they run: install this "
+            f"dpmean on every worker and restart them")
+    others = sorted(worker for worker, answer in answers.items() if answer != ours)
+    if others:
+        raise UsageError(
+            f"the Dask workers {', '.join(others)} of the scheduler at {address} run another "
+            f"dpmean than this command: install the same dpmean on every worker and restart "
+            f"them")
 
 
 @contextlib.contextmanager
