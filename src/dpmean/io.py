@@ -226,13 +226,28 @@ def _load_npy(p: Path) -> np.ndarray:
     return _check_numeric(p, obj)
 
 
+def not_an_npz(p: Path, exc: BaseException | None) -> InvalidDataError:
+    """The error for a file named .npz that is not a readable archive (``exc``: why numpy or
+    zipfile could not read it): a .npy array by its magic bytes is told to be renamed. The
+    reader and the CLI's header-only check (``cli.estimate._npz_layout``) say the same."""
+    try:
+        with open(p, "rb") as f:
+            npy = f.read(6) == b"\x93NUMPY"
+    except OSError:
+        npy = False
+    if npy:
+        return InvalidDataError(f"{p}: is a .npy array, not an .npz archive; rename it to .npy")
+    return InvalidDataError(f"{p}: not a valid .npz file "
+                            f"({_npy_reason(exc) if exc is not None else 'not a zip archive'})")
+
+
 def _load_npz(p: Path, key: str | None) -> np.ndarray | scipy.sparse.csr_matrix:
     try:
         obj = np.load(p, allow_pickle=False)
     except _NUMPY_LOAD_ERRORS as exc:
-        raise InvalidDataError(f"{p}: not a valid .npz file ({_npy_reason(exc)})") from None
+        raise not_an_npz(p, exc) from None
     if not isinstance(obj, np.lib.npyio.NpzFile):
-        raise InvalidDataError(f"{p}: is a .npy array, not an .npz archive; rename it to .npy")
+        raise not_an_npz(p, None)
     with obj:
         key = npz_member(p, list(obj.files), key)
         if key is None:

@@ -508,7 +508,7 @@ def _npz_layout(path: Path, key: str | None) -> _Layout:
 
     import numpy as np
 
-    from ..io import npz_member
+    from ..io import not_an_npz, npz_member
 
     try:
         with zipfile.ZipFile(path) as archive:
@@ -525,12 +525,7 @@ def _npz_layout(path: Path, key: str | None) -> _Layout:
     except InvalidDataError:
         raise
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, TypeError) as exc:
-        with open(path, "rb") as f:
-            if f.read(6) == b"\x93NUMPY":
-                raise InvalidDataError(f"{path}: is a .npy array, not an .npz archive; rename "
-                                       f"it to .npy") from None
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InvalidDataError(f"{path}: not a valid .npz file ({reason})") from None
+        raise not_an_npz(path, exc) from None
 
 
 def _array_layout(path: Path, f: IO[bytes], what: str) -> _Layout:
