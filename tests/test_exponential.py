@@ -10,11 +10,17 @@ from dpmean.mechanisms import exponential_epsilon, exponential_quantile
 
 
 def gap_probabilities(values, q, lo, hi, eps, sensitivity=1.0):
-    """Exact probabilities of the n + 1 gaps, from the mechanism's definition."""
+    """Exact probabilities of the n + 1 gaps, then of the atoms at lo and at hi (n + 3
+    outcomes), from the mechanism's definition: base measure Lebesgue on [lo, hi] plus mass
+    (hi - lo) / (n + 1) at each end, utility -dist(q n, [#{x < t}, #{x <= t}])."""
+    n, target = len(values), q * len(values)
     edges = np.concatenate([[lo], np.clip(np.sort(values), lo, hi), [hi]])
     widths = np.diff(edges)
-    utility = -np.abs(np.arange(len(values) + 1) - q * len(values))
-    weights = widths * np.exp(eps * utility / (2.0 * sensitivity))
+    utility = -np.abs(np.arange(n + 1) - target)
+    at_lo, at_hi = np.sum(np.asarray(values) <= lo), np.sum(np.asarray(values) >= hi)
+    atom_utility = np.array([-max(0.0, target - at_lo), -max(0.0, n - at_hi - target)])
+    weights = np.concatenate([widths, np.full(2, (hi - lo) / (n + 1))]) * np.exp(
+        eps * np.concatenate([utility, atom_utility]) / (2.0 * sensitivity))
     return edges, weights / weights.sum()
 
 
@@ -30,6 +36,7 @@ def test_output_distribution_matches_exact_probabilities(q, sensitivity):
     values = np.array([0.0, 1.0, 1.0, 3.0, 3.5])
     lo, hi, rho = -1.0, 5.0, 0.125  # eps = 1
     edges, probs = gap_probabilities(values, q, lo, hi, 1.0, sensitivity)
+    gaps, atoms = probs[:-2], probs[-2:]
     draws = 40_000
     out = sample(values, q, lo, hi, rho, draws, seed=7, sensitivity=sensitivity)
     # The tie at 1.0 is a zero-width gap: probability exactly 0, so no output equals 1.0
@@ -37,22 +44,26 @@ def test_output_distribution_matches_exact_probabilities(q, sensitivity):
     assert not np.any(out == 1.0)
     assert np.all((out >= lo) & (out <= hi))
     # Bins: each positive-width gap split in halves, each half with probability p_i / 2
-    # (the output is uniform inside its gap). A chi-square test at level 1e-4 with 40,000
-    # draws detects any error in the exponent (a factor 2, as the add/remove sensitivity
-    # max(q, 1-q) = 1/2 would give, moves some bins by > 10 %, i.e. > 20 standard deviations).
-    keep = probs > 0
+    # (the output is uniform inside its gap), and the atoms: outputs exactly lo and hi. A
+    # chi-square test at level 1e-4 with 40,000 draws detects any error in the exponent (a
+    # factor 2, as the add/remove sensitivity max(q, 1-q) = 1/2 would give, moves some bins by
+    # > 10 %, i.e. > 20 standard deviations).
+    keep = gaps > 0
     lefts, rights = edges[:-1][keep], edges[1:][keep]
     cuts = np.sort(np.concatenate([lefts, (lefts + rights) / 2, [hi]]))
-    observed, _ = np.histogram(out, bins=cuts)
-    expected = np.repeat(probs[keep] / 2, 2) * draws
+    inner = out[(out != lo) & (out != hi)]
+    observed = np.concatenate([np.histogram(inner, bins=cuts)[0],
+                               [np.sum(out == lo), np.sum(out == hi)]])
+    expected = np.concatenate([np.repeat(gaps[keep] / 2, 2), atoms]) * draws
     assert chisquare(observed, expected).pvalue > 1e-4
 
 
 def output_density(values, q, lo, hi, eps, t):
+    """The output's density at the points t inside (lo, hi), then its masses at lo and hi."""
     edges, probs = gap_probabilities(values, q, lo, hi, eps)
     widths = np.diff(edges)
     gap = np.searchsorted(edges, t, side="right") - 1
-    return probs[gap] / widths[gap]
+    return np.concatenate([probs[gap] / widths[gap], probs[-2:]])
 
 
 def test_density_ratio_of_replace_one_neighbours_is_at_most_e_to_the_eps():
@@ -125,10 +136,14 @@ TIES_AND_OUTLIERS = np.array([-3.0, -0.5, 0.0, 0.0, 0.0, 0.2, 0.4, 0.4, 0.7, 1.0
 
 def gap_counts(out, values, lo, hi):
     """How many outputs fell in each of the n + 1 gaps (a tie's zero-width gaps get none: an
-    output on a tied value is counted in the positive-width gap to its right)."""
+    output on a tied value is counted in the positive-width gap to its right), then how many
+    were exactly lo and exactly hi (the atoms; a draw inside a gap is never an end)."""
     edges = np.concatenate([[lo], np.clip(np.sort(values), lo, hi), [hi]])
-    gap = np.searchsorted(edges, out, side="right") - 1
-    return np.bincount(np.minimum(gap, len(values)), minlength=len(values) + 1)
+    inner = out[(out != lo) & (out != hi)]
+    gap = np.searchsorted(edges, inner, side="right") - 1
+    return np.concatenate([np.bincount(np.minimum(gap, len(values)),
+                                       minlength=len(values) + 1),
+                           [np.sum(out == lo), np.sum(out == hi)]])
 
 
 def chi_square_pvalue(counts, probs):
@@ -333,3 +348,29 @@ def test_compiled_window_weights_are_numpys_bits(first, last):
     every = np.arange(5)
     np.testing.assert_array_equal(first_above(out, every, u),
                                   np.count_nonzero(out <= (u * out[:, -1])[:, None], axis=1))
+
+
+@pytest.mark.parametrize("q,end", [(0.75, 0.5), (0.2, 0.0)])
+def test_a_target_inside_a_run_tied_at_an_end_releases_that_end(q, end):
+    """Pair values of a fair coin: half 0, half 1/2, the domain [0, 1/2]. The upper quartile
+    lies inside the run at 1/2, the 20% quantile inside the run at 0: every gap there has width
+    0, and the draw fell in the one gap of positive width, (0, 1/2), far in rank from either
+    (PLAN's spread of the coin came out near 0). The ends are atoms of the base measure now:
+    at eps = 20 (rho = 50) every draw is the end whose run holds the target."""
+    values = np.repeat([0.0, 0.5], 500)
+    out = exponential_quantile(np.tile(values[:, None], (1, 200)), q, 0.0, 0.5, rho=50.0,
+                               rng=np.random.default_rng(0), **stage())
+    assert np.all(out == end)
+
+
+def test_plan_releases_a_fair_coin_at_large_budgets():
+    """0/1 columns at rho = 10^6 (a stress trial): PLAN released 0.26 for a coin whose mean
+    is 0.495, at any rho from 3 up, since its private spreads and clipping radius landed in the
+    gaps beside runs of ties. With the ends as atoms the error falls with the budget: at
+    rho = 10^6 the noise is ~1e-6 and no row is clipped."""
+    import dpmean
+
+    x = np.random.default_rng(24).random((10_000, 3)) < 0.5
+    for rho in (10.0, 1e6):
+        got = dpmean.mean(x, method="plan", rho=rho, bounds=(0, 1), random_state=0).mean
+        assert np.abs(got - x.mean(axis=0)).max() < (1e-2 if rho == 10.0 else 1e-4), rho

@@ -56,11 +56,20 @@ def exponential_quantile(
     The values are clamped to [lo, hi] and, with lo and hi at the ends, cut the interval into
     n + 1 gaps; gap i (between the i-th and (i+1)-th smallest value) is chosen with probability
     proportional to width_i * exp(eps * u(i) / (2 * sensitivity)), u(i) = -|i - q n|, and the
-    output is uniform inside it. That is the exponential mechanism with base measure Lebesgue on
-    [lo, hi] and utility u(t) = -|#{x < t} - q n| for every point t.
+    output is uniform inside it; besides the gaps, the ends lo and hi themselves are outputs,
+    each with weight (hi - lo) / (n + 1) (one average gap) times exp(eps * u / (2 *
+    sensitivity)), u = -dist(q n, [#{x < t}, #{x <= t}]) at t = lo or hi. That is the
+    exponential mechanism with the public base measure Lebesgue on [lo, hi] plus those two
+    atoms, and utility u(t) = -dist(q n, [#{x < t}, #{x <= t}]) (-|#{x < t} - q n| almost
+    everywhere). The atoms answer where the target rank lies inside a run of values tied at an
+    end (0/1 columns, values clamped to the box, pair values of 0 at a log search's floor):
+    every gap there has width 0, and without them the draw fell in the nearest gap of positive
+    width, however far in rank (PLAN's spread of a fair coin came out near 0, not 1/2, and its
+    release of the coin's mean 0.26 instead of 0.5 at any budget).
 
-    Sensitivity under replace-one neighbours: replacing one value changes #{x < t} by at most 1
-    for every t, so |rank - q n| changes by at most 1 (``sensitivity=1``, the default). The
+    Sensitivity under replace-one neighbours: replacing one value changes #{x < t} and
+    #{x <= t} by at most 1 for every t, so the utility changes by at most 1 (``sensitivity=1``,
+    the default); the base measure depends on n and the domain only (public). The
     add/remove bound max(q, 1 - q) that the reference code uses belongs to a different neighbour
     relation (n changes there). A caller that feeds each person into s values passes
     ``sensitivity=s``: ranks then move by up to s, and the mechanism stays rho-zCDP only with
@@ -253,8 +262,61 @@ def gap_window(n: int, target: float, half_width: int) -> tuple[int, int]:
             min(n, int(np.ceil(target)) + half_width))
 
 
-# The parts of a row's gaps the sampler chooses between first: the window, LEFT, RIGHT of it.
-_WINDOW, _LEFT, _RIGHT = 0, 1, 2
+# The parts of a row's outputs the sampler chooses between first: the window's gaps, the gaps
+# LEFT and RIGHT of it, and the atoms at the domain's ends (``_end_atoms``).
+_WINDOW, _LEFT, _RIGHT, _AT_LO, _AT_HI = 0, 1, 2, 3, 4
+_PARTS = 5
+
+
+def atom_weight(n: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The base measure's mass at each end of the domain [lo, hi]: one average gap, (hi - lo) /
+    (n + 1). Public (n and the domain)."""
+    return (hi - lo) / (n + 1.0)
+
+
+def _end_atoms(rows: _SortedWindow, lo: np.ndarray, hi: np.ndarray, target: float,
+               decay: float) -> tuple[np.ndarray, np.ndarray]:
+    """The log weights of the atoms at lo and at hi of each row, (b, 2), and whether each is
+    exact (else an upper bound, refined by ``_exact_atom`` when the sampler lands on it).
+
+    The atom at lo has utility -dist(q n, [0, c_lo]), c_lo = #{x <= lo}, the number of values
+    clamped to lo: 0 when the target rank lies inside that run of ties. The window holds sorted
+    positions start..stop-1; every position before a window value <= lo is <= lo too, so c_lo
+    is start plus the window's values <= lo when there is one (or start = 0); else c_lo <= start
+    bounds the utility by -(q n - start). Likewise at hi with c_hi = #{x >= hi} and the ranks
+    [n - c_hi, n]. A run that fills the window reaches past the target (the window spans at
+    least one rank beyond it on each side, or the column's end), so its utility is 0 exactly."""
+    values, start, n = rows.values, rows.start, rows.n
+    stop = start + values.shape[1]
+    log_w = np.log(atom_weight(n, lo, hi))
+    at_lo = np.count_nonzero(values <= lo[:, None], axis=1)
+    at_hi = np.count_nonzero(values >= hi[:, None], axis=1)
+    low_rank = np.where((at_lo > 0) | (start == 0), start + at_lo, start)
+    high_rank = np.where((at_hi > 0) | (stop == n), stop - at_hi, stop)
+    log_weights = np.stack([log_w - decay * np.maximum(0.0, target - low_rank),
+                            log_w - decay * np.maximum(0.0, high_rank - target)], axis=1)
+    exact = np.stack([(at_lo > 0) | (start == 0), (at_hi > 0) | (stop == n)], axis=1)
+    return log_weights, exact
+
+
+def _exact_atom(rows: _SortedWindow, row: int, side: int, lo: float, hi: float,
+                target: float, decay: float) -> float:
+    """The exact log weight of the atom at lo (``side`` 0) or hi (1) of ``row``, from the
+    positions outside the window (read only when a draw lands on an atom bounded by
+    ``_end_atoms``)."""
+    n, stop = rows.n, rows.start + rows.values.shape[1]
+    log_w = float(np.log(atom_weight(n, np.float64(lo), np.float64(hi))))
+    if side == 0:
+        values, firsts = rows.runs(row, 0, rows.start)
+        above = np.flatnonzero(values > lo)
+        count = int(firsts[above[0]]) if above.size else rows.start
+        return log_w - decay * max(0.0, target - count)
+    values, firsts = rows.runs(row, stop, n)
+    below = np.flatnonzero(values < hi)
+    # Positions from the first run at hi on: after the last run below hi.
+    rank = stop if not below.size else (int(firsts[below[-1] + 1]) if below[-1] + 1 < firsts.size
+                                        else n)
+    return log_w - decay * max(0.0, rank - target)
 
 
 def _draw(
@@ -282,6 +344,10 @@ def _draw(
     public factors e^(-decay |i - target|) >= e^-(ln(n + 1) + 31) (no log or exp per gap, no
     overflow); the three parts compare in logs.
 
+    The atoms at lo and hi are two more parts, with their exact weights where the window shows
+    the run at that end (or reaches it), else a bound kept with probability exact / bound as
+    the sides are (``_end_atoms``, ``_exact_atom``); an atom chosen outputs its end.
+
     Randomness: per attempt three uniforms per row still trying (part, gap, keep), then one
     uniform per row (the position in its gap): a function of the block's columns alone, as
     ``columns_per_draw`` needs."""
@@ -289,7 +355,8 @@ def _draw(
     first, last = window
     factors = np.exp(-decay * np.abs(np.arange(first, last + 1) - target))
     cumulative = np.empty((b, last - first + 1))
-    log_parts = np.full((b, 3), -np.inf)  # log S_W, log U_L, log U_R
+    log_parts = np.full((b, _PARTS), -np.inf)  # log S_W, log U_L, log U_R, the two atoms
+    log_parts[:, _AT_LO:], atom_exact = _end_atoms(rows, lo, hi, target, decay)
 
     # Imported here: numba's import costs the CLI's start-up a second.
     from .exponential_kernels import first_above, window_weights
@@ -318,7 +385,20 @@ def _draw(
         uniform = rng.uniform(size=(pending.size, 3))
         parts = _cumulative_weights(log_parts[pending])
         chosen = first_above(parts, np.arange(pending.size), uniform[:, 0])
-        retry = [pending[chosen == 3]]  # u x total rounded up to the total: draw again
+        retry = [pending[chosen == _PARTS]]  # u x total rounded up to the total: draw again
+        for side, part in enumerate((_AT_LO, _AT_HI)):
+            for i in np.flatnonzero(chosen == part):
+                row = pending[i]
+                if not atom_exact[row, side]:
+                    # A bound: kept with probability exact / bound, else tried again with the
+                    # exact weight (as the sides' regions below).
+                    exact = _exact_atom(rows, row, side, lo[row], hi[row], target, decay)
+                    keep = uniform[i, 2] < np.exp(exact - log_parts[row, part])
+                    log_parts[row, part], atom_exact[row, side] = exact, True
+                    if not keep:
+                        retry.append(np.array([row]))
+                        continue
+                start[row], width[row] = (lo[row] if side == 0 else hi[row]), 0.0
         in_window = chosen == _WINDOW
         rows_in = pending[in_window]
         gaps = first_above(cumulative, rows_in, uniform[in_window, 1])
