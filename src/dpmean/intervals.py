@@ -681,7 +681,15 @@ def noise_quantile(noise: str, alpha: float, *, sigma: float | None = None,
         upper = math.log(2.0 / alpha) * math.exp(sigma * float(normal_isf(alpha / 2.0)))
     else:
         raise InvalidParameterError(f"no quantile for the noise {noise!r}")
-    return float(optimize.brentq(lambda q: tail(q) - alpha, 1e-12, upper, xtol=1e-12,
+    lower = 1e-12
+    if upper <= lower or tail(lower) <= alpha:
+        # A tiny level (alpha near 1, or 1.0 once 1 - level rounds): the quantile lies at or
+        # below ``lower`` (the tail decreases) and at or below ``upper`` (a bound on it), so
+        # the smaller of the two is at or above it: a narrow interval whose coverage is at
+        # least the level (conservative), 0 wide at alpha = 1. The root-finder's bracket had
+        # no sign change there (ValueError), and ``upper`` = 0 sent it to log(0).
+        return float(min(lower, upper))
+    return float(optimize.brentq(lambda q: tail(q) - alpha, lower, upper, xtol=1e-12,
                                  rtol=1e-10))
 
 

@@ -76,6 +76,39 @@ def user_stacklevel() -> int:
     return level
 
 
+NOT_AN_ARRAY = ("data must be a numeric array of shape (n, d) or (n,); it could not be "
+                "converted to one (rows of different lengths?)")
+
+
+def sequence_shape(x) -> tuple[int, ...]:
+    """The shape of input that has none of its own (a list or tuple of rows), as numpy reads
+    it, or an InvalidDataError.
+
+    Why: ``np.shape([[1, 2], [3]])`` raises numpy's "inhomogeneous shape" ValueError, which
+    quotes the detected shape; a ragged list reached the user as that raw traceback. The
+    message is ``check_data``'s (no value quoted).
+
+    Parameters
+    ----------
+    x : object
+        The input, a nested list or tuple of numbers.
+
+    Returns
+    -------
+    tuple of int
+        ``np.shape(x)``.
+
+    Raises
+    ------
+    InvalidDataError
+        When numpy cannot read ``x`` as an array (rows of different lengths).
+    """
+    try:
+        return tuple(np.shape(x))
+    except (TypeError, ValueError):
+        raise InvalidDataError(NOT_AN_ARRAY) from None
+
+
 def check_data(x) -> np.ndarray:
     """Return ``x`` as a real numeric array of shape (n, d), without NaN or inf; a 1-D array is
     n values of one variable. The dtype is kept (engines convert once, while copying)."""
@@ -96,9 +129,7 @@ def check_data(x) -> np.ndarray:
         arr = np.asarray(x, dtype=np.float64) if isinstance(x, list | tuple) else np.asarray(x)
     except (TypeError, ValueError, OverflowError):
         # numpy's message may quote the input; say only what is expected.
-        raise InvalidDataError(
-            "data must be a numeric array of shape (n, d) or (n,); it could not be converted "
-            "to one (rows of different lengths?)") from None
+        raise InvalidDataError(NOT_AN_ARRAY) from None
     if arr.dtype == np.float16:
         # Exact in float32, which every engine's compiled kernels take (float16 they do not).
         arr = arr.astype(np.float32)
@@ -110,6 +141,7 @@ def check_data(x) -> np.ndarray:
         raise InvalidDataError(f"data must be numeric, got {dtype_kind(arr.dtype)} values")
     if np.issubdtype(arr.dtype, np.complexfloating):
         raise InvalidDataError("data must be real-valued, got complex numbers")
+    arr = native_dtype(arr)
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
@@ -131,6 +163,32 @@ def check_data(x) -> np.ndarray:
             bad_columns = ~np.isfinite(arr).all(axis=0)
             if bad_columns.any():
                 raise non_finite_error(int(np.argmax(bad_columns)))
+    return arr
+
+
+def native_dtype(arr: np.ndarray) -> np.ndarray:
+    """``arr`` in a dtype every engine's compiled kernels take: itself when it already is one
+    (native byte order, and not a float wider than float64), else a converted copy.
+
+    Why: numba compiles for native byte order and float64 at most; a big-endian ``>f8`` array
+    (as ``np.save`` on another machine or ``np.dtype('>f8')`` writes) or ``np.longdouble``
+    reached ``pair_kernels`` and failed with a TypingError. Here, where every input is
+    validated (arrays, the chunks of files and dask arrays), they become native: a byte swap
+    changes no value. A long double is rounded to float64, losing the digits beyond float64's
+    16: the arithmetic is float64 in any case (documented), and values beyond float64's range
+    are first clamped to its largest number, which the box's clamp then makes the box's bound
+    as it would have (both clamps are monotone, the box lies inside float64's range). A NaN or
+    inf stays one and is refused after. Native inputs are returned as they are (no copy), so
+    their releases are unchanged.
+    """
+    dtype = arr.dtype
+    # Any float but float32 and float64 (float16 became float32 before): long double, which
+    # is also a type of its own where it is 8 bytes wide.
+    if dtype.kind == "f" and dtype.type not in (np.float32, np.float64):
+        largest = np.finfo(np.float64).max
+        return np.clip(arr, -largest, largest).astype(np.float64)
+    if not dtype.isnative:
+        return arr.astype(dtype.newbyteorder("="))
     return arr
 
 
@@ -222,7 +280,14 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
     for name in names:
         try:
             lo, hi = by_text[str(name)]
+            if _holds_bool(lo) or _holds_bool(hi):
+                raise TypeError("a bool is not a bound")  # as ``check_bounds`` refuses
             pairs.append((float(lo), float(hi)))
+        except OverflowError:
+            # A Python integer beyond float64: as ``check_bounds``, refused like infinity.
+            raise InvalidParameterError(
+                f"bounds[{name!r}] must be finite, got an integer beyond float64's range "
+                f"(magnitude above {np.finfo(np.float64).max:.3g})") from None
         except (TypeError, ValueError):
             raise InvalidParameterError(
                 f"bounds[{name!r}] must be a pair (lo, hi) of numbers, got "
@@ -234,6 +299,18 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
 def _listed(names: Sequence[str], most: int = 5) -> str:
     """The first ``most`` names, quoted, and " ..." when there are more."""
     return ", ".join(repr(name) for name in names[:most]) + (" ..." if len(names) > most else "")
+
+
+def _holds_bool(value) -> bool:
+    """Whether a bound is, or holds, a bool: True, numpy's True, a bool array, or a list or
+    tuple with one among its items (numpy would read [True, 2.5] as [1.0, 2.5])."""
+    if isinstance(value, bool | np.bool_):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype == np.bool_
+    if isinstance(value, list | tuple):
+        return any(_holds_bool(item) for item in value)
+    return False
 
 
 # The narrowest column a box may have: its squares and their private spreads stay far above
@@ -253,7 +330,19 @@ def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
             f"{short_description(bounds)}") from None
     out = []
     for name, value in (("lo", lo), ("hi", hi)):
-        arr = length_d_array(value, d, f"bounds {name} must be a number")
+        if _holds_bool(value):
+            # True/False read as 1/0 made bounds=(False, True) the box [0, 1], where a bool
+            # rho, epsilon or level is refused: a bool here is a caller's bug too.
+            raise InvalidParameterError(
+                f"bounds {name} must be a number or an array of length {d} of numbers, not "
+                f"True or False; got {short_description(value)}")
+        try:
+            arr = length_d_array(value, d, f"bounds {name} must be a number")
+        except OverflowError:
+            # A Python integer beyond float64 (bounds=(-10**400, 10**400)): as infinite.
+            raise InvalidParameterError(
+                f"bounds {name} must be finite, got an integer beyond float64's range "
+                f"(magnitude above {np.finfo(np.float64).max:.3g})") from None
         if not np.isfinite(arr).all():
             raise InvalidParameterError(f"bounds {name} must be finite")
         out.append(arr)
@@ -280,6 +369,49 @@ def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
             f"units"
         )
     return lo_arr, hi_arr
+
+
+def intersected_box(lo: np.ndarray, hi: np.ndarray, user_lo: np.ndarray, user_hi: np.ndarray,
+                    *, method: str, own: str) -> tuple[np.ndarray, np.ndarray]:
+    """An estimator's own public box [lo, hi] cut to the caller's bounds [user_lo, user_hi],
+    refused when the two do not overlap.
+
+    Why: ``iome-gaussian`` clamps to the cube of its a-priori ball cut to the bounds; bounds
+    beside that cube gave lo > hi, and a release outside the caller's box with an interval
+    whose lower end exceeded its upper one.
+
+    Parameters
+    ----------
+    lo, hi : numpy.ndarray
+        The estimator's own box (public: from its parameters alone).
+    user_lo, user_hi : numpy.ndarray
+        The caller's bounds, checked (``check_bounds``).
+    method : str
+        The estimator's name, for the message.
+    own : str
+        What the estimator's box is, for the message ("the cube of its a-priori ball").
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        max(lo, user_lo) and min(hi, user_hi).
+
+    Raises
+    ------
+    InvalidParameterError
+        When the intersection is empty, or narrower than ``NARROWEST_WIDTH``, in a
+        coordinate (the first one is named, with both ranges: public values).
+    """
+    cut_lo, cut_hi = np.maximum(lo, user_lo), np.minimum(hi, user_hi)
+    bad = ~(cut_hi - cut_lo >= NARROWEST_WIDTH)
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise InvalidParameterError(
+            f"{method}: the bounds do not overlap {own}: in coordinate {j} it is "
+            f"[{lo[j]:g}, {hi[j]:g}] and the bounds [{user_lo[j]:g}, {user_hi[j]:g}], so no "
+            f"release lies in both; give bounds that meet it, or parameters whose box holds "
+            f"them")
+    return cut_lo, cut_hi
 
 
 def check_fraction(value, name: str, *, low_open: bool = True, high_open: bool = True) -> float:

@@ -33,6 +33,49 @@ SAFETY_REACH = 2.0**20
 _LARGEST_SQUARED_NORM = 1e280
 
 
+# coinpress-cov's memory bound: the d x d float64 matrices a covariance step holds at once (A,
+# its predecessor, the second moment and its noisy copy, Z, the eigenvectors and eigh's
+# workspace, products' temporaries, the engine's accumulators: 12.4 of them at the peak
+# measured at d = 2,000, 15 at d = 1,000, n = 50), and the most bytes they may take. A d above
+# the bound is refused before anything is charged or read (n = 50, d = 20,000 reached 18.9 GB
+# of memory); time grows as d^3 too (49 s in all at d = 2,000 on two cores).
+COVARIANCE_MATRICES = 12
+LARGEST_COVARIANCE_BYTES = 2 << 30
+
+
+def largest_covariance_dimension() -> int:
+    """The largest d ``coinpress-cov`` takes: ``COVARIANCE_MATRICES`` d x d float64 matrices
+    within ``LARGEST_COVARIANCE_BYTES`` (2 GiB): 4,729."""
+    return math.isqrt(LARGEST_COVARIANCE_BYTES // (8 * COVARIANCE_MATRICES))
+
+
+def check_covariance_dimension(method: str, d: int) -> None:
+    """Refuse a number of columns ``d`` (public; no data is read) whose d x d matrices would
+    exceed ``coinpress-cov``'s memory bound.
+
+    Parameters
+    ----------
+    method : str
+        The estimator's name, for the message.
+    d : int
+        The number of columns.
+
+    Raises
+    ------
+    InvalidParameterError
+        When d > ``largest_covariance_dimension()`` (4,729): about ``COVARIANCE_MATRICES``
+        d x d float64 matrices above ``LARGEST_COVARIANCE_BYTES``, and O(d^3) time a step.
+    """
+    largest = largest_covariance_dimension()
+    if d > largest:
+        need = COVARIANCE_MATRICES * 8.0 * d * d
+        raise InvalidParameterError(
+            f"{method} estimates a d x d covariance: at d = {d:,} its steps would hold about "
+            f"{need / 2**30:,.1f} GiB of matrices (and take O(d^3) time each), above its limit "
+            f"of {LARGEST_COVARIANCE_BYTES / 2**30:g} GiB, which allows d <= {largest:,}; use "
+            f"method 'coinpress' (O(n d) memory) or 'iome' / 'plan' for data this wide")
+
+
 def gaussian_tail_radius(d: int, beta: float) -> float:
     """tau_d(beta) = sqrt(d + 2 sqrt(d ln(1/beta)) + 2 ln(1/beta)): ||N(0, I_d)|| <= tau_d(beta)
     with probability at least 1 - beta (the Laurent-Massart chi-square tail bound)."""
@@ -87,15 +130,96 @@ def mvm_rec(
     step = view
     for k, rho in enumerate(budgets, start=1):
         step = view.with_shift(centre)
-        kappa = min(math.sqrt(radius**2 + 6.0 * radius + gamma**2), radius + gamma)
+        kappa = _clip_radius(radius, gamma)
         noisy, std = noisy_clipped_mean(engine, step, kappa, rho=rho, ledger=ledger, rng=rng,
                                         stage=f"mean-step-{k}", secure=secure)
         centre = step.restore(noisy)
-        radius = gamma * math.sqrt(1.0 / n + std**2)
+        radius = _next_radius(std, n, gamma)
         clip_radii.append(kappa)
         noise_stds.append(std)
     return centre, {"clip_radii": clip_radii, "step_noise_std": noise_stds,
                     "final_radius": radius}, step
+
+
+# Below this, MVMRec's radii are squared as they always were; above, ``math.hypot`` takes the
+# same roots without squaring (equal up to rounding): r^2 overflowed past r = 1.3e154
+# (``radius=1e200`` raised OverflowError). Releases below it are unchanged bit for bit.
+_SQUARED_SAFELY = 1e150
+# The largest view norm a clipping centre may be expected at (``check_mvm_radius``): the
+# engines' squared norms of rows about it stay finite, as the safety box's.
+_LARGEST_VIEW_NORM = math.sqrt(_LARGEST_SQUARED_NORM)
+
+
+def _clip_radius(radius: float, gamma: float) -> float:
+    """kappa = min(sqrt(r^2 + 6 r + gamma^2), r + gamma), MVMRec's clipping radius for a ball
+    of radius r (see ``mvm_rec``), computed without overflow."""
+    if radius < _SQUARED_SAFELY:
+        root = math.sqrt(radius**2 + 6.0 * radius + gamma**2)
+    else:
+        root = math.hypot(radius, math.sqrt(6.0 * radius), gamma)
+    return min(root, radius + gamma)
+
+
+def _next_radius(std: float, n: int, gamma: float) -> float:
+    """The next ball's radius, gamma sqrt(1/n + s^2) for a step's noise std s, computed
+    without overflow (s^2 overflowed past s = 1.3e154)."""
+    if std < _SQUARED_SAFELY:
+        return gamma * math.sqrt(1.0 / n + std**2)
+    return gamma * math.hypot(1.0 / math.sqrt(n), float(std))
+
+
+def check_mvm_radius(method: str, radius: float, d: int, n: int, budgets: list[float],
+                     beta: float, centre_limit: float = _LARGEST_VIEW_NORM) -> None:
+    """Refuse, from public values alone (before anything is charged), an a priori radius too
+    large for MVMRec's float64 arithmetic.
+
+    Parameters
+    ----------
+    method : str
+        The estimator's name, for the message.
+    radius : float
+        R in view units (the data's units over the public scale sigma).
+    d, n : int
+        The view's dimension and the number of rows.
+    budgets : list of float
+        Each mean step's rho, as ``mvm_rec`` takes them.
+    beta : float
+        Each step's failure probability (gamma = tau_d(beta)).
+    centre_limit : float, default ``_LARGEST_VIEW_NORM``
+        The farthest a step before the last may move the next centre (its noise std times
+        sqrt(d)); ``math.inf`` checks for overflow alone (``coinpress-cov``, whose radius
+        here is only an upper bound on the one it runs with).
+
+    Raises
+    ------
+    InvalidParameterError
+        When a step's sensitivity 2 kappa_k / n or noise std is not finite (kappa_k near
+        float64's largest number, ``radius=1e308``), or when a step before the last would
+        release a clipping centre about its noise std sqrt(d) from the truth beyond
+        ``_LARGEST_VIEW_NORM`` (1e140 view units), where the next step's squared norms of
+        rows about it overflow. The radii are those ``mvm_rec`` computes: public functions of
+        these values.
+    """
+    gamma = gaussian_tail_radius(d, beta)
+    given = radius
+    for k, rho in enumerate(budgets, start=1):
+        kappa = _clip_radius(radius, gamma)
+        # As ``noisy_clipped_mean``: sensitivity 2 kappa / n, std sensitivity / sqrt(2 rho).
+        std = 2.0 * kappa / n / math.sqrt(2.0 * rho)
+        radius = _next_radius(std, n, gamma) if math.isfinite(std) else math.inf
+        if not math.isfinite(radius):
+            problem = "its sensitivity 2 kappa / n, noise or next radius overflows float64"
+        elif k < len(budgets) and not std * math.sqrt(d) <= centre_limit:
+            problem = (f"its noise (standard deviation {std:.3g}) would put the next step's "
+                       f"centre beyond {centre_limit:.3g}, where squared norms overflow")
+        else:
+            continue
+        raise InvalidParameterError(
+            f"{method}: radius is too large for float64 arithmetic at this budget and n = {n} "
+            f"(a ball of radius {given:.3g} in the units MVMRec runs in): its step {k} clips "
+            f"to a ball of radius {kappa:.3g}, and {problem}; give a smaller radius (a bound "
+            f"on ||mean - centre||: with bounds, the largest distance from the centre to the "
+            f"box is always one) or a larger budget")
 
 
 def _whitening_view(a: np.ndarray) -> View:
@@ -354,9 +478,14 @@ class CoinPressMean(_CoinPress):
         # The profile alone: CoinPress's last ball clips few rows, so the bound about the
         # release is the narrower and a residual's quarter of the share only narrows the
         # profile (measured: 5% share, 17.3 -> 19.3 times the RMSE with one; docs/results.md).
-        return with_interval_stages(self.rho, self.interval_share,
+        plan = with_interval_stages(self.rho, self.interval_share,
                                     lambda rho: _stages("mean", step_budgets(rho, self.t)),
                                     residual=False)
+        # A radius whose arithmetic overflows is refused here, before the charge (a radius of
+        # 1e200 failed after its first step was charged).
+        check_mvm_radius(self.method, self.radius / self.sigma, d, n,
+                         _planned(plan, "mean", self.t), self.beta)
+        return plan
 
     def release(
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
@@ -458,11 +587,29 @@ class CoinPressCovMean(_CoinPress):
     def public_scale(self, d: int) -> float:
         return self.sigma_max or self.radius / math.sqrt(d)
 
+    def check_columns(self, d: int) -> None:
+        super().check_columns(d)
+        # O(d^2) memory, O(d^3) time: a d too wide is refused before anything is charged.
+        check_covariance_dimension(self.method, d)
+
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         self.check_columns(d)
         cov = self.rho * self.cov_share
-        return {**_stages("cov", step_budgets(cov, self.t_cov)),
+        plan = {**_stages("cov", step_budgets(cov, self.t_cov)),
                 **_stages("mean", step_budgets(self.rho - cov, self.t))}
+        m = n // 2
+        if m >= 1:
+            # MVMRec runs in a ball of radius ||M||_op R, M private; but each covariance
+            # step multiplies A (A_0 = I / sigma_max) by (Z + eta I)^(-1/2), Z PSD, of norm
+            # at most eta^(-1/2): a public bound (margin for rounding), checked as for
+            # ``coinpress`` where it overflows (a radius of 1e300 with sigma_max = 1e-10 was
+            # refused after the covariance steps were charged, on a private norm).
+            eta = math.sqrt(d / m) + d / (2.0 * m)
+            bound = (1.0 + 1e-6) * eta ** (-0.5 * self.t_cov) / self.public_scale(d)
+            check_mvm_radius(self.method, bound * self.radius, d, n,
+                             _planned(plan, "mean", self.t), self.beta,
+                             centre_limit=math.inf)
+        return plan
 
     def minimum_rows(
         self, n: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float]
@@ -491,5 +638,6 @@ class CoinPressCovMean(_CoinPress):
         return mean, {**diagnostics, "whitening_norm": whitening_norm, "sigma_max": sigma_max}
 
 
-__all__ = ["CoinPressCovMean", "CoinPressMean", "gaussian_tail_radius", "mvc_rec", "mvm_rec",
+__all__ = ["CoinPressCovMean", "CoinPressMean", "check_covariance_dimension", "check_mvm_radius",
+           "gaussian_tail_radius", "largest_covariance_dimension", "mvc_rec", "mvm_rec",
            "step_budgets"]

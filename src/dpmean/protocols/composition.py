@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 
 import numpy as np
 from scipy.optimize import brentq
@@ -21,9 +22,21 @@ def advanced_composition(epsilon: float, k: int, delta_slack: float) -> float:
     """Total epsilon of k (epsilon, delta)-DP steps: the min of basic composition, k epsilon, and
     advanced composition, sqrt(2 k ln(1/delta')) epsilon + k epsilon (e^epsilon - 1) (IOME
     Lemma 2.2); the total delta is k delta + delta' (``delta_slack`` = delta')."""
+    if epsilon >= 1.0 or delta_slack <= 0.0:
+        # Mathematically equal, not an approximation: at epsilon >= 1, e^epsilon - 1 > 1 makes
+        # the advanced bound exceed k epsilon, and at delta' = 0 (a tiny delta halved to
+        # underflow) it is infinite, so the min is basic composition. Its terms overflowed
+        # past epsilon = 709 (a huge budget) and divided by zero at delta' = 0.
+        return k * epsilon
     advanced = (math.sqrt(2.0 * k * math.log(1.0 / delta_slack)) * epsilon
                 + k * epsilon * math.expm1(epsilon))
     return min(k * epsilon, advanced)
+
+
+# The smallest per-step delta ``split_budget`` hands out: float64's smallest normal number.
+# Below it a share delta / (2 k) loses precision and then underflows to 0, which no step that
+# needs delta > 0 (a Gaussian answer, IKOS summation) can use.
+SMALLEST_STEP_DELTA = sys.float_info.min
 
 
 def split_budget(epsilon: float, delta: float, k: int) -> tuple[float, float]:
@@ -33,10 +46,18 @@ def split_budget(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     composition, half shared by the k steps. epsilon' is the largest value whose composition
     (``advanced_composition``) stays within ``epsilon``.
     """
+    step_delta = delta if k == 1 else delta / (2.0 * k)
+    if delta > 0 and step_delta < SMALLEST_STEP_DELTA:
+        # delta = 5e-324 halved to 0 divided by zero in ``advanced_composition``; a subnormal
+        # delta of one step made 1 / delta infinite (IKOS's parts, an OverflowError).
+        raise InvalidParameterError(
+            f"delta={delta:.3g} is too small to split over {k} step(s) in floating point (each "
+            f"step's share, delta / (2 k) or delta itself for one step, falls below "
+            f"{SMALLEST_STEP_DELTA:.3g}); use delta >= "
+            f"{(1.0 if k == 1 else 2.0 * k) * SMALLEST_STEP_DELTA:.3g}")
     if k == 1:
         return epsilon, delta
     slack = delta / 2.0
-    step_delta = delta / (2.0 * k)
     top = epsilon  # the composition of k >= 2 steps of epsilon exceeds epsilon
     step = brentq(lambda e: advanced_composition(e, k, slack) - epsilon, 0.0, top, xtol=1e-14)
     return step * (1.0 - 1e-12), step_delta
@@ -64,6 +85,13 @@ _DELTA_SLACK_REL = 1e-9
 # The clone count C outside the central window [lo, hi] has probability at most this fraction
 # of the target delta, and is charged in full (as if P and Q were disjoint there).
 _TAIL_FRACTION = 1e-4
+
+
+# The largest local epsilon the amplification bounds are computed at: ``clone_pair_delta``
+# takes e^(epsilon + eps0) with epsilon < eps0, finite for eps0 <= 354 (2 x 354 < 709.78, the
+# log of float64's largest number). Past it a clone occurs with probability n e^-354 < 1e-140:
+# shuffling amplifies nothing measurable, and eps0 itself is claimed (post-processing).
+LARGEST_LOCAL_EPSILON = 354.0
 
 
 def _check_shuffle_args(local_epsilon: float, n: int, delta: float) -> None:
@@ -94,6 +122,11 @@ def clone_pair_delta(epsilon: float, local_epsilon: float, n: int, tail: float =
     """
     if epsilon >= local_epsilon:
         return 0.0  # p_c / q_c <= e^eps0 everywhere
+    if local_epsilon > LARGEST_LOCAL_EPSILON:
+        raise InvalidParameterError(
+            f"the clone pair's divergence is computed for a local epsilon up to "
+            f"{LARGEST_LOCAL_EPSILON:g} (e^(epsilon + eps0) overflows beyond), got "
+            f"{local_epsilon:g}")
     e0 = math.exp(local_epsilon)
     ee = math.exp(epsilon)
     # u = alpha - e^eps (1 - alpha) and w = 1 - alpha - e^eps alpha, written without cancellation
@@ -188,14 +221,18 @@ def shuffle_amplified_epsilon(local_epsilon: float, n: int, delta: float,
     ``bound="closed-form"``: ``fmt_closed_form_epsilon`` (Theorem 3.1, conservative reading);
     outside its range eps0 itself is returned (no amplification claimed).
 
-    Never above ``local_epsilon`` (shuffling is post-processing of eps0-DP reports).
+    Never above ``local_epsilon`` (shuffling is post-processing of eps0-DP reports), which is
+    returned as it is above ``LARGEST_LOCAL_EPSILON`` (no amplification claimed: conservative).
     """
     _check_shuffle_args(local_epsilon, n, delta)
+    if bound not in ("numerical", "closed-form"):
+        raise InvalidParameterError(f"bound must be 'numerical' or 'closed-form', got {bound!r}")
+    if local_epsilon > LARGEST_LOCAL_EPSILON:
+        # The numerical bound's e^(epsilon + eps0) overflows here; eps0 is always valid.
+        return local_epsilon
     closed = fmt_closed_form_epsilon(local_epsilon, n, delta)
     if bound == "closed-form":
         return local_epsilon if closed is None else min(local_epsilon, closed)
-    if bound != "numerical":
-        raise InvalidParameterError(f"bound must be 'numerical' or 'closed-form', got {bound!r}")
     numerical = _numerical_epsilon(local_epsilon, n, delta)
     return min(local_epsilon, numerical, math.inf if closed is None else closed)
 
@@ -212,10 +249,18 @@ def local_epsilon_for_shuffle(epsilon: float, delta: float, n: int,
     ``shuffle_amplified_epsilon(eps0, n, delta, bound) <= epsilon`` as computed. Results are
     cached (the numerical bound takes up to a few seconds at n = 10^6 and the protocols ask once
     per round).
+
+    The search stops at ``LARGEST_LOCAL_EPSILON`` (354): an ``epsilon`` at or above it is
+    returned as it is (no amplification claimed), and no larger eps0 is returned below it.
+    Both are conservative: a smaller eps0 than the largest feasible one is still feasible.
     """
     if not epsilon > 0 or not math.isfinite(epsilon) or not 0 < delta < 1:
         raise InvalidParameterError(f"need epsilon > 0 and 0 < delta < 1, got {epsilon}, {delta}")
     _check_shuffle_args(epsilon, n, delta)
+    if epsilon >= LARGEST_LOCAL_EPSILON:
+        # A huge budget (rho = 1000 asks about 300 a round): amplification at such eps0 is
+        # nil, and computing it overflowed (e^(epsilon + eps0) past 709).
+        return epsilon
 
     def feasible(eps0: float) -> bool:
         return shuffle_amplified_epsilon(eps0, n, delta, bound) <= epsilon
@@ -223,8 +268,13 @@ def local_epsilon_for_shuffle(epsilon: float, delta: float, n: int,
     lo, hi = epsilon, 2.0 * epsilon  # amplified(eps0) <= eps0, so lo is feasible
     while feasible(hi):
         lo, hi = hi, 2.0 * hi
-        if hi > 1e3:  # amplified(eps0) grows to eps0: never reached for finite epsilon
-            raise InvalidParameterError(f"no finite local epsilon bound for {epsilon}")
+        if hi > LARGEST_LOCAL_EPSILON:
+            # Every doubling up to here ran as before (354 is the largest eps0 whose bound
+            # did not overflow); the search goes no further.
+            if feasible(LARGEST_LOCAL_EPSILON):
+                return LARGEST_LOCAL_EPSILON
+            hi = LARGEST_LOCAL_EPSILON
+            break
     while hi - lo > 1e-9 * lo:
         mid = 0.5 * (lo + hi)
         if feasible(mid):

@@ -65,6 +65,9 @@ class _GRS(ApproxDPProtocol):
     declared_diagnostics = COORDINATE_BUDGET
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
+        # The per-coordinate split, computed here to refuse what it cannot split (a delta so
+        # small its shares underflow) before anything is charged or read.
+        self._per_coordinate(d)
         return {"coordinates": self.epsilon}
 
     def _per_coordinate(self, d: int) -> tuple[float, float]:
@@ -165,7 +168,9 @@ class GRSKnownVar(_GRS):
                 f"{MAX_BINS:,}); give a tighter box or a larger sigma")
         reach = np.ceil(half / self.sigma).astype(np.int64)
         bins = int(2 * reach.max() + 1)
-        odds = (math.exp(eps0 / 2) + 1) / math.expm1(eps0 / 2)
+        # (e^x + 1) / (e^x - 1) = 1 + 2 / (e^x - 1) is 1 to within 1e-300 past x = 700, where
+        # e^x overflowed (a huge budget); a group size, so no privacy question.
+        odds = (math.exp(eps0 / 2) + 1) / math.expm1(eps0 / 2) if eps0 / 2 < 700.0 else 1.0
         wanted = 800.0 * odds**2 * math.log(8.0 * bins / self.beta)
         first = int(min(wanted, self.first_group_share * engine.n))
         group1, group2 = _groups(engine.n, [first], rng)

@@ -18,7 +18,7 @@ from ..errors import InvalidParameterError
 from ..transforms import RandomRotation, View, clip_rows, next_power_of_two
 from ..validation import check_fraction, check_positive, check_steps
 from .base import COORDINATE_BUDGET, ApproxDPProtocol, ProtocolEstimator, user_blocks
-from .composition import split_budget
+from .composition import SMALLEST_STEP_DELTA, split_budget
 from .randomisers import (
     RoundBudget,
     ikos_parts,
@@ -350,7 +350,26 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
     default_centre_height = 6
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
+        self._check_delta_shares(d)
         return self._split(self.epsilon)
+
+    def _check_delta_shares(self, d: int) -> None:
+        """Refuse, before rounds 1 and 2 are charged, a delta whose smallest share (a round's,
+        or round 3's per coordinate) is below ``SMALLEST_STEP_DELTA``: the rounds' splits
+        (``split_budget``) refuse it only when they run, after the charges before them."""
+        k = next_power_of_two(d)
+        fractions = self._split(1.0)
+        smallest = min(fractions["centre"], fractions["threshold"],
+                       fractions["noise"] / (2.0 * k) if k > 1 else fractions["noise"])
+        rounds = self._split(self.delta)
+        shares = (rounds["centre"], rounds["threshold"],
+                  rounds["noise"] / (2.0 * k) if k > 1 else rounds["noise"])
+        if min(shares) < SMALLEST_STEP_DELTA:
+            raise InvalidParameterError(
+                f"delta={self.delta:.3g} is too small for {self.method} in floating point: "
+                f"its smallest share ({smallest:.3g} of it: a round's, or round 3's per "
+                f"coordinate over {k}) falls below {SMALLEST_STEP_DELTA:.3g}; use delta >= "
+                f"{SMALLEST_STEP_DELTA / smallest:.3g}")
 
     def _round_budget(self, stage: str, engine: Engine) -> RoundBudget:
         # The round's central (epsilon, delta); each report is drawn at the local eps0 that n
@@ -359,7 +378,11 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
                            delta=self._split(self.delta)[stage], shuffled_among=engine.n)
 
     def _coordinate_budget(self, engine: Engine) -> tuple[float, float, int]:
-        k = next_power_of_two(engine.d)
+        return self._coordinate_split(engine.d)
+
+    def _coordinate_split(self, d: int) -> tuple[float, float, int]:
+        """Round 3's (eps', delta') per rotated coordinate and their number k = d_pad."""
+        k = next_power_of_two(d)
         eps, delta = split_budget(self._split(self.epsilon)["noise"],
                                   self._split(self.delta)["noise"], k)
         return eps, delta, k

@@ -28,9 +28,20 @@ from .rounds import Ledger
 _UINT64_MAX = np.iinfo(np.uint64).max
 
 
+# The largest epsilon a randomiser draws at (randomised response, Hadamard response, unary
+# encoding, Polya noise); a report granted more is drawn at this one. Why: past about 37,
+# e^eps / (1 + e^eps) rounds to 1.0 and a bit was never flipped (no noise at all: not eps-DP
+# for any eps), and a huge budget's epsilon overflowed e^eps. At 20 the flip probability,
+# 2e-9, is still held to 3e-8 relative in float64, and the answers are as good as exact.
+# Conservative: an eps'-DP report with eps' <= eps is eps-DP, so the charge (the granted eps)
+# stays valid; analysers debias with the same ``keep_probability``, so they match the draw.
+DRAWN_EPSILON_CAP = 20.0
+
+
 def keep_probability(epsilon: float) -> float:
-    """P[a randomised-response bit is sent unchanged] = e^eps / (1 + e^eps)."""
-    return 1.0 / (1.0 + math.exp(-epsilon))
+    """P[a randomised-response bit is sent unchanged] = e^eps / (1 + e^eps), eps capped at
+    ``DRAWN_EPSILON_CAP`` (the randomisers draw at no more; their analysers debias with this)."""
+    return 1.0 / (1.0 + math.exp(-min(epsilon, DRAWN_EPSILON_CAP)))
 
 
 @dataclass(frozen=True)
@@ -196,8 +207,11 @@ def polya_noise(shape: tuple[int, ...], n: int, budget: RoundBudget, sensitivity
 
 def _polya_draw(shape: tuple[int, ...], n: int, epsilon: float, sensitivity: int,
                 rng: np.random.Generator) -> np.ndarray:
-    """``polya_noise``'s draw without its charge (``summation_randomiser`` charges first)."""
-    success = -math.expm1(-epsilon / sensitivity)
+    """``polya_noise``'s draw without its charge (``summation_randomiser`` charges first);
+    the per-unit epsilon is capped at ``DRAWN_EPSILON_CAP`` (past about 37 the success
+    probability rounded to 1 and the noise was always 0; less epsilon is conservative and the
+    analyser does not depend on it)."""
+    success = -math.expm1(-min(epsilon / sensitivity, DRAWN_EPSILON_CAP))
     return (rng.negative_binomial(1.0 / n, success, size=shape)
             - rng.negative_binomial(1.0 / n, success, size=shape))
 
@@ -257,8 +271,17 @@ def hadamard_response_zcdp(epsilon: float) -> float:
     a_0 < a_1 < ... the supremum over [a_i, a_(i+1)] is at most D_(a_(i+1)) / a_i; beyond the
     last point D_a <= D_inf = eps.
     """
+    if epsilon > 1e250:
+        # D_a <= D_inf = eps <= a eps: eps bounds sup D_a / a (conservative), and the grid's
+        # a eps below would overflow.
+        return float(epsilon)
     alpha = 1.0 + np.logspace(-8, 4, 2000)
-    log_p, log_q = -np.log1p(np.exp(-epsilon)), -np.log1p(np.exp(epsilon))
+    # log(1 + e^eps) = eps + log(1 + e^-eps), mathematically equal (the float may differ in
+    # its last bit); the second form past eps = 30 only, so e^eps cannot overflow (past 709).
+    # Releases never ask past 30 (``hadamard_epsilon_for_zcdp`` stops at the cap, 20).
+    log_p = -np.log1p(np.exp(-epsilon))
+    log_q = -(np.log1p(np.exp(epsilon)) if epsilon < 30.0
+              else epsilon + np.log1p(np.exp(-epsilon)))
     opposite = np.logaddexp(alpha * log_p + (1 - alpha) * log_q,
                             alpha * log_q + (1 - alpha) * log_p)
     divergence = np.logaddexp(math.log(0.5), math.log(0.5) + opposite) / (alpha - 1.0)
@@ -268,7 +291,11 @@ def hadamard_response_zcdp(epsilon: float) -> float:
 
 def hadamard_epsilon_for_zcdp(rho: float) -> float:
     """The largest eps whose ``hadamard_response`` is rho-zCDP (``hadamard_response_zcdp``
-    inverted by bisection)."""
+    inverted by bisection), at most ``DRAWN_EPSILON_CAP``: the response draws at no more."""
+    if hadamard_response_zcdp(DRAWN_EPSILON_CAP) <= rho:
+        # A huge rho (iome-local at rho = 1e300 searched up to overflow, then bisected on NaN
+        # down to eps = 0 and divided by zero). Below the cap the search runs as before.
+        return DRAWN_EPSILON_CAP
     low, high = 0.0, max(4.0 * math.sqrt(rho), 1.0)
     while hadamard_response_zcdp(high) <= rho:
         low, high = high, 2.0 * high
