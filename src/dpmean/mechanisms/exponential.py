@@ -268,7 +268,7 @@ _WINDOW, _LEFT, _RIGHT, _AT_LO, _AT_HI = 0, 1, 2, 3, 4
 _PARTS = 5
 
 
-def atom_weight(n: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+def atom_weight(n: int, lo: Any, hi: Any) -> Any:
     """The base measure's mass at each end of the domain [lo, hi]: one average gap, (hi - lo) /
     (n + 1). Public (n and the domain)."""
     return (hi - lo) / (n + 1.0)
@@ -305,7 +305,7 @@ def _exact_atom(rows: _SortedWindow, row: int, side: int, lo: float, hi: float,
     positions outside the window (read only when a draw lands on an atom bounded by
     ``_end_atoms``)."""
     n, stop = rows.n, rows.start + rows.values.shape[1]
-    log_w = float(np.log(atom_weight(n, np.float64(lo), np.float64(hi))))
+    log_w = float(np.log(atom_weight(n, lo, hi)))
     if side == 0:
         values, firsts = rows.runs(row, 0, rows.start)
         above = np.flatnonzero(values > lo)
@@ -387,18 +387,18 @@ def _draw(
         chosen = first_above(parts, np.arange(pending.size), uniform[:, 0])
         retry = [pending[chosen == _PARTS]]  # u x total rounded up to the total: draw again
         for side, part in enumerate((_AT_LO, _AT_HI)):
-            for i in np.flatnonzero(chosen == part):
-                row = pending[i]
-                if not atom_exact[row, side]:
+            for k in np.flatnonzero(chosen == part):
+                at = int(pending[k])
+                if not atom_exact[at, side]:
                     # A bound: kept with probability exact / bound, else tried again with the
                     # exact weight (as the sides' regions below).
-                    exact = _exact_atom(rows, row, side, lo[row], hi[row], target, decay)
-                    keep = uniform[i, 2] < np.exp(exact - log_parts[row, part])
-                    log_parts[row, part], atom_exact[row, side] = exact, True
+                    exact = _exact_atom(rows, at, side, lo[at], hi[at], target, decay)
+                    keep = uniform[k, 2] < np.exp(exact - log_parts[at, part])
+                    log_parts[at, part], atom_exact[at, side] = exact, True
                     if not keep:
-                        retry.append(np.array([row]))
+                        retry.append(np.array([at]))
                         continue
-                start[row], width[row] = (lo[row] if side == 0 else hi[row]), 0.0
+                start[at], width[at] = (lo[at] if side == 0 else hi[at]), 0.0
         in_window = chosen == _WINDOW
         rows_in = pending[in_window]
         gaps = first_above(cumulative, rows_in, uniform[in_window, 1])
