@@ -183,9 +183,6 @@ def test_ragged_rows_are_a_data_error_without_values():
         check_data([[1.0, 2.0], [3.0]])
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "estimators/base.py public_shape calls np.shape(x) on a list before check_data; its owner "
-    "is to call validation.sequence_shape there (then remove this marker)"))
 def test_ragged_list_release_is_a_data_error():
     with pytest.raises(InvalidDataError, match="rows of different lengths"):
         dpmean.mean([[1.0, 2.0], [3.0]], rho=1.0, bounds=(0, 5))
@@ -305,10 +302,6 @@ def test_intersected_box_refuses_disjoint_boxes():
                         own="its ball's cube")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "estimators/iome.py GaussianIOME.box intersects its ball's cube with the bounds without "
-    "checking; its owner is to call validation.intersected_box there (then remove this "
-    "marker)"))
 def test_iome_gaussian_refuses_bounds_beside_its_ball():
     data = np.random.default_rng(0).normal(0.0, 1.0, (500, 3)) + 1e6
     session = dpmean.Session(rho=2e6)

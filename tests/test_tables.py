@@ -200,12 +200,15 @@ def test_csv_options_only_for_their_formats(tmp_path):
 
 def test_bounds_by_column_name():
     """A mapping of column name to (lo, hi) is the box in the data's column order (any order
-    in the mapping, unused names ignored): the same release as the arrays; a missing name, a
-    malformed range or data without names is refused with the reason."""
+    in the mapping): the same release as the arrays; a missing name, a name that is no column
+    (a typo, dropped silently before), a malformed range or data without names is refused with
+    the reason."""
     pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(2)
     frame = pd.DataFrame({"age": rng.integers(18, 90, 500), "income": rng.lognormal(10, 1, 500)})
-    by_name = {"income": (0.0, 1e6), "age": (0.0, 120.0), "unused": (0.0, 1.0)}
+    by_name = {"income": (0.0, 1e6), "age": (0.0, 120.0)}
+    with pytest.raises(dpmean.InvalidParameterError, match="'incmoe', which is not a column"):
+        dpmean.mean(frame, rho=1.0, bounds={**by_name, "incmoe": (0.0, 1.0)})
     named = dpmean.mean(frame, rho=1.0, bounds=by_name, random_state=4)
     arrays = dpmean.mean(frame, rho=1.0, bounds=([0.0, 0.0], [120.0, 1e6]), random_state=4)
     np.testing.assert_array_equal(named.mean, arrays.mean)
@@ -218,6 +221,10 @@ def test_bounds_by_column_name():
         dpmean.mean(frame, rho=1.0, bounds={"age": 5, "income": (0, 1)})
     with pytest.raises(dpmean.InvalidParameterError, match="named columns"):
         dpmean.mean(frame.to_numpy(dtype=float), rho=1.0, bounds=by_name)
+    session = dpmean.Session(rho=2.0)
+    with pytest.raises(dpmean.InvalidParameterError, match="'incmoe', which is not a column"):
+        session.mean(frame, rho=1.0, bounds={**by_name, "incmoe": (0.0, 1.0)})
+    assert session.spent == 0.0
 
 
 def test_a_path_is_read_as_a_file(tmp_path):

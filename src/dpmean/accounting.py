@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from .events import Event
 
 __all__ = [
+    "LARGE_DELTA",
+    "MIN_RHO",
+    "LargeDeltaWarning",
     "PrivacyLedger",
     "approx_dp_to_zcdp",
     "check_budget_request",
@@ -43,6 +47,25 @@ _RELATIVE_SLACK = 1e-9
 # Relative slack is no help for subnormal stage budgets, whose rounding is absolute; a slack of
 # the smallest normal float (~2e-308) covers it and is no privacy at all.
 _ABSOLUTE_SLACK = sys.float_info.min
+
+# The smallest rho a release may be granted. An estimator splits rho into stages (some a few
+# per cent of it, searched again in tens of noisy counts) and each stage's noise has standard
+# deviation sensitivity / sqrt(2 rho_stage): at the bottom of float64 those stages no longer
+# exist (rho = 5e-324 split into stages rounds to 0 and the noise's scale divided by zero;
+# rho = 1e-320 overflowed 1 / rho in the noise's variance). 1e-200 leaves a factor of 10^100
+# for the stage fractions, the dimension, the box and n before anything overflows, and refuses
+# nothing of use: at rho = 1e-200 the noise is already about 10^100 / n times the data's range.
+MIN_RHO = 1e-200
+# A delta above this draws a ``LargeDeltaWarning`` (a request, never an error): see
+# ``check_budget_request``.
+LARGE_DELTA = 0.01
+
+
+class LargeDeltaWarning(UserWarning):
+    """An (epsilon, delta) request whose delta is above ``LARGE_DELTA``: (epsilon, delta)-DP
+    lets the release fail completely with probability delta, and a delta that is not far below
+    1 / n permits publishing some of the rows as they are."""
+
 
 _PURE_DP_HELP = (
     "dpmean's mechanisms are zCDP (Gaussian noise), so a pure epsilon-DP guarantee is not "
@@ -80,6 +103,19 @@ def _non_negative(name: str, value: object) -> float:
     number = _as_number(name, value)
     if number < 0:
         raise InvalidParameterError(f"{name} must be non-negative, got {number:g}")
+    return number
+
+
+def _rho(value: object) -> float:
+    """A rho a release may be granted: positive, finite and at least ``MIN_RHO``."""
+    number = _positive("rho", value)
+    if number < MIN_RHO:
+        raise InvalidParameterError(
+            f"rho must be at least {MIN_RHO:g}, got {number:g}: below it the noise of the "
+            f"release's stages (standard deviation sensitivity / sqrt(2 rho) for each stage's "
+            f"share of rho) cannot be represented in floating point, and at {MIN_RHO:g} it is "
+            f"already about 10^100 / n times the data's range; give a larger rho"
+        )
     return number
 
 
@@ -288,8 +324,10 @@ def resolve_budget(
     """The zCDP budget from exactly one of ``rho`` or the pair (``epsilon``, ``delta``).
 
     (epsilon, delta) is converted with ``approx_dp_to_zcdp``: the largest rho that meets it.
+    The request is checked as ``check_budget_request`` checks it (without its warning: the
+    constructor that accepted the request warned already).
     """
-    check_budget_request(rho, epsilon, delta)
+    _check_request(rho, epsilon, delta)
     if rho is not None:
         return float(rho)
     assert epsilon is not None and delta is not None
@@ -305,9 +343,34 @@ def check_budget_request(
     Raises
     ------
     InvalidParameterError
-        No budget, both ``rho`` and (part of) the pair, half of the pair, or a value that is
-        not a positive finite number (``delta`` in (0, 1)).
+        No budget, both ``rho`` and (part of) the pair, half of the pair, a value that is
+        not a positive finite number (``delta`` in (0, 1)), or a ``rho`` below ``MIN_RHO``.
+
+    Warns
+    -----
+    LargeDeltaWarning
+        ``delta`` above ``LARGE_DELTA`` (0.01). delta is the probability that the release fails
+        completely: a mechanism that publishes each row as it is with probability delta is
+        (0, delta)-DP, so delta should be far below 1 / n (e.g. 1e-6). n is not known here
+        (the request is checked before any data), and a data-dependent check would itself
+        depend on n; the threshold is fixed: above 0.01, delta is at least 1 / n for every
+        data set of 100 rows or more. The request is accepted (delta in (0, 1) is valid).
     """
+    _check_request(rho, epsilon, delta)
+    if rho is None and delta is not None and float(delta) > LARGE_DELTA:
+        from .validation import user_stacklevel  # validation imports numpy: only when warning
+
+        warnings.warn(
+            f"delta={float(delta):g} is large: delta is the probability that the release fails "
+            f"completely (a mechanism that publishes each row as it is with probability delta "
+            f"is (0, delta)-DP), so it should be far below 1/n, e.g. 1e-6; above "
+            f"{LARGE_DELTA:g} it is at least 1/n for every data set of "
+            f"{round(1 / LARGE_DELTA)} rows or more",
+            LargeDeltaWarning, stacklevel=user_stacklevel())
+
+
+def _check_request(rho: float | None, epsilon: float | None, delta: float | None) -> None:
+    """``check_budget_request`` without its warning."""
     if rho is not None and (epsilon is not None or delta is not None):
         given = ", ".join(
             name for name, value in (("epsilon", epsilon), ("delta", delta)) if value is not None
@@ -316,7 +379,7 @@ def check_budget_request(
             f"give either rho or (epsilon, delta), not both: got rho and {given}"
         )
     if rho is not None:
-        _positive("rho", rho)
+        _rho(rho)
         return
     if epsilon is None and delta is None:
         raise InvalidParameterError(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import InvalidParameterError
@@ -52,11 +53,13 @@ def mean(
         (README).
     bounds : (lo, hi) or mapping, optional
         The public a priori box: scalars or length-d arrays, or (data with named columns) a
-        mapping of column name to its (lo, hi). Required by most methods unless they may buy
-        a private box; never derived from the data.
-    random_state : None, int or numpy.random.Generator
+        mapping of column name to its (lo, hi); a name that is not a column of the data is
+        refused (a range for a column ``columns`` leaves out is allowed, and unused). Required
+        by most methods unless they may buy a private box; never derived from the data.
+    random_state : None, int, numpy.random.SeedSequence or numpy.random.Generator
         None (default) for a real release: noise from the OS-keyed secure generator. An int
-        only for experiments and tests (the noise becomes reproducible).
+        or a SeedSequence only for experiments and tests (the noise becomes reproducible); a
+        Generator is drawn from as it is.
     columns : sequence of str or str, optional
         For a data frame, a table or a table file: the columns to use, by name, in this order
         (default every column; each must be numeric or boolean). The result's ``columns`` are
@@ -74,8 +77,9 @@ def mean(
     Raises
     ------
     InvalidParameterError
-        Unknown method or option, a budget that is missing, non-positive or given twice, bad
-        bounds.
+        Unknown method or option, a budget that is missing, non-positive (or below
+        ``accounting.MIN_RHO``) or given twice, bad bounds (a range for a name that is not a
+        column).
     InvalidDataError
         Data that is empty, not 1-D/2-D, non-numeric, or holds NaN or infinity; a column name
         the table does not have, or a chosen column that is not numeric.
@@ -93,7 +97,29 @@ def mean(
     """
     estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, bounds=bounds,
                                 random_state=random_state, **options)
+    if isinstance(bounds, Mapping):
+        check_bounds_names(bounds, x, columns)
     return estimator.estimate(x, columns)
+
+
+def check_bounds_names(bounds: Mapping[Any, Any], x: Any,
+                       columns: Sequence[str] | str | None = None) -> None:
+    """Refuse a bounds mapping that names a column ``x`` does not have, where every column
+    used has a range: a typo whose range was dropped silently. From the names alone
+    (``tables.table_column_names``). Left to the estimator: input without names (it refuses
+    named bounds for it), and a used column without a range (its error names both). A column
+    of the table that ``columns`` leaves out may have a range (unused)."""
+    from .tables import check_range_names, table_column_names
+
+    available = table_column_names(x)
+    if available is None:
+        return
+    given = {str(key) for key in bounds}
+    used = ([columns] if isinstance(columns, str | int) else list(columns)
+            if columns is not None else list(available))
+    if all(str(name) in given for name in used):
+        where = str(x) if isinstance(x, str | os.PathLike) else f"the {type(x).__name__}"
+        check_range_names(bounds, available, where)
 
 
 def build_estimator(

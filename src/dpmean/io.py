@@ -158,16 +158,22 @@ def _check_options(p: Path, **options) -> None:
 def open_table(
     path: str | os.PathLike, *, columns: Sequence[str] | str | None = None,
     delimiter: str | None = None, header: bool | None = None, index_col: bool | None = None,
+    key: str | None = None, n_items: int | None = None,
 ) -> CsvTable | ParquetTable:
     """A ``.csv`` or ``.parquet`` file opened for reading (layout and chosen columns checked, no
     rows read yet); options as in ``load_data``. ``.names`` are the chosen columns' names
     (None for a CSV file without a header), ``.read()`` the rows, ``.batches()`` row blocks.
+
+    ``key`` and ``n_items`` (the ``.npz`` and ``.dat`` readers' options) are refused as
+    ``load_data`` refuses them: they are taken here so that a table opened through
+    ``engines.open_source`` or a Dask array says so, where it was a TypeError.
     """
     p = Path(path)
     ext = p.suffix.lower()
     if ext not in (".csv", ".parquet"):
         raise InvalidParameterError(f"{p}: open_table reads .csv and .parquet files")
-    _check_options(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col)
+    _check_options(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col,
+                   key=key, n_items=n_items)
     check_readable(p)
     if ext == ".parquet":
         return ParquetTable(p, columns=columns)

@@ -52,8 +52,8 @@ def check_random_state(random_state: RandomState) -> None:
     is_integer = isinstance(random_state, (int, np.integer))
     if isinstance(random_state, (bool, np.bool_)) or not is_integer:
         raise InvalidParameterError(
-            f"random_state must be None, a non-negative integer or a numpy Generator, "
-            f"got {random_state!r}"
+            f"random_state must be None, a non-negative integer, a numpy SeedSequence or a "
+            f"numpy Generator, got {random_state!r}"
         )
     if random_state < 0:
         raise InvalidParameterError(f"random_state must be non-negative, got {random_state}")

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .accounting import _exceeds, pure_dp_to_zcdp, zcdp_to_approx_dp
-from .api import build_estimator
+from .api import build_estimator, check_bounds_names
 from .budget import Budget
 from .errors import (
     BudgetExceededError,
@@ -467,6 +467,8 @@ class Session:
         # What is wrong from public information is refused before the charge; the budget of
         # an (epsilon, delta) release may be calibrated to its plan for the data's shape
         # (``MeanEstimator.granted``): charge what will run.
+        if isinstance(options.get("bounds"), Mapping):
+            check_bounds_names(options["bounds"], x, columns)  # a typo, as dpmean.mean
         estimator, data, columns = public_release(estimator, x, columns)
         index = self.reserve(estimator.method, estimator.budget, release_events(estimator))
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,8 @@ import numpy as np
 
 from .errors import InvalidDataError, InvalidParameterError
 
-__all__ = ["CsvTable", "ParquetTable", "data_columns", "is_table", "table_data"]
+__all__ = ["CsvTable", "ParquetTable", "check_range_names", "data_columns", "is_table",
+           "table_column_names", "table_data"]
 
 # Delimiters tried, in this order on ties, when none is given (see ``sniff_delimiter``).
 DELIMITERS = (",", "\t", ";", "|")
@@ -203,6 +204,55 @@ def check_numeric_type(arrow_type: Any, name: str) -> None:
             or pa.types.is_decimal(t) or pa.types.is_null(t)):
         raise InvalidDataError(f"column {name!r} has type {t}; only numeric or boolean columns "
                                f"can be used (choose others with columns=, --columns)")
+
+
+def table_column_names(x: Any) -> tuple[str, ...] | None:
+    """Every column name of ``x``, chosen by ``columns=`` or not, from its schema or header
+    alone (no value read): a data frame's or Arrow table's columns (a pandas index is not one),
+    a ``.csv`` (with a header) or ``.parquet`` path's, a row source's or Dask array's
+    ``column_names``. None for input without names (an array, a CSV file without a header, a
+    frame whose names only its conversion gives)."""
+    if is_table(x):
+        module = type(x).__module__.split(".")[0]
+        if module == "pyarrow":
+            schema = getattr(x, "schema", None)
+            index = pandas_index_columns(schema) if schema is not None else set()
+            return tuple(str(name) for name in x.column_names if name not in index)
+        return tuple(_column_labels(x)) if module in ("pandas", "polars") else None
+    if isinstance(x, str | PathLike):
+        if Path(x).suffix.lower() not in (".csv", ".parquet"):
+            return None
+        from .io import open_table  # io reads tables through this module
+
+        names = open_table(x).names
+        return None if names is None else tuple(str(name) for name in names)
+    names = getattr(x, "column_names", None)
+    return None if names is None else tuple(str(name) for name in names)
+
+
+def check_range_names(given: Iterable[Any], available: Sequence[str], where: str,
+                      what: str = "bounds") -> None:
+    """Refuse names given a range that are not columns of the data: ``given`` (a bounds
+    mapping's keys, the names of ``--range``) against
+    ``available`` (every column of the data, ``table_column_names``). Names are public, never
+    a value. A range for a column of the table that ``columns=`` leaves out is allowed (and
+    unused); a name that is no column at all is usually a typo, whose range was silently
+    dropped (with every column given a range, nothing else said so).
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming the unknown names (the first five) and the data's columns (the first ten).
+    """
+    columns = {str(name) for name in available}
+    unknown = [str(name) for name in given if str(name) not in columns]
+    if unknown:
+        shown = ", ".join(repr(name) for name in unknown[:5]) + (" ..." if len(unknown) > 5
+                                                                 else "")
+        which = "is not a column" if len(unknown) == 1 else "are not columns"
+        raise InvalidParameterError(
+            f"{what} names {shown}, which {which} of {where} (it has "
+            f"{_list_names(list(available))}): a typo? Give ranges for the data's columns only")
 
 
 def _list_names(names: Sequence[str]) -> str:

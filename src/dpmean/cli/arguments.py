@@ -222,6 +222,15 @@ def bounds_names(args: argparse.Namespace) -> list[str] | None:
     """The column names the ranges are given for: --range's names, or a --bounds-file's CSV
     header or Parquet schema; else None (positional: the data's column order).
 
+    A command that reads a table INPUT (``args.input``, a .csv with a header or a .parquet
+    file) has --range's names checked against its columns first, from its header or schema
+    alone: where every column used has a range, a name that is none of INPUT's columns (a
+    typo) is refused, as ``dpmean.mean`` refuses it in a bounds mapping; its range was
+    dropped silently. (Where a column has no range, the command's own error names both.) A
+    range for a column --columns leaves out is allowed, and unused; so is a bounds file's
+    range for a column INPUT does not have (a bounds file may describe more columns than
+    one file holds).
+
     Parameters
     ----------
     args : argparse.Namespace
@@ -231,18 +240,51 @@ def bounds_names(args: argparse.Namespace) -> list[str] | None:
     -------
     list of str or None
         The names, in the file's order.
+
+    Raises
+    ------
+    InvalidParameterError
+        A --range name that is not a column of a table INPUT.
     """
     from pathlib import Path
 
     from ..io import open_table
 
     if getattr(args, "ranges", None):
-        return [name for name, _, _ in args.ranges]
+        names = [name for name, _, _ in args.ranges]
+        _check_range_names(args, names)
+        return names
     path = args.bounds_file
     if not path or Path(path).suffix.lower() not in (".csv", ".parquet"):
         return None
-    names = open_table(path).names
-    return None if names is None else [str(name) for name in names]
+    header = open_table(path).names
+    return None if header is None else [str(name) for name in header]
+
+
+def _check_range_names(args: argparse.Namespace, names: list[str]) -> None:
+    """Refuse --range ``names`` that are not columns of a table INPUT (any of its columns,
+    not only those --columns chooses), read as ``estimate`` reads its layout (no value read),
+    where every column used has a range."""
+    from ..io import open_table
+    from ..tables import check_range_names
+
+    data = getattr(args, "input", None)
+    if data is None or Path(data).suffix.lower() not in (".csv", ".parquet"):
+        return
+    options: dict[str, Any] = {}
+    if Path(data).suffix.lower() == ".csv":
+        delimiter = getattr(args, "delimiter", None)
+        options = {"header": getattr(args, "header", None),
+                   "index_col": getattr(args, "index_col", None),
+                   # as ``estimate`` spells a tab
+                   "delimiter": "\t" if delimiter in ("tab", "\\t") else delimiter}
+    available = open_table(data, **options).names
+    if available is None:
+        return
+    columns = [str(name) for name in available]
+    used = getattr(args, "columns", None) or columns
+    if all(name in names for name in used):
+        check_range_names(names, columns, data, what="--range")
 
 
 def check_ranges(args: argparse.Namespace, bounds: tuple[Any, Any], d: int, whose: str) -> None:

@@ -372,7 +372,7 @@ def _choose_engine(args: argparse.Namespace) -> str | None:
 
 # The flags of one input format, and the formats they apply to.
 _FORMAT_FLAGS = {"items": (".dat",), "columns": (".csv", ".parquet"), "delimiter": (".csv",),
-                 "header": (".csv",), "index_col": (".csv",)}
+                 "header": (".csv",), "index_col": (".csv",), "key": (".npz",)}
 
 
 def _names(text: str) -> list[str]:

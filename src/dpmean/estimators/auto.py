@@ -38,6 +38,11 @@ AUTO_INTERVAL_SHARE = INTERVAL_SHARE
 PLAN_MARGIN = 0.9
 CANDIDATES = {cls.method: cls for cls in (PrivateLimitAdaptedNoise, ShiftedClippedMean,
                                           ClippedMean, GaussianMean)}
+# How far (a factor) the pair medians may stray outside the range every pair's distances keep,
+# l2 <= l1 <= sqrt(d) l2, before one of them is taken to have left its data
+# (``consistent_pair_medians``): a nat, far above the rank error the choice's share buys (a few
+# per cent of the values) and far below an escape into the log domain's empty end (tens of nats).
+PAIR_SLACK = float(np.e)
 
 
 def _private_median_norm(values: np.ndarray, top: float, *, rho: float, ledger: PrivacyLedger,
@@ -46,6 +51,47 @@ def _private_median_norm(values: np.ndarray, top: float, *, rho: float, ledger: 
     log values over [top e^-LOG_RANGE, top] (``log_domain_quantile``). Budget: ``rho``."""
     return log_domain_quantile(values, 0.5, top, LOG_RANGE, rho=rho, rng=rng, ledger=ledger,
                                stage=stage)
+
+
+def consistent_pair_medians(l2: float, l1: float, d: int) -> tuple[float, float]:
+    """The private medians of the pairs' l2 and l1 distances, made to agree where they cannot
+    both hold (post-processing).
+
+    Every pair's distances satisfy l2 <= l1 <= sqrt(d) l2, so their medians do too, up to the
+    medians' rank errors. Each is an exponential mechanism over ``LOG_RANGE`` nats of log
+    values, and at small n and rho it can land in the domain's empty end below the data (at
+    n = 200, d = 3, rho = 1, in a third of the runs one of the two did: the guard
+    ``choice_resolves`` takes the data's middle as a nat wide, where the mechanism's mass is on
+    a far narrower band): its value is then
+    1e-5 to 1e-20 of the others', and the candidate it predicts was predicted essentially no
+    noise (and chosen) for a release whose noise was like the others'. Escapes go down (the
+    empty end below the data spans tens of nats, above it the box's top lies near the data),
+    so where the two medians lie more than ``PAIR_SLACK`` outside that range the larger one is
+    kept and the other derived from it as if there were no skew (S = 1 in the class notes:
+    l1 / l2 = sqrt(2 d / pi), the ratio for equal coordinate variances)."""
+    isotropic = float(np.sqrt(2.0 * d / np.pi))  # l1 / l2 for equal coordinate variances
+    if l1 * PAIR_SLACK < l2:  # l1 below l2: the l1 median left its data
+        return l2, l2 * isotropic
+    if l1 > PAIR_SLACK * np.sqrt(d) * l2:  # l1 above sqrt(d) l2: the l2 median did
+        return l1 / isotropic, l1
+    return l2, l1
+
+
+def smallest_radius(estimator: MeanEstimator, lo: np.ndarray, hi: np.ndarray) -> float:
+    """The smallest clipping radius ``estimator`` (cm or iome, on their real-valued path) can
+    release in the box [lo, hi] (public): its radius search halves [0, B] ``threshold_steps``
+    times and returns the last midpoint, at least B / 2^(steps + 1), where B is cm's norm
+    bound (the box's reach from the origin) and, for iome, at least half the box's diagonal
+    (its bound is the distance from its centre, inside the box, to the farthest corner).
+    0 on iome's quantized path (an integer search, which can end at 0)."""
+    if isinstance(estimator, ShiftedClippedMean):
+        if estimator.quantized:
+            return 0.0
+        top = float(np.linalg.norm(hi - lo)) / 2.0
+    else:
+        assert isinstance(estimator, ClippedMean)
+        top = float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi))))
+    return top / 2.0 ** (estimator.threshold_steps + 1)
 
 
 class AutoMean(MeanEstimator):
@@ -79,7 +125,10 @@ class AutoMean(MeanEstimator):
           alpha = 2), and the margin covers the rest; 2^(1/4) S, the geometric middle used
           before, picked IOME at alpha = 1 where PLAN was 7-26% better;
     and runs the smallest (candidates whose minimum n is not met, a public check, are left
-    out). Sparse input (baskets) measures r0 only and chooses between gaussian, cm and plan
+    out). The pair medians are made consistent first (``consistent_pair_medians``: a median
+    that left its data is replaced from the other), and no clipping candidate is predicted less
+    than its noise at the smallest radius its search can return (``smallest_radius``).
+    Sparse input (baskets) measures r0 only and chooses between gaussian, cm and plan
     (PLAN's binary instantiation, predicted as cm and preferred on a tie). The choice is a
     function of the private medians and public values only; the chosen estimator's whole plan
     is charged to the stage "release" (its stages are in ``diagnostics["release_ledger"]``)
@@ -239,8 +288,12 @@ class AutoMean(MeanEstimator):
         spread = 1.0 + 3.0 / np.sqrt(d)
 
         def clipped(radius: float, estimator: MeanEstimator) -> float:
+            # Never below the noise at the smallest radius the candidate's search can return:
+            # a median that left its data predicted 1e-17 for a release whose noise std was
+            # like the others' (``consistent_pair_medians``).
             rho_noise = estimator.budget_plan(n, d)["noise"]
-            return float(np.sqrt(d) * 2.0 * spread * radius / (n * np.sqrt(2.0 * rho_noise)))
+            clip = max(spread * radius, smallest_radius(estimator, engine.lo, engine.hi))
+            return float(np.sqrt(d) * 2.0 * clip / (n * np.sqrt(2.0 * rho_noise)))
 
         cm = clipped(r0, self.candidate("cm", rho_rest))
         predicted = {"gaussian": float(np.sqrt(d) * width / (n * np.sqrt(2.0 * rho_rest))),
@@ -256,6 +309,7 @@ class AutoMean(MeanEstimator):
         l1_med = _private_median_norm(l1, float(np.sum(engine.hi - engine.lo)),
                                       rho=planned["choice pair l1"], ledger=ledger, rng=rng,
                                       stage="choice pair l1")
+        l2_med, l1_med = consistent_pair_medians(l2_med, l1_med, d)
         skew = float(np.sqrt(np.pi / 2.0) * l1_med / (np.sqrt(d) * l2_med))
         iome = self.candidate("iome", rho_rest)
         predicted["iome"] = clipped(l2_med / np.sqrt(2.0), iome)

@@ -38,6 +38,7 @@ from ..validation import (
     check_sparse_data,
     is_sparse,
     named_column,
+    sequence_shape,
     user_stacklevel,
 )
 
@@ -785,7 +786,7 @@ def public_shape(x: Any) -> tuple[int, int]:
     """n and d from the array's shape alone (public under replace-one)."""
     shape = getattr(x, "shape", None)
     if shape is None:
-        shape = np.shape(x)
+        shape = sequence_shape(x)  # a ragged list: numpy's ValueError quoted its shape
     if len(shape) == 1:
         shape = (shape[0], 1)
     if len(shape) != 2:
@@ -830,14 +831,24 @@ def exact_rho(estimator: MeanEstimator, n: int, d: int, sparse: bool) -> float:
         def events_at(rho: float) -> list[Event]:
             return estimator.with_rho(rho).plan_events(n, d, sparse)
 
-        # The privacy losses span about epsilon, so a fixed grid's size (time and memory)
-        # grew with it: 47 s and 1.5 GB for PLAN at epsilon = 1000, out of memory at 10^4. A
-        # grid of epsilon / 10^5 keeps it bounded; the discretisation is pessimistic, so a
-        # coarser grid only returns a slightly smaller rho, never one that misses the request.
-        # Past the coarsest grid (epsilon > 10^7) the grid would grow again (minutes at 10^8
-        # on a grid of 0.1): the generic conversion grants the budget there (``granted``).
-        interval = max(DEFAULT_DISCRETIZATION, budget.epsilon * 1e-5)
-        if interval > MAX_DISCRETIZATION:
+        # The privacy losses span about the larger of epsilon and the stages' rho (a Gaussian
+        # stage's loss has mean rho and standard deviation sqrt(2 rho)), so a fixed grid's
+        # size (time and memory) grew with them: 47 s and 1.5 GB for PLAN at epsilon = 1000,
+        # out of memory at 10^4; PLAN without scaling at epsilon = 1 and delta = 1 - 1e-9,
+        # where rho (76) is far above epsilon, took 5.5 s (2.5 s now). A grid of 10^-5 of
+        # the larger of epsilon and the generic conversion's rho (``budget.rho``, where the
+        # search starts) keeps it bounded; the discretisation is pessimistic, so a coarser
+        # grid only returns a slightly smaller rho, never one that misses the request. Past
+        # the coarsest grid (above 10^7) the grid would grow again (minutes at 10^8 on a grid
+        # of 0.1): the generic conversion grants the budget there (``granted``).
+        interval = max(DEFAULT_DISCRETIZATION, max(budget.epsilon, budget.rho) * 1e-5)
+        # The PLD accountant's delta carries about 1e-12 of round-off (its FFT convolutions:
+        # 1 - delta read 7e-13 to 2e-12, by the grid, for PLAN without scaling at rho = 4613,
+        # whose exact 1 - delta is below e^-1000). Where 1 - delta is not fifty times that, the
+        # calibration is decided by round-off (delta = 1 - 1e-12 was granted rho = 4613, more
+        # than 40 times what meets it): the generic conversion grants the budget there too.
+        near_one = 1e-10
+        if interval > MAX_DISCRETIZATION or 1.0 - budget.delta < near_one:
             _EXACT_RHO[key] = budget.rho
         else:
             _EXACT_RHO[key] = calibrate_scale(budget.epsilon, budget.delta, events_at,

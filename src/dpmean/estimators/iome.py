@@ -14,7 +14,13 @@ from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms import integer_search_steps, rank_error_bound
 from ..transforms import IDENTITY, Quantizer, RandomRotation, View, next_power_of_two
-from ..validation import check_flag, check_fraction, check_positive, check_steps
+from ..validation import (
+    check_flag,
+    check_fraction,
+    check_positive,
+    check_steps,
+    intersected_box,
+)
 from .base import MeanEstimator
 from .clipped import (
     INTERVAL_SHARE,
@@ -653,8 +659,9 @@ class GaussianIOME(ShiftedClippedMean):
         radius = self.preclip(n, d)
         lo, hi = np.full(d, -radius), np.full(d, radius)
         if self.bounds is not None:
-            user_lo, user_hi = super().box(n, d)
-            lo, hi = np.maximum(lo, user_lo), np.minimum(hi, user_hi)
+            # Bounds beside the ball's cube left lo > hi: a release outside the bounds.
+            lo, hi = intersected_box(lo, hi, *super().box(n, d), method=self.method,
+                                     own="the cube of its a-priori ball")
         return lo, hi
 
     def quantizer(self, n: int, lo: np.ndarray, hi: np.ndarray) -> Quantizer:
