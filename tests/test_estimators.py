@@ -192,10 +192,18 @@ def test_ledger_sums_to_the_budget(method):
 
 
 def test_paper_budget_split_for_iome():
+    # The paper's split where the medians' budget suffices and their domains are narrowed
+    # only then (narrow_medians="when-short"); by default 1/16 of the centre's share first
+    # narrows them (DOMAIN_SHARE), whatever the box.
     x = gaussian_data(0.0, 0, n=2000, d=8)
     ledger = dpmean.mean(x, rho=1.0, bounds=(-20, 20), random_state=0, method="iome",
-                         threshold_share=0.25, interval_share=0).ledger
+                         threshold_share=0.25, interval_share=0,
+                         narrow_medians="when-short").ledger
     assert dict(ledger) == pytest.approx({"centre": 0.25, "threshold": 0.1875, "noise": 0.5625})
+    ledger = dpmean.mean(x, rho=1.0, bounds=(-20, 20), random_state=0, method="iome",
+                         threshold_share=0.25, interval_share=0).ledger
+    assert dict(ledger) == pytest.approx({"centre domain": 0.25 / 16, "centre": 0.25 * 15 / 16,
+                                          "threshold": 0.1875, "noise": 0.5625})
 
 
 def test_seeded_runs_repeat_and_unseeded_runs_differ():
@@ -296,10 +304,11 @@ def test_result_is_frozen_and_carries_only_private_values():
         result.ledger["noise"] = 0.0
     assert set(result.diagnostics) == {
         "threshold", "target_rank", "noise_std", "centre", "padded_dim", "quantized",
-        "norm_bound", "threshold_steps", "threshold_rho", "bounds_lo", "bounds_hi",
-        "secure_noise", "clip_profile", "clip_profile_edges", "clip_profile_rho",
+        "norm_bound", "threshold_steps", "threshold_right", "threshold_rho", "bounds_lo",
+        "bounds_hi", "secure_noise", "clip_profile", "clip_profile_edges", "clip_profile_rho",
         "clip_residual", "clip_residual_std", "clip_residual_edge", "clip_residual_rho",
-    }  # no "centre_reach": the budget suffices, no narrowing
+        "centre_reach",
+    }  # "centre_reach": the real path narrows the median domains by default
     true_mean = x.mean(axis=0)
     for value in result.to_dict()["diagnostics"].values():
         value = np.asarray(value, dtype=float)

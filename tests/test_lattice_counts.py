@@ -112,7 +112,10 @@ def test_sparse_iome_matches_previous_release(label, d, rho, old_target_rank):
     # stored releases were bit-identical to e5db803's (the per-halving rotation) when the table
     # came in; they were stored again when IOME's centre began to be projected onto the box
     # (after checking, on 600 rows, that the table and the per-halving path still release the
-    # same bits). Same counts, so every private decision and noise draw is the same.
+    # same bits). Same counts, so every private decision and noise draw is the same. Stored
+    # again for the radius search by octaves and the always-narrowed median domains
+    # (scratch/restore_lattice.py on branch logsearch): with narrow_medians="when-short" the
+    # centres kept their previous digests; the radius and the release moved.
     x = basket_data("kosarak-first-36682.dat", 4000).x
     x = scipy.sparse.csr_matrix((x.data, x.indices, x.indptr), shape=(x.shape[0], d))
     result = dpmean.mean(x, rho=rho, method="iome", bounds=(0, 1), random_state=7,

@@ -42,10 +42,12 @@ def test_iome_radius_stays_with_the_data_in_a_loose_box(monkeypatch):
     # than `most` of them has probability below 1e-3, derived, not measured.
     most = int(binom.isf(1e-3, RELEASES, bound))
     assert count <= most
-    # Without it (the margin at beta = 0.05, as before) the same seeds escape 6 times, above
-    # `most` (2): the check above tells the two margins apart.
+    # Without it (the margin at beta = 0.05) the linear search escaped 6 times in these 400
+    # releases, above `most` (2). The octave search (``private_quantile_octaves``) asks only
+    # four thresholds above every row here (1414 / 2, / 4, / 16, / 256 = 5.5) where the linear
+    # search asked about 8, and escapes once: fewer chances to escape, none larger.
     monkeypatch.setattr(clipped, "ESCAPE_BETA", 1.0)
-    assert escapes()[0] > most
+    assert count <= escapes()[0] <= 3
 
 
 def test_iome_narrows_median_domains_the_full_search_would_escape(monkeypatch):
@@ -55,11 +57,14 @@ def test_iome_narrows_median_domains_the_full_search_would_escape(monkeypatch):
     # at the escape margin they do not, and IOME narrows the domains first.
     from dpmean.registry import ESTIMATORS
 
+    # (The default narrows always; the rule measured here is narrow_medians="when-short".)
     half = 25 * np.sqrt(1024)
     iome = ESTIMATORS["iome"]
-    assert "centre domain" in iome(0.25, bounds=(-half, half)).budget_plan(4000, 1024)
+    short = {"bounds": (-half, half), "narrow_medians": "when-short"}
+    assert "centre domain" in iome(0.25, **short).budget_plan(4000, 1024)
     monkeypatch.setattr(clipped, "ESCAPE_BETA", 1.0)
-    assert "centre domain" not in iome(0.25, bounds=(-half, half)).budget_plan(4000, 1024)
+    assert "centre domain" not in iome(0.25, **short).budget_plan(4000, 1024)
+    assert "centre domain" in iome(0.25, bounds=(-half, half)).budget_plan(4000, 1024)
 
 
 def _exponential_escape_probability(x: np.ndarray, result, log_range: float) -> float:

@@ -68,8 +68,10 @@ centre), never the box's diameter.
   steps; for secure counts the discrete Gaussian's tail, t = 1 + s' z(beta / steps - eps),
   s'^2 = s^2 + 2^-30, or the sub-Gaussian s' sqrt(2 ln(steps / beta)) if smaller). On that
   event, whenever the search moved its right end to a point r, more than m - t rows have view
-  norm <= r: k = min(n, floor(n - m + t)). The real search
-  returns C = the middle of its last interval of width w = top / 2^steps, so r = C + w / 2
+  norm <= r: k = min(n, floor(n - m + t)). The real search (by octaves,
+  ``private_quantile_octaves``) returns C = the middle of its last interval and states that
+  interval's top r (``threshold_right``; moved unless r = top); a release without it (a linear
+  search's, before the octave search) had the width w = top / 2^steps, so r = C + w / 2
   (moved unless C > top - w); IOME's integer search (quantized path, Algorithm 1 on the squared
   norms, ``integer_search_steps`` counts) ends with left = right = C^2, so r = C (moved unless
   C^2 = top). If the right end never moved, k = 0 when top >= B, and there is no bound when
@@ -310,6 +312,10 @@ class SearchClipping:
         IOME's integer search on the squared norms (Algorithm 1), else the real search.
     secure : bool
         The counts are discrete Gaussian.
+    right : float or None
+        The top of the search's last interval where the release states it
+        (``threshold_right``: the octave search, whose last interval's width depends on its
+        path); None: a linear search's, C + top / 2^(steps + 1).
     """
 
     n: int
@@ -321,6 +327,7 @@ class SearchClipping:
     radius: float
     integer: bool = False
     secure: bool = False
+    right: float | None = None
 
     def clipped(self, beta: float) -> Staircase | None:
         radius = self.radius
@@ -328,6 +335,11 @@ class SearchClipping:
             right = radius
             moved = round(radius * radius) < self.top  # C^2 is an integer (float sqrt)
             top = math.sqrt(self.top)
+        elif self.right is not None:
+            # The octave search's right end starts at top and only ever moves down.
+            right = self.right
+            moved = right < self.top
+            top = self.top
         else:
             width = self.top / 2.0**self.steps
             right = radius + width / 2.0
@@ -783,6 +795,10 @@ def error_model(result: Any) -> ErrorModel | str:
     return _cm_iome_model(result, method, sigma, box_scale, secure_rho)
 
 
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 def _reach(result: Any, centre: np.ndarray) -> np.ndarray:
     lo, hi = _box(result)
     return np.maximum(np.abs(hi - centre), np.abs(centre - lo))
@@ -813,7 +829,8 @@ def _cm_iome_model(result: Any, method: str, sigma: np.ndarray, box_scale: np.nd
     clipping = SearchClipping(result.n, float(diagnostics["target_rank"]), steps,
                               float(diagnostics["threshold_rho"]), top, bound,
                               float(diagnostics["threshold"]), integer=quantized,
-                              secure=secure_rho is not None)
+                              secure=secure_rho is not None,
+                              right=_optional_float(diagnostics.get("threshold_right")))
     reach = _reach(result, centre) + (0.0 if rounding is None else rounding)
     profile = _profile(result, bound, float(diagnostics["threshold"]), secure_rho is not None)
     both = clipping if profile is None else CombinedClipping(clipping, profile)
@@ -854,7 +871,8 @@ def _plan_model(result: Any, sigma: np.ndarray, box_scale: np.ndarray,
         clipping = SearchClipping(n, float(diagnostics["target_quantile"]) * n,
                                   int(diagnostics["threshold_steps"]),
                                   float(diagnostics["threshold_rho"]),
-                                  float(diagnostics["norm_bound"]), bound, radius, secure=secure)
+                                  float(diagnostics["norm_bound"]), bound, radius, secure=secure,
+                                  right=_optional_float(diagnostics.get("threshold_right")))
     profile = _profile(result, bound, radius, secure)
     if profile is not None:
         clipping = profile if clipping is None else CombinedClipping(clipping, profile)

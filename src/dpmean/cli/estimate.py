@@ -385,7 +385,7 @@ def _names(text: str) -> list[str]:
 def _check_input_flags(args: argparse.Namespace) -> None:
     ext = Path(args.input).suffix.lower()
     for name, formats in _FORMAT_FLAGS.items():
-        if getattr(args, name) is not None and ext not in formats:
+        if getattr(args, name, None) is not None and ext not in formats:
             flag = "--" + name.replace("_", "-")
             raise UsageError(f"{flag} applies to {' and '.join(formats)} files; INPUT is not "
                              f"one")

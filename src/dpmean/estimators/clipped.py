@@ -17,6 +17,7 @@ from ..mechanisms import (
     gaussian_noise_std,
     integer_search_steps,
     private_quantile_integer,
+    private_quantile_octaves,
     private_quantile_real,
     rank_error_bound,
     reliable_search_steps,
@@ -106,10 +107,13 @@ def private_reach(
     with probability 1 - beta.
 
     Searches [0, top] (``top`` bounds every row norm) for the 3n/4-th row norm, with at most
-    the halvings whose counts all stay within n/4 (``reliable_search_steps``), and returns the
-    top of the last interval: that end is either ``top`` or a point whose noisy count exceeded
-    3n/4, so its true count exceeds n/2. Budget: ``rho`` (one search of sensitivity-1 counts),
-    charged to the stage "centre domain".
+    the halvings whose counts all stay within n/4 (``reliable_search_steps``), by octaves
+    (``private_quantile_octaves``: its resolution follows the rows' distance, not ``top``;
+    a linear search could not return less than top / 2^steps, so a loose box left the
+    median domains as wide as the box over 2^20), and returns the top of the last interval:
+    that end is either ``top`` or a point whose noisy count exceeded 3n/4, so its true count
+    exceeds n/2. Budget: ``rho`` (one search of ``steps`` sensitivity-1 counts, rho / steps
+    each), charged to the stage "centre domain".
     """
     n = engine.n
     # At beta, not at the escape margin's smaller failure probability: a wrong turn here moves
@@ -118,10 +122,9 @@ def private_reach(
     # epsilon = 1: iome's and plan's errors 2.4x).
     steps = reliable_search_steps(n / 4.0, rho, beta, steps)
     count = lambda t: engine.norm_counts(view, t)  # noqa: E731
-    found = private_quantile_real(count, 0.75 * n, np.zeros(1), np.array([top]), steps=steps,
-                                  rho_per_search=rho, rng=rng, ledger=ledger,
-                                  stage="centre domain", secure=secure)
-    return float(found[0]) + top / 2.0 ** (steps + 1)
+    _, right = private_quantile_octaves(count, 0.75 * n, top, steps=steps, rho=rho, rng=rng,
+                                        ledger=ledger, stage="centre domain", secure=secure)
+    return right
 
 
 def private_radius(
@@ -131,8 +134,18 @@ def private_radius(
     """A private ``rank``-th smallest row norm of the view, on [0, norm_bound].
 
     ``steps=None`` searches the integer squared norms as IOME section 3.2 does (for integer
-    views) and returns the square root; otherwise a real search on the norms with ``steps``
-    halvings. Budget: ``rho`` (one search of sensitivity-1 counts).
+    views) and returns the square root; otherwise the octave search on the norms with
+    ``steps`` noisy counts (``private_quantile_octaves``), returning the top of its last
+    interval. The search asks norm_bound / 2 and / 4 as a linear search does, then finds the
+    rows' octave in about 2 log2 of its depth below the bound, so the radius's resolution
+    follows the rows (a linear search's last interval is norm_bound / 2^steps wide: with a
+    box 10^5 times wider than the data, the radius, and the noise with it, grew with the
+    box). The top, not the middle: where the norms lie within the last interval's width of
+    each other (rows far from the centre, a concentrated shell), a middle below them clipped
+    every row by up to half that width; the top only adds that width to the radius (2^-21
+    of it in a tight box). Budget: ``rho`` (one search of ``steps`` sensitivity-1 counts,
+    rho / steps each: the same counts and cost as a linear search, only their thresholds
+    differ).
     """
     if steps is None:
         top = np.array([np.ceil(norm_bound**2)])
@@ -142,10 +155,10 @@ def private_radius(
                                            secure=secure)
         return float(np.sqrt(squared[0]))
     count = lambda t: engine.norm_counts(view, t)  # noqa: E731
-    found = private_quantile_real(count, rank, np.zeros(1), np.array([norm_bound]), steps=steps,
-                                  rho_per_search=rho, rng=rng, ledger=ledger, stage="threshold",
-                                  secure=secure)
-    return float(found[0])
+    _, right = private_quantile_octaves(count, rank, norm_bound, steps=steps, rho=rho,
+                                        rng=rng, ledger=ledger, stage="threshold",
+                                        secure=secure)
+    return right
 
 
 def noisy_clipped_mean(

@@ -106,7 +106,9 @@ class _PlanBase(MeanEstimator):
         "view_norm_bound": Diagnostic(Kind.FLOAT, "A bound on every row's norm in the view."),
         "threshold_search": Diagnostic(Kind.TEXT, "How the radius was found: "
                                        "\"binary-search\" or \"exponential\"."),
-        "threshold_steps": Diagnostic(Kind.INT, "Halvings of a binary radius search."),
+        "threshold_steps": Diagnostic(Kind.INT, "Noisy counts of a binary radius search."),
+        "threshold_right": Diagnostic(Kind.FLOAT, "The top of a binary radius search's last "
+                                      "interval (view units)."),
         "threshold_rho": Diagnostic(Kind.FLOAT, "The rho the radius search spent."),
         **PROFILE_DIAGNOSTICS,
     }
@@ -307,8 +309,8 @@ class _PlanBase(MeanEstimator):
                                          stage="threshold")
         else:
             radius = private_radius(engine, view, q * n, bound, steps=self.steps,
-                                    rho=budget["threshold"], ledger=ledger, rng=rng,
-                                    secure=self.secure_noise)
+                                           rho=budget["threshold"], ledger=ledger, rng=rng,
+                                           secure=self.secure_noise)
         view_bound = _PlanBase.norm_bound(self, engine, centre, std, scale)
         sums = planned_clipped_sums(engine, view, radius, view_bound, budget)
         noisy, noise_std = noisy_clipped_mean(engine, view, radius, rho=budget["noise"],
@@ -319,6 +321,8 @@ class _PlanBase(MeanEstimator):
                        "noise_std": noise_std, "centre": centre, "view_norm_bound": view_bound,
                        "threshold_search": self.quantile, "threshold_steps": self.steps,
                        "threshold_rho": budget["threshold"]}
+        if self.quantile != "exponential":
+            diagnostics["threshold_right"] = radius  # the octave search's last interval's top
         if scale is not None:
             diagnostics["std"] = std
             diagnostics["scale"] = scale

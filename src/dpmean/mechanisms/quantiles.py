@@ -103,6 +103,89 @@ def private_quantile_real(
                        rng=rng, secure=secure, count_table=count_table)
 
 
+# How far below its top the octave search gallops: 256 octaves (77 decades), then it halves
+# [0, top 2^-256] linearly. A box 10^77 times wider than the data's spread is beyond any use;
+# a floor lower still would let a radius (of constant rows) reach where its square, and the
+# clip profile's ratios to the bound, leave the normal doubles. Public: a constant.
+OCTAVE_FLOOR = 256
+
+
+def private_quantile_octaves(
+    count_le: CountFunction,
+    rank: float,
+    top: float,
+    *,
+    steps: int,
+    rho: float,
+    rng: np.random.Generator,
+    ledger: PrivacyLedger,
+    stage: str,
+    secure: bool = False,
+) -> tuple[float, float]:
+    """PrivQuant for one non-negative value (a row norm) on [0, top], scale-free: the last
+    interval [left, right] of a search of ``steps`` noisy counts, each the count of values <=
+    a threshold that depends only on the noisy counts before it.
+
+    The thresholds (``octave_threshold``): while nothing is known below, top / 2, top / 4,
+    top / 16, top / 256, ... (the exponent doubles: the octave of a value 2^-u below top is
+    bracketed after about log2 u counts, not after u); once bracketed across more than one
+    octave, the middle octave (bisection of the exponent); within one octave [a, 2a], the
+    midpoint, as a linear search. Data in the top octave or two see the thresholds of the
+    linear search of [0, top] (top / 2, top / 4, then halvings), every other octave one or
+    two counts more to find its octave; a linear search ends at width top / 2^steps, this
+    one at about 2^-(steps - 2 log2 u) times the value: its resolution follows the data,
+    not the box.
+
+    Privacy: exactly that of ``private_quantile_real`` with k = 1: ``steps`` Gaussian counts
+    of sensitivity 1 (one row moves any count |{v <= t}| by at most 1), each
+    ``rho / steps``, adaptively composed (each threshold a function of the earlier noisy
+    counts and public values only, as in any binary search): ``rho``-zCDP, charged to
+    ``stage`` before the first count. The number of counts is ``steps``, public, whatever
+    the path. Theorem 3.3's rank bound holds unchanged: on the event that every count is
+    within tau, the right end (if it moved) has more than rank - tau values at or below it
+    and the left end at most rank + tau. ``secure=True``: discrete Gaussian counts.
+    """
+    _check_search(steps, rho)
+    if not (np.isfinite(top) and top > 0):
+        raise InvalidParameterError(f"an octave search needs a finite top > 0, got {top}")
+    ledger.charge(stage, *search_cost_event(np.zeros(1), rho, secure))
+    left, right = 0.0, float(top)
+    # Exponents of the ends as powers of two below top while they are exact octaves (None
+    # once the search halves linearly); left's is None while nothing is known below.
+    left_exp: int | None = None
+    right_exp: int | None = 0
+    floor_exp = octave_floor(top)
+    for _ in range(steps):
+        mid, mid_exp = octave_threshold(left, right, left_exp, right_exp, floor_exp, top)
+        count = _noisy_counts(count_le, np.array([mid]), steps, rho, rng, secure)
+        if float(np.asarray(count).reshape(-1)[0]) <= rank:
+            left, left_exp = mid, mid_exp
+        else:
+            right, right_exp = mid, mid_exp
+    return left, right
+
+
+def octave_floor(top: float) -> int:
+    """How many octaves below ``top`` the octave search may gallop (``OCTAVE_FLOOR``, fewer
+    where top is so small that top 2^-256 would leave the normal doubles). Public given top."""
+    return int(max(1, min(OCTAVE_FLOOR, np.floor(np.log2(top)) + 1022 - 64)))
+
+
+def octave_threshold(left: float, right: float, left_exp: int | None, right_exp: int | None,
+                     floor_exp: int, top: float) -> tuple[float, int | None]:
+    """The octave search's next threshold and its exponent below ``top`` (None: a linear
+    midpoint). A function of the current interval and public values only."""
+    if left_exp is None and left == 0.0 and right_exp is not None and right_exp < floor_exp:
+        # Nothing known below: gallop, the exponent doubling (1, 2, 4, 8, ...).
+        exp = min(floor_exp, max(1, 2 * right_exp))
+        return float(np.ldexp(top, -exp)), exp
+    if left_exp is not None and right_exp is not None and left_exp - right_exp > 1:
+        # Bracketed across octaves: bisect the exponent.
+        exp = (left_exp + right_exp) // 2
+        return float(np.ldexp(top, -exp)), exp
+    return (left + right) / 2.0, None
+
+
 def search_cost(lo: np.ndarray | float, rho_per_search: float) -> float:
     """What k searches (one per entry of ``lo``) of ``rho_per_search`` each cost together."""
     return float(np.size(lo)) * rho_per_search
