@@ -275,10 +275,10 @@ class ShiftedClippedMean(ClippedMean):
     beta, the box) "centre domain" takes ``DOMAIN_SHARE`` (1/16) of that share first, one
     search of sensitivity-1 counts on the norms about the box's centre (by octaves:
     ``private_quantile_octaves``, at most ``median_steps`` counts, rho / steps each). Of the
-    rest, "threshold" (share t of it: ``threshold_share``, or under "auto" the smallest of 0.01, 0.02, 0.05, 0.1, 0.25
-    whose rank error bound is at most n / 4) searches the shifted norms with sensitivity-1
-    counts, and "noise" (1 - t) is the Gaussian mechanism on the clipped mean, l2 sensitivity
-    2C/n. Without ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a private box. The
+    rest, "threshold" (share t of it: ``threshold_share``, or under "auto" the smallest of
+    0.01, 0.02, 0.05, 0.1, 0.25 whose rank error bound is at most n / 4) searches the shifted
+    norms with sensitivity-1 counts, and "noise" (1 - t) is the Gaussian mechanism on the
+    clipped mean, l2 sensitivity 2C/n. Without ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a private box. The
     rotation's signs are public randomness.
 
     Notes
@@ -288,9 +288,9 @@ class ShiftedClippedMean(ClippedMean):
     within n/2 with probability 1 - beta) make it coarser. On the real path by default
     (``narrow_medians="always"``; otherwise, and on the integer path, when the reliable
     halvings are fewer than a full search makes), ``DOMAIN_SHARE`` of the centring budget goes
-    to one private distance r from the box's centre that more than half the rows lie within (``private_reach``), and each median domain
-    is intersected with R(mid)_j +- r ``rotated_spread``: it then still holds the median with
-    probability 1 - beta, and its width follows the data instead of the box (r is found by
+    to one private distance r from the box's centre that more than half the rows lie within
+    (``private_reach``), and each median domain is intersected with R(mid)_j +- r
+    ``rotated_spread``: it then still holds the median with probability 1 - beta, and its width follows the data instead of the box (r is found by
     octaves, so its resolution follows the rows' distance from the box's centre). The decision
     uses only ``narrow_medians``, n, d, rho, beta, the box and ``median_steps``.
 
