@@ -271,28 +271,29 @@ class ShiftedClippedMean(ClippedMean):
     rho-zCDP (stages ``budget_plan`` states): "centre", ``centre_share * rho`` for the d_pad
     coordinate medians (binary searches of sensitivity-1 counts, rho / (4 d_pad) each by
     default); on the real path (by default; with ``narrow_medians="when-short"`` and on the
-    quantized path only when the medians' reliable halvings fall short, public: n, d, rho,
-    beta, the box) "centre domain" takes ``DOMAIN_SHARE`` (1/16) of that share first, one
-    search of sensitivity-1 counts on the norms about the box's centre (by octaves:
+    quantized path only when the medians' reliable halvings fall short, public: n, d, rho, beta,
+    the box) "centre domain" takes ``DOMAIN_SHARE`` (1/16) of that share first, one search of
+    sensitivity-1 counts on the norms about the box's centre (by octaves:
     ``private_quantile_octaves``, at most ``median_steps`` counts, rho / steps each). Of the
-    rest, "threshold" (share t of it: ``threshold_share``, or under "auto" the smallest of
-    0.01, 0.02, 0.05, 0.1, 0.25 whose rank error bound is at most n / 4) searches the shifted
-    norms with sensitivity-1 counts, and "noise" (1 - t) is the Gaussian mechanism on the
-    clipped mean, l2 sensitivity 2C/n. Without ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a private box. The
-    rotation's signs are public randomness.
+    rest, "threshold" (share t of it: ``threshold_share``, or under "auto" the smallest of 0.01,
+    0.02, 0.05, 0.1, 0.25 whose rank error bound is at most n / 4) searches the shifted norms
+    with sensitivity-1 counts, and "noise" (1 - t) is the Gaussian mechanism on the clipped
+    mean, l2 sensitivity 2C/n. Without ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a
+    private box. The rotation's signs are public randomness.
 
     Notes
     -----
     Narrowed median domains (ours): a median search over a loose box ends as coarse as the box
     is wide divided by 2^steps, and fewer reliable halvings (``reliable_search_steps``: counts
     within n/2 with probability 1 - beta) make it coarser. On the real path by default
-    (``narrow_medians="always"``; otherwise, and on the integer path, when the reliable
-    halvings are fewer than a full search makes), ``DOMAIN_SHARE`` of the centring budget goes
-    to one private distance r from the box's centre that more than half the rows lie within
+    (``narrow_medians="always"``; otherwise, and on the integer path, when the reliable halvings
+    are fewer than a full search makes), ``DOMAIN_SHARE`` of the centring budget goes to one
+    private distance r from the box's centre that more than half the rows lie within
     (``private_reach``), and each median domain is intersected with R(mid)_j +- r
-    ``rotated_spread``: it then still holds the median with probability 1 - beta, and its width follows the data instead of the box (r is found by
-    octaves, so its resolution follows the rows' distance from the box's centre). The decision
-    uses only ``narrow_medians``, n, d, rho, beta, the box and ``median_steps``.
+    ``rotated_spread``: it then still holds the median with probability 1 - beta, and its width
+    follows the data instead of the box (r is found by octaves, so its resolution follows the
+    rows' distance from the box's centre). The decision uses only ``narrow_medians``, n, d, rho,
+    beta, the box and ``median_steps``.
 
     Paths:
 
