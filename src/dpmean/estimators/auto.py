@@ -3,6 +3,7 @@ from a few private scalars that predict each one's noise."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,7 +43,7 @@ CANDIDATES = {cls.method: cls for cls in (PrivateLimitAdaptedNoise, ShiftedClipp
 # l2 <= l1 <= sqrt(d) l2, before one of them is taken to have left its data
 # (``consistent_pair_medians``): a nat, far above the rank error the choice's share buys (a few
 # per cent of the values) and far below an escape into the log domain's empty end (tens of nats).
-PAIR_SLACK = float(np.e)
+PAIR_SLACK = math.e
 
 
 def _private_median_norm(values: np.ndarray, top: float, *, rho: float, ledger: PrivacyLedger,
