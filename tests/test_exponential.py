@@ -374,3 +374,11 @@ def test_plan_releases_a_fair_coin_at_large_budgets():
     for rho in (10.0, 1e6):
         got = dpmean.mean(x, method="plan", rho=rho, bounds=(0, 1), random_state=0).mean
         assert np.abs(got - x.mean(axis=0)).max() < (1e-2 if rho == 10.0 else 1e-4), rho
+
+
+def test_a_domain_whose_width_overflows_is_refused_not_looped():
+    """(-1e308, 1e308): finite ends, infinite width; the ends' atoms weighed inf and the
+    sampler retried for ever (the final review). Refused now."""
+    with pytest.raises(InvalidParameterError, match="finite width"):
+        exponential_quantile(np.zeros((5, 1)), 0.5, -1e308, 1e308, rho=1.0,
+                             rng=np.random.default_rng(0), **stage())

@@ -14,6 +14,7 @@ from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..events import ChoiceEvent, Event, exponential_event
 from ..mechanisms import log_domain_quantile
+from ..mechanisms.quantiles import octave_floor, octave_threshold
 from ..transforms import IDENTITY
 from ..validation import check_fraction
 from .base import MeanEstimator
@@ -80,11 +81,11 @@ def consistent_pair_medians(l2: float, l1: float, d: int) -> tuple[float, float]
 
 def smallest_radius(estimator: MeanEstimator, lo: np.ndarray, hi: np.ndarray) -> float:
     """The smallest clipping radius ``estimator`` (cm or iome, on their real-valued path) can
-    release in the box [lo, hi] (public): its radius search halves [0, B] ``threshold_steps``
-    times and returns the last midpoint, at least B / 2^(steps + 1), where B is cm's norm
-    bound (the box's reach from the origin) and, for iome, at least half the box's diagonal
-    (its bound is the distance from its centre, inside the box, to the farthest corner).
-    0 on iome's quantized path (an integer search, which can end at 0)."""
+    release in the box [lo, hi] (public): the right end its octave search
+    (``private_quantile_octaves``) reaches over [0, B] when every count lands above the target,
+    B being cm's norm bound (the box's reach from the origin) and, for iome, at least half the
+    box's diagonal (its bound is the distance from its centre, inside the box, to the farthest
+    corner). 0 on iome's quantized path (an integer search, which can end at 0)."""
     if isinstance(estimator, ShiftedClippedMean):
         if estimator.quantized:
             return 0.0
@@ -92,7 +93,15 @@ def smallest_radius(estimator: MeanEstimator, lo: np.ndarray, hi: np.ndarray) ->
     else:
         assert isinstance(estimator, ClippedMean)
         top = float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi))))
-    return top / 2.0 ** (estimator.threshold_steps + 1)
+    # The thresholds are public given the counts' outcomes: every one "above" moves the right
+    # end down, to the lowest it can go (a linear search's B / 2^(steps + 1) before the octave
+    # search, which left this floor 10^5 times above the radius released in a loose box).
+    right = top
+    right_exps: int | None = 0
+    floor = octave_floor(top)
+    for _ in range(estimator.threshold_steps):
+        right, right_exps = octave_threshold(0.0, right, None, right_exps, floor, top)
+    return right
 
 
 class AutoMean(MeanEstimator):

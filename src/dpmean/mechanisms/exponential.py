@@ -197,6 +197,11 @@ def exponential_draws(
     n, k = values.shape
     if not (lo < hi).all():
         raise InvalidParameterError("the exponential quantile needs lo < hi on every column")
+    if not np.isfinite(hi - lo).all():
+        # The ends' atoms weigh (hi - lo) / (n + 1): an infinite width made every part's
+        # weight NaN and the sampler retry for ever (the final review: (-1e308, 1e308)).
+        raise InvalidParameterError("the exponential quantile needs a finite width hi - lo on "
+                                    "every column")
     decay = eps / (2.0 * sensitivity)
     target = q * n
     window = gap_window(n, target, window_half_width(n, decay))
