@@ -246,8 +246,11 @@ def test_a_path_is_read_as_a_file(tmp_path):
     np.testing.assert_allclose(result.mean, reference, rtol=0, atol=1e-12)
     with pytest.raises(InvalidDataError, match="no such file"):
         dpmean.mean(tmp_path / "missing.npy", **options)
-    with pytest.raises(InvalidParameterError, match="columns apply to .csv and .parquet"):
+    with pytest.raises(InvalidParameterError, match="columns applies to .csv and .parquet"):
         dpmean.mean(tmp_path / "x.npy", columns=["a"], **options)
+    # Each option with its own formats (key= was told it applies to .csv and .parquet).
+    with pytest.raises(InvalidParameterError, match="key applies to .npz files"):
+        open_source(tmp_path / "x.npy", key="a")
 
 
 @pytest.mark.parametrize("bad", [b"3,x\n", b"3,4,5\n", b"3\n", b"3,\xff\xfe\n", b"3,nan\n"])

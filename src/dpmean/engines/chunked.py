@@ -149,9 +149,16 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None,
         if n_items is not None:
             raise InvalidParameterError(f"{p}: n_items ({n_items!r}) only applies to .dat files")
         return TableSource(open_table(p, **table_options))
-    if any(v is not None for v in table_options.values()):
-        raise InvalidParameterError(f"{p}: {', '.join(table_options)} apply to .csv and "
-                                    f".parquet files")
+    given = [name for name, value in table_options.items() if value is not None]
+    if given:
+        # Each option named with the formats it belongs to (key= on a .npy was told it
+        # applies to .csv and .parquet files).
+        from ..io import _OPTION_FORMATS
+
+        formats = {name: " and ".join(_OPTION_FORMATS.get(name, (".csv", ".parquet")))
+                   for name in given}
+        raise InvalidParameterError(f"{p}: " + "; ".join(
+            f"{name} applies to {where} files" for name, where in formats.items()))
     if ext == ".dat":
         n_items = check_n_items(n_items)
     elif n_items is not None:
