@@ -9,9 +9,9 @@ import warnings
 
 import numpy as np
 import pytest
+from test_cli_hostile import one_error_line, run  # the CLI's one-line errors, as tested there
 
 import dpmean
-from dpmean.cli import main
 from dpmean.errors import InvalidDataError, InvalidParameterError
 
 # The options the methods below need besides a budget and a box.
@@ -20,17 +20,6 @@ EXTRA = {"iome-gaussian": {"mean_radius": 100.0, "sigma_min": 0.1, "sigma_max": 
 CRASHED = ("auto", "cm", "cm-fixed", "iome", "iome-gaussian", "iome-local", "plan",
            "plan-noscale", "gaussian")
 
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(code, err):
-    lines = err.strip().splitlines()
-    return code == 2 and len(lines) == 1 and lines[0].startswith("dpmean: error: ") and (
-        "Traceback" not in err)
 
 
 # ------------------------------------------------------------ 1. a rho below float64's reach
