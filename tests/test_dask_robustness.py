@@ -443,26 +443,40 @@ def _killed(worker: subprocess.Popen) -> None:
     worker.wait()
 
 
+@contextlib.contextmanager
+def _worker_killed_mid_release(tmp_path: Path, data: Path, ledger: Path, timeout: float):
+    """A scheduler, the command's release charged on its only worker, and that worker killed:
+    yields (start, the scheduler's address, an observing client, the command, when the
+    worker died)."""
+    with _processes() as start:
+        address = _scheduler(start, tmp_path)
+        with distributed.Client(address, set_as_default=False, timeout="30s") as observer:
+            worker, command = _release_on_a_stopped_worker(start, tmp_path, data, ledger,
+                                                           timeout, observer)
+            _killed(worker)
+            yield start, address, observer, command, time.monotonic()
+
+
+def _output(command: subprocess.Popen) -> tuple[str, str]:
+    """The command's stdout and stderr once it exits (killed after 60 s)."""
+    try:
+        return command.communicate(timeout=60)
+    finally:
+        command.kill()
+
+
 def test_all_workers_lost_during_a_release_is_one_line_and_stays_charged(tmp_path, data,
                                                                          ledger):
     """The only worker dies while the release runs and the scheduler stays up: the scheduler
     keeps the tasks (state "no-worker") and the command waited forever, its ledger entry
     "reserved". It ends, SCHEDULER_WORKERS_TIMEOUT after the last worker left, in one line."""
-    with _processes() as start:
-        address = _scheduler(start, tmp_path)
-        with distributed.Client(address, set_as_default=False, timeout="30s") as observer:
-            worker, command = _release_on_a_stopped_worker(start, tmp_path, data, ledger, 2,
-                                                           observer)
-            _killed(worker)
-            killed = time.monotonic()
-            try:
-                out, err = command.communicate(timeout=60)
-            finally:
-                command.kill()
-            took = time.monotonic() - killed
-            # The scheduler forgot the release's tasks when the command's client left.
-            _until(lambda: observer.run_on_scheduler(
-                lambda dask_scheduler: len(dask_scheduler.tasks)) == 0, "the tasks' end", 10)
+    with _worker_killed_mid_release(tmp_path, data, ledger, 2) as (_, address, observer,
+                                                                     command, killed):
+        out, err = _output(command)
+        took = time.monotonic() - killed
+        # The scheduler forgot the release's tasks when the command's client left.
+        _until(lambda: observer.run_on_scheduler(
+            lambda dask_scheduler: len(dask_scheduler.tasks)) == 0, "the tasks' end", 10)
     line = assert_one_line(command.returncode, out, err)
     assert command.returncode == 2, (command.returncode, err)
     assert line.startswith(f"dpmean: error: the Dask scheduler at {address} lost all its "
@@ -476,22 +490,14 @@ def test_all_workers_lost_during_a_release_is_one_line_and_stays_charged(tmp_pat
 def test_a_worker_back_within_the_timeout_does_not_end_the_release(tmp_path, data, ledger):
     """The only worker dies and another joins seconds later, within the timeout (20 s here):
     the release runs on it and is released."""
-    with _processes() as start:
-        address = _scheduler(start, tmp_path)
-        with distributed.Client(address, set_as_default=False, timeout="30s") as observer:
-            worker, command = _release_on_a_stopped_worker(start, tmp_path, data, ledger, 20,
-                                                           observer)
-            _killed(worker)
-            killed = time.monotonic()
-            _until(lambda: not observer.nthreads(), "the scheduler to see no worker", 10)
-            time.sleep(2)  # the command's polls (one a second) see no worker
-            _worker(start, tmp_path, address, "second")
-            observer.wait_for_workers(1, timeout=60)
-            without = time.monotonic() - killed
-            try:
-                out, err = command.communicate(timeout=60)
-            finally:
-                command.kill()
+    with _worker_killed_mid_release(tmp_path, data, ledger, 20) as (start, address, observer,
+                                                                      command, killed):
+        _until(lambda: not observer.nthreads(), "the scheduler to see no worker", 10)
+        time.sleep(2)  # the command's polls (one a second) see no worker
+        _worker(start, tmp_path, address, "second")
+        observer.wait_for_workers(1, timeout=60)
+        without = time.monotonic() - killed
+        out, err = _output(command)
     assert command.returncode == 0, (command.returncode, err)
     assert out.startswith("dpmean estimate: method cm") and err == "", err
     assert [r.status for r in ledger_file.read(ledger).ledger] == ["released"]
