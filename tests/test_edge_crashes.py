@@ -309,3 +309,19 @@ def test_iome_gaussian_refuses_bounds_beside_its_ball():
         session.mean(data, method="iome-gaussian", rho=1e6, bounds=(1e6 - 10, 1e6 + 10),
                      random_state=1, mean_radius=100.0, sigma_min=0.1, sigma_max=10.0)
     assert session.spent == 0.0
+
+
+@pytest.mark.parametrize("method, budget", [("iome-local", {"rho": 1e-20}),
+                                            ("iome-shuffle", {"epsilon": 1e-100,
+                                                              "delta": 0.5})])
+def test_a_budget_whose_reports_carry_nothing_is_refused_before_the_charge(method, budget):
+    """A range-count report whose epsilon rounds to 0 carries nothing; its analyser divided by
+    zero (ZeroDivisionError) after the rounds were charged. Refused from the plan
+    (``budget_plan``, which runs before any charge)."""
+    from dpmean.registry import ESTIMATORS
+
+    x = np.random.default_rng(0).normal(size=(2000, 4))
+    with pytest.raises(InvalidParameterError, match="reports would carry nothing"):
+        dpmean.mean(x, bounds=(-5, 5), method=method, random_state=0, **budget)
+    with pytest.raises(InvalidParameterError, match="reports would carry nothing"):
+        ESTIMATORS[method](bounds=(-5, 5), **budget).budget_plan(2000, 4)

@@ -22,6 +22,7 @@ from .composition import SMALLEST_STEP_DELTA, split_budget
 from .randomisers import (
     RoundBudget,
     ikos_parts,
+    keep_probability,
     local_gaussian,
     summation_randomiser,
 )
@@ -105,9 +106,25 @@ class _IOMEProtocol(ProtocolEstimator):
         self.min_quantile = check_fraction(min_quantile, "min_quantile")
 
     @abstractmethod
+    def _stage_budget(self, stage: str, n: int) -> RoundBudget:
+        """What each user's report costs in round ``stage`` ("centre" or "threshold") among n
+        users: the stage's plan, in the ledger's unit (public)."""
+
     def _round_budget(self, stage: str, engine: Engine) -> RoundBudget:
-        """What each user's report costs in round ``stage`` ("centre" or "threshold"): the
-        stage's plan, in the ledger's unit."""
+        return self._stage_budget(stage, engine.n)
+
+    def _check_reports(self, n: int) -> None:
+        """Refuse, from the plan alone (before any charge), a budget whose range-count reports
+        would carry nothing: a report epsilon that rounds to 0 (a Hadamard response's zCDP
+        cost is computed to about 1e-14; a shuffled report's epsilon at epsilon = 1e-100), for
+        which the analyser divided by zero after the rounds were charged (rho = 1e-20)."""
+        for stage in ("centre", "threshold"):
+            epsilon = self._stage_budget(stage, n).hadamard_epsilon
+            if not 2.0 * keep_probability(epsilon) - 1.0 > 0.0:
+                raise InvalidParameterError(
+                    f"{self.method}: the budget is too small: its {stage} round gives each "
+                    f"user's report an epsilon that rounds to 0 in floating point, so the "
+                    f"reports would carry nothing; give a larger budget")
 
     @abstractmethod
     def _clipped_rows(self, engine: Engine) -> float:
@@ -274,9 +291,10 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
     default_centre_height = 4
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
+        self._check_reports(n)
         return self._split(self.rho)
 
-    def _round_budget(self, stage: str, engine: Engine) -> RoundBudget:
+    def _stage_budget(self, stage: str, n: int) -> RoundBudget:
         return RoundBudget(self._split(self.rho)[stage], "rho")
 
     def _clipped_rows(self, engine: Engine) -> float:
@@ -351,6 +369,7 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         self._check_delta_shares(d)
+        self._check_reports(n)
         return self._split(self.epsilon)
 
     def _check_delta_shares(self, d: int) -> None:
@@ -371,11 +390,11 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
                 f"coordinate over {k}) falls below {SMALLEST_STEP_DELTA:.3g}; use delta >= "
                 f"{SMALLEST_STEP_DELTA / smallest:.3g}")
 
-    def _round_budget(self, stage: str, engine: Engine) -> RoundBudget:
+    def _stage_budget(self, stage: str, n: int) -> RoundBudget:
         # The round's central (epsilon, delta); each report is drawn at the local eps0 that n
         # shuffled reports amplify to it (``local_epsilon_for_shuffle``).
         return RoundBudget(self._split(self.epsilon)[stage], "epsilon",
-                           delta=self._split(self.delta)[stage], shuffled_among=engine.n)
+                           delta=self._split(self.delta)[stage], shuffled_among=n)
 
     def _coordinate_budget(self, engine: Engine) -> tuple[float, float, int]:
         return self._coordinate_split(engine.d)
