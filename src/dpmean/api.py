@@ -114,12 +114,9 @@ def check_bounds_names(bounds: Mapping[Any, Any], x: Any,
     available = table_column_names(x)
     if available is None:
         return
-    given = {str(key) for key in bounds}
-    used = ([columns] if isinstance(columns, str | int) else list(columns)
-            if columns is not None else list(available))
-    if all(str(name) in given for name in used):
-        where = str(x) if isinstance(x, str | os.PathLike) else f"the {type(x).__name__}"
-        check_range_names(bounds, available, where)
+    used = [columns] if isinstance(columns, str | int) else columns
+    where = str(x) if isinstance(x, str | os.PathLike) else f"the {type(x).__name__}"
+    check_range_names(bounds, available, where, used=used)
 
 
 def build_estimator(

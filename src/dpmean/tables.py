@@ -231,21 +231,26 @@ def table_column_names(x: Any) -> tuple[str, ...] | None:
 
 
 def check_range_names(given: Iterable[Any], available: Sequence[str], where: str,
-                      what: str = "bounds") -> None:
+                      what: str = "bounds", used: Sequence[Any] | None = None) -> None:
     """Refuse names given a range that are not columns of the data: ``given`` (a bounds
     mapping's keys, the names of ``--range``) against
     ``available`` (every column of the data, ``table_column_names``). Names are public, never
     a value. A range for a column of the table that ``columns=`` leaves out is allowed (and
     unused); a name that is no column at all is usually a typo, whose range was silently
-    dropped (with every column given a range, nothing else said so).
+    dropped (with every column given a range, nothing else said so). Checked only where every
+    column ``used`` (default: every one ``available``) has a range: where one has none, the
+    caller's own error names it (the typo beside it).
 
     Raises
     ------
     InvalidParameterError
         Naming the unknown names (the first five) and the data's columns (the first ten).
     """
+    names = [str(name) for name in given]
+    if not {str(name) for name in (available if used is None else used)} <= set(names):
+        return
     columns = {str(name) for name in available}
-    unknown = [str(name) for name in given if str(name) not in columns]
+    unknown = [name for name in names if name not in columns]
     if unknown:
         shown = ", ".join(repr(name) for name in unknown[:5]) + (" ..." if len(unknown) > 5
                                                                  else "")

@@ -271,20 +271,19 @@ def _check_range_names(args: argparse.Namespace, names: list[str]) -> None:
     data = getattr(args, "input", None)
     if data is None or Path(data).suffix.lower() not in (".csv", ".parquet"):
         return
-    options: dict[str, Any] = {}
-    if Path(data).suffix.lower() == ".csv":
-        delimiter = getattr(args, "delimiter", None)
-        options = {"header": getattr(args, "header", None),
-                   "index_col": getattr(args, "index_col", None),
-                   # as ``estimate`` spells a tab
-                   "delimiter": "\t" if delimiter in ("tab", "\\t") else delimiter}
+    # Every column, whichever --columns chooses; a CSV file read with the command's options.
+    options = ({**table_options(args), "columns": None} if Path(data).suffix.lower() == ".csv"
+               else {})
     available = open_table(data, **options).names
-    if available is None:
-        return
-    columns = [str(name) for name in available]
-    used = getattr(args, "columns", None) or columns
-    if all(name in names for name in used):
-        check_range_names(names, columns, data, what="--range")
+    if available is not None:
+        check_range_names(names, available, data, what="--range", used=args.columns)
+
+
+def table_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The table reader's options of a command that reads a .csv or .parquet INPUT."""
+    delimiter = "\t" if args.delimiter in ("tab", "\\t") else args.delimiter
+    return {"columns": args.columns, "delimiter": delimiter, "header": args.header,
+            "index_col": args.index_col}
 
 
 def check_ranges(args: argparse.Namespace, bounds: tuple[Any, Any], d: int, whose: str) -> None:

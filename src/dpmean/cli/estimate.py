@@ -42,6 +42,7 @@ from .arguments import (
     insufficient_data_error,
     parse_options,
     printing,
+    table_options,
     write_file,
 )
 from .output import describe, digits_to_resolve, format_values, json_default
@@ -401,12 +402,6 @@ def _check_input_flags(args: argparse.Namespace) -> None:
                 f"{' or '.join(able)}")
 
 
-def _table_options(args: argparse.Namespace) -> dict[str, Any]:
-    delimiter = "\t" if args.delimiter in ("tab", "\\t") else args.delimiter
-    return {"columns": args.columns, "delimiter": delimiter, "header": args.header,
-            "index_col": args.index_col}
-
-
 def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
     """The data as the engine reads it: a row source, a dask array, a table (named columns)
     or an array loaded in memory."""
@@ -417,7 +412,7 @@ def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
     ext = Path(args.input).suffix.lower()
     # The readers refuse a .dat file without --items, with the reason.
     items = {"n_items": args.items} if ext == ".dat" else {}
-    tables = _table_options(args) if ext in (".csv", ".parquet") else {}
+    tables = table_options(args) if ext in (".csv", ".parquet") else {}
     if ext == ".dat" and engine in ("memory", "chunked", "dask"):
         # A basket source on every dense engine (the memory and dask engines read it whole):
         # baskets by format, so PLAN's and auto's basket forms (Engine.baskets).
@@ -446,7 +441,7 @@ def _counted_rows(args: argparse.Namespace) -> int:
     path = Path(args.input)
     if path.suffix.lower() == ".dat":
         return BasketFile(path, args.items).count()
-    n = CsvTable(path, **_table_options(args)).count_rows()
+    n = CsvTable(path, **table_options(args)).count_rows()
     if n == 0:
         raise InvalidDataError(f"{path}: the file holds a header line but no rows")
     return n
@@ -483,7 +478,7 @@ def _input_layout(args: argparse.Namespace) -> _Layout:
         raise UsageError(f"no number of items given: a .dat basket INPUT needs --items D. "
                          f"{N_ITEMS_WHY}")
     if ext in (".csv", ".parquet"):
-        table = open_table(path, **_table_options(args))
+        table = open_table(path, **table_options(args))
         return _Layout(d=table.width, n=getattr(table, "num_rows", None), names=table.names)
     # Required before the file is touched, as the reader does, with the reason.
     items = check_n_items(args.items) if ext == ".dat" else None
