@@ -14,7 +14,7 @@ from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..events import ChoiceEvent, Event, exponential_event
 from ..mechanisms import log_domain_quantile
-from ..mechanisms.quantiles import octave_floor, octave_threshold
+from ..mechanisms.quantiles import octave_search_lowest
 from ..transforms import IDENTITY
 from ..validation import check_fraction
 from .base import MeanEstimator
@@ -93,15 +93,9 @@ def smallest_radius(estimator: MeanEstimator, lo: np.ndarray, hi: np.ndarray) ->
     else:
         assert isinstance(estimator, ClippedMean)
         top = float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi))))
-    # The thresholds are public given the counts' outcomes: every one "above" moves the right
-    # end down, to the lowest it can go (a linear search's B / 2^(steps + 1) before the octave
-    # search, which left this floor 10^5 times above the radius released in a loose box).
-    right = top
-    right_exps: int | None = 0
-    floor = octave_floor(top)
-    for _ in range(estimator.threshold_steps):
-        right, right_exps = octave_threshold(0.0, right, None, right_exps, floor, top)
-    return right
+    # (A linear search's B / 2^(steps + 1) before the octave search, which left this floor
+    # 10^5 times above the radius released in a loose box.)
+    return octave_search_lowest(top, estimator.threshold_steps)
 
 
 class AutoMean(MeanEstimator):

@@ -176,9 +176,9 @@ class ClippedMean(MeanEstimator):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         norm_bound = float(np.linalg.norm(np.maximum(np.abs(engine.lo), np.abs(engine.hi))))
         rank = self.target_rank(engine.n, engine.lo, engine.hi, budget)
-        radius = private_radius(engine, IDENTITY, rank, norm_bound,
-                                       steps=self.threshold_steps, rho=budget["threshold"],
-                                       ledger=ledger, rng=rng, secure=self.secure_noise)
+        radius = private_radius(engine, IDENTITY, rank, norm_bound, steps=self.threshold_steps,
+                                rho=budget["threshold"], ledger=ledger, rng=rng,
+                                secure=self.secure_noise)
         sums = planned_clipped_sums(engine, IDENTITY, radius, norm_bound, budget)
         mean, noise_std = noisy_clipped_mean(engine, IDENTITY, radius, rho=budget["noise"],
                                              ledger=ledger, rng=rng, secure=self.secure_noise,

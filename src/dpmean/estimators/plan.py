@@ -309,8 +309,8 @@ class _PlanBase(MeanEstimator):
                                          stage="threshold")
         else:
             radius = private_radius(engine, view, q * n, bound, steps=self.steps,
-                                           rho=budget["threshold"], ledger=ledger, rng=rng,
-                                           secure=self.secure_noise)
+                                    rho=budget["threshold"], ledger=ledger, rng=rng,
+                                    secure=self.secure_noise)
         view_bound = _PlanBase.norm_bound(self, engine, centre, std, scale)
         sums = planned_clipped_sums(engine, view, radius, view_bound, budget)
         noisy, noise_std = noisy_clipped_mean(engine, view, radius, rho=budget["noise"],

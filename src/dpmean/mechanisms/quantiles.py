@@ -165,6 +165,17 @@ def private_quantile_octaves(
     return left, right
 
 
+def octave_search_lowest(top: float, steps: int) -> float:
+    """The smallest right end ``private_quantile_octaves`` can return over [0, top] in
+    ``steps`` counts: the one reached when every count lands above the rank (public: top and
+    steps)."""
+    right, floor_exp = float(top), octave_floor(top)
+    right_exp: int | None = 0
+    for _ in range(steps):
+        right, right_exp = octave_threshold(0.0, right, None, right_exp, floor_exp, top)
+    return right
+
+
 def octave_floor(top: float) -> int:
     """How many octaves below ``top`` the octave search may gallop (``OCTAVE_FLOOR``, fewer
     where top is so small that top 2^-256 would leave the normal doubles). Public given top."""
