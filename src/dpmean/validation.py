@@ -284,10 +284,7 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
                 raise TypeError("a bool is not a bound")  # as ``check_bounds`` refuses
             pairs.append((float(lo), float(hi)))
         except OverflowError:
-            # A Python integer beyond float64: as ``check_bounds``, refused like infinity.
-            raise InvalidParameterError(
-                f"bounds[{name!r}] must be finite, got an integer beyond float64's range "
-                f"(magnitude above {np.finfo(np.float64).max:.3g})") from None
+            raise _beyond_float64(f"bounds[{name!r}]") from None
         except (TypeError, ValueError):
             raise InvalidParameterError(
                 f"bounds[{name!r}] must be a pair (lo, hi) of numbers, got "
@@ -299,6 +296,14 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
 def _listed(names: Sequence[str], most: int = 5) -> str:
     """The first ``most`` names, quoted, and " ..." when there are more."""
     return ", ".join(repr(name) for name in names[:most]) + (" ..." if len(names) > most else "")
+
+
+def _beyond_float64(what: str) -> InvalidParameterError:
+    """The error for a bound that is a Python integer beyond float64 (bounds=(-10**400,
+    10**400), whose conversion overflowed): refused as an infinite one is."""
+    return InvalidParameterError(
+        f"{what} must be finite, got an integer beyond float64's range (magnitude above "
+        f"{np.finfo(np.float64).max:.3g})")
 
 
 def _holds_bool(value) -> bool:
@@ -339,10 +344,7 @@ def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
         try:
             arr = length_d_array(value, d, f"bounds {name} must be a number")
         except OverflowError:
-            # A Python integer beyond float64 (bounds=(-10**400, 10**400)): as infinite.
-            raise InvalidParameterError(
-                f"bounds {name} must be finite, got an integer beyond float64's range "
-                f"(magnitude above {np.finfo(np.float64).max:.3g})") from None
+            raise _beyond_float64(f"bounds {name}") from None
         if not np.isfinite(arr).all():
             raise InvalidParameterError(f"bounds {name} must be finite")
         out.append(arr)
