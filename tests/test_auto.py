@@ -10,7 +10,8 @@ import dpmean
 from dpmean.errors import InvalidParameterError
 from dpmean.estimators import auto as auto_module
 from dpmean.estimators.auto import CHOICE_RANK_ERROR, CHOICE_SHARE, CHOICE_STAGES, AutoMean
-from dpmean.events import exponential_event
+from dpmean.events import exponential_event, gaussian_event
+from dpmean.mechanisms.quantiles import rank_error_bound, reliable_search_steps
 
 
 def skewed(seed, n=10000, d=256):
@@ -47,21 +48,31 @@ def test_clear_cases_choose_the_method_built_for_them(case, expected, monkeypatc
         x, box = rng.uniform(0.0, 1.0, size=(100000, 4)), (0.0, 1.0)
     result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=3)
     assert result.diagnostics["chosen"] == expected
-    # No coin flip: each private median is within tau = ln(m / 1e-3) / sqrt(2 rho_stage) ranks
-    # of the middle of its m values (the exponential mechanism's rank error at failure
-    # probability 1e-3), and the choice stays the same with every median moved to either end
-    # of that range, in all 8 combinations.
+    # No coin flip: each private median is within its rank error at failure probability 1e-3
+    # of the middle of its m values (the pairs' exponential mechanisms: tau = ln(m / 1e-3) /
+    # sqrt(2 rho_stage); the row norms' search of Gaussian counts: Theorem 3.3's tau for its
+    # steps), and the choice stays the same with every median moved to either end of that
+    # range, in all 8 combinations.
+    norms = np.sort(np.linalg.norm(x, axis=1))
     for ends in itertools.product((-1, 1), repeat=len(CHOICE_STAGES)):
         moved = dict(zip(CHOICE_STAGES, ends, strict=True))
 
-        def median_at_its_rank_error(values, top, *, rho, ledger, rng, stage, moved=moved):
-            ledger.charge(stage, rho, exponential_event(rho))
-            ordered = np.sort(values)
-            tau = np.log(ordered.size / 1e-3) / np.sqrt(2 * rho)
+        def at(ordered, tau, stage, moved=moved):
             rank = int(np.clip(ordered.size / 2 + moved[stage] * tau, 0, ordered.size - 1))
             return float(ordered[rank])
 
-        monkeypatch.setattr(auto_module, "_private_median_norm", median_at_its_rank_error)
+        def pair_median(values, top, *, rho, ledger, rng, stage, at=at):
+            ledger.charge(stage, rho, exponential_event(rho))
+            return at(np.sort(values), np.log(values.size / 1e-3) / np.sqrt(2 * rho), stage)
+
+        def norm_median(engine, top, *, rho, ledger, rng, stage, secure, at=at):
+            ledger.charge(stage, rho, gaussian_event(rho))
+            steps = reliable_search_steps(norms.size / 4, rho, auto_module.CHOICE_BETA,
+                                          auto_module.CHOICE_NORM_STEPS)
+            return at(norms, rank_error_bound(steps, rho, 1e-3), stage)
+
+        monkeypatch.setattr(auto_module, "_private_median_pair", pair_median)
+        monkeypatch.setattr(auto_module, "private_median_norm", norm_median)
         result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=3)
         assert result.diagnostics["chosen"] == expected, moved
 
@@ -70,9 +81,12 @@ def test_the_choice_depends_on_the_data_only_through_private_medians(monkeypatch
     """With the private medians fixed, two unrelated data sets of one shape get the same
     choice and the same predictions: nothing else read from the data enters the decision."""
     fixed = iter([2.0, 3.0, 40.0] * 2)
-    monkeypatch.setattr(auto_module, "_private_median_norm",
+    monkeypatch.setattr(auto_module, "_private_median_pair",
                         lambda values, top, *, rho, ledger, rng, stage:
                         ledger.charge(stage, rho, exponential_event(rho)) or next(fixed))
+    monkeypatch.setattr(auto_module, "private_median_norm",
+                        lambda engine, top, *, rho, ledger, rng, stage, secure:
+                        ledger.charge(stage, rho, gaussian_event(rho)) or next(fixed))
     rng = np.random.default_rng(5)
     answers = []
     for x in (rng.normal(0.0, 1.0, size=(3000, 16)), rng.exponential(50.0, size=(3000, 16))):
@@ -192,3 +206,18 @@ def test_a_choice_that_would_cost_plan_its_scaling_spends_nothing_and_runs_plan(
         assert not rich.choice_costs_plan_its_scaling(n, d)
         plan = rich.budget_plan(n, d)
         assert "choice norms" in plan and scales(plan["release"])
+
+
+def test_rows_far_from_the_origin_against_their_spread_do_not_choose_cm():
+    """Timestamps near 1.7e9 +- 10^3 in the box [0, 2e9]: the row norms fill a band 10^-8
+    nats wide. The median norm was an exponential mechanism on log norms, whose mass then lay
+    on the empty nats below the band: in one release of 20 it came out below 10^-10 of its
+    value, CM was predicted no noise and chosen, at an error of 2.6e7 (CM clips about the
+    origin, 3e9 from the rows). The median norm is now a search of noisy counts."""
+    x = 1.7e9 + np.random.default_rng(2).normal(0.0, 1e3, size=(1000, 3))
+    for seed in range(20):
+        result = dpmean.mean(x, rho=0.1, bounds=(0, 2e9), random_state=seed)
+        predicted = result.diagnostics["predicted_noise"]
+        # CM's radius is at least the rows' distance from the origin, about 2.9e9
+        assert predicted["cm"] > 1e6, seed
+        assert result.diagnostics["chosen"] != "cm", seed

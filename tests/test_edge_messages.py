@@ -197,16 +197,18 @@ def test_a_pair_median_off_its_data_predicts_no_near_zero_noise(monkeypatch):
     """A median of the pairs' l2 distances that landed in the empty end of its log domain
     (1e-17 of the others) predicted IOME and PLAN essentially no noise, and auto chose them."""
     from dpmean.estimators import auto as auto_module
-    from dpmean.events import exponential_event
+    from dpmean.events import exponential_event, gaussian_event
 
     x = np.random.default_rng(0).normal(0, 1, (200, 3))
     medians = {"choice norms": 1.0, "choice pair l2": 1e-17, "choice pair l1": 2.4}
 
-    def fixed(values, top, *, rho, ledger, rng, stage):
-        ledger.charge(stage, rho, exponential_event(rho))
+    def fixed(values, top, *, rho, ledger, rng, stage, secure=False):
+        ledger.charge(stage, rho, (gaussian_event if stage == "choice norms"
+                                   else exponential_event)(rho))
         return medians[stage]
 
-    monkeypatch.setattr(auto_module, "_private_median_norm", fixed)
+    monkeypatch.setattr(auto_module, "_private_median_pair", fixed)
+    monkeypatch.setattr(auto_module, "private_median_norm", fixed)
     result = dpmean.mean(x, rho=1, bounds=(-1, 1), random_state=1)
     predicted = result.diagnostics["predicted_noise"]
     # l2 taken from l1 at the isotropic ratio: IOME's prediction is a cm-like number.
@@ -217,15 +219,17 @@ def test_a_pair_median_off_its_data_predicts_no_near_zero_noise(monkeypatch):
 
 def test_no_prediction_is_below_the_candidates_smallest_noise(monkeypatch):
     from dpmean.estimators import auto as auto_module
-    from dpmean.events import exponential_event
+    from dpmean.events import exponential_event, gaussian_event
 
     x = np.random.default_rng(0).normal(0, 1, (200, 3))
 
-    def escaped(values, top, *, rho, ledger, rng, stage):
-        ledger.charge(stage, rho, exponential_event(rho))
+    def escaped(values, top, *, rho, ledger, rng, stage, secure=False):
+        ledger.charge(stage, rho, (gaussian_event if stage == "choice norms"
+                                   else exponential_event)(rho))
         return top * 1e-20  # every median at the bottom of its domain
 
-    monkeypatch.setattr(auto_module, "_private_median_norm", escaped)
+    monkeypatch.setattr(auto_module, "_private_median_pair", escaped)
+    monkeypatch.setattr(auto_module, "private_median_norm", escaped)
     result = dpmean.mean(x, rho=1, bounds=(-1, 1), random_state=1)
     predicted = result.diagnostics["predicted_noise"]
     n, d = x.shape

@@ -12,9 +12,13 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
-from ..events import ChoiceEvent, Event, exponential_event
+from ..events import ChoiceEvent, Event, exponential_event, gaussian_event
 from ..mechanisms import log_domain_quantile
-from ..mechanisms.quantiles import octave_search_lowest
+from ..mechanisms.quantiles import (
+    octave_search_lowest,
+    private_quantile_octaves,
+    reliable_search_steps,
+)
 from ..transforms import IDENTITY
 from ..validation import check_fraction
 from .base import MeanEstimator
@@ -32,6 +36,8 @@ CHOICE_STAGES = ("choice norms", "choice pair l2", "choice pair l1")
 # The failure probability the choice's resolution check allows each median (see
 # AutoMean.choice_resolves), and what runs when the medians cannot be placed.
 CHOICE_BETA = 0.1
+# The most noisy counts of the row norms' median search (``private_median_norm``).
+CHOICE_NORM_STEPS = 20
 UNRESOLVED_CHOICE = ("plan", "gaussian")
 # The interval's share every clipping candidate gets by default (their own default share).
 AUTO_INTERVAL_SHARE = INTERVAL_SHARE
@@ -47,12 +53,35 @@ CANDIDATES = {cls.method: cls for cls in (PrivateLimitAdaptedNoise, ShiftedClipp
 PAIR_SLACK = math.e
 
 
-def _private_median_norm(values: np.ndarray, top: float, *, rho: float, ledger: PrivacyLedger,
+def _private_median_pair(values: np.ndarray, top: float, *, rho: float, ledger: PrivacyLedger,
                          rng: np.random.Generator, stage: str) -> float:
-    """The private median of non-negative ``values`` (one per row or pair, sensitivity 1) on
-    log values over [top e^-LOG_RANGE, top] (``log_domain_quantile``). Budget: ``rho``."""
+    """The private median of non-negative pair distances (sensitivity 1: a row is in one pair)
+    on log values over [top e^-LOG_RANGE, top] (``log_domain_quantile``). Budget: ``rho``."""
     return log_domain_quantile(values, 0.5, top, LOG_RANGE, rho=rho, rng=rng, ledger=ledger,
                                stage=stage)
+
+
+def private_median_norm(engine: Engine, top: float, *, rho: float, ledger: PrivacyLedger,
+                        rng: np.random.Generator, stage: str, secure: bool = False) -> float:
+    """The private median of the row norms ||x_i|| on [0, ``top``] by noisy counts, by octaves
+    (``private_quantile_octaves``): the middle of its last interval (its top if nothing was
+    found below). Budget: ``rho`` (one search of at most ``CHOICE_NORM_STEPS`` sensitivity-1
+    counts, the most whose counts all stay within n/4 at ``CHOICE_BETA``), charged to
+    ``stage``.
+
+    Not the exponential mechanism on log norms the pair medians use: where the rows lie far
+    from the origin against their spread (timestamps near 1.7e9 +- 10^3), their norms fill a
+    band of 10^-8 nats, and a log-domain exponential mechanism puts its mass on the tens of
+    empty nats below them instead (n = 1000, d = 3, rho = 0.1: the median norm came out below
+    10^-10 of its value in one release of 20, and CM, predicted no noise, was chosen at an
+    error of 2.6e7). The counts' thresholds depend on nothing but earlier noisy counts, so a
+    band of any width is found within its octave."""
+    n = engine.n
+    steps = reliable_search_steps(n / 4.0, rho, CHOICE_BETA, CHOICE_NORM_STEPS)
+    left, right = private_quantile_octaves(
+        lambda t: engine.norm_counts(IDENTITY, t), n / 2.0, top, steps=steps, rho=rho,
+        rng=rng, ledger=ledger, stage=stage, secure=secure)
+    return right if left == 0.0 else (left + right) / 2.0
 
 
 def consistent_pair_medians(l2: float, l1: float, d: int) -> tuple[float, float]:
@@ -106,10 +135,12 @@ class AutoMean(MeanEstimator):
     nothing is spent on a choice and PLAN runs on the whole budget (``UNRESOLVED_CHOICE``).
     Otherwise the choice spends ``choice_share`` of rho (``CHOICE_STAGES``; at most
     ``CHOICE_SHARE``, less where n and rho buy its precision for less) on private medians
-    (exponential mechanism on log values, sensitivity 1: a row is in one value each) of
-        - r0, the row norms ||x_i|| (how far the data lies from the origin: CM's radius);
+    (sensitivity 1: a row is in one value each) of
+        - r0, the row norms ||x_i|| (how far the data lies from the origin: CM's radius), by
+          noisy counts (``private_median_norm``);
         - l2 and l1, the norms ||a - b||_2 and ||a - b||_1 of differences of random row pairs
-          (dense input only): l2 / sqrt(2) is the typical distance of a row from the mean
+          (dense input only; exponential mechanisms on log values, ``_private_median_pair``):
+          l2 / sqrt(2) is the typical distance of a row from the mean
           (IOME's radius) and S = sqrt(pi / 2) l1 / (sqrt(d) l2) estimates
           ||sigma||_1 / (sqrt(d) ||sigma||_2), which is 1 for equal coordinate variances and
           small when a few coordinates carry the variance (where PLAN's scaling pays).
@@ -165,9 +196,11 @@ class AutoMean(MeanEstimator):
     -------
     rho-zCDP under replace-one, by composition. "choice norms", "choice pair l2" and "choice
     pair l1" take ``choice_share(n)`` rho / 3 each (public: n and rho; nothing when the
-    medians cannot resolve, ``choice_resolves``, or the choice would cost PLAN its scaling):
-    each an exponential-mechanism median on log values, utility sensitivity 1 (a row is in
-    one value each). "release" takes the rest: the chosen candidate's own plan, every stage
+    medians cannot resolve, ``choice_resolves``, or the choice would cost PLAN its scaling).
+    "choice norms" (every choice stage on sparse input) is one search of at most
+    ``CHOICE_NORM_STEPS`` Gaussian counts of sensitivity 1, each its share over the steps; the
+    pair stages are exponential-mechanism medians on log values, utility sensitivity 1 (a row
+    is in one pair). "release" takes the rest: the chosen candidate's own plan, every stage
     of which is charged inside it and verified (its events are declared per candidate, so an
     (epsilon, delta) request composes the candidate that runs).
     """
@@ -246,18 +279,20 @@ class AutoMean(MeanEstimator):
 
     def stage_events(self, plan: Mapping[str, float], n: int, d: int,
                      sparse: bool = False) -> dict[str, Event] | None:
-        """The choice's medians are exponential mechanisms; the stage "release" is a
-        ``ChoiceEvent`` among every candidate's plan for (n, d) (a superset of those the public
-        checks leave runnable, which only makes it more pessimistic). None if a candidate
-        does not declare its mechanisms."""
+        """The row norms' medians are Gaussian counts (``private_median_norm``: "choice norms",
+        and every choice stage on sparse input), the pair medians exponential mechanisms; the
+        stage "release" is a ``ChoiceEvent`` among every candidate's plan for (n, d) (a
+        superset of those the public checks leave runnable, which only makes it more
+        pessimistic). None if a candidate does not declare its mechanisms."""
         options = []
         for name in CANDIDATES if "choice norms" in plan else UNRESOLVED_CHOICE:
             candidate = self.candidate(name, plan["release"])
             if candidate.stage_events(candidate.budget_plan(n, d), n, d, sparse) is None:
                 return None
             options.append(tuple(candidate.plan_events(n, d, sparse)))
-        choice = {stage: exponential_event(plan[stage]) for stage in CHOICE_STAGES
-                  if stage in plan}
+        norms = CHOICE_STAGES if sparse else CHOICE_STAGES[:1]
+        choice = {stage: gaussian_event(plan[stage], self.secure_noise) if stage in norms
+                  else exponential_event(plan[stage]) for stage in CHOICE_STAGES if stage in plan}
         return {**choice, "release": ChoiceEvent(tuple(options))}
 
     def candidate(self, name: str, rho: float) -> MeanEstimator:
@@ -276,11 +311,10 @@ class AutoMean(MeanEstimator):
         planned = ledger.planned
         reach = float(np.linalg.norm(np.maximum(np.abs(engine.lo), np.abs(engine.hi))))
         width = float(np.linalg.norm(engine.hi - engine.lo))
-        norms = engine.sorted_norms(IDENTITY)
 
         def median_norm(stage: str) -> float:
-            return _private_median_norm(norms, reach, rho=planned[stage], ledger=ledger,
-                                        rng=rng, stage=stage)
+            return private_median_norm(engine, reach, rho=planned[stage], ledger=ledger,
+                                       rng=rng, stage=stage, secure=self.secure_noise)
 
         if engine.baskets:
             # no pair questions on baskets (the sparse engine has none; a .dat file read in
@@ -308,9 +342,9 @@ class AutoMean(MeanEstimator):
             # (docs/results.md); the choice cannot see that gain.
             return {"gaussian": predicted["gaussian"], "plan": cm, "cm": cm}
         l1, squared = pair_distances(engine, rng.permutation(n))
-        l2_med = _private_median_norm(np.sqrt(squared), width, rho=planned["choice pair l2"],
+        l2_med = _private_median_pair(np.sqrt(squared), width, rho=planned["choice pair l2"],
                                       ledger=ledger, rng=rng, stage="choice pair l2")
-        l1_med = _private_median_norm(l1, float(np.sum(engine.hi - engine.lo)),
+        l1_med = _private_median_pair(l1, float(np.sum(engine.hi - engine.lo)),
                                       rho=planned["choice pair l1"], ledger=ledger, rng=rng,
                                       stage="choice pair l1")
         l2_med, l1_med = consistent_pair_medians(l2_med, l1_med, d)
