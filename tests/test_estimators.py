@@ -495,7 +495,8 @@ def test_gaussian_wrapper_runs_at_iome_experiment_scale_d512():
     (4000, 128, 0.01, 0.02),
     (1000, 128, 0.05, 0.05),
     (200, 8, 0.5, 0.1),          # a small sample keeps its rank error within n / 4
-    (4000, 128, 0.001, 0.25),    # nothing small enough: the paper's quarter
+    (4000, 8, 0.0005, 0.25),     # nothing small enough: the paper's quarter
+    (4000, 128, 0.001, 0.1),     # no centre stage (its medians cannot halve twice): all of rho
 ])
 def test_iome_threshold_share_auto_keeps_the_rank_error_within_a_quarter(n, d, rho, share):
     from dpmean.estimators.iome import THRESHOLD_SHARES, ShiftedClippedMean
@@ -505,7 +506,9 @@ def test_iome_threshold_share_auto_keeps_the_rank_error_within_a_quarter(n, d, r
     estimator = ShiftedClippedMean(rho, bounds=(-50 * np.sqrt(d), 50 * np.sqrt(d)),
                                    interval_share=0)
     plan = estimator.budget_plan(n, d)
-    rest = rho * 0.75
+    # the centre's quarter first, unless its medians cannot halve twice: then there is no
+    # centre stage and the rule splits all of rho
+    rest = rho * 0.75 if "centre" in plan else rho
     assert plan["threshold"] + plan["noise"] == pytest.approx(rest)
     assert plan["threshold"] == pytest.approx(share * rest)
     # the rule: the smallest share whose Theorem 3.3 bound is within n / 4

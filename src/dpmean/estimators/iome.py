@@ -278,8 +278,11 @@ class ShiftedClippedMean(ClippedMean):
     rest, "threshold" (share t of it: ``threshold_share``, or under "auto" the smallest of 0.01,
     0.02, 0.05, 0.1, 0.25 whose rank error bound is at most n / 4) searches the shifted norms
     with sensitivity-1 counts, and "noise" (1 - t) is the Gaussian mechanism on the clipped
-    mean, l2 sensitivity 2C/n. Without ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a
-    private box. The rotation's signs are public randomness.
+    mean, l2 sensitivity 2C/n. Where the medians could make only one reliable halving
+    (``medians_halve_twice``, public: n, d, rho, beta, the steps) there are no centre stages:
+    the centre is the box's middle and "threshold" and "noise" share all of rho. Without
+    ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a private box. The rotation's signs
+    are public randomness.
 
     Notes
     -----
@@ -347,15 +350,16 @@ class ShiftedClippedMean(ClippedMean):
         self.bucket = None if bucket is None else check_positive(bucket, "bucket")
 
     def clipping_stages(self, rho: float, n: int, d: int) -> dict[str, float]:
-        rest = rho * (1.0 - self.centre_share)
-        share = self.threshold_fraction(n, d, rest)
         geometry = self._geometry(n, *self.unit_box(n, d))
         # Always on the real path by default; the quantized path's medians are exact on its
         # grid (a bucket is the box's width / 2^16), which a narrower domain does not refine.
         always = self.narrow_medians == "always" and geometry.quantizer is None
-        return {**centre_stages(geometry, n, rho * self.centre_share, self.beta,
-                                self.median_steps, always_narrow=always),
-                "threshold": rest * share, "noise": rest * (1.0 - share)}
+        centre = centre_stages(geometry, n, rho * self.centre_share, self.beta,
+                               self.median_steps, always_narrow=always)
+        # No centre stages (the medians could not halve twice): their share goes to the rest.
+        rest = rho * (1.0 - self.centre_share) if centre else rho
+        share = self.threshold_fraction(n, d, rest)
+        return {**centre, "threshold": rest * share, "noise": rest * (1.0 - share)}
 
     def threshold_fraction(self, n: int, d: int, rho_rest: float) -> float:
         """The share of the clipped mean's budget ``rho_rest`` that the radius search gets.
@@ -537,7 +541,9 @@ def centre_stages(geometry: _Geometry, n: int, rho: float, beta: float,
     """How ``rotated_centre`` splits its budget ``rho``: all of it to the medians, or
     ``DOMAIN_SHARE`` first to narrowing their domains, always (``always_narrow``: PLAN, and
     IOME's real path by default) or when the budget leaves the medians fewer reliable
-    halvings than a full search makes (public: n, the box, rho, beta, the steps).
+    halvings than a full search makes; or nothing, when the medians could make only one
+    reliable halving (the centre is then the box's middle: ``medians_halve_twice``). Public:
+    n, the box, rho, beta, the steps.
 
     Reliable here means at failure probability ``escape_beta(beta)``, not beta: on a domain as
     wide as the box, one count off by n/2 at a midpoint outside the data turns that median
@@ -547,9 +553,28 @@ def centre_stages(geometry: _Geometry, n: int, rho: float, beta: float,
     the narrowed width, so the halvings themselves stay sized at beta."""
     most = geometry.full_median_steps(n, beta, median_steps)
     reliable = reliable_median_steps(n, geometry.d_pad, rho, escape_beta(beta), most)
-    if always_narrow or reliable < most:
-        return {"centre domain": rho * DOMAIN_SHARE, "centre": rho * (1.0 - DOMAIN_SHARE)}
-    return {"centre": rho}
+    stages = ({"centre domain": rho * DOMAIN_SHARE, "centre": rho * (1.0 - DOMAIN_SHARE)}
+              if always_narrow or reliable < most else {"centre": rho})
+    if not medians_halve_twice(n, geometry.d_pad, stages["centre"], beta, most):
+        return {}
+    return stages
+
+
+def medians_halve_twice(n: int, d_pad: int, rho: float, beta: float, most: int) -> bool:
+    """Whether the d_pad rotated medians, sharing ``rho``, make more than one reliable halving
+    (``reliable_median_steps``, as ``private_centre`` will), or a search of one halving is all
+    there is (``most`` <= 1). Public: n, d_pad, rho, beta, the steps.
+
+    Where only one halving is reliable, each median ends at the middle of the half of its
+    domain R(mid)_j +- h it chose, h / 2 from R(mid)_j whatever the data, while under the
+    random rotation the rows' coordinates about R(mid) are about ||x - mid|| / sqrt(d_pad)
+    and the domain's half-width h is the private reach times sqrt(2 ln(4 d_pad n / beta) /
+    d_pad), several times that: most medians lie within h / 4 of R(mid)_j, nearer the box's
+    middle than the search's answer. So the centre is the box's middle and the centre's
+    budget goes to the radius and the noise. (n = 300, d = 64, rho = 0.1, N(0.5, 1) in the
+    box +-10: IOME's centre 45 from the mean, the box's middle 4, error 7.3 -> 1.4;
+    docs/results.md, "Centring at small budgets".)"""
+    return most <= 1 or reliable_median_steps(n, d_pad, rho, beta, most) > 1
 
 
 def rotated_centre(
@@ -562,6 +587,10 @@ def rotated_centre(
     "centre domain" (if planned) and "centre". Returns (centre, private reach or None)."""
     n = engine.n
     quantizer = geometry.quantizer
+    assert base.rotation is not None  # IOME's centre is always searched in a rotated space
+    if "centre" not in budget:  # the medians could not halve twice (public): the box's middle
+        middle = np.round(mid_rotated) if quantizer is not None else mid_rotated
+        return geometry.settle_centre(middle, base.rotation), None
     centre_lo, centre_hi = geometry.centre_domain(mid_rotated, n, beta)
     reach = None
     if "centre domain" in budget:
@@ -577,7 +606,6 @@ def rotated_centre(
     centre = private_centre(
         engine, base, centre_lo, centre_hi, steps=None if quantizer else steps,
         rho=budget["centre"], ledger=ledger, rng=rng, secure=secure, beta=beta)
-    assert base.rotation is not None  # IOME's centre is always searched in a rotated space
     return geometry.settle_centre(centre, base.rotation), reach
 
 

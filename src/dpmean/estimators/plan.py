@@ -52,6 +52,14 @@ from .variance import (
 CENTRES = ("auto", "rotated", "median", "mean")
 CENTRE_STAGES = ("centre domain", "centre")
 VARIANCE_STAGES = ("variance spread", "variance")
+
+
+def plans_a_centre(stages: Mapping[str, float]) -> bool:
+    """Whether a plan (or a budget) has a centre stage: none where ``centre_stages`` found
+    IOME's medians unable to halve twice, and the centre is the box's middle."""
+    return any(stage in stages for stage in CENTRE_STAGES)
+
+
 # How far below the top of a variance search its log domain reaches (nats): variances down to
 # e^-46 = 1e-20 of the box's (or the private spread's) are told apart.
 LOG_RANGE = 46.0
@@ -157,10 +165,13 @@ class _PlanBase(MeanEstimator):
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         def stages(rho: float) -> dict[str, float]:
-            rest = rho * (1.0 - self.preprocess_share)
+            pre = self.preprocess_stages(rho * self.preprocess_share, n, d)
+            # Without a centre (IOME's medians could not halve twice: ``centre_stages``), its
+            # share of the preprocessing goes to the threshold and the noise.
+            rest = (rho * (1.0 - self.preprocess_share) if plans_a_centre(pre)
+                    else rho - sum(pre.values()))
             share = self.threshold_fraction(n, rest)
-            return {**self.preprocess_stages(rho * self.preprocess_share, n, d),
-                    "threshold": rest * share, "noise": rest * (1.0 - share)}
+            return {**pre, "threshold": rest * share, "noise": rest * (1.0 - share)}
 
         return with_interval_stages(self.rho, self.profile_share(), stages)
 
@@ -273,7 +284,12 @@ class _PlanBase(MeanEstimator):
         rng: np.random.Generator,
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """The private centre, and the standard deviations the scaling uses (None: none)."""
-        if self._centre_kind(engine) == "mean":
+        if not plans_a_centre(budget):
+            # IOME's medians could not halve twice (``centre_stages``; public: n, d, rho):
+            # the box's middle, on dense and sparse input alike (at such budgets a noisy mean's
+            # noise per coordinate is a large part of the box's width too).
+            centre = (engine.lo + engine.hi) / 2.0
+        elif self._centre_kind(engine) == "mean":
             centre = pooled_noisy_mean(engine, budget, CENTRE_STAGES, ledger=ledger, rng=rng,
                                        secure=self.secure_noise)
         elif self._centre_kind(engine) == "rotated":
