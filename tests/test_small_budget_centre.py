@@ -67,3 +67,17 @@ def test_the_released_mean_is_near_the_clipped_mean_about_the_middle():
         result = dpmean.mean(x, method="iome", rho=RHO, bounds=(-BOX, BOX), random_state=seed)
         per_coordinate = 2 * 15.0 / (N * np.sqrt(2 * result.ledger["noise"]))
         assert np.linalg.norm(result.mean - x.mean(0)) < 1.25 * np.sqrt(D) * per_coordinate
+
+
+def test_baskets_without_a_centre_stage_centre_at_zero():
+    # Sparse input's centre is a noisy mean; without centre stages (n = 400, d = 3000: d_pad =
+    # 4096 medians cannot halve twice at rho = 0.5) it is the value the format leaves
+    # implicit, 0, not the box's middle 0.5 (which put every item half a unit from the rows).
+    import scipy.sparse
+
+    baskets = scipy.sparse.random(400, 3000, density=0.002, format="csr", random_state=1)
+    baskets.data[:] = 1.0
+    result = dpmean.mean(baskets, method="plan", rho=0.5, bounds=(0, 1), random_state=0)
+    assert not plans_a_centre(result.ledger)
+    assert sum(result.ledger.values()) == pytest.approx(0.5, rel=1e-12)
+    np.testing.assert_array_equal(result.diagnostics["centre"], 0.0)
