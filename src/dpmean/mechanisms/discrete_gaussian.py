@@ -16,6 +16,15 @@ from ..errors import InvalidParameterError
 # than the one the privacy analysis asked for.
 SIGMA2_BITS = 30
 
+# The largest variance the exact sampler draws at: sigma <= 2^46. The discrete Gaussian is
+# sigma^2-subgaussian (Canonne-Kamath-Steinke 2020), so P[|X| >= 64 sigma = 2^52] <=
+# 2 e^-2048: its draws stay below 2^52, where the callers add them exactly to float64 numbers
+# (grid indices below 2^48 in ``gaussian._discretised_gaussian``, counts in the searches; a sum
+# below 2^53 is exact). A larger noise would be rounded in that addition, which is what an
+# exact sampler exists to avoid, and past 2^63 it overflowed the int64 output (rho = 1e-35 in
+# the Gaussian mechanism: an OverflowError).
+MAX_SIGMA2 = 2**92
+
 
 class _RandomBits:
     """Uniform random bits from a numpy Generator, drawn in batches of 64-bit words (one numpy
@@ -91,8 +100,17 @@ def discrete_gaussian(sigma2: float | Fraction, rng: np.random.Generator, size: 
     Privacy: adding it to an integer-valued query of l2 sensitivity Delta is
     (Delta^2 / (2 sigma2))-zCDP (CKS Theorem 4), the same cost as the continuous Gaussian.
     Float ``sigma2`` is rounded up to a multiple of 2^-30 first.
+
+    Supports sigma2 up to ``MAX_SIGMA2`` = 2^92 (sigma = 2^46; every draw then stays below 2^52
+    in magnitude but with probability below 2 e^-2048, so it adds exactly to float64 values);
+    a larger one is refused (``check_variance``), before anything is drawn.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``sigma2`` not positive, or above ``MAX_SIGMA2`` (or infinite).
     """
-    sigma2 = rational_variance(sigma2)
+    sigma2 = check_variance(sigma2)
     t = math.floor(math.sqrt(sigma2)) + 1
     # Acceptance exponent (|y| - sigma2 / t)^2 / (2 sigma2) = (|y| t q - p)^2 / (2 t^2 q p) with
     # sigma2 = p / q: one common integer denominator for every y.
@@ -107,6 +125,40 @@ def discrete_gaussian(sigma2: float | Fraction, rng: np.random.Generator, size: 
                 out[i] = y
                 break
     return out
+
+
+def check_variance(sigma2: float | Fraction) -> Fraction:
+    """``sigma2`` as ``rational_variance`` rounds it, if ``discrete_gaussian`` supports it: at
+    most ``MAX_SIGMA2`` (2^92). A caller may ask before it charges a budget: the variance is
+    public (a sensitivity over 2 rho).
+
+    Parameters
+    ----------
+    sigma2 : float or Fraction
+        The variance (positive).
+
+    Returns
+    -------
+    Fraction
+        The variance, exact (a float rounded up to a multiple of 2^-30).
+
+    Raises
+    ------
+    InvalidParameterError
+        ``sigma2`` not positive, or above ``MAX_SIGMA2`` (or infinite: 1 / rho overflowed).
+    """
+    if not isinstance(sigma2, Fraction) and sigma2 == math.inf:
+        value: Fraction | float = math.inf
+    else:
+        value = rational_variance(sigma2)
+    if value > MAX_SIGMA2:
+        raise InvalidParameterError(
+            f"secure noise: the discrete Gaussian's variance {float(value):.3g} is above "
+            f"2^92 = {float(MAX_SIGMA2):.3g} (sigma above 2^46), the most its exact sampler "
+            f"supports (larger integer noise would not add exactly to float64 values); give a "
+            f"larger rho or use secure_noise=False")
+    assert isinstance(value, Fraction)
+    return value
 
 
 def rational_variance(sigma2: float | Fraction) -> Fraction:

@@ -12,7 +12,7 @@ from scipy.special import ndtri
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
 from ..events import gaussian_event
-from .discrete_gaussian import discrete_gaussian
+from .discrete_gaussian import check_variance, discrete_gaussian
 
 # The secure grid's spacing gamma keeps the rounding slack, 2 gamma sqrt(k), at most this
 # fraction of the sensitivity: the discretised release costs at most 0.1% more noise.
@@ -52,6 +52,8 @@ def gaussian_mechanism(
     on a grid instead, with exact integer sampling.
     """
     gaussian_noise_std(sensitivity, rho)  # validates both before anything is charged
+    if secure:
+        check_secure_noise(sensitivity, rho, int(np.size(value)))
     # sigma = Delta / sqrt(2 rho) costs Delta^2 / (2 sigma^2) = rho exactly (charged as rho, not
     # recomputed through sigma, which would only add rounding).
     ledger.charge(stage, rho, gaussian_event(rho, secure))
@@ -93,8 +95,38 @@ def _discretised_gaussian(
     gaussian_noise_std(sensitivity, rho)  # validates both
     if sensitivity == 0:
         return value.copy()
-    k = max(value.size, 1)
-    gamma = 2.0 ** math.floor(math.log2(GRID_SLACK * sensitivity / (2.0 * math.sqrt(k))))
-    grid_sensitivity = sensitivity / gamma + 2.0 * math.sqrt(k)
+    gamma, grid_sensitivity = _grid(sensitivity, value.size)
     noise = discrete_gaussian(grid_sensitivity**2 / (2.0 * rho), rng, size=value.size)
     return gamma * (np.rint(value / gamma) + noise.reshape(value.shape))
+
+
+def _grid(sensitivity: float, size: int) -> tuple[float, float]:
+    """The secure release's grid step gamma for ``size`` coordinates, and the l2 sensitivity
+    in grid units (``_discretised_gaussian``): public, from the sensitivity and the shape."""
+    k = max(size, 1)
+    gamma = 2.0 ** math.floor(math.log2(GRID_SLACK * sensitivity / (2.0 * math.sqrt(k))))
+    return gamma, sensitivity / gamma + 2.0 * math.sqrt(k)
+
+
+def check_secure_noise(sensitivity: float, rho: float, size: int) -> None:
+    """Refuse, before a charge, a secure Gaussian release whose discrete Gaussian on the grid
+    is beyond what the exact sampler draws (``discrete_gaussian.check_variance``: its variance,
+    about 8e6 size / rho in grid units, above 2^92; rho below about 1e-21 for a few
+    coordinates). Public: the sensitivity, rho and the number of coordinates.
+
+    Parameters
+    ----------
+    sensitivity : float
+        The release's l2 sensitivity (non-negative).
+    rho : float
+        Its zCDP cost (positive).
+    size : int
+        How many coordinates it releases.
+
+    Raises
+    ------
+    InvalidParameterError
+        The variance is above the sampler's limit.
+    """
+    if sensitivity > 0:
+        check_variance(_grid(sensitivity, size)[1] ** 2 / (2.0 * rho))

@@ -12,7 +12,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
 from ..events import Event, gaussian_event
-from .discrete_gaussian import discrete_gaussian
+from .discrete_gaussian import check_variance, discrete_gaussian
 from .gaussian import gaussian_noise, normal_isf
 
 # count_le(thresholds) -> for each search j, the number of data values <= thresholds[j].
@@ -97,7 +97,7 @@ def private_quantile_real(
     noises the counts with the exact discrete Gaussian (same cost). ``count_table``: as for
     ``real_search`` (the same release, fewer passes over the data).
     """
-    _check_search(steps, rho_per_search)
+    _check_search(steps, rho_per_search, secure)
     ledger.charge(stage, *search_cost_event(lo, rho_per_search, secure))
     return real_search(count_le, rank, lo, hi, steps=steps, rho_per_search=rho_per_search,
                        rng=rng, secure=secure, count_table=count_table)
@@ -145,7 +145,7 @@ def private_quantile_octaves(
     within tau, the right end (if it moved) has more than rank - tau values at or below it
     and the left end at most rank + tau. ``secure=True``: discrete Gaussian counts.
     """
-    _check_search(steps, rho)
+    _check_search(steps, rho, secure)
     if not (np.isfinite(top) and top > 0):
         raise InvalidParameterError(f"an octave search needs a finite top > 0, got {top}")
     ledger.charge(stage, *search_cost_event(np.zeros(1), rho, secure))
@@ -223,7 +223,7 @@ def real_search(
     ``rho_per_search``). ``count_table``, if given, answers the counts instead of ``count_le``:
     one table for as many halvings as ``TABLE_COUNTS`` allows, the same counts (exact), so the
     same noise draws and the same answer."""
-    _check_search(steps, rho_per_search)
+    _check_search(steps, rho_per_search, secure, sensitivity)
     return _bisect(_REAL, count_le, rank, np.array(lo, dtype=np.float64, ndmin=1),
                    np.array(hi, dtype=np.float64, ndmin=1), steps=steps,
                    rho_per_search=rho_per_search, rng=rng, secure=secure,
@@ -367,15 +367,18 @@ def private_quantile_integer(
     steps = integer_search_steps(lo, hi)
     if max_steps is not None:
         steps = min(steps, max_steps)
-    _check_search(steps, rho_per_search)
+    _check_search(steps, rho_per_search, secure)
     ledger.charge(stage, *search_cost_event(lo, rho_per_search, secure))
     return _bisect(_INTEGER, count_le, rank, lo.copy(), hi.copy(), steps=steps,
                    rho_per_search=rho_per_search, rng=rng, secure=secure,
                    count_table=count_table).astype(np.float64)
 
 
-def _check_search(steps: int, rho_per_search: float) -> None:
+def _check_search(steps: int, rho_per_search: float, secure: bool = False,
+                  sensitivity: float = 1.0) -> None:
     if int(steps) != steps or steps < 1:
         raise InvalidParameterError(f"a quantile search needs steps >= 1, got {steps}")
     if not (np.isfinite(rho_per_search) and rho_per_search > 0):
         raise InvalidParameterError(f"a quantile search needs rho > 0, got {rho_per_search}")
+    if secure:  # each count's discrete Gaussian within the exact sampler's range, pre-charge
+        check_variance(sensitivity * sensitivity * steps / (2.0 * rho_per_search))
