@@ -100,8 +100,11 @@ def test_hadamard_zcdp_is_the_exact_renyi_curve_and_inverts():
         p = np.array([keep, 1 - keep] * 4) / 4
         q = np.array([keep, 1 - keep, keep, 1 - keep, 1 - keep, keep, 1 - keep, keep]) / 4
         exact = renyi_over_alpha(p, q)
-        # The function's bound is rigorous (>=) and tight to the grid's resolution.
-        assert exact <= hadamard_response_zcdp(epsilon) <= exact * 1.01
+        # The function's bound is rigorous (>=) and tight to the grid's resolution. (Up to
+        # eps = 3 it is the exact supremum, the KL limit at a -> 1; this float reference's sum
+        # at a = 1 + 1e-6 carries about 1e-7 of relative rounding, hence the 1e-6.)
+        assert exact <= hadamard_response_zcdp(epsilon) * (1 + 1e-6)
+        assert hadamard_response_zcdp(epsilon) <= exact * 1.01
         # Half the generic eps^2/2 for small eps.
         assert hadamard_response_zcdp(epsilon) < epsilon**2 / 2
     for rho in (1e-3, 0.05, 1.0):

@@ -23,9 +23,11 @@ from .base import COORDINATE_BUDGET, ApproxDPProtocol, user_blocks
 from .composition import split_budget
 from .randomisers import (
     RoundBudget,
-    keep_probability,
+    flip_probability,
     local_gaussian,
     randomised_response,
+    reports_carry_signal,
+    response_bias,
     unary_encoding,
 )
 from .rounds import RoundLedger
@@ -63,12 +65,30 @@ class _GRS(ApproxDPProtocol):
     model = "local"
     notion = "local-approx-DP"
     declared_diagnostics = COORDINATE_BUDGET
+    # The fraction of a coordinate's eps0 its randomised response draws at: KnownVar's unary
+    # encoding flips each bit at eps0 / 2, UnkVar's search answers at eps0.
+    response_share: float
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         # The per-coordinate split, computed here to refuse what it cannot split (a delta so
-        # small its shares underflow) before anything is charged or read.
-        self._per_coordinate(d)
+        # small its shares underflow, an epsilon whose responses would carry nothing) before
+        # anything is charged or read.
+        self._check_reports(d)
         return {"coordinates": self.epsilon}
+
+    def _check_reports(self, d: int) -> None:
+        """Refuse, from the plan alone (public; before any charge), a budget whose randomised
+        responses would carry nothing: each coordinate's eps0 so small (0 when ``split_budget``
+        cannot resolve it, below about 1e-14 per coordinate; below about 2e-15 otherwise) that
+        the response flips with probability exactly 1/2 (``reports_carry_signal``), which its
+        analyser cannot debias (epsilon = 1e-100 divided by zero after the charge)."""
+        eps0, _ = self._per_coordinate(d)
+        if not reports_carry_signal(eps0 * self.response_share):
+            raise InvalidParameterError(
+                f"{self.method}: the budget is too small: epsilon={self.epsilon:.3g} split over "
+                f"{d} coordinate(s) gives each epsilon={eps0:.3g}, at which randomised response "
+                f"flips with probability 1/2 in floating point, so the reports would carry "
+                f"nothing; give a larger budget")
 
     def _per_coordinate(self, d: int) -> tuple[float, float]:
         return split_budget(self.epsilon, self.delta, d)
@@ -140,6 +160,7 @@ class GRSKnownVar(_GRS):
     """
 
     method = "grs-knownvar"
+    response_share = 0.5
     declared_diagnostics = {
         "first_group": Diagnostic(Kind.INT, "Users in the coarse-centre group (public)."),
         "coarse_centre": Diagnostic(Kind.VECTOR, "The private coarse centre (data units)."),
@@ -168,9 +189,11 @@ class GRSKnownVar(_GRS):
                 f"{MAX_BINS:,}); give a tighter box or a larger sigma")
         reach = np.ceil(half / self.sigma).astype(np.int64)
         bins = int(2 * reach.max() + 1)
-        # (e^x + 1) / (e^x - 1) = 1 + 2 / (e^x - 1) is 1 to within 1e-300 past x = 700, where
-        # e^x overflowed (a huge budget); a group size, so no privacy question.
-        odds = (math.exp(eps0 / 2) + 1) / math.expm1(eps0 / 2) if eps0 / 2 < 700.0 else 1.0
+        # (e^x + 1) / (e^x - 1) = 1 / tanh(x / 2), x = eps0 / 2: no cancellation at tiny eps0
+        # (epsilon = 1e-100 divided by zero) and no overflow at huge ones (e^x past x = 709); a
+        # group size, so no privacy question. tanh underflows to 0 only for eps0 < 1e-307.
+        slope = math.tanh(eps0 / 4)
+        odds = 1.0 / slope if slope > 0.0 else math.inf
         wanted = 800.0 * odds**2 * math.log(8.0 * bins / self.beta)
         first = int(min(wanted, self.first_group_share * engine.n))
         group1, group2 = _groups(engine.n, [first], rng)
@@ -181,8 +204,10 @@ class GRSKnownVar(_GRS):
             for j in range(engine.d):
                 counts[j] += unary_encoding(index[:, j], bins, per_user, rng, ledger=coordinates,
                                             stage="coordinates").sum(axis=0)
-        flip = 1.0 - keep_probability(eps0 / 2)
-        debiased = (counts - first * flip) / (1.0 - 2.0 * flip)
+        # Debiased with the probabilities the draw realises (``flip_probability``), whose bias
+        # 1 - 2 flip is exact (``response_bias``; positive: ``budget_plan`` checked it).
+        flip = flip_probability(eps0 / 2)
+        debiased = (counts - first * flip) / response_bias(eps0 / 2)
         # Bins beyond a coordinate's own reach are outside its box: never chosen.
         offsets = np.arange(bins) - reach.max()
         debiased[np.abs(offsets)[None, :] > reach[:, None]] = -np.inf
@@ -240,6 +265,7 @@ class GRSUnkVar(_GRS):
     """
 
     method = "grs-unkvar"
+    response_share = 1.0
     declared_diagnostics = {
         "search_group": Diagnostic(Kind.INT, "Users in each binary-search step's group "
                                    "(public)."),
@@ -264,7 +290,8 @@ class GRSUnkVar(_GRS):
         low, high = low.copy(), high.copy()
         active = np.ones(engine.d, dtype=bool)
         found = (low + high) / 2.0
-        unbias = 1.0 / (2.0 * keep_probability(eps0) - 1.0)
+        # The draw's exact bias (positive: ``budget_plan`` checked it); see ``release``.
+        flip, unbias = flip_probability(eps0), 1.0 / response_bias(eps0)
         for members in groups:
             threshold = (low + high) / 2.0
             ones, users = np.zeros(engine.d), 0
@@ -272,7 +299,7 @@ class GRSUnkVar(_GRS):
                 ones += randomised_response(rows < threshold, budget, rng, ledger=ledger,
                                             stage="coordinates").sum(axis=0)
                 users += rows.shape[0]
-            estimate = (ones / max(users, 1) - (1.0 - keep_probability(eps0))) * unbias
+            estimate = (ones / max(users, 1) - flip) * unbias
             above, below = estimate > q + gap / 2, estimate < q - gap / 2
             found = np.where(active, threshold, found)
             high = np.where(active & above, threshold, high)

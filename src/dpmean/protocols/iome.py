@@ -20,10 +20,12 @@ from ..validation import check_fraction, check_positive, check_steps
 from .base import COORDINATE_BUDGET, ApproxDPProtocol, ProtocolEstimator, user_blocks
 from .composition import SMALLEST_STEP_DELTA, split_budget
 from .randomisers import (
+    POLYA_SCALE_LIMIT,
     RoundBudget,
     ikos_parts,
-    keep_probability,
     local_gaussian,
+    polya_noise_fits,
+    reports_carry_signal,
     summation_randomiser,
 )
 from .range_counting import (
@@ -55,6 +57,12 @@ def _histogram_round(
         parts.append(hh.randomise(bucket, group, budget, rng, ledger=round_ledger, stage=stage))
     messages = HistogramMessages.concat(parts)
     return messages.permuted(rng.permutation(engine.n)) if shuffled else messages
+
+
+def _precision(n: int) -> int:
+    """IKOS summation's grid: each value in [0, 1] is rounded to a multiple of 1 / ceil(sqrt n)
+    (public: n)."""
+    return math.ceil(math.sqrt(n))
 
 
 def _bucket(values: np.ndarray, low: np.ndarray | float, high: np.ndarray | float, u: int
@@ -114,17 +122,20 @@ class _IOMEProtocol(ProtocolEstimator):
         return self._stage_budget(stage, engine.n)
 
     def _check_reports(self, n: int) -> None:
-        """Refuse, from the plan alone (before any charge), a budget whose range-count reports
-        would carry nothing: a report epsilon that rounds to 0 (a Hadamard response's zCDP
-        cost is computed to about 1e-14; a shuffled report's epsilon at epsilon = 1e-100), for
-        which the analyser divided by zero after the rounds were charged (rho = 1e-20)."""
+        """Refuse, from the plan alone (public; before any charge), a budget whose range-count
+        reports would carry nothing: a report epsilon so small (below about 2e-15) that its
+        Hadamard response is drawn with flip probability exactly 1/2 (``reports_carry_signal``;
+        a shuffled report's epsilon at epsilon = 1e-100 is 1e-16), whose analyser cannot
+        debias. Tiny budgets above that are released, very noisily (rho = 1e-20 gives reports
+        at eps = 1.4e-10; the analyser once divided by zero there)."""
         for stage in ("centre", "threshold"):
             epsilon = self._stage_budget(stage, n).hadamard_epsilon
-            if not 2.0 * keep_probability(epsilon) - 1.0 > 0.0:
+            if not reports_carry_signal(epsilon):
                 raise InvalidParameterError(
                     f"{self.method}: the budget is too small: its {stage} round gives each "
-                    f"user's report an epsilon that rounds to 0 in floating point, so the "
-                    f"reports would carry nothing; give a larger budget")
+                    f"user's report epsilon={epsilon:.3g}, at which Hadamard response flips "
+                    f"with probability 1/2 in floating point, so the reports would carry "
+                    f"nothing; give a larger budget")
 
     @abstractmethod
     def _clipped_rows(self, engine: Engine) -> float:
@@ -370,7 +381,24 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         self._check_delta_shares(d)
         self._check_reports(n)
+        self._check_summation(n, d)
         return self._split(self.epsilon)
+
+    def _check_summation(self, n: int, d: int) -> None:
+        """Refuse, from the plan alone (public; before any charge), a round 3 whose
+        per-coordinate epsilon is 0 (``split_budget`` gives 0 below about 1e-14 per
+        coordinate) or so small that its discrete Laplace noise does not fit IKOS's 64-bit
+        shares (``polya_noise_fits``): numpy refused the draw after rounds 1 and 2 were
+        charged."""
+        eps, _, k = self._coordinate_split(d)
+        precision = _precision(n)
+        if not polya_noise_fits(eps, precision):
+            raise InvalidParameterError(
+                f"{self.method}: the budget is too small: its noise round gives each of the "
+                f"{k} rotated coordinate(s) epsilon={eps:.3g}, whose discrete Laplace noise "
+                f"(scale {precision} / epsilon) exceeds 2^56 = {POLYA_SCALE_LIMIT:.3g}, beyond "
+                f"what the 64-bit sums of the shuffled summation carry reliably; give a larger "
+                f"budget")
 
     def _check_delta_shares(self, d: int) -> None:
         """Refuse, before rounds 1 and 2 are charged, a delta whose smallest share (a round's,
@@ -423,7 +451,7 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
         round_ledger = RoundLedger(ledger)
         second = RandomRotation.draw(k, rng)  # public coins
         bound = radius * self._coordinate_clip(engine, k)
-        precision = math.ceil(math.sqrt(engine.n))
+        precision = _precision(engine.n)
         parts = ikos_parts(engine.n, math.log2(1.0 / delta))
         chunk = max(1, _SHARES_AT_ONCE // (engine.n * parts))
         sums = np.empty(k)

@@ -32,16 +32,100 @@ _UINT64_MAX = np.iinfo(np.uint64).max
 # encoding, Polya noise); a report granted more is drawn at this one. Why: past about 37,
 # e^eps / (1 + e^eps) rounds to 1.0 and a bit was never flipped (no noise at all: not eps-DP
 # for any eps), and a huge budget's epsilon overflowed e^eps. At 20 the flip probability,
-# 2e-9, is still held to 3e-8 relative in float64, and the answers are as good as exact.
+# 2e-9, is still drawn to within 6e-8 relative (the uniform's grid is 2^-53; it is rounded up,
+# ``flip_probability``), and the answers are as good as exact.
 # Conservative: an eps'-DP report with eps' <= eps is eps-DP, so the charge (the granted eps)
-# stays valid; analysers debias with the same ``keep_probability``, so they match the draw.
+# stays valid; analysers debias with the drawn probabilities (``flip_probability``,
+# ``response_bias``), capped alike, so they match the draw.
 DRAWN_EPSILON_CAP = 20.0
 
 
 def keep_probability(epsilon: float) -> float:
-    """P[a randomised-response bit is sent unchanged] = e^eps / (1 + e^eps), eps capped at
-    ``DRAWN_EPSILON_CAP`` (the randomisers draw at no more; their analysers debias with this)."""
+    """The nominal P[a randomised-response bit is sent unchanged], e^eps / (1 + e^eps), eps
+    capped at ``DRAWN_EPSILON_CAP`` (the randomisers draw at no more).
+
+    The draw keeps a bit with probability ``1 - flip_probability(epsilon)``, which is never
+    above this (it may be below by at most 2^-50); analysers debias with ``response_bias``, the
+    drawn probabilities' exact bias."""
     return 1.0 / (1.0 + math.exp(-min(epsilon, DRAWN_EPSILON_CAP)))
+
+
+# numpy's ``Generator.random()`` returns k 2^-53 with k uniform on 0 .. 2^53 - 1 (53 random bits
+# scaled by 2^-53), so ``U < f`` holds with probability exactly ceil(f 2^53) / 2^53.
+_UNIFORM_STEPS = 2**53
+
+
+def flip_probability(epsilon: float) -> float:
+    """The probability with which randomised response at ``epsilon`` flips a bit, exactly as
+    drawn (``U < flip_probability``, U uniform on the multiples of 2^-53 in [0, 1)): a multiple
+    of 2^-53, at least 1 / (1 + e^eps) and at most 1/2, eps capped at ``DRAWN_EPSILON_CAP``.
+
+    Privacy: with q = this, P[kept] / P[flipped] = (1 - q) / q <= e^eps because q is at least
+    1 / (1 + e^eps), and P[flipped] / P[kept] <= 1 because q <= 1/2: eps-LDP exactly, for the
+    probabilities the draw realises (not only for the real-number ones). Flipping a bit when
+    U >= fl(e^eps / (1 + e^eps)) instead realised a flip probability up to 2^-54 below
+    1 / (1 + e^eps) when the float rounded up: a ratio up to 2^-54 e^eps (relative) above
+    e^eps, 9.7e-13 at eps = 10.
+
+    Parameters
+    ----------
+    epsilon : float
+        The response's epsilon (non-negative; capped at ``DRAWN_EPSILON_CAP``).
+
+    Returns
+    -------
+    float
+        The flip probability, a multiple of 2^-53 in [1 / (1 + e^eps), 1/2].
+    """
+    epsilon = min(epsilon, DRAWN_EPSILON_CAP)
+    q = 1.0 / (1.0 + math.exp(epsilon))
+    # exp errs by at most one ulp and + and / round once each, so q is within 2^-51 (relative)
+    # of 1 / (1 + e^eps): at most 4 ulps. Eight steps up make it an upper bound with room to
+    # spare (more flipping is the safe side: it only adds noise), and rounding up to the
+    # uniform's grid (exact: q 2^53 and the quotient are exact in float64) keeps it one.
+    for _ in range(8):
+        q = math.nextafter(q, 1.0)
+    return min(math.ceil(q * _UNIFORM_STEPS) / _UNIFORM_STEPS, 0.5)
+
+
+def response_bias(epsilon: float) -> float:
+    """P[kept] - P[flipped] of randomised response at ``epsilon`` as drawn: 1 - 2
+    ``flip_probability(epsilon)``, exact in float64 (a multiple of 2^-52), about tanh(eps / 2).
+
+    Analysers divide by it to debias (E[+-1 answer] = bias x truth). Computed from the drawn
+    probability, not as (e^eps - 1) / (e^eps + 1), whose subtraction cancelled to 0 at tiny
+    eps (a division by zero after the charge). It is at most tanh(eps / 2), and below it by at
+    most 2^-49 (the flip probability's rounding up). 0 means the bits carry nothing: eps below
+    about 2e-15, where the flip probability rounds up to 1/2 on the uniform's grid; the
+    protocols refuse such a budget from their plan (``reports_carry_signal``).
+
+    Parameters
+    ----------
+    epsilon : float
+        The response's epsilon (non-negative).
+
+    Returns
+    -------
+    float
+        The bias, in [0, tanh(eps / 2)].
+    """
+    return 1.0 - 2.0 * flip_probability(epsilon)
+
+
+def reports_carry_signal(epsilon: float) -> bool:
+    """Whether randomised response at ``epsilon`` (public) is drawn with any bias at all.
+
+    Parameters
+    ----------
+    epsilon : float
+        The response's epsilon (non-negative).
+
+    Returns
+    -------
+    bool
+        ``response_bias(epsilon) > 0`` (false below about eps = 2e-15).
+    """
+    return response_bias(epsilon) > 0.0
 
 
 @dataclass(frozen=True)
@@ -108,18 +192,21 @@ class RoundBudget:
 
 
 def _flip(bits: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
-    """Randomised response's draw without its charge (the randomisers built on it charge)."""
+    """Randomised response's draw without its charge (the randomisers built on it charge): each
+    bit flipped when its uniform is below ``flip_probability(epsilon)``, so the realised flip
+    probability is that number exactly (never below the claimed 1 / (1 + e^eps))."""
     bits = np.asarray(bits, dtype=bool)
-    return bits ^ (rng.random(bits.shape) >= keep_probability(epsilon))
+    return bits ^ (rng.random(bits.shape) < flip_probability(epsilon))
 
 
 def randomised_response(bits: np.ndarray, budget: RoundBudget, rng: np.random.Generator, *,
                         ledger: Ledger, stage: str) -> np.ndarray:
-    """Each boolean sent unchanged with probability e^eps / (1 + e^eps), flipped otherwise,
-    eps = ``budget.report_epsilon``.
+    """Each boolean flipped with probability ``flip_probability(eps)`` (at least 1 / (1 + e^eps),
+    at most 1/2), sent unchanged otherwise, eps = ``budget.report_epsilon``.
 
     Sensitivity: any bit may become any bit. Guarantee: eps-LDP per bit (the probability of
-    either output changes by at most a factor e^eps). Row i holds user i's bits for the round,
+    either output changes by at most a factor e^eps, for the probabilities the draw realises:
+    ``flip_probability``). Row i holds user i's bits for the round,
     ``budget.reports`` of them (one per coordinate): ``budget.cost`` is charged to ``stage``
     before the draw.
     """
@@ -156,8 +243,9 @@ def hadamard_response(values: np.ndarray, size: int | np.ndarray, budget: RoundB
 def unary_encoding(values: np.ndarray, size: int, budget: RoundBudget,
                    rng: np.random.Generator, *, ledger: Ledger, stage: str) -> np.ndarray:
     """One-hot encode v in [size] and flip every bit independently with probability
-    1 / (1 + e^(eps/2)), eps = ``budget.report_epsilon`` (RAPPOR-style unary encoding, GRS
-    KnownVar step 1): shape (n, size).
+    ``flip_probability(eps / 2)`` (about 1 / (1 + e^(eps/2)), never less), eps =
+    ``budget.report_epsilon`` (RAPPOR-style unary encoding, GRS KnownVar step 1): shape
+    (n, size).
 
     Sensitivity: two one-hot vectors differ in two bits. Guarantee: eps-LDP (each differing bit
     is eps/2 randomised response; the others are identically distributed). A user sends
@@ -205,12 +293,46 @@ def polya_noise(shape: tuple[int, ...], n: int, budget: RoundBudget, sensitivity
     return _polya_draw(shape, n, budget.report_epsilon, sensitivity, rng)
 
 
+# The largest scale sensitivity / eps of the discrete Laplace noise the Polya shares draw. The
+# users' gamma mixing draws add up to one exponential of this scale, so with it at most 2^56 a
+# share's Poisson rate, and the noise itself, pass 2^62 with probability below e^-64: numpy
+# draws them (its Poisson refuses rates near 2^63) and IKOS's sums modulo 2^64 read back as the
+# signed noisy sum. Past it numpy raised after the charge (iome-shuffle at epsilon = 1e-18 on
+# one coordinate: scale 8e19).
+POLYA_SCALE_LIMIT = 2.0**56
+
+
+def polya_noise_fits(epsilon: float, sensitivity: int) -> bool:
+    """Whether discrete Laplace noise for ``sensitivity`` at ``epsilon`` (public) is within
+    what ``polya_noise`` draws.
+
+    Parameters
+    ----------
+    epsilon : float
+        The noise's epsilon.
+    sensitivity : int
+        The integer sum's sensitivity.
+
+    Returns
+    -------
+    bool
+        Whether epsilon > 0 and the scale sensitivity / epsilon is at most
+        ``POLYA_SCALE_LIMIT``.
+    """
+    return epsilon > 0.0 and sensitivity / epsilon <= POLYA_SCALE_LIMIT
+
+
 def _polya_draw(shape: tuple[int, ...], n: int, epsilon: float, sensitivity: int,
                 rng: np.random.Generator) -> np.ndarray:
     """``polya_noise``'s draw without its charge (``summation_randomiser`` charges first);
     the per-unit epsilon is capped at ``DRAWN_EPSILON_CAP`` (past about 37 the success
     probability rounded to 1 and the noise was always 0; less epsilon is conservative and the
-    analyser does not depend on it)."""
+    analyser does not depend on it). A scale beyond ``POLYA_SCALE_LIMIT`` is refused (the
+    protocols refuse it from their plan, before the charge)."""
+    if not polya_noise_fits(epsilon, sensitivity):
+        raise InvalidParameterError(
+            f"discrete Laplace noise at epsilon={epsilon:.3g} for sensitivity {sensitivity} has "
+            f"scale above {POLYA_SCALE_LIMIT:.3g}, beyond what 64-bit shares can carry")
     success = -math.expm1(-min(epsilon / sensitivity, DRAWN_EPSILON_CAP))
     return (rng.negative_binomial(1.0 / n, success, size=shape)
             - rng.negative_binomial(1.0 / n, success, size=shape))
@@ -260,46 +382,125 @@ def ikos_parts(n: int, sigma: float) -> int:
     return max(3, math.ceil((2.0 * sigma + 64.0) / (math.log2(n) - math.log2(math.e)) + 1.0))
 
 
+# Up to this epsilon, ``hadamard_response_zcdp`` is the closed form 1/2 eps tanh(eps / 2) (the
+# supremum of D_a / a is its limit at a -> 1; proof in its docstring, valid up to 3.2122...,
+# the root of eps (cosh eps + 3) = 4 sinh eps); above it, the grid bound.
+_KL_SUPREMUM_UP_TO = 3.0
+# The Renyi orders of the grid bound: 1 + 10^-8 .. 1 + 10^4, consecutive ones 1.4% apart.
+_ALPHA = 1.0 + np.logspace(-8, 4, 2000)
+_LOG_2 = math.log(2.0)
+
+
+def _log_sinh(z: np.ndarray) -> np.ndarray:
+    """log sinh(z) for z > 0, without overflow (sinh past 710) or cancellation."""
+    small = np.minimum(z, 300.0)
+    return np.where(z > 300.0, z - _LOG_2 + np.log1p(-np.exp(-2.0 * z)), np.log(np.sinh(small)))
+
+
+def _hadamard_grid_bound(epsilon: float) -> float:
+    """The grid bound on sup_a D_a / a (see ``hadamard_response_zcdp``), used above
+    ``_KL_SUPREMUM_UP_TO``."""
+    half = 0.5 * epsilon
+    # log(1 + s), s = sinh(a eps/2) sinh((a-1) eps/2) / cosh(eps/2), in logs: no overflow at
+    # a eps / 2 up to 10^254, and no cancellation at a -> 1 (s ~ (a - 1) is computed as a
+    # product, not as a difference of two numbers near 1). cosh(h) = e^h (1 + e^-2h) / 2.
+    log_cosh = half - _LOG_2 + math.log1p(math.exp(-2.0 * half))
+    log_s = _log_sinh(_ALPHA * half) + _log_sinh((_ALPHA - 1.0) * half) - log_cosh
+    divergence = np.logaddexp(0.0, log_s) / (_ALPHA - 1.0)
+    # D_a is non-decreasing in a: on [a_i, a_(i+1)], D_a / a <= D_(a_(i+1)) / a_i; beyond the
+    # last order, D_a <= D_inf = eps.
+    return float(max(np.max(divergence[1:] / _ALPHA[:-1]), epsilon / _ALPHA[-1]))
+
+
 def hadamard_response_zcdp(epsilon: float) -> float:
-    """The exact zCDP of ``hadamard_response`` (a rigorous upper bound on sup_a D_a / a).
+    """The zCDP of ``hadamard_response`` at ``epsilon``: exactly sup_a D_a / a up to eps = 3, a
+    rigorous upper bound above; never below the true value.
 
     For v != v' the Hadamard rows agree on exactly half of the indices j, where the outputs are
     identically distributed, and are opposite on the other half, where the bit is randomised
-    response between Ber(p) and Ber(1 - p), p = e^eps / (1 + e^eps). So
-    D_a = ln(1/2 + 1/2 (p^a (1-p)^(1-a) + (1-p)^a p^(1-a))) / (a - 1), about eps^2 / 4 per a for
-    small eps: half the generic eps^2 / 2 of eps-DP. D_a is non-decreasing in a, so on a grid
-    a_0 < a_1 < ... the supremum over [a_i, a_(i+1)] is at most D_(a_(i+1)) / a_i; beyond the
-    last point D_a <= D_inf = eps.
+    response between Ber(p) and Ber(1 - p), p = e^eps / (1 + e^eps). So, with h = eps / 2,
+    D_a = ln(1/2 + 1/2 (p^a (1-p)^(1-a) + (1-p)^a p^(1-a))) / (a - 1)
+        = ln(1 + sinh(a h) sinh((a - 1) h) / cosh(h)) / (a - 1),
+    about eps^2 / 4 per a for small eps: half the generic eps^2 / 2 of eps-DP.
+
+    Up to eps = 3 the supremum of D_a / a is its limit at a -> 1, the KL divergence
+    1/2 eps tanh(eps / 2). Proof: with t = (a - 1/2) eps, a (a - 1) = (t^2 - h^2) / eps^2 and
+    D_a / a <= KL becomes phi(t) = ln((cosh h + cosh t) / (2 cosh h)) <= (t^2 - h^2) tanh(h) /
+    (4 h) = psi(t) for t >= h. Both vanish at t = h, and phi' <= psi' there and beyond when
+    u(t) = sinh(t) / (t (cosh h + cosh t)) is non-increasing on [h, oo), that is when
+    cosh h <= R(t) = (sinh t cosh t - t) / (t cosh t - sinh t) for t >= h. R is increasing (R'
+    has the sign of t sinh t cosh t - 2 sinh^2 t + t^2, whose series in t has no negative
+    coefficient), so it suffices at t = h: eps (cosh eps + 3) <= 4 sinh eps, true up to
+    eps = 3.2122... Past it the supremum is at some a > 1 (13.86 at eps = 20, not 10).
+
+    Above eps = 3, the grid bound: D_a is non-decreasing in a, so on a grid a_0 < a_1 < ... the
+    supremum over [a_i, a_(i+1)] is at most D_(a_(i+1)) / a_i; beyond the last point
+    D_a <= D_inf = eps. The grid (1 + 10^-8 .. 1 + 10^4, 2000 orders) puts it within about 1%
+    above the supremum.
+
+    Both are evaluated without cancellation (the closed form is a product; the grid takes
+    logs of a product), to a relative 1e-15 for every eps from 1e-153 up (the former
+    evaluation, a difference of logs near a = 1, carried 1e-14 absolute: 1.5e-14 at
+    eps = 1e-10, where rho is 2.5e-21). The result is then rounded up by six ulps: tanh errs
+    by at most two ulps and the product rounds once, at most five ulps of the result in all
+    (the grid bound exceeds the supremum by far more, at least its cells' relative width),
+    so it never understates rho (conservative: a larger rho is always a valid zCDP bound, a
+    smaller one would under-count). Below eps = 1e-154, eps^2 / 4 underflows and the
+    smallest floats above it are returned.
+
+    Parameters
+    ----------
+    epsilon : float
+        The response's epsilon (non-negative).
+
+    Returns
+    -------
+    float
+        rho such that the response is rho-zCDP.
     """
     if epsilon > 1e250:
         # D_a <= D_inf = eps <= a eps: eps bounds sup D_a / a (conservative), and the grid's
         # a eps below would overflow.
         return float(epsilon)
-    alpha = 1.0 + np.logspace(-8, 4, 2000)
-    # log(1 + e^eps) = eps + log(1 + e^-eps), mathematically equal (the float may differ in
-    # its last bit); the second form past eps = 30 only, so e^eps cannot overflow (past 709).
-    # Releases never ask past 30 (``hadamard_epsilon_for_zcdp`` stops at the cap, 20).
-    log_p = -np.log1p(np.exp(-epsilon))
-    log_q = -(np.log1p(np.exp(epsilon)) if epsilon < 30.0
-              else epsilon + np.log1p(np.exp(-epsilon)))
-    opposite = np.logaddexp(alpha * log_p + (1 - alpha) * log_q,
-                            alpha * log_q + (1 - alpha) * log_p)
-    divergence = np.logaddexp(math.log(0.5), math.log(0.5) + opposite) / (alpha - 1.0)
-    bound = np.max(divergence[1:] / alpha[:-1])
-    return float(max(bound, epsilon / alpha[-1]))
+    if not epsilon > 0.0:
+        return 0.0  # eps = 0: the response reveals nothing
+    if epsilon <= _KL_SUPREMUM_UP_TO:
+        rho = 0.5 * epsilon * math.tanh(0.5 * epsilon)
+    else:
+        rho = _hadamard_grid_bound(epsilon)
+    for _ in range(6):
+        rho = math.nextafter(rho, math.inf)
+    return rho
 
 
 def hadamard_epsilon_for_zcdp(rho: float) -> float:
     """The largest eps whose ``hadamard_response`` is rho-zCDP (``hadamard_response_zcdp``
-    inverted by bisection), at most ``DRAWN_EPSILON_CAP``: the response draws at no more."""
+    inverted by bisection, to a relative 2^-62), at most ``DRAWN_EPSILON_CAP``: the response
+    draws at no more.
+
+    Parameters
+    ----------
+    rho : float
+        The report's zCDP budget (non-negative).
+
+    Returns
+    -------
+    float
+        eps with ``hadamard_response_zcdp(eps) <= rho`` as computed.
+    """
     if hadamard_response_zcdp(DRAWN_EPSILON_CAP) <= rho:
         # A huge rho (iome-local at rho = 1e300 searched up to overflow, then bisected on NaN
         # down to eps = 0 and divided by zero). Below the cap the search runs as before.
         return DRAWN_EPSILON_CAP
-    low, high = 0.0, max(4.0 * math.sqrt(rho), 1.0)
+    if not rho > 0.0:
+        return 0.0
+    # The answer is about 2 sqrt(rho) (rho ~ eps^2 / 4): a bracket of that scale, so the
+    # bisection's resolution is relative (a bracket [0, 1] resolved only 1e-18 absolute, and
+    # the answer at rho = 1e-100 is 2e-50).
+    low, high = 0.0, 4.0 * math.sqrt(rho)
     while hadamard_response_zcdp(high) <= rho:
         low, high = high, 2.0 * high
-    for _ in range(60):
+    for _ in range(64):
         middle = (low + high) / 2.0
         low, high = (middle, high) if hadamard_response_zcdp(middle) <= rho else (low, middle)
     return low

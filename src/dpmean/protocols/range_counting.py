@@ -16,7 +16,7 @@ from scipy.stats import norm
 
 from ..errors import InvalidParameterError
 from ..transforms import fwht
-from .randomisers import RoundBudget, hadamard_response, keep_probability
+from .randomisers import RoundBudget, hadamard_response, response_bias
 from .rounds import Ledger
 
 
@@ -80,8 +80,15 @@ class HierarchicalHistogram:
     def leaf_fractions(self, messages: HistogramMessages, groups: int, epsilon: float
                        ) -> np.ndarray:
         """The analyser: per group, the consistent estimate of the fraction of that group's
-        users in each of the u buckets, shape (groups, u) (rows sum to 1)."""
-        unbias = 1.0 / (2.0 * keep_probability(epsilon) - 1.0)  # (e^eps + 1) / (e^eps - 1)
+        users in each of the u buckets, shape (groups, u) (rows sum to 1).
+
+        Raises
+        ------
+        InvalidParameterError
+            ``epsilon`` so small that the responses were drawn without bias (they carry
+            nothing); the protocols refuse such a budget from their plan, before any charge.
+        """
+        unbias = _unbias(epsilon)
         b, h = self.branching, self.height
         estimates, variances = [], []
         for level in range(1, h + 1):
@@ -90,8 +97,9 @@ class HierarchicalHistogram:
             key = messages.group[at] * size + messages.index[at]
             sums = np.bincount(key, weights=messages.bit[at], minlength=groups * size)
             users = np.bincount(messages.group[at], minlength=groups).astype(np.float64)
-            # E[b H[v, j]] over the uniform j is 1[v = v_i] (e^eps - 1)/(e^eps + 1): one
-            # Hadamard transform of the per-index sums estimates every node's count at once.
+            # E[b H[v, j]] over the uniform j is 1[v = v_i] times the response's bias (about
+            # (e^eps - 1)/(e^eps + 1)): one Hadamard transform of the per-index sums estimates
+            # every node's count at once.
             counts = fwht(sums.reshape(groups, size)) * unbias
             estimates.append(counts / np.maximum(users, 1.0)[:, None])
             # Each node's variance is about unbias^2 / users; the common factor cancels.
@@ -103,10 +111,21 @@ class HierarchicalHistogram:
         times the standard deviation without consistency (which only lowers it): a prefix
         sums at most B - 1 nodes per level, each node's estimate has variance at most
         unbias^2 / (users / h) (each user's term b H is bounded by 1)."""
-        unbias = 1.0 / (2.0 * keep_probability(epsilon) - 1.0)
+        unbias = _unbias(epsilon)
         std = unbias * self.height * np.sqrt((self.branching - 1) / users)
         return float(norm.isf(beta / 2.0) * std)
 
+
+def _unbias(epsilon: float) -> float:
+    """1 / the Hadamard response's bias at ``epsilon`` as drawn (``response_bias``, exact; about
+    1 / tanh(eps / 2)). The bias was computed as 2 e^eps / (1 + e^eps) - 1, which cancelled to 0
+    at tiny eps (rho = 1e-20: a ZeroDivisionError after the rounds were charged)."""
+    bias = response_bias(epsilon)
+    if not bias > 0.0:
+        raise InvalidParameterError(
+            f"Hadamard responses at epsilon={epsilon:.3g} are drawn without bias (their flip "
+            f"probability is 1/2 in floating point): they carry nothing to estimate from")
+    return 1.0 / bias
 
 
 def _consistent_leaves(estimates: list[np.ndarray], variances: list[np.ndarray],
