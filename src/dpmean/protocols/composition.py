@@ -214,7 +214,9 @@ def fmt_closed_form_epsilon(local_epsilon: float, n: int, delta: float) -> float
     a = 8.0 * math.sqrt(e0 * math.log(4.0 / delta) / n)
     b = 8.0 * e0 / n
     eps1 = math.log1p(a + b)
-    return math.log1p((e0 - 1.0) / (e0 + math.exp(-eps1)) * (a + b))
+    # expm1, not e0 - 1: the difference cancels at small eps0 (to 0 below 1.1e-16, and by a
+    # relative 1e-16 / eps0 either way above), which could understate the amplified epsilon.
+    return math.log1p(math.expm1(local_epsilon) / (e0 + math.exp(-eps1)) * (a + b))
 
 
 def shuffle_amplified_epsilon(local_epsilon: float, n: int, delta: float,
