@@ -108,7 +108,7 @@ def test_the_range_count_analyser_debiases_with_the_drawn_bias():
         # probability: eight ulps and the uniform's grid, twice.
         assert 0.0 <= math.tanh(epsilon / 2) - bias <= 2.0**-49
         fractions = tree.leaf_fractions(messages, 1, epsilon)
-        assert fractions[0, 0] == pytest.approx((1 + 1 / bias) / 2, rel=1e-12)
+        assert fractions[0, 0] == pytest.approx((1 + 1 / bias) / 2, rel=1e-12, abs=0.0)
     with pytest.raises(InvalidParameterError, match="carry nothing"):
         tree.leaf_fractions(messages, 1, 1e-17)
     with pytest.raises(InvalidParameterError, match="carry nothing"):
@@ -150,7 +150,7 @@ def test_iome_shuffle_at_epsilon_1e_14_releases_charged_as_planned():
     result = quiet_mean(data(3), method="iome-shuffle", epsilon=1e-14, delta=1e-6)
     assert np.isfinite(result.mean).all()
     planned = ESTIMATORS["iome-shuffle"](bounds=BOX, epsilon=1e-14, delta=1e-6).budget_plan(N, 3)
-    assert result.ledger == pytest.approx(planned, rel=1e-12)
+    assert result.ledger == pytest.approx(planned, rel=1e-12, abs=0.0)
 
 
 @pytest.mark.parametrize("method", ["grs-knownvar", "grs-unkvar"])
@@ -232,7 +232,7 @@ def test_approx_dp_to_zcdp_never_exceeds_the_true_rho(epsilon, delta):
 def test_a_tiny_epsilon_converts_to_the_zero_epsilon_limit_end_to_end():
     """As epsilon -> 0 the rho tends to the one that is (0, delta)-DP, e delta^2 / 2."""
     rho = approx_dp_to_zcdp(1e-170, 1e-6)
-    assert rho == pytest.approx(math.e * 1e-12 / 2, rel=1e-9)
+    assert rho == pytest.approx(math.e * 1e-12 / 2, rel=1e-9, abs=0.0)
     for method in ("gaussian", "cm", "iome-local", "plan"):
         result = quiet_mean(data(3), method=method, epsilon=1e-170, delta=1e-6)
         assert np.all(np.isfinite(result.mean))
@@ -407,3 +407,19 @@ def test_split_budget_composes_to_at_most_its_epsilon(epsilon, delta, k):
     assert step_delta == delta / (2.0 * k)
     # no worse than basic composition's epsilon / k (up to the 1e-12 margin kept below the root)
     assert step >= epsilon / k * (1.0 - 1e-11)
+
+
+@pytest.mark.parametrize("local_epsilon", [1e-12, 1e-10, 1e-6, 1e-3, 1.0])
+def test_fmt_closed_form_is_accurate_at_small_local_epsilon(local_epsilon):
+    """e^eps0 - 1 was a float subtraction: at eps0 = 1e-10 off by a relative 8e-9 (either way,
+    so the amplified epsilon could be understated); expm1 keeps it to rounding."""
+    from dpmean.protocols.composition import fmt_closed_form_epsilon
+
+    n, delta = 10**6, 1e-6
+    e0 = mp.exp(mp.mpf(local_epsilon))
+    log4 = mp.log(4 / mp.mpf(delta))
+    a = 8 * mp.sqrt(e0 * log4 / n)
+    b = 8 * e0 / n
+    reference = mp.log1p((e0 - 1) / (e0 + mp.exp(-mp.log1p(a + b))) * (a + b))
+    assert fmt_closed_form_epsilon(local_epsilon, n, delta) == pytest.approx(
+        float(reference), rel=1e-13, abs=0.0)
