@@ -280,7 +280,8 @@ class ShiftedClippedMean(ClippedMean):
     with sensitivity-1 counts, and "noise" (1 - t) is the Gaussian mechanism on the clipped
     mean, l2 sensitivity 2C/n. Where the medians could make only one reliable halving
     (``medians_halve_twice``, public: n, d, rho, beta, the steps) there are no centre stages:
-    the centre is the box's middle and "threshold" and "noise" share all of rho. Without
+    the centre is the box's point nearest the origin (``public_centre``) and "threshold" and
+    "noise" share all of rho. Without
     ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a private box. The rotation's signs
     are public randomness.
 
@@ -542,7 +543,7 @@ def centre_stages(geometry: _Geometry, n: int, rho: float, beta: float,
     ``DOMAIN_SHARE`` first to narrowing their domains, always (``always_narrow``: PLAN, and
     IOME's real path by default) or when the budget leaves the medians fewer reliable
     halvings than a full search makes; or nothing, when the medians could make only one
-    reliable halving (the centre is then the box's middle: ``medians_halve_twice``). Public:
+    reliable halving (the centre is then ``public_centre``: ``medians_halve_twice``). Public:
     n, the box, rho, beta, the steps.
 
     Reliable here means at failure probability ``escape_beta(beta)``, not beta: on a domain as
@@ -569,12 +570,24 @@ def medians_halve_twice(n: int, d_pad: int, rho: float, beta: float, most: int) 
     domain R(mid)_j +- h it chose, h / 2 from R(mid)_j whatever the data, while under the
     random rotation the rows' coordinates about R(mid) are about ||x - mid|| / sqrt(d_pad)
     and the domain's half-width h is the private reach times sqrt(2 ln(4 d_pad n / beta) /
-    d_pad), several times that: most medians lie within h / 4 of R(mid)_j, nearer the box's
-    middle than the search's answer. So the centre is the box's middle and the centre's
-    budget goes to the radius and the noise. (n = 300, d = 64, rho = 0.1, N(0.5, 1) in the
-    box +-10: IOME's centre 45 from the mean, the box's middle 4, error 7.3 -> 1.4;
-    docs/results.md, "Centring at small budgets".)"""
+    d_pad), several times that: where the rows lie near the box's middle most medians lie
+    within h / 4 of R(mid)_j, and the search's answer is farther from them than the middle
+    (n = 300, d = 64, rho = 0.1, N(0.5, 1) in the box +-10: IOME's centre 45 from the mean, the
+    middle 4, error 7.3 -> 1.2). The centre is then ``public_centre`` and the centre's budget
+    goes to the radius and the noise (docs/results.md, "Centring at small budgets")."""
     return most <= 1 or reliable_median_steps(n, d_pad, rho, beta, most) > 1
+
+
+def public_centre(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The centre IOME's rotated centre falls back to where its medians cannot halve twice:
+    the point of the box [lo, hi] nearest the origin, the data's own zero (the box's middle
+    when the box is symmetric about 0), as CM clips about the origin. Public: the box.
+
+    Not the box's middle: data with a generous upper bound lie near the box's lower face
+    (counts, durations, pixels), where the middle is farther from them than the one-halving
+    medians were (Poisson(2) counts in [0, 50]^64, n = 300, rho = 0.1: IOME 12.8 with the
+    medians, 19.2 about the middle, 2.8 about the origin)."""
+    return np.clip(0.0, lo, hi)
 
 
 def rotated_centre(
@@ -588,9 +601,11 @@ def rotated_centre(
     n = engine.n
     quantizer = geometry.quantizer
     assert base.rotation is not None  # IOME's centre is always searched in a rotated space
-    if "centre" not in budget:  # the medians could not halve twice (public): the box's middle
-        middle = np.round(mid_rotated) if quantizer is not None else mid_rotated
-        return geometry.settle_centre(middle, base.rotation), None
+    if "centre" not in budget:  # the medians could not halve twice (public): ``PUBLIC_CENTRE``
+        centre = base.rotation.apply(public_centre(geometry.lo, geometry.hi))
+        if quantizer is not None:  # Algorithm 1's lattice
+            centre = np.round(centre)
+        return geometry.settle_centre(centre, base.rotation), None
     centre_lo, centre_hi = geometry.centre_domain(mid_rotated, n, beta)
     reach = None
     if "centre domain" in budget:

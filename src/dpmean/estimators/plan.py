@@ -37,7 +37,7 @@ from .clipped import (
     private_radius,
     with_interval_stages,
 )
-from .iome import THRESHOLD_SHARES, _Geometry, centre_stages, rotated_centre
+from .iome import THRESHOLD_SHARES, _Geometry, centre_stages, public_centre, rotated_centre
 from .variance import (
     bernoulli_floor,
     bernoulli_std,
@@ -56,7 +56,7 @@ VARIANCE_STAGES = ("variance spread", "variance")
 
 def plans_a_centre(stages: Mapping[str, float]) -> bool:
     """Whether a plan (or a budget) has a centre stage: none where ``centre_stages`` found
-    IOME's medians unable to halve twice, and the centre is the box's middle."""
+    IOME's medians unable to halve twice, and the centre is ``public_centre``."""
     return any(stage in stages for stage in CENTRE_STAGES)
 
 
@@ -286,11 +286,10 @@ class _PlanBase(MeanEstimator):
         """The private centre, and the standard deviations the scaling uses (None: none)."""
         if not plans_a_centre(budget):
             # IOME's medians could not halve twice (``centre_stages``; public: n, d, rho): the
-            # box's middle; on sparse input (whose centre would be a noisy mean) the value its
-            # format leaves implicit, 0 in the box, since a noisy mean at such a budget is off
-            # by much of the box per item (n = 400, d = 3000, rho = 0.05: 0.87 of [0, 1]).
-            centre = (np.zeros(engine.d) if self._centre_kind(engine) == "mean"
-                      else (engine.lo + engine.hi) / 2.0)
+            # box's point nearest the origin (``public_centre``), on sparse input too (there
+            # the centre would be a noisy mean, at such a budget off by much of the box per
+            # item: n = 400, d = 3000, rho = 0.05, 0.87 of [0, 1]).
+            centre = public_centre(engine.lo, engine.hi)
         elif self._centre_kind(engine) == "mean":
             centre = pooled_noisy_mean(engine, budget, CENTRE_STAGES, ledger=ledger, rng=rng,
                                        secure=self.secure_noise)
