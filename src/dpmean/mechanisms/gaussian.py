@@ -95,17 +95,20 @@ def _discretised_gaussian(
     gaussian_noise_std(sensitivity, rho)  # validates both
     if sensitivity == 0:
         return value.copy()
-    gamma, grid_sensitivity = _grid(sensitivity, value.size)
-    noise = discrete_gaussian(grid_sensitivity**2 / (2.0 * rho), rng, size=value.size)
+    gamma, variance = _grid(sensitivity, rho, value.size)
+    noise = discrete_gaussian(variance, rng, size=value.size)
     return gamma * (np.rint(value / gamma) + noise.reshape(value.shape))
 
 
-def _grid(sensitivity: float, size: int) -> tuple[float, float]:
-    """The secure release's grid step gamma for ``size`` coordinates, and the l2 sensitivity
-    in grid units (``_discretised_gaussian``): public, from the sensitivity and the shape."""
+def _grid(sensitivity: float, rho: float, size: int) -> tuple[float, float]:
+    """The secure release's grid step gamma for ``size`` coordinates, and its discrete
+    Gaussian's variance in grid units, (l2 sensitivity in grid units)^2 / (2 rho)
+    (``_discretised_gaussian``): public, from the sensitivity, rho and the shape. One
+    expression for the draw and the pre-charge check (``check_secure_noise``)."""
     k = max(size, 1)
     gamma = 2.0 ** math.floor(math.log2(GRID_SLACK * sensitivity / (2.0 * math.sqrt(k))))
-    return gamma, sensitivity / gamma + 2.0 * math.sqrt(k)
+    grid_sensitivity = sensitivity / gamma + 2.0 * math.sqrt(k)
+    return gamma, grid_sensitivity**2 / (2.0 * rho)
 
 
 def check_secure_noise(sensitivity: float, rho: float, size: int) -> None:
@@ -129,4 +132,4 @@ def check_secure_noise(sensitivity: float, rho: float, size: int) -> None:
         The variance is above the sampler's limit.
     """
     if sensitivity > 0:
-        check_variance(_grid(sensitivity, size)[1] ** 2 / (2.0 * rho))
+        check_variance(_grid(sensitivity, rho, size)[1])

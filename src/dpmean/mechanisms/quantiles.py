@@ -63,12 +63,19 @@ def _noisy_counts(count_le, thresholds, steps, rho_per_search, rng, secure, sens
     # exact discrete Gaussian noise of the same variance (CKS 2020: the same zCDP cost) to the
     # integer count itself, never to a rescaled one (a count / sensitivity plus integer noise
     # would put neighbours on different lattices).
-    rho = rho_per_search / steps
     counts = count_le(thresholds)
     if secure:
-        variance = sensitivity * sensitivity / (2.0 * rho)
+        variance = _count_variance(steps, rho_per_search, sensitivity)
         return counts + discrete_gaussian(variance, rng, size=np.size(counts))
-    return gaussian_noise(counts, sensitivity, rho, rng)
+    return gaussian_noise(counts, sensitivity, rho_per_search / steps, rng)
+
+
+def _count_variance(steps: int, rho_per_search: float, sensitivity: float) -> float:
+    """The variance of each secure count's discrete Gaussian: sensitivity^2 / (2 rho), rho =
+    rho_per_search / steps per count. One expression for the draw and the pre-charge check
+    (``_check_search``), so the check sees the variance the sampler will get."""
+    rho = rho_per_search / steps
+    return sensitivity * sensitivity / (2.0 * rho)
 
 
 def private_quantile_real(
@@ -381,4 +388,4 @@ def _check_search(steps: int, rho_per_search: float, secure: bool = False,
     if not (np.isfinite(rho_per_search) and rho_per_search > 0):
         raise InvalidParameterError(f"a quantile search needs rho > 0, got {rho_per_search}")
     if secure:  # each count's discrete Gaussian within the exact sampler's range, pre-charge
-        check_variance(sensitivity * sensitivity * steps / (2.0 * rho_per_search))
+        check_variance(_count_variance(steps, rho_per_search, sensitivity))
