@@ -324,8 +324,8 @@ def test_invalid_options_raise(options):
 def test_threshold_share_auto_clips_at_most_three_root_n_rows(method):
     """The smallest share whose clip count k = sqrt(n) + rank error is at most 3 sqrt(n), else
     the paper's 1/4; threshold and noise share what preprocessing leaves."""
-    from dpmean.estimators.iome import THRESHOLD_SHARES
-    from dpmean.estimators.plan import VARIANCE_STAGES, plans_a_centre
+    from dpmean.estimators.iome import THRESHOLD_SHARES, plans_a_centre
+    from dpmean.estimators.plan import VARIANCE_STAGES
     from dpmean.registry import ESTIMATORS
 
     # The share is sized by the rank error at beta = 0.1, ln(n / beta) / sqrt(2 rho_t) (the

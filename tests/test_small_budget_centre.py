@@ -7,8 +7,12 @@ import numpy as np
 import pytest
 
 import dpmean
-from dpmean.estimators.iome import ShiftedClippedMean, _Geometry, medians_halve_twice
-from dpmean.estimators.plan import plans_a_centre
+from dpmean.estimators.iome import (
+    ShiftedClippedMean,
+    _Geometry,
+    medians_halve_twice,
+    plans_a_centre,
+)
 from dpmean.mechanisms.quantiles import rank_error_bound
 from dpmean.registry import ESTIMATORS
 

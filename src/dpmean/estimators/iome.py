@@ -4,6 +4,7 @@ and the statistical Gaussian wrapper (section 3.4)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -358,7 +359,7 @@ class ShiftedClippedMean(ClippedMean):
         centre = centre_stages(geometry, n, rho * self.centre_share, self.beta,
                                self.median_steps, always_narrow=always)
         # No centre stages (the medians could not halve twice): their share goes to the rest.
-        rest = rho * (1.0 - self.centre_share) if centre else rho
+        rest = rho * (1.0 - self.centre_share) if plans_a_centre(centre) else rho
         share = self.threshold_fraction(n, d, rest)
         return {**centre, "threshold": rest * share, "noise": rest * (1.0 - share)}
 
@@ -578,6 +579,13 @@ def medians_halve_twice(n: int, d_pad: int, rho: float, beta: float, most: int) 
     return most <= 1 or reliable_median_steps(n, d_pad, rho, beta, most) > 1
 
 
+def plans_a_centre(stages: Mapping[str, float]) -> bool:
+    """Whether a plan (or a budget) has a centre stage ("centre", which a "centre domain"
+    never comes without): none where ``centre_stages`` found the medians unable to halve twice,
+    and the centre is ``public_centre``. Public."""
+    return "centre" in stages
+
+
 def public_centre(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """The centre IOME's rotated centre falls back to where its medians cannot halve twice:
     the point of the box [lo, hi] nearest the origin, the data's own zero (the box's middle
@@ -601,7 +609,7 @@ def rotated_centre(
     n = engine.n
     quantizer = geometry.quantizer
     assert base.rotation is not None  # IOME's centre is always searched in a rotated space
-    if "centre" not in budget:  # the medians could not halve twice (public): ``PUBLIC_CENTRE``
+    if not plans_a_centre(budget):  # the medians could not halve twice: ``public_centre``
         centre = base.rotation.apply(public_centre(geometry.lo, geometry.hi))
         if quantizer is not None:  # Algorithm 1's lattice
             centre = np.round(centre)

@@ -37,7 +37,14 @@ from .clipped import (
     private_radius,
     with_interval_stages,
 )
-from .iome import THRESHOLD_SHARES, _Geometry, centre_stages, public_centre, rotated_centre
+from .iome import (
+    THRESHOLD_SHARES,
+    _Geometry,
+    centre_stages,
+    plans_a_centre,
+    public_centre,
+    rotated_centre,
+)
 from .variance import (
     bernoulli_floor,
     bernoulli_std,
@@ -52,12 +59,6 @@ from .variance import (
 CENTRES = ("auto", "rotated", "median", "mean")
 CENTRE_STAGES = ("centre domain", "centre")
 VARIANCE_STAGES = ("variance spread", "variance")
-
-
-def plans_a_centre(stages: Mapping[str, float]) -> bool:
-    """Whether a plan (or a budget) has a centre stage: none where ``centre_stages`` found
-    IOME's medians unable to halve twice, and the centre is ``public_centre``."""
-    return any(stage in stages for stage in CENTRE_STAGES)
 
 
 # How far below the top of a variance search its log domain reaches (nats): variances down to
