@@ -84,6 +84,14 @@ def private_median_norm(engine: Engine, top: float, *, rho: float, ledger: Priva
     return right if left == 0.0 else (left + right) / 2.0
 
 
+def norm_stages(baskets: bool) -> tuple[str, ...]:
+    """The choice stages that measure the median row norm r0 (``private_median_norm``), the
+    rest being the pair medians: "choice norms", or every stage on baskets, which get no pair
+    questions (the sparse engine has none; a .dat file read in dense chunks asks the same).
+    Public: the input's kind."""
+    return CHOICE_STAGES if baskets else CHOICE_STAGES[:1]
+
+
 def consistent_pair_medians(l2: float, l1: float, d: int) -> tuple[float, float]:
     """The private medians of the pairs' l2 and l1 distances, made to agree where they cannot
     both hold (post-processing).
@@ -290,7 +298,7 @@ class AutoMean(MeanEstimator):
             if candidate.stage_events(candidate.budget_plan(n, d), n, d, sparse) is None:
                 return None
             options.append(tuple(candidate.plan_events(n, d, sparse)))
-        norms = CHOICE_STAGES if sparse else CHOICE_STAGES[:1]
+        norms = norm_stages(sparse)
         choice = {stage: gaussian_event(plan[stage], self.secure_noise) if stage in norms
                   else exponential_event(plan[stage]) for stage in CHOICE_STAGES if stage in plan}
         return {**choice, "release": ChoiceEvent(tuple(options))}
@@ -316,13 +324,10 @@ class AutoMean(MeanEstimator):
             return private_median_norm(engine, reach, rho=planned[stage], ledger=ledger,
                                        rng=rng, stage=stage, secure=self.secure_noise)
 
-        if engine.baskets:
-            # no pair questions on baskets (the sparse engine has none; a .dat file read in
-            # dense chunks asks the same): every choice stage measures r0, and
-            # their geometric mean is used (post-processing)
-            r0 = float(np.exp(np.mean([np.log(median_norm(stage)) for stage in CHOICE_STAGES])))
-        else:
-            r0 = median_norm("choice norms")
+        # On baskets every choice stage measures r0 (``norm_stages``); their geometric mean is
+        # used (post-processing).
+        measured = [median_norm(stage) for stage in norm_stages(engine.baskets)]
+        r0 = measured[0] if len(measured) == 1 else float(np.exp(np.mean(np.log(measured))))
         spread = 1.0 + 3.0 / np.sqrt(d)
 
         def clipped(radius: float, estimator: MeanEstimator) -> float:
