@@ -282,9 +282,8 @@ class ShiftedClippedMean(ClippedMean):
     mean, l2 sensitivity 2C/n. Where the medians could make only one reliable halving
     (``medians_halve_twice``, public: n, d, rho, beta, the steps) there are no centre stages:
     the centre is the box's point nearest the origin (``public_centre``) and "threshold" and
-    "noise" share all of rho. Without
-    ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a private box. The rotation's signs
-    are public randomness.
+    "noise" share all of rho. Without ``bounds``, ``BOUNDS_SHARE`` (1/10) of rho first buys a
+    private box. The rotation's signs are public randomness.
 
     Notes
     -----

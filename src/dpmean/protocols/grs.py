@@ -78,10 +78,9 @@ class _GRS(ApproxDPProtocol):
 
     def _check_reports(self, d: int) -> None:
         """Refuse, from the plan alone (public; before any charge), a budget whose randomised
-        responses would carry nothing: each coordinate's eps0 so small (0 when ``split_budget``
-        cannot resolve it, below about 1e-14 per coordinate; below about 2e-15 otherwise) that
-        the response flips with probability exactly 1/2 (``reports_carry_signal``), which its
-        analyser cannot debias (epsilon = 1e-100 divided by zero after the charge)."""
+        responses would carry nothing: each coordinate's eps0 so small (below about 2e-15)
+        that the response flips with probability exactly 1/2 (``reports_carry_signal``), which
+        its analyser cannot debias (epsilon = 1e-100 divided by zero after the charge)."""
         eps0, _ = self._per_coordinate(d)
         if not reports_carry_signal(eps0 * self.response_share):
             raise InvalidParameterError(

@@ -386,9 +386,8 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
 
     def _check_summation(self, n: int, d: int) -> None:
         """Refuse, from the plan alone (public; before any charge), a round 3 whose
-        per-coordinate epsilon is 0 (``split_budget`` gives 0 below about 1e-14 per
-        coordinate) or so small that its discrete Laplace noise does not fit IKOS's 64-bit
-        shares (``polya_noise_fits``): numpy refused the draw after rounds 1 and 2 were
+        per-coordinate epsilon is so small that its discrete Laplace noise does not fit IKOS's
+        64-bit shares (``polya_noise_fits``): numpy refused the draw after rounds 1 and 2 were
         charged."""
         eps, _, k = self._coordinate_split(d)
         precision = _precision(n)
