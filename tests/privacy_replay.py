@@ -2,9 +2,10 @@
 
 An estimator is an adaptive composition of noise draws: Gaussian (``gaussian_noise``, and
 ``symmetric_gaussian_mechanism`` for matrices) and exponential-mechanism quantiles
-(``exponential_draws``). Run it on D, recording every draw's input and output. Run it on the
-neighbour D' with every draw replaced by the output recorded on D (and the generator put back
-where it stood after that draw), so that both runs see the same released history. Then, draw by
+(``exponential_draws``, and ``bucket_draw`` for those in log buckets). Run it on D, recording
+every draw's input and output. Run it on the neighbour D' with every draw replaced by the output
+recorded on D (and the generator put back where it stood after that draw), so that both runs
+see the same released history. Then, draw by
 draw, the inputs differ only through the data, and each draw's privacy cost on this pair is
 exact:
 
@@ -12,7 +13,8 @@ exact:
   (Bun-Steinke 2016, Prop. 1.6; equality: the Renyi divergence of two Gaussians);
 - an exponential-mechanism quantile of one column claimed eps-DP for rank changes of at most
   ``sensitivity``: if the ranks of D' move by at most u, it is (eps u / sensitivity)-DP, hence
-  (eps u / sensitivity)^2 / 8 zCDP.
+  (eps u / sensitivity)^2 / 8 zCDP (the bucketed one: sensitivity 1, its utility a function of
+  counts below public edges, which move by at most the ranks' shift).
 
 Adaptive composition adds them: the pair's realised rho, which must not exceed the budget the
 estimator was given, whatever the pair. And with every draw replayed, everything the
@@ -92,7 +94,8 @@ def realised_rho(monkeypatch, method: str, x: np.ndarray, x_prime: np.ndarray, *
     rho of the pair (and assert that both runs returned the same release and diagnostics)."""
     originals = {"gaussian": gaussian.gaussian_noise,
                  "matrix": matrix.symmetric_gaussian_mechanism,
-                 "exponential": exponential.exponential_draws}
+                 "exponential": exponential.exponential_draws,
+                 "bucket": exponential.bucket_draw}
     tape: list[_Draw] = []
     replay = Replay()
     phase = {"recording": True, "position": 0}
@@ -133,9 +136,16 @@ def realised_rho(monkeypatch, method: str, x: np.ndarray, x_prime: np.ndarray, *
         return draw("exponential", inputs, rng, lambda: originals["exponential"](
             values, lo, hi, q, rho=rho, rng=rng, sensitivity=sensitivity, presorted=presorted))
 
+    def bucket_draw(values, q, edges, *, rho, rng):
+        inputs = (np.asarray(values, dtype=np.float64).ravel(), float(q), np.array(edges),
+                  float(rho))
+        return draw("bucket", inputs, rng, lambda: originals["bucket"](
+            values, q, edges, rho=rho, rng=rng))
+
     for key, replacement in (("gaussian", gaussian_noise),
                              ("matrix", symmetric_gaussian_mechanism),
-                             ("exponential", exponential_draws)):
+                             ("exponential", exponential_draws),
+                             ("bucket", bucket_draw)):
         _patch_everywhere(monkeypatch, originals[key], replacement)
 
     with warnings.catch_warnings():
@@ -163,6 +173,15 @@ def _cost(kind: str, recorded: tuple, now: tuple) -> float:
             assert moved == 0.0, "a draw of stated sensitivity 0 moved"
             return 0.0
         return rho * moved / sensitivity**2  # ||v - v'||^2 / (2 sigma^2), sigma^2 = D^2/(2 rho)
+    if kind == "bucket":
+        # The utility is a function of the counts #{v < t} at the public edges: the most any
+        # count moves on this pair bounds how far it moves (the quantile's own sensitivity 1).
+        values, q, edges, rho = recorded
+        values_now, q_now, edges_now, rho_now = now
+        assert (q, rho) == (q_now, rho_now)
+        assert np.array_equal(edges, edges_now), "a bucketed quantile's buckets moved with the data"
+        assert values.shape == values_now.shape
+        return rho * _rank_shift(values, values_now) ** 2
     columns, lo, hi, q, rho, sensitivity = recorded
     columns_now, lo_now, hi_now, q_now, rho_now, sensitivity_now = now
     assert (q, rho, sensitivity) == (q_now, rho_now, sensitivity_now)
