@@ -115,7 +115,10 @@ def test_sparse_iome_matches_previous_release(label, d, rho, old_target_rank):
     # same bits). Same counts, so every private decision and noise draw is the same. Stored
     # again for the radius search by octaves and the always-narrowed median domains
     # (scratch/restore_lattice.py on branch logsearch): with narrow_medians="when-short" the
-    # centres kept their previous digests; the radius and the release moved.
+    # centres kept their previous digests; the radius and the release moved. Stored again when
+    # the reach began to be measured from the box's point nearest the origin too
+    # (``_Geometry.reach_anchors``: the narrowed domains, the centre, the radius all moved;
+    # the "narrowing" radius 28.1 -> 4.43, about the origin, where the baskets lie).
     x = basket_data("kosarak-first-36682.dat", 4000).x
     x = scipy.sparse.csr_matrix((x.data, x.indices, x.indptr), shape=(x.shape[0], d))
     result = dpmean.mean(x, rho=rho, method="iome", bounds=(0, 1), random_state=7,

@@ -165,14 +165,41 @@ def test_private_reach_holds_more_than_half_the_rows():
         assert 1 < steps and (steps < 20) == (rho < 1)
         for seed in seeds:
             ledger = PrivacyLedger.for_stages({"centre domain": rho})
-            r = private_reach(engine, View(), top, steps=20, rho=rho, ledger=ledger,
-                              rng=np.random.default_rng(seed), beta=beta)
+            nearest, r = private_reach(engine, [(View(), top)], steps=20, rho=rho,
+                                       ledger=ledger, rng=np.random.default_rng(seed),
+                                       beta=beta)
+            assert nearest == 0
             assert np.count_nonzero(norms <= r) > 1000
             assert np.count_nonzero(norms <= r - top / 2**steps) < 1500 + tau
             assert ledger.spent == {"centre domain": rho}
     # With the large budget the answer is close to the 3n/4-th norm, not just somewhere above
     # the median: within tau = 3.3 ranks, at a resolution of top / 2**20.
     assert norms[1500 - 10] < r < norms[1500 + 10]
+
+
+def test_private_reach_keeps_the_anchor_the_rows_lie_nearest():
+    # Rows in [0, 100]^8 in the box (0, 10^12)^8: from the box's middle every row lies about
+    # 5e11 sqrt(8) away, from the origin within 100 sqrt(8). Two searches of rho / 2 each,
+    # charged once; the origin's reach is about the 3n/4-th norm (4 ranks at this budget).
+    from dpmean.accounting import PrivacyLedger
+    from dpmean.engines import InMemoryEngine
+    from dpmean.estimators.clipped import private_reach
+    from dpmean.transforms import View
+
+    x = np.random.default_rng(2).uniform(0.0, 100.0, size=(2000, 8))
+    lo, hi = np.zeros(8), np.full(8, 1e12)
+    engine = InMemoryEngine(x, lo, hi)
+    mid = View().with_shift((lo + hi) / 2.0)
+    anchors = [(mid, float(np.linalg.norm(hi - lo)) / 2.0),
+               (View(), float(np.linalg.norm(hi)))]
+    norms = np.sort(np.linalg.norm(x, axis=1))
+    for seed in range(10):
+        ledger = PrivacyLedger.for_stages({"centre domain": 1.0})
+        nearest, r = private_reach(engine, anchors, steps=20, rho=1.0, ledger=ledger,
+                                   rng=np.random.default_rng(seed))
+        assert nearest == 1
+        assert norms[1500 - 10] < r < norms[1500 + 10] * (1 + 2.0**-10)
+        assert ledger.spent == {"centre domain": 1.0}
 
 
 def test_privquant_vectorised_matches_independent_searches():

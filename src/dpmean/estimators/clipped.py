@@ -4,7 +4,7 @@ it spends, before it draws."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ..mechanisms import (
     rank_error_bound,
     reliable_search_steps,
 )
+from ..mechanisms.quantiles import check_octave_search, octave_search, search_cost_event
 from ..transforms import View
 
 # The failure probability the radius search's margin below n is sized for. A search over many
@@ -100,31 +101,39 @@ def private_centre(
 
 
 def private_reach(
-    engine: Engine, view: View, top: float, *, steps: int, rho: float, ledger: PrivacyLedger,
-    rng: np.random.Generator, secure: bool = False, beta: float = 0.05,
-) -> float:
-    """A private distance r from the view's origin that more than half the rows lie within,
-    with probability 1 - beta.
+    engine: Engine, anchors: Sequence[tuple[View, float]], *, steps: int, rho: float,
+    ledger: PrivacyLedger, rng: np.random.Generator, secure: bool = False, beta: float = 0.05,
+) -> tuple[int, float]:
+    """Of k public anchors (views shifted to a point, each with a ``top`` that bounds every
+    row's norm in it), the one the rows lie nearest, and a private distance r from it that
+    more than half the rows lie within, with probability 1 - beta: (its index, r).
 
-    Searches [0, top] (``top`` bounds every row norm) for the 3n/4-th row norm, with at most
-    the halvings whose counts all stay within n/4 (``reliable_search_steps``), by octaves
-    (``private_quantile_octaves``: its resolution follows the rows' distance, not ``top``;
-    a linear search could not return less than top / 2^steps, so a loose box left the
-    median domains as wide as the box over 2^20), and returns the top of the last interval:
-    that end is either ``top`` or a point whose noisy count exceeded 3n/4, so its true count
-    exceeds n/2. Budget: ``rho`` (one search of ``steps`` sensitivity-1 counts, rho / steps
-    each), charged to the stage "centre domain".
+    Each anchor's search looks over [0, top] for the 3n/4-th row norm, with at most the
+    halvings whose counts all stay within n/4 (``reliable_search_steps``, at beta / k), by
+    octaves (``octave_search``: its resolution follows the rows' distance, not ``top``; a
+    linear search could not return less than top / 2^steps, so a loose box left the median
+    domains as wide as the box over 2^20), and gives the top of its last interval: that end
+    is either ``top`` or a point whose noisy count exceeded 3n/4, so its true count exceeds
+    n/2. The anchor with the smallest such r is chosen (post-processing). Budget: ``rho``,
+    rho / k per search of sensitivity-1 counts (rho / (k steps) each), charged once to the
+    stage "centre domain".
     """
-    n = engine.n
+    n, k = engine.n, len(anchors)
     # At beta, not at the escape margin's smaller failure probability: a wrong turn here moves
     # the median domains (wider or off centre), it does not send a release away from the data,
     # and at small n rho the margin left one or two halvings (a mixed-scale table, n = 569 at
     # epsilon = 1: iome's and plan's errors 2.4x).
-    steps = reliable_search_steps(n / 4.0, rho, beta, steps)
-    count = lambda t: engine.norm_counts(view, t)  # noqa: E731
-    _, right = private_quantile_octaves(count, 0.75 * n, top, steps=steps, rho=rho, rng=rng,
-                                        ledger=ledger, stage="centre domain", secure=secure)
-    return right
+    steps = reliable_search_steps(n / 4.0, rho / k, beta / k, steps)
+    for _, top in anchors:
+        check_octave_search(steps, rho / k, top, secure)
+    ledger.charge("centre domain", *search_cost_event(np.zeros(k), rho / k, secure))
+    def counts(view: View) -> Callable[[np.ndarray], np.ndarray]:
+        return lambda t: engine.norm_counts(view, t)
+
+    reaches = [octave_search(counts(view), 0.75 * n, top, steps=steps, rho=rho / k, rng=rng,
+                             secure=secure)[1] for view, top in anchors]
+    nearest = int(np.argmin(reaches))
+    return nearest, reaches[nearest]
 
 
 def private_radius(

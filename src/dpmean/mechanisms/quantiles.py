@@ -152,10 +152,22 @@ def private_quantile_octaves(
     within tau, the right end (if it moved) has more than rank - tau values at or below it
     and the left end at most rank + tau. ``secure=True``: discrete Gaussian counts.
     """
+    check_octave_search(steps, rho, top, secure)
+    ledger.charge(stage, *search_cost_event(np.zeros(1), rho, secure))
+    return octave_search(count_le, rank, top, steps=steps, rho=rho, rng=rng, secure=secure)
+
+
+def check_octave_search(steps: int, rho: float, top: float, secure: bool) -> None:
+    """Refuse, before any charge, an octave search ``octave_search`` could not run."""
     _check_search(steps, rho, secure)
     if not (np.isfinite(top) and top > 0):
         raise InvalidParameterError(f"an octave search needs a finite top > 0, got {top}")
-    ledger.charge(stage, *search_cost_event(np.zeros(1), rho, secure))
+
+
+def octave_search(count_le: CountFunction, rank: float, top: float, *, steps: int, rho: float,
+                  rng: np.random.Generator, secure: bool = False) -> tuple[float, float]:
+    """``private_quantile_octaves``'s search without its charge, for a caller that charges
+    several searches once; the caller charges (and checks ``steps``, ``rho`` and ``top``)."""
     left, right = 0.0, float(top)
     # Exponents of the ends as powers of two below top while they are exact octaves (None
     # once the search halves linearly); left's is None while nothing is known below.
