@@ -335,6 +335,22 @@ def test_output_to_missing_directory(capsys, data, tmp_path):
     assert "does not exist" in err
 
 
+def test_an_existing_output_is_kept_unless_forced(capsys, data, tmp_path):
+    # A user trial: --output replaced an earlier result without a word, whose budget was spent.
+    # Refused before the charge (the ledger keeps its whole budget), replaced with --force.
+    output, ledger = tmp_path / "r.json", tmp_path / "l.json"
+    output.write_text('{"old": 1}')
+    assert run(capsys, "ledger", "init", ledger, "--rho", 1)[0] == 0
+    code, out, err = run(capsys, "estimate", data / "x.npy", *GOOD, "--output", output,
+                         "--ledger", ledger)
+    assert_one_error_line(code, out, err)
+    assert "exists" in err and "--force" in err
+    assert output.read_text() == '{"old": 1}'
+    assert json.loads(ledger.read_text())["session"]["releases"] == []
+    code, _, _ = run(capsys, "estimate", data / "x.npy", *GOOD, "--output", output, "--force")
+    assert code == 0 and "mean" in json.loads(output.read_text())
+
+
 def test_failed_write_leaves_no_file(capsys, data, tmp_path, monkeypatch):
     # Only the output's rename fails: numba renames its cache files into place too, and on a
     # fresh machine the release compiles (and caches) its kernels first.

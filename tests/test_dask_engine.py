@@ -146,7 +146,7 @@ def test_workers_read_tables(tmp_path, suffix, monkeypatch, capsys):
             "--method", "trimmed", "--output", str(out)]
     assert main([*args, "--engine", "dask"]) == 0
     on_dask = json.loads(out.read_text())["mean"]
-    assert main(args) == 0
+    assert main([*args, "--force"]) == 0  # the same --output, replaced
     np.testing.assert_allclose(on_dask, json.loads(out.read_text())["mean"], atol=1e-9)
 
 

@@ -451,17 +451,22 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser : argparse.ArgumentParser
         The command's parser.
     """
-    parser.add_argument("--output", metavar="FILE", help="write the result as JSON to FILE")
+    parser.add_argument("--output", metavar="FILE",
+                        help="write the result as JSON to FILE (a new file, unless --force)")
+    parser.add_argument("--force", action="store_true",
+                        help="let --output replace an existing FILE")
     parser.add_argument("--json", action="store_true",
                         help="print the JSON result on stdout (the summary then goes to stderr)")
 
 
-def check_writable(path: str, keep: Mapping[str, str | None] | None = None) -> Path:
+def check_writable(path: str, keep: Mapping[str, str | None] | None = None, *,
+                   replace: bool = False) -> Path:
     """Refuse an output path that cannot be written, before any work (or privacy) is spent.
 
     The file is written by a rename in its directory (``write_file``), so the directory must
-    exist and take new files; what the file holds now does not matter, unless it is one of
-    the command's other files.
+    exist and take new files. An existing file is refused unless ``replace`` (``--force``): it
+    may be an earlier release, whose budget is spent and which could not be made again; one
+    of the command's other files is refused either way.
 
     Parameters
     ----------
@@ -470,6 +475,8 @@ def check_writable(path: str, keep: Mapping[str, str | None] | None = None) -> P
     keep : mapping of str to str or None, optional
         Files the output must not replace, by what they are (e.g. ``{"INPUT": "x.npy"}``);
         None values are skipped.
+    replace : bool, default False
+        Whether an existing file (not one of ``keep``) may be replaced.
 
     Returns
     -------
@@ -480,8 +487,8 @@ def check_writable(path: str, keep: Mapping[str, str | None] | None = None) -> P
     ------
     UsageError
         When the name is empty, the path is a directory or another non-regular file (a
-        device, a pipe), its directory does not exist or cannot take a new file, or it is
-        one of the files in ``keep``.
+        device, a pipe), its directory does not exist or cannot take a new file, it is
+        one of the files in ``keep``, or it exists and ``replace`` is False.
     """
     if not path:
         # Path("") is the working directory: an empty name would write nothing or fail late.
@@ -507,6 +514,9 @@ def check_writable(path: str, keep: Mapping[str, str | None] | None = None) -> P
         if other and out.exists() and Path(other).exists() and os.path.samefile(out, other):
             raise UsageError(f"cannot write {out}: it is {what} ({other}), which the result "
                              f"would replace; choose another file")
+    if out.exists() and not replace:
+        raise UsageError(f"cannot write {out}: the file exists (an earlier result, whose budget "
+                         f"is spent?); choose another name, or pass --force to replace it")
     return out
 
 

@@ -197,6 +197,11 @@ def _print(plan: dict, as_json: bool, epsilon_budget: bool = False) -> None:
               f"{budget}; per coordinate {_first(plan['half_widths'])}")
     else:
         print(f"{setting}: half-width {half_width:.6g} at {budget}")
+    if plan["method"] != "gaussian":
+        # ``accuracy``: the noise at the largest radius the search can return, which a
+        # release's own radius (about its data) is usually far below.
+        print("an upper bound: the noise at the largest clipping radius the method's search can "
+              "return; a release's own noise is usually smaller (its diagnostics' noise_std)")
     print("public values only: no data was read and no budget was spent; the clipping bias of "
           "a release is not included (its confidence_interval adds it)")
 

@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         options = _estimator_options(args)
         output = None if args.output is None else check_writable(
             args.output, {"INPUT": args.input, "the --ledger file": args.ledger,
-                          "the --bounds-file": args.bounds_file})
+                          "the --bounds-file": args.bounds_file}, replace=args.force)
         if args.ledger is not None:
             # A missing or corrupt ledger is found before anything else is opened.
             from .. import ledger_file
