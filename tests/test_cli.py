@@ -328,6 +328,35 @@ def test_insufficient_data_is_an_error(capsys, tmp_path):
     assert "too few rows" in err
 
 
+@pytest.mark.parametrize("name", ["few.npy", "few.parquet", "few.csv"])
+def test_too_few_rows_known_from_the_header_costs_nothing(capsys, tmp_path, name):
+    # A user trial: 5 rows at rho = 0.1 (cm needs 92) were charged to the ledger as a failed
+    # release, though n (the .npy header, Parquet metadata), d, the box and the budget decide
+    # it. Refused before the charge now. A CSV records no n: its rows are read after the charge,
+    # and the failure stays charged, as before.
+    import pandas as pd
+
+    x = np.random.default_rng(0).uniform(0, 10, (5, 3))
+    path = tmp_path / name
+    if name.endswith(".npy"):
+        np.save(path, x)
+    elif name.endswith(".parquet"):
+        pd.DataFrame(x, columns=list("abc")).to_parquet(path, index=False)
+    else:
+        pd.DataFrame(x, columns=list("abc")).to_csv(path, index=False)
+    ledger = tmp_path / "l.json"
+    assert run(capsys, "ledger", "init", ledger, "--rho", 1)[0] == 0
+    code, out, err = run(capsys, "estimate", path, "--rho", 0.1, "--bounds", 0, 10,
+                         "--method", "cm", "--ledger", ledger)
+    assert_one_error_line(code, out, err)
+    assert "too few rows" in err
+    releases = json.loads(ledger.read_text())["session"]["releases"]
+    if name.endswith(".csv"):
+        assert len(releases) == 1 and "stays charged" in err
+    else:
+        assert releases == [] and "nothing was charged" in err
+
+
 def test_output_to_missing_directory(capsys, data, tmp_path):
     code, out, err = run(capsys, "estimate", data / "x.npy", *GOOD,
                          "--output", tmp_path / "nowhere" / "r.json")

@@ -325,6 +325,12 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
                     with _cluster_errors(args.scheduler, client):
                         x = _open_input(args, engine)
                     estimator = granted_for(estimator, x)
+            if layout.n is not None and not layout.sparse:
+                # Too few rows for the budget is a question of public values (n from the
+                # header, d, the box, the budget): refused here, it costs nothing.
+                reason = estimator.fallback_reason(layout.n, layout.d)
+                if reason is not None:
+                    raise insufficient_data_error(InsufficientDataWarning(reason))
         if args.ledger is not None:
             index, _ = ledger_file.reserve(args.ledger, estimator.method, estimator.budget,
                                            release_events(estimator))

@@ -532,7 +532,7 @@ class MeanEstimator(ABC):
         budget = ledger.plan(self.budget_plan(n, d))
         # Deferred inputs (row sources, dask arrays) are validated chunk by chunk as read.
         data = check_sparse_data(x) if sparse else x if is_deferred(x) else check_data(x)
-        if n < self.minimum_rows(n, unit_lo, unit_hi, budget):
+        if self.too_few_rows(n, d, budget):
             return self._fallback(n, d, lo, hi, budget, ledger)
         engine = make_engine(data, lo, hi, self.engine, scale=scale)
         mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
@@ -546,6 +546,29 @@ class MeanEstimator(ABC):
                             diagnostics=self.diagnostics_of(diagnostics, d, lo, hi, scale))
         warn_if_mostly_noise(result)
         return result
+
+    def too_few_rows(self, n: int, d: int, budget: Mapping[str, float]) -> bool:
+        """Whether n rows are too few for this estimator's plan ``budget`` in its box (public:
+        n, d, the box, the plan): the release is then the fallback."""
+        unit_lo, unit_hi = self.unit_box(n, d)
+        return bool(n < self.minimum_rows(n, unit_lo, unit_hi, dict(budget)))
+
+    def fallback_reason(self, n: int, d: int) -> str | None:
+        """Why a release of dense data of shape (n, d) would be the fallback (the warning it
+        would give), or None, decided as ``estimate`` decides it from public values only (n,
+        d, the box, the budget): a caller that must account a release before reading the data
+        (the command line's ``--ledger``) refuses it at no cost. None where the box is private
+        (found in the release)."""
+        if self.finds_its_box():
+            return None
+        granted = self.granted(n, d, False)
+        if granted is not self:
+            return granted.fallback_reason(n, d)
+        offset = self.far_box_offset(n, d)
+        if offset is not None:
+            return self._moved(n, d, offset).fallback_reason(n, d)
+        plan = self.budget_plan(n, d)
+        return self.fallback_message(n, d, plan) if self.too_few_rows(n, d, plan) else None
 
     def far_box_offset(self, n: int, d: int) -> np.ndarray | None:
         """The public shift a release runs at, or None: where a column's box lies farther from
@@ -570,19 +593,25 @@ class MeanEstimator(ABC):
             return None
         return np.where(far, lo / 2.0 + hi / 2.0, 0.0)
 
-    def _estimate_moved(self, x: Any, n: int, d: int, offset: np.ndarray) -> MeanResult:
-        """The release of ``x`` clamped and moved by ``-offset`` in the box moved alike (this
-        estimator's budget, calibration and stream), moved back: the mean and the positions
-        among its diagnostics (``POSITION_DIAGNOSTICS``) plus ``offset``."""
+    def _moved(self, n: int, d: int, offset: np.ndarray) -> MeanEstimator:
+        """This estimator (its budget, calibration and stream) in the release box moved by
+        ``-offset`` (``far_box_offset``)."""
         import copy
-
-        from ..engines import RowSource, is_dask_array
-        from ..engines.chunked import ShiftedSource, moved_rows
 
         release_lo, release_hi = self.release_box(n, d)
         moved = copy.copy(self)
         moved.__dict__.pop("_checked_boxes", None)
         moved.bounds = (release_lo - offset, release_hi - offset)
+        return moved
+
+    def _estimate_moved(self, x: Any, n: int, d: int, offset: np.ndarray) -> MeanResult:
+        """The release of ``x`` clamped and moved by ``-offset`` in the box moved alike (this
+        estimator's budget, calibration and stream), moved back: the mean and the positions
+        among its diagnostics (``POSITION_DIAGNOSTICS``) plus ``offset``."""
+        from ..engines import RowSource, is_dask_array
+        from ..engines.chunked import ShiftedSource, moved_rows
+
+        moved = self._moved(n, d, offset)
         # Rows are clamped to the box first (exact differences, none overflows); where they
         # are not clamped to it (output truncation), to what keeps x - offset finite.
         limit = (np.finfo(np.float64).max - np.abs(offset)) / 2.0
@@ -711,18 +740,21 @@ class MeanEstimator(ABC):
             out["box_scale"] = scale
         return out
 
+    def fallback_message(self, n: int, d: int, budget: Mapping[str, float]) -> str:
+        """The warning of a release that n rows are too few for (public: n, d, the box, the
+        plan ``budget``)."""
+        lo, hi = self.box(n, d)
+        return (f"{self.method}: n={n} rows is too few for {self.budget} in d={d} dimensions "
+                f"(needs at least {_row_count(self.minimum_rows(n, lo, hi, dict(budget)))}); "
+                f"releasing the zero vector (projected onto the box), as the paper does. Give a "
+                f"larger budget or more rows.")
+
     def _fallback(
         self, n: int, d: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float],
         ledger: PrivacyLedger,
     ) -> MeanResult:
-        warnings.warn(
-            f"{self.method}: n={n} rows is too few for {self.budget} in d={d} dimensions "
-            f"(needs at least {_row_count(self.minimum_rows(n, lo, hi, budget))}); releasing "
-            f"the zero vector (projected onto the box), as the paper does. Give a larger budget "
-            f"or more rows.",
-            InsufficientDataWarning,
-            stacklevel=user_stacklevel(),
-        )
+        warnings.warn(self.fallback_message(n, d, budget), InsufficientDataWarning,
+                      stacklevel=user_stacklevel())
         return MeanResult(mean=self.project(np.zeros(d), n, d), method=self.method, n=n, d=d,
                           budget=self.budget, ledger=ledger.spent,
                           diagnostics=self.diagnostics_of({}, d, lo, hi),
