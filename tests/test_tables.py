@@ -154,6 +154,15 @@ def test_a_given_delimiter_wins(tmp_path):
     assert open_table(path, delimiter=",").names == ("a;b", "c")
 
 
+def test_a_wrong_delimiter_is_suspected_from_the_header(tmp_path):
+    # A user trial: a comma file read with --delimiter ';' said only that column 'a,b' held a
+    # cell that is not a number. The header (layout, public) holds the other delimiter.
+    path = tmp_path / "x.csv"
+    path.write_text("a,b\n1,2\n3,4\n")
+    with pytest.raises(InvalidDataError, match="its name holds ',': is that the file's"):
+        load_data(path, delimiter=";")
+
+
 def test_chunked_source_reads_what_load_data_reads(tmp_path):
     path = tmp_path / "x.csv"
     frame().to_csv(path)

@@ -651,11 +651,16 @@ class CsvTable:
             number = int(column.group(1)) + 1
             name = self._all_names[number - 1]
             named = f"column {name!r}; " if self.header else ""
+            # A header name that holds another delimiter: the file is likely split at the
+            # wrong one (a comma file read with --delimiter ';'). The header is layout.
+            other = [c for c in DELIMITERS if c != self.delimiter and c in str(name)]
+            hint = (f"; its name holds {other[0]!r}: is that the file's delimiter? "
+                    f"(--delimiter, delimiter=)" if self.header and other else "")
             return InvalidDataError(
                 f"{self.path}: column {number} holds a cell that is not a number ({named}"
                 f"empty, text, a boolean such as True, or a malformed number); fix the cell "
                 f"(booleans as 1 and 0: convert a pandas bool column with .astype(int) before "
-                f"to_csv), remove the row, or choose other columns")
+                f"to_csv), remove the row, or choose other columns{hint}")
         return InvalidDataError(f"{self.path}: not a valid CSV file ({type(exc).__name__})")
 
 
