@@ -127,6 +127,7 @@ def private_reach(
     for _, top in anchors:
         check_octave_search(steps, rho / k, top, secure)
     ledger.charge("centre domain", *search_cost_event(np.zeros(k), rho / k, secure))
+
     def counts(view: View) -> Callable[[np.ndarray], np.ndarray]:
         return lambda t: engine.norm_counts(view, t)
 

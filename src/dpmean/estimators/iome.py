@@ -518,7 +518,8 @@ class _Geometry:
         bound lie near the box's lower face (counts, durations, pixels in (0, 10^12)), 5e11
         from the middle of (0, 10^12): about the middle alone the narrowed domains were ~10^12
         wide, 20 halvings left the medians 10^6 apart, and IOME and PLAN erred by thousands on
-        data in [0, 100] (2,888 and 3,643; 0.16 in the box (0, 100)). About the origin alone,
+        data in [0, 100] (2,577 and 2,846 over 20 releases; 0.16 in the box (0, 100): docs/
+        results.md, "Boxes loose on one side"). About the origin alone,
         data in the middle of a tight box lost a few halvings (N(50, 5) in (0, 100), d = 64,
         n = 1000, rho = 0.05: IOME 2.41 -> 2.81). So both are measured, and the nearer kept
         (``private_reach``); in a box symmetric about 0 they are one point."""
