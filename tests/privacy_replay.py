@@ -39,13 +39,15 @@ from typing import Any
 import numpy as np
 
 import dpmean
+from dpmean.estimators import private_bounds  # noqa: F401 (loaded before any patch: below)
 from dpmean.events import gaussian_event
-from dpmean.mechanisms import exponential, gaussian, matrix
+from dpmean.mechanisms import exponential, gaussian, matrix, quantiles
 from dpmean.registry import ESTIMATORS
 
 # Every estimator module loaded now: the registry imports them on first use, and a module first
 # imported while the draws are patched would bind the patched functions for good (monkeypatch
-# restores only the modules it patched), leaking one replay's tape into the next test.
+# restores only the modules it patched), leaking one replay's tape into the next test. (The
+# private box's module is imported by a release without bounds only: imported above.)
 dict(ESTIMATORS.items())
 
 
@@ -95,7 +97,8 @@ def realised_rho(monkeypatch, method: str, x: np.ndarray, x_prime: np.ndarray, *
     originals = {"gaussian": gaussian.gaussian_noise,
                  "matrix": matrix.symmetric_gaussian_mechanism,
                  "exponential": exponential.exponential_draws,
-                 "bucket": exponential.bucket_draw}
+                 "bucket": exponential.bucket_draw,
+                 "counts": quantiles._noisy_counts}
     tape: list[_Draw] = []
     replay = Replay()
     phase = {"recording": True, "position": 0}
@@ -142,17 +145,35 @@ def realised_rho(monkeypatch, method: str, x: np.ndarray, x_prime: np.ndarray, *
         return draw("bucket", inputs, rng, lambda: originals["bucket"](
             values, q, edges, rho=rho, rng=rng))
 
+    def noisy_counts(count_le, thresholds, steps, rho_per_search, rng, secure,
+                     sensitivity=1.0):
+        # Secure searches add the discrete Gaussian to their counts themselves (not through
+        # gaussian_noise): a Gaussian draw of rho_per_search / steps a count, replayed alike.
+        if not secure:
+            return originals["counts"](count_le, thresholds, steps, rho_per_search, rng,
+                                       secure, sensitivity)
+        counts = count_le(thresholds)
+        inputs = (np.array(counts, dtype=np.float64), float(sensitivity),
+                  float(rho_per_search / steps), True)
+        return draw("gaussian", inputs, rng, lambda: originals["counts"](
+            lambda _: counts, thresholds, steps, rho_per_search, rng, secure, sensitivity))
+
     for key, replacement in (("gaussian", gaussian_noise),
                              ("matrix", symmetric_gaussian_mechanism),
                              ("exponential", exponential_draws),
-                             ("bucket", bucket_draw)):
+                             ("bucket", bucket_draw),
+                             ("counts", noisy_counts)):
         _patch_everywhere(monkeypatch, originals[key], replacement)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    # Warnings are outputs too (their text may carry private values): the same on both sides.
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
         first = dpmean.mean(x, rho=rho, method=method, random_state=seed, **options)
+        first_said = [str(w.message) for w in said]
+        said.clear()
         phase["recording"] = False
         second = dpmean.mean(x_prime, rho=rho, method=method, random_state=seed, **options)
+    assert first_said == [str(w.message) for w in said], "a warning moved with the data"
     assert phase["position"] == len(tape), "the number of draws depends on the data"
     np.testing.assert_array_equal(first.mean, second.mean,
                                   err_msg="the release moved with the data beyond its draws")

@@ -231,6 +231,12 @@ REPLAY_METHODS = {
     "iome-profile": {"interval_share": 0.05},
     "coinpress-profile": {"radius": 2.0, "interval_share": 0.05},
     "auto-profile": {"interval_share": 0.05},
+    # Secure noise: the searches' counts take the discrete Gaussian directly (replayed too).
+    "cm-secure": {"secure_noise": True},
+    "iome-secure": {"secure_noise": True},
+    # Without bounds: the private box, its histograms and its warnings.
+    "cm-nobounds": {"bounds": None},
+    "iome-nobounds": {"bounds": None},
 }
 
 
@@ -253,13 +259,14 @@ def replay_pairs(d):
 @pytest.mark.parametrize("name", sorted(REPLAY_METHODS))
 @pytest.mark.parametrize("d", [3, 8])
 def test_replay_privacy_loss_within_budget(name, d, monkeypatch):
-    method = name.removesuffix("-paper").removesuffix("-profile")
+    method = name.split("-")[0] if name.endswith(("-secure", "-nobounds")) else (
+        name.removesuffix("-paper").removesuffix("-profile"))
+    options = {"bounds": (-1, 1), **REPLAY_METHODS[name]}
     for x, x_prime in replay_pairs(d):
         for seed in range(3):
             for a, b in ((x, x_prime), (x_prime, x)):
                 with monkeypatch.context() as patch:
-                    replay = realised_rho(patch, method, a, b, rho=RHO, seed=seed,
-                                          bounds=(-1, 1), **REPLAY_METHODS[name])
+                    replay = realised_rho(patch, method, a, b, rho=RHO, seed=seed, **options)
                 assert replay.draws > 0
                 assert replay.rho <= RHO * (1 + 1e-9), (name, seed, replay.costs)
 

@@ -105,3 +105,15 @@ def test_plan_thresholds_one_hot_rows_at_their_target_rank():
             assert target + k < 5000
             bound = norms[int(np.floor(target + k))] * np.exp(LOG_BUCKET) * (1 + 1e-12)
             assert d["threshold"] <= bound, (rho, seed)
+
+
+def test_the_release_never_exceeds_the_top():
+    # The edges log(top) - L + (L / K) j put the last one up to 1.7e-13 (relative) above top
+    # in half of random cases (the second review): the last edge is log(top) now, and the
+    # release at most top, so a threshold never reads above the norm universe's top.
+    rng = np.random.default_rng(3)
+    values = np.full(50, 1e300)  # every value at or above the top: the last bucket wins
+    for _ in range(500):
+        top, log_range = 10.0 ** rng.uniform(-30, 30), rng.uniform(0.01, 200.0)
+        got = log_bucket_quantile(values, 0.5, top, log_range, rho=50.0, rng=rng, **stage())
+        assert got <= top

@@ -277,7 +277,8 @@ class ShiftedClippedMean(ClippedMean):
     the box) "centre domain" takes ``DOMAIN_SHARE`` (1/16) of that share first, one search of
     sensitivity-1 counts on the norms about the box's middle and, where the box's point nearest
     the origin is another point, one about that point, each half of the stage (by octaves:
-    ``private_reach``, at most ``median_steps`` counts, rho / steps each). Of the
+    ``private_reach``, at most ``median_steps`` counts, rho / (k steps) each for k such
+    searches). Of the
     rest, "threshold" (share t of it: ``threshold_share``, or under "auto" the smallest of 0.01,
     0.02, 0.05, 0.1, 0.25 whose rank error bound is at most n / 4) searches the shifted norms
     with sensitivity-1 counts, and "noise" (1 - t) is the Gaussian mechanism on the clipped

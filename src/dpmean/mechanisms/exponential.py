@@ -159,8 +159,9 @@ def log_bucket_quantile(
                                     f"log_range > 0, got {top} and {log_range}")
     buckets = min(int(np.ceil(log_range / LOG_BUCKET)), MAX_LOG_BUCKETS)
     edges = np.log(top) - log_range + (log_range / buckets) * np.arange(buckets + 1)
+    edges[-1] = np.log(top)  # the last edge is the top's, not a rounding above it
     ledger.charge(stage, rho, exponential_event(rho))
-    return bucket_draw(values, q, edges, rho=rho, rng=rng)
+    return min(bucket_draw(values, q, edges, rho=rho, rng=rng), float(top))
 
 
 def bucket_draw(values: np.ndarray, q: float, edges: np.ndarray, *, rho: float,
