@@ -673,8 +673,8 @@ class MeanEstimator(ABC):
         data = x if is_deferred(x) else check_data(x)
         unbounded = np.full(d, np.inf)
         rng = make_rng(self.random_state)
-        lo, hi, own_edge = private_box(make_engine(data, -unbounded, unbounded, self.engine),
-                                       rho_box, rng, ledger=ledger, secure=self.secure_noise)
+        lo, hi = private_box(make_engine(data, -unbounded, unbounded, self.engine), rho_box,
+                             rng, ledger=ledger, secure=self.secure_noise)
         ledger.verify()
         if np.isnan(lo).any():  # no bin cleared the threshold somewhere: post-processing
             warnings.warn(
@@ -704,7 +704,6 @@ class MeanEstimator(ABC):
                     f"the plan the (epsilon, delta) calibration composed; the release must not "
                     f"leave")
         result = inner.estimate(data)
-        warn_if_scales_differ(self.method, np.maximum(-lo, hi), own_edge)
         return MeanResult(mean=result.mean, method=self.method, n=n, d=d, budget=self.budget,
                           ledger={**ledger.spent, **result.ledger},
                           diagnostics={**result.diagnostics, "private_bounds": True},
@@ -789,32 +788,6 @@ def restore_diagnostics(diagnostics: dict[str, Any], scale: np.ndarray) -> dict[
         if value is not None and np.ndim(value) <= 1:
             out[key] = np.asarray(value, dtype=np.float64) / scale
     return out
-
-
-# How far (a factor) a private box may reach past a column's own values before the release
-# warns that other columns set it (``warn_if_scales_differ``).
-SHARED_SCALE = 2.0**10
-
-
-def warn_if_scales_differ(method: str, edge: np.ndarray, own_edge: np.ndarray) -> None:
-    """A ``NoisyReleaseWarning`` naming the columns whose private box reaches more than
-    ``SHARED_SCALE`` times past their own values' edge (``private_box``: the pooled reach of
-    the columns together lifts every column to the largest scale): the noise, sized to that
-    box, then swamps them (a table of ages, 0/1 flags and timestamps near 1.7e9: every column
-    in [0, 4.3e9], the age's mean released as 3,766, the flag's as 7,104). Post-processing of
-    the private box and reaches."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        swamped = np.flatnonzero(edge > SHARED_SCALE * own_edge)
-    if swamped.size == 0:
-        return
-    shown = ", ".join(str(j) for j in swamped[:10]) + (" ..." if swamped.size > 10 else "")
-    warnings.warn(
-        f"{method}: the private box of column(s) {shown} (of {edge.size}, counted from 0) "
-        f"reaches more than {SHARED_SCALE:.0f} times past their own values, because other "
-        f"columns are far larger and the box's reach is found for the columns together: their "
-        f"means are mostly noise. Give bounds per column (bounds={{name: (lo, hi)}}, or "
-        f"--range / --bounds-file on the command line).", NoisyReleaseWarning,
-        stacklevel=user_stacklevel())
 
 
 def warn_if_mostly_noise(result: MeanResult) -> None:

@@ -84,11 +84,9 @@ def level_top(levels: np.ndarray) -> np.ndarray:
 
 def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
                 ledger: PrivacyLedger, stage: str = "bounds", beta: float = BOUNDS_BETA,
-                secure: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                secure: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """A private box (lo, hi) for the d coordinates of ``engine`` (which must not clamp them),
-    one-sided where the data show no values of one sign, and each column's own edge: the top
-    of its own histograms' reach times 2^MARGIN_LEVELS (NaN where none of its own bins is
-    loud), which the box's edge exceeds where the pooled reach lifted it (post-processing).
+    one-sided where the data show no values of one sign.
 
     Each coordinate's histogram of signed magnitudes: the LEVELS public bins of negative
     values and the LEVELS of positive ones (zeros are counted on neither side: they make no
@@ -160,10 +158,7 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
         present = [True, True]
     lo = np.where(reach < 0, np.nan, -top if present[0] else 0.0)
     hi = np.where(reach < 0, np.nan, top if present[1] else 0.0)
-    own_reach = own.max(axis=1)
-    own_edge = np.where(own_reach < 0, np.nan,
-                        level_top(np.minimum(own_reach + MARGIN_LEVELS, LEVELS - 1)))
-    return lo, hi, own_edge
+    return lo, hi
 
 
 def _readings(noisy: np.ndarray) -> np.ndarray:
