@@ -139,3 +139,23 @@ def test_replacing_a_row_moves_the_counts_at_most_sqrt_2d(x, row):
     assert counts.shape == (d, 2, LEVELS)
     np.testing.assert_array_equal(counts.sum(axis=(1, 2)), (x != 0.0).sum(axis=0))
     assert np.linalg.norm(counts - moved) <= np.sqrt(2 * d) * (1 + 1e-12)
+
+
+def test_columns_of_far_apart_scales_keep_their_own_reach():
+    # A user trial: ages, incomes, 0/1 flags and timestamps near 1.7e9 without bounds: the
+    # pooled reach gave every column [0, 2^32] and the age's mean came out 3,766, silently.
+    # A column whose own reach lies more than 10 powers of two below the pooled one keeps its
+    # own (ages: [0, 256]; flags: [0, 4]); columns of near scales (sd 1..8) are still lifted to
+    # the pooled reach (sd 1's own would be 8; the widest column's own lifts it one more level).
+    rng = np.random.default_rng(0)
+    n = 5000
+    table = np.column_stack([rng.uniform(18, 90, n), rng.lognormal(10.5, 1, n).clip(0, 1e6),
+                             rng.random(n) < 0.3, rng.uniform(1.6e9, 1.7e9, n)])
+    lo, hi = box(table, 0)
+    np.testing.assert_array_equal(lo, 0.0)
+    assert hi[0] <= 2.0**9 and hi[2] <= 2.0**3 and 1e6 <= hi[1] <= 2.0**22 and hi[3] >= 1.7e9
+    result = dpmean.mean(table, rho=0.5, method="cm", random_state=2)
+    assert abs(result.mean[0] - table[:, 0].mean()) < 1.0  # was 3,766 off
+    alike = rng.normal(0.0, 1.0, (4000, 8)) * np.arange(1, 9)
+    lo, hi = box(alike, 0)
+    assert np.all(hi >= hi.max() / 2) and np.all(lo == -hi)

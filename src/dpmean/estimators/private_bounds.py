@@ -43,6 +43,12 @@ MARGIN_LEVELS = 1
 # clamps that sign's values, so SIGN_BETA is far above BOUNDS_BETA. Values below the window
 # are less than 2^-SIGN_WINDOW of the box's edge: clamping them moves a column's mean by less.
 SIGN_BETA = 0.01
+# Powers of two a column's own reach may lie below the pooled reach and still be lifted to it
+# (``private_box``): 2^10 = 1024 covers the spread of scales on every grid of docs/results.md
+# below d = 1024 (Gaussian C's standard deviations d / i span a factor d, Gaussian B's at most d),
+# where the shared reach was measured; beyond it the columns are apart (a table of ages, 0/1
+# flags, incomes and timestamps) and each keeps its own.
+OWN_SCALE_LEVELS = 10
 SIGN_WINDOW = 8
 # Binary exponents of float64 magnitudes: |v| in [2^(e-1), 2^e) for e = frexp(v)[1], from the
 # smallest subnormal (e = -1073) to the largest finite value (e = 1024); 0 is in the lowest.
@@ -104,7 +110,10 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
     - each column's own reach, its highest bin above tau = sigma z(beta / (3 d LEVELS)),
       which lifts the pooled one for a column of a larger scale than most.
 
-    Column j's reach is the highest of these six; M_j is its top times 2^MARGIN_LEVELS. A sign
+    Column j's reach is the highest of these six, except where its own reach lies more than
+    ``OWN_SCALE_LEVELS`` (10) powers of two below the pooled one: then its own three (mixed
+    tables: without this an age column beside timestamps got the timestamps' [0, 2^32], and
+    the age's mean came out 3,766). M_j is its top times 2^MARGIN_LEVELS. A sign
     is *present* when one of its own histograms' bins above is loud, or when
     ``_sign_present``'s tests over the sums of each column's SIGN_WINDOW bins up to the other
     sign's reach find it (neither, though a magnitude bin is loud: both). The box is [-M_j if
@@ -147,7 +156,13 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
         pooled += noisy.sum(axis=0)
         own[cols] = _highest_loud(_readings(noisy).reshape(3 * k, LEVELS), tau).reshape(k, 3)
         kept[cols] = noisy
-    side_reach = np.maximum(own, _highest_loud(_readings(pooled[None])[0], tau_pooled))
+    pooled_reach = _highest_loud(_readings(pooled[None])[0], tau_pooled)
+    # A column whose own reach lies more than OWN_SCALE_LEVELS below the pooled one keeps its
+    # own: the pooled reach is the largest columns' scale, and lifted to it a column of ages
+    # beside timestamps near 1.7e9 got [0, 2^32] and its mean was noise.
+    own_top = own.max(axis=1)
+    apart = (own_top >= 0) & (own_top < pooled_reach.max() - OWN_SCALE_LEVELS)
+    side_reach = np.where(apart[:, None], own, np.maximum(own, pooled_reach))
     reach = side_reach.max(axis=1)
     edge = np.minimum(reach + MARGIN_LEVELS, LEVELS - 1)
     top = level_top(edge)
