@@ -93,11 +93,13 @@ class View:
         """The expensive part of the view (clip, quantize, rotate), which engines may cache."""
         return View(preclip=self.preclip, quantizer=self.quantizer, rotation=self.rotation)
 
+    # Copies: engines cache answers by the view (row norms, sorted norms), so a caller's later
+    # change of its array in place must not reach a view already asked about.
     def with_shift(self, shift: np.ndarray | None) -> View:
-        return replace(self, shift=None if shift is None else np.asarray(shift, dtype=np.float64))
+        return replace(self, shift=None if shift is None else np.array(shift, dtype=np.float64))
 
     def with_scale(self, scale: np.ndarray | None) -> View:
-        return replace(self, scale=None if scale is None else np.asarray(scale, dtype=np.float64))
+        return replace(self, scale=None if scale is None else np.array(scale, dtype=np.float64))
 
     def with_linear(self, linear: np.ndarray | None) -> View:
         if linear is None:
