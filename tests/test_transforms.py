@@ -97,6 +97,9 @@ def test_rotation_is_orthogonal_and_invertible(d):
     padded = np.zeros((7, rot.padded_dim))
     padded[:, :d] = x
     np.testing.assert_allclose(y, padded @ dense.T, atol=1e-10)
+    # The square map on padded vectors: the same rotation, and inverted by invert_padded.
+    np.testing.assert_array_equal(rot.apply_padded(padded), y)
+    np.testing.assert_allclose(rot.invert_padded(rot.apply_padded(padded)), padded, atol=1e-10)
 
 
 def test_unnormalised_rotation_keeps_integers():

@@ -16,7 +16,7 @@ import scipy.sparse
 
 from .. import parallel
 from ..errors import InvalidParameterError
-from ..transforms import BoxClamp, RandomRotation, View, clip_weights, fwht
+from ..transforms import BoxClamp, RandomRotation, View, clip_weights
 from .base import Engine
 from .blas import one_blas_thread
 
@@ -53,11 +53,6 @@ def _rotation_error(rotation: RandomRotation) -> float:
         relative *= 1.0 + float(_gamma(block - 1)) * math.sqrt(block)
         low *= block
     return (relative * (1.0 + float(_gamma(4))) - 1.0) * 1.01
-
-
-def _rotated(rotation: RandomRotation, y: np.ndarray) -> np.ndarray:
-    """``rotation.apply`` of a vector already at the padded width."""
-    return fwht(y * (rotation.signs * rotation.scale))
 
 
 class SparseEngine(Engine):
@@ -329,7 +324,8 @@ class SparseEngine(Engine):
         total = rounded(partials)
         # The padding: no row stores those columns, every weight is absent.
         summed = np.concatenate([summed, -total * centre[self.d:]])
-        return _rotated(rotation, summed) + total * (_rotated(rotation, centre) - shift)
+        return (rotation.apply_padded(summed)
+                + total * (rotation.apply_padded(centre) - shift))
 
     def _dense_only(self, question: str) -> NoReturn:
         raise InvalidParameterError(

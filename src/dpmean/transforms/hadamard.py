@@ -109,6 +109,11 @@ class RandomRotation:
         np.multiply(x, self.signs[: self.dim] * self.scale, out=padded[..., : self.dim])
         return fwht(padded)
 
+    def apply_padded(self, y: np.ndarray) -> np.ndarray:
+        """``apply`` of vectors already at the padded width: (..., d_pad) -> (..., d_pad), the
+        square map c H D (the twin of ``invert_padded``)."""
+        return fwht(np.asarray(y, dtype=np.float64) * (self.signs * self.scale))
+
     def invert(self, y: np.ndarray) -> np.ndarray:
         """Undo ``apply`` and drop the padding: shape (..., d_pad) -> (..., dim)."""
         return self.invert_padded(y)[..., : self.dim]
