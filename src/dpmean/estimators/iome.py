@@ -527,9 +527,14 @@ class _Geometry:
         points = [(mid_rotated, self.box_radius)]
         nearest = public_centre(self.lo, self.hi)
         if not np.array_equal(nearest, self.mid):
-            reach = np.maximum(self.hi - nearest, nearest - self.lo)
-            points.append((rotation.apply(nearest), self.gain * float(np.linalg.norm(reach))))
+            points.append((rotation.apply(nearest), self.gain * self.farthest_corner(nearest)))
         return points
+
+    def farthest_corner(self, point: np.ndarray) -> float:
+        """The distance from ``point`` (in the box's own, unrotated units) to the box's farthest
+        corner: a bound on every clamped row's distance from it. Public: the box, the point."""
+        reach = np.maximum(self.hi - point, point - self.lo)
+        return float(np.linalg.norm(np.maximum(reach, 0.0)))
 
     def full_median_steps(self, n: int, beta: float, real_steps: int) -> int:
         """The halvings a median search makes when nothing cuts it short: ``real_steps`` on the
@@ -561,9 +566,7 @@ class _Geometry:
         the public worst case so its rank (which depends on the number of steps) is public."""
         if self.quantizer is not None:
             return self.norm_bound_public
-        centre_in_box = rotation.invert(centre)
-        reach = np.maximum(self.hi - centre_in_box, centre_in_box - self.lo)
-        return float(np.linalg.norm(np.maximum(reach, 0.0)))
+        return self.farthest_corner(rotation.invert(centre))
 
 
 def centre_stages(geometry: _Geometry, n: int, rho: float, beta: float,
