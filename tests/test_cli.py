@@ -273,6 +273,10 @@ BAD_ESTIMATES = {
     "option without value": ["inf.csv", *GOOD, "--option", "threshold_share"],
     "option out of range": ["empty.npy", *GOOD, "--option", "threshold_share=2"],
     "negative seed": ["inf.csv", *GOOD, "--seed", "-3"],
+    "level of one": ["inf.csv", *GOOD, "--level", "1"],
+    "text level": ["inf.csv", *GOOD, "--level", "high"],
+    "p for a method without p": ["inf.csv", *GOOD, "--method", "cm", "--p", "1"],
+    "missing bounds file": ["inf.csv", "--rho", "0.5", "--bounds-file", "nowhere.csv"],
     "n too small for the budget": ["few.npy", "--rho", "1e-9", "--bounds", "0", "1",
                                    "--method", "iome"],
 }
@@ -318,6 +322,48 @@ def test_bad_input_messages_say_what_is_wrong(capsys, bad_files):
     for name, expected in expectations.items():
         _, _, err = run(capsys, "estimate", bad_files / name, *GOOD)
         assert expected in err, err
+
+
+def test_usage_messages_say_what_is_wrong(capsys, bad_files, monkeypatch):
+    # A user trial: a missing bounds file was explained as a format error ending in "no such
+    # file", and --p for cm as an unknown option "p".
+    monkeypatch.chdir(bad_files)
+    expectations = {
+        ("--bounds-file", "nowhere.csv"): "nowhere.csv: no such file (--bounds-file)",
+        ("--bounds-file", "folder.npy"): "folder.npy: not a file (--bounds-file)",
+        ("--bounds", "0", "1", "--method", "cm", "--p", "1"):
+            "--p is for the estimators that target an lp error (plan); method 'cm'",
+        ("--bounds", "0", "1", "--level", "1.5"): "--level: expected a number strictly "
+                                                   "between 0 and 1, got '1.5'",
+    }
+    for argv, expected in expectations.items():
+        _, _, err = run(capsys, "estimate", "inf.csv", "--rho", 0.5, *argv)
+        assert expected in err, err
+
+
+def test_level_sets_the_printed_and_written_interval(capsys, data):
+    argv = ["estimate", data / "x.npy", "--rho", 0.5, "--method", "cm", "--bounds", 0, 10,
+            "--seed", 1, "--json"]
+    payloads = {}
+    for level in (0.5, 0.99):
+        code, out, err = run(capsys, *argv, "--level", level)
+        assert code == 0
+        payloads[level] = json.loads(out)
+        assert f"{level:.0%} interval per coordinate" in err
+        assert payloads[level]["confidence_interval"]["level"] == level
+    # The same release (same seed): only the interval's coverage differs.
+    assert payloads[0.5]["mean"] == payloads[0.99]["mean"]
+    result = dpmean.mean(np.load(data / "x.npy"), method="cm", rho=0.5, bounds=(0, 10),
+                         random_state=1)
+    for level, payload in payloads.items():
+        lo, hi = result.confidence_interval(level)
+        assert np.allclose(payload["confidence_interval"]["lo"], lo, rtol=0, atol=1e-12)
+        assert np.allclose(payload["confidence_interval"]["hi"], hi, rtol=0, atol=1e-12)
+        assert math.isclose(payload["confidence_radius"], result.confidence_radius(level))
+    assert (np.subtract(payloads[0.5]["confidence_interval"]["hi"],
+                        payloads[0.5]["confidence_interval"]["lo"])
+            < np.subtract(payloads[0.99]["confidence_interval"]["hi"],
+                          payloads[0.99]["confidence_interval"]["lo"])).all()
 
 
 def test_insufficient_data_is_an_error(capsys, tmp_path):

@@ -101,6 +101,23 @@ def test_a_bounds_file_of_one_line_per_column_says_what_a_bounds_file_is(capsys,
         assert "a header of column names and two lines" in err and "--range" in err, err
 
 
+def test_a_headerless_bounds_file_is_counted_against_the_selected_columns(capsys, folder):
+    """With --columns, a headerless bounds file must give one range per selected column, and
+    the message says so (a user trial: it said the file had as many columns as were
+    selected)."""
+    pd.DataFrame(VALUES[:, :3], columns=["x", "y", "z"]).to_csv(folder / "three.csv",
+                                                                index=False)
+    np.savetxt(folder / "bounds3.csv", [[0, 0, 0], [1, 1, 1]], delimiter=",")
+    code, out, err = run(capsys, "estimate", folder / "three.csv", "--rho", "1", "--columns",
+                         "x,y", "--bounds-file", folder / "bounds3.csv")
+    assert code == 2 and out == ""
+    assert "gives 3 columns' ranges but --columns selects 2 columns" in err, err
+    np.savetxt(folder / "bounds2.csv", [[0, 0], [1, 1]], delimiter=",")
+    code, out, _ = run(capsys, "estimate", folder / "three.csv", "--rho", "1", "--columns",
+                       "x,y", "--bounds-file", folder / "bounds2.csv", "--json", "--seed", "1")
+    assert code == 0 and json.loads(out)["columns"] == ["x", "y"]
+
+
 def test_ranges_by_name_on_the_command_line(capsys, folder):
     """--range NAME=LO:HI per column, in any order, matched to the header like a named bounds
     file; a missing column, a malformed range, a repeated name or an INPUT without names is

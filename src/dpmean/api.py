@@ -131,14 +131,19 @@ def build_estimator(
 ) -> MeanEstimator:
     """The estimator ``mean`` would run, built without touching any data: its ``budget`` is the
     typed guarantee the release will have (what a ``Session`` charges before reading data)."""
+    cls = _estimator_class(method)
+    _check_options(cls, options)
+    return cls(rho, epsilon=epsilon, delta=delta, bounds=bounds, random_state=random_state,
+               **options)
+
+
+def _estimator_class(method: Any) -> type[MeanEstimator]:
     cls = ESTIMATORS.get(method) if isinstance(method, str) else None
     if cls is None:
         raise InvalidParameterError(
             f"unknown method {method!r}; choose one of {', '.join(available_methods())}"
         )
-    _check_options(cls, options)
-    return cls(rho, epsilon=epsilon, delta=delta, bounds=bounds, random_state=random_state,
-               **options)
+    return cls
 
 
 # Options that belong to a file's reader, not to an estimator: what to do instead.
@@ -171,6 +176,27 @@ def _check_options(cls: type[MeanEstimator], options: dict[str, Any]) -> None:
             f"method {cls.method!r} needs the public option(s) {', '.join(missing)} "
             f"(see {cls.__name__}'s documentation)"
         )
+
+
+def method_options(method: str) -> frozenset[str]:
+    """The options (keyword parameters beyond the budget, bounds and seed) ``method`` accepts.
+
+    Parameters
+    ----------
+    method : str
+        A name ``dpmean.available_methods()`` lists.
+
+    Returns
+    -------
+    frozenset of str
+        The names ``dpmean.mean(..., method=method, **options)`` accepts in ``options``.
+
+    Raises
+    ------
+    InvalidParameterError
+        An unknown method.
+    """
+    return _keyword_options(_estimator_class(method))[0]
 
 
 @functools.cache

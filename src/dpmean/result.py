@@ -225,14 +225,19 @@ class MeanResult:
         """This result with the coordinates' names (itself when ``columns`` is None)."""
         return self if columns is None else replace(self, columns=tuple(columns))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
         """The result as strict JSON data.
+
+        Parameters
+        ----------
+        level : float, default 0.95
+            The coverage of the interval and the radius included, strictly between 0 and 1.
 
         Returns
         -------
         dict
             The fields (arrays as lists; budget fields named by unit), the spent total, and the
-            95% ``confidence_interval`` (level, lo, hi), ``confidence_radius`` and
+            ``confidence_interval`` (level, lo, hi), ``confidence_radius`` and
             ``confidence_basis``. Every non-finite float is None (JSON null), so that
             ``json.dumps(..., allow_nan=False)`` accepts it: an unbounded interval end (a
             release without a box, such as the fallback of a search for a private box that
@@ -253,7 +258,7 @@ class MeanResult:
         }
         from .intervals import interval_summary
 
-        summary = interval_summary(self)
+        summary = interval_summary(self, level)
         out["confidence_interval"] = {key: summary[key] for key in ("level", "lo", "hi")}
         out["confidence_radius"] = summary["radius"]
         out["confidence_basis"] = summary["basis"]

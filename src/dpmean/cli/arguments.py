@@ -324,6 +324,9 @@ def _load_bounds(path: str) -> tuple[np.ndarray, np.ndarray]:
     layout = ("a bounds file holds a (2, d) array, row 0 the lower bounds and row 1 the upper "
               "bounds; as a CSV, a header of column names and two lines, e.g. "
               "'age,income' / '0,0' / '120,1e6' (or give --range age=0:120 ...)")
+    if not Path(path).is_file():  # the reader's "no such file" would end the layout's help
+        problem = "not a file" if Path(path).exists() else "no such file"
+        raise InvalidParameterError(f"{path}: {problem} (--bounds-file)")
     try:
         arr = load_data(path)
     except InvalidDataError as exc:
@@ -362,6 +365,32 @@ def _seed(text: str) -> int:
     if seed < 0:
         raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
     return seed
+
+
+def add_level_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add --level L, the coverage of the confidence intervals (default 0.95).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The command's parser.
+    what : str
+        What the level is the coverage of, for the help text.
+    """
+    parser.add_argument("--level", type=_level, default=0.95, metavar="L",
+                        help=f"coverage of {what} (default 0.95)")
+
+
+def _level(text: str) -> float:
+    """A coverage strictly between 0 and 1, refused at parsing (before any charge)."""
+    try:
+        level = float(text)
+    except ValueError:
+        level = float("nan")
+    if not 0.0 < level < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, "
+                                         f"got {text!r}")
+    return level
 
 
 # ------------------------------------------------------------------------- method and options

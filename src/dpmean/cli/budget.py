@@ -17,6 +17,7 @@ from ..registry import PLANNED
 from .arguments import (
     UsageError,
     add_bounds_arguments,
+    add_level_argument,
     add_option_argument,
     bounds_from,
     bounds_names,
@@ -70,8 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "also print the epsilon the rho found gives at this delta")
     planned.add_argument("--half-width", type=float, metavar="H",
                          help="target half-width of each coordinate's noise interval")
-    p.add_argument("--level", type=float, default=0.95, metavar="L",
-                   help="coverage of each coordinate's interval (default 0.95)")
+    add_level_argument(p, "each coordinate's interval")
     add_option_argument(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(run=run)

@@ -30,6 +30,7 @@ from .arguments import (
     UsageError,
     add_bounds_arguments,
     add_budget_arguments,
+    add_level_argument,
     add_method_argument,
     add_option_argument,
     add_output_arguments,
@@ -125,6 +126,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     table.add_argument("--index-col", action="store_true", default=None,
                        help="drop the first CSV column (an index), whatever its header cell")
     add_output_arguments(p)
+    add_level_argument(p, "the confidence interval of each coordinate and of the l2 radius "
+                       "printed and written with the release")
     add_option_argument(p)
     p.add_argument("--p", type=float, metavar="P",
                    help="the lp error to target, for estimators that take it (plan: 2 for l2, "
@@ -188,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         estimator = build_estimator(args.method, **budget, bounds=_bounds(args, layout),
                                     random_state=args.seed, **options)
     result, session, index = _release(args, estimator, engine, layout)
-    payload = result.to_dict()
+    payload = result.to_dict(level=args.level)
     if "epsilon" in budget:
         payload["epsilon"] = budget["epsilon"]
         payload["delta"] = budget["delta"]
@@ -235,6 +238,13 @@ def _estimator_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.p is not None:
         if "p" in options:
             raise UsageError("give p once: --p or --option p=..., not both")
+        from ..api import method_options
+        from ..registry import available_methods
+
+        if "p" not in method_options(args.method):
+            takers = [name for name in available_methods() if "p" in method_options(name)]
+            raise UsageError(f"--p is for the estimators that target an lp error "
+                             f"({', '.join(takers)}); method {args.method!r} does not take it")
         options["p"] = args.p
     return options
 
@@ -253,8 +263,9 @@ def _bounds(args: argparse.Namespace, layout: _Layout) -> tuple[Any, Any] | None
         return _bounds_by_name(args, bounds, named, layout.names)
     # Positional ranges are the data's columns in order: exactly one each (a (2, 1) file is
     # not stretched over d columns, which --bounds LO HI says on purpose).
-    check_ranges(args, bounds, layout.d, f"{args.input} has {layout.d} column"
-                 f"{'s' if layout.d != 1 else ''}")
+    columns = f"{layout.d} column{'s' if layout.d != 1 else ''}"
+    check_ranges(args, bounds, layout.d, f"--columns selects {columns}" if args.columns
+                 else f"{args.input} has {columns}")
     return bounds
 
 
@@ -747,7 +758,7 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     if result.columns is not None:
         lines.append(f"columns (first {shown} of {result.d}): {', '.join(result.columns[:shown])}"
                      f"{' ...' if result.d > shown else ''}")
-    ci = interval_summary(result)
+    ci = interval_summary(result, args.level)
     # Enough digits to tell each interval's ends apart (far from 0, six are not).
     digits = digits_to_resolve(ci["lo"][:shown], ci["hi"][:shown])
     lines.append(f"private mean (first {shown} of {result.d}): "
