@@ -11,6 +11,15 @@ readers see the old ledger or the new one, never a partial one. A release is res
 in the file before its estimator runs, so two concurrent runs cannot both spend the last of the
 budget; its outcome is recorded afterwards in a second locked update.
 
+A ledger has one file, whatever name reaches it. Every operation first resolves the name to
+the file's real path (``os.path.realpath``: symbolic links followed, in the file's name and its
+directories'), and locks, reads and replaces that file, so a symbolic link to a ledger is the
+ledger itself: the link stays a link, its target is updated, and both names share one lock
+(``REAL.lock``, beside the real file). A ledger file with more than one hard link is refused
+(``LedgerFileError``, before any charge; nothing is written): replacing the file under one
+name would leave the other names holding the old content, an independent copy with the whole
+budget still to spend. (A copy of the file is such a fork too: keep one ledger file.)
+
 The checksum detects accidental corruption and naive hand edits. It is not a MAC: anyone who can
 write the file can recompute it, so it does not protect against a deliberate attacker with write
 access (protect the file with file-system permissions).
@@ -97,29 +106,59 @@ def _path(path: str | os.PathLike) -> Path:
     return Path(path)
 
 
+def _real(path: Path) -> Path:
+    """The file ``path`` names, every symbolic link followed (as far as they lead: a name that
+    does not exist yet resolves in its directory's real path): what is locked, read and
+    replaced, so that every name of one ledger reaches one file and one lock."""
+    try:
+        return Path(os.path.realpath(path))
+    except (OSError, RuntimeError) as exc:  # a symbolic link loop, on some Pythons
+        raise LedgerFileError(f"cannot resolve the ledger file name {path}: {exc}") from None
+
+
 def read(path: str | os.PathLike) -> Session:
     """Load and verify the ledger at ``path`` (without locking: for display, and to refuse a
-    missing or corrupt ledger before its lock file is created)."""
-    path = _path(path)
+    missing or corrupt ledger before its lock file is created).
+
+    A symbolic link is followed to its target; a file with more than one hard link is refused
+    (``LedgerFileError``), as every update would fork it (see the module docstring)."""
+    name = _path(path)
+    return _read(name, _real(name))
+
+
+def _read(name: Path, real: Path) -> Session:
+    """``read`` of the file ``real`` (``_real(name)``), errors naming it ``name``."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(real, encoding="utf-8") as fh:
+            links = os.fstat(fh.fileno()).st_nlink
+            text = fh.read()
     except FileNotFoundError:
-        raise LedgerFileError(f"{path}: no such ledger file (create one with 'dpmean ledger "
-                              f"init')") from None
+        where = f" ({name} is a symbolic link to {real}, which does not exist)" if (
+            name.is_symlink()) else ""
+        raise LedgerFileError(f"{name}: no such ledger file{where} (create one with 'dpmean "
+                              f"ledger init')") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise LedgerFileError(f"{path}: cannot read the ledger: {exc}") from None
-    return loads(text, str(path))
+        raise LedgerFileError(f"{name}: cannot read the ledger: {exc}") from None
+    if links > 1:
+        raise LedgerFileError(
+            f"{name}: refused: the ledger file has {links} hard links (names), and an update "
+            f"replaces the file under one name only, which would split it into independent "
+            f"ledgers, each with the whole budget; keep one name (delete the others, found by "
+            f"'find DIR -samefile {name}', or make them symbolic links). dpmean changed nothing "
+            f"in it")
+    return loads(text, str(name))
 
 
 @contextlib.contextmanager
 def locked(path: str | os.PathLike) -> Iterator[None]:
-    """Hold an exclusive lock on ``path``'s sidecar ``path.lock`` (blocking until free)."""
+    """Hold an exclusive lock on the sidecar ``REAL.lock`` of ``path``'s real path (symbolic
+    links followed: every name of one ledger shares its lock), blocking until it is free."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         raise LedgerFileError("ledger files need POSIX file locks (fcntl), which this "
                               "platform lacks") from None
-    lock_path = Path(f"{os.fspath(_path(path))}.lock")
+    lock_path = Path(f"{os.fspath(_real(_path(path)))}.lock")
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:
@@ -137,24 +176,28 @@ def _pause() -> None:
         time.sleep(float(seconds))
 
 
-def _write(path: Path, session: Session) -> None:
+def _write(name: Path, real: Path, session: Session) -> None:
+    """Replace the file ``real`` (``_real(name)``: never a symbolic link, which ``os.replace``
+    would turn into a regular file) with ``session``'s ledger."""
     try:
-        write_text_atomic(path, dumps(session))
+        write_text_atomic(real, dumps(session))
     except OSError as exc:
-        raise LedgerFileError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise LedgerFileError(f"cannot write {name}: {exc.strerror or exc}") from None
 
 
 def create(path: str | os.PathLike, session: Session) -> None:
-    """Write a new ledger for ``session``; refuse if ``path`` exists."""
+    """Write a new ledger for ``session``; refuse if ``path`` exists (a symbolic link too,
+    even one to a file that does not exist)."""
     path = _path(path)
     if not path.parent.is_dir():
         raise LedgerFileError(f"cannot create {path}: directory {path.parent} does not exist")
     # Checked before the lock file is made (a refused init leaves nothing behind) and again
     # under the lock (two inits racing).
     _refuse_existing(path)
-    with locked(path):
+    real = _real(path)
+    with locked(real):
         _refuse_existing(path)
-        _write(path, session)
+        _write(path, real, session)
 
 
 def _refuse_existing(path: Path) -> None:
@@ -170,15 +213,18 @@ def reserve(path: str | os.PathLike, method: str, budget: Budget,
     (BudgetExceededError, file untouched, if not), and charge it as "reserved". Returns its
     index and the updated session."""
     path = _path(path)
-    # A missing or corrupt ledger is refused before its lock file is created: a failed run
-    # leaves nothing behind (the lock file is never removed: a process waiting on it would
-    # then lock a file that no longer exists while a third locks a new one).
-    read(path)
-    with locked(path):
-        session = read(path)
+    # Resolved once: the file locked, read and replaced is the one checked here, whatever a
+    # symbolic link on the way is changed to meanwhile.
+    real = _real(path)
+    # A missing, corrupt or hard-linked ledger is refused before its lock file is created: a
+    # failed run leaves nothing behind (the lock file is never removed: a process waiting on
+    # it would then lock a file that no longer exists while a third locks a new one).
+    _read(path, real)
+    with locked(real):
+        session = _read(path, real)  # checked again under the lock
         _pause()
         index = session.reserve(method, budget, events)
-        _write(path, session)
+        _write(path, real, session)
     return index, session
 
 
@@ -186,11 +232,12 @@ def settle(path: str | os.PathLike, index: int, status: str,
            spent: float | None = None) -> Session:
     """Under the lock: record the outcome of reserved release ``index``."""
     path = _path(path)
-    read(path)  # as in ``reserve``: no lock file for a ledger that is gone
-    with locked(path):
-        session = read(path)
+    real = _real(path)
+    _read(path, real)  # as in ``reserve``: no lock file for a ledger that is gone
+    with locked(real):
+        session = _read(path, real)
         if not 0 <= index < len(session.ledger):
             raise LedgerFileError(f"{path}: release {index} is no longer in the ledger")
         session.settle(index, status, spent)
-        _write(path, session)
+        _write(path, real, session)
     return session

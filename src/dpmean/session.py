@@ -18,6 +18,7 @@ in ``Session._cost`` (zCDP sessions) and ``Session._composed_epsilon`` (approxim
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -373,6 +374,16 @@ class Session:
     dtype of the input, the bounds and parameters for that shape). An accepted release is
     charged before its estimator runs; if the estimator then raises, the release stays charged
     (status "failed"): the data may have been read.
+
+    A session may be shared by threads. Checking a release against the budget and charging it
+    (``reserve``) is one atomic step under the session's lock, so concurrent releases never
+    overspend: of two that fit only one at a time, one is refused (``BudgetExceededError``,
+    before its data is read). The estimator itself runs outside the lock, after its charge is
+    recorded; recording its outcome (``settle``) and reading the session (``spent``,
+    ``remaining``, ``ledger``, ``to_dict``) take the lock too, so each sees a consistent
+    ledger. The lock is the session object's: two ``Session`` objects (two ``from_dict`` of
+    one saved session, say) are two budgets; ``dpmean.ledger_file`` shares one across
+    processes.
     """
 
     def __init__(self, rho: float | None = None, *, epsilon: float | None = None,
@@ -389,9 +400,27 @@ class Session:
                 "Session(epsilon=E, delta=D) for (epsilon, delta)-DP"
             )
         self._releases: list[Release] = []
+        # Held across every read-modify-write of ``_releases`` (check then charge in
+        # ``reserve``, ``settle``) and every read of more than one thing about it, so that
+        # threads sharing the session neither overspend it nor see half an update. Re-entrant:
+        # ``reserve`` calls ``check``, which reads ``spent``.
+        self._lock = threading.RLock()
         # Composed totals by the releases' (budget, events): PLD composition takes a fraction
         # of a second, and ``spent`` / ``remaining`` / ``check`` ask for the same total often.
         self._totals: dict[tuple, float] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Copied and pickled as before the lock (which cannot be): a copy gets its own.
+        with self._lock:
+            state = self.__dict__.copy()
+            state["_releases"] = list(self._releases)
+            state["_totals"] = dict(self._totals)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     # ----------------------------------------------------------------------------------------
     # What the session holds
@@ -409,7 +438,8 @@ class Session:
     @property
     def ledger(self) -> list[Release]:
         """Every release charged so far (a copy), in order."""
-        return list(self._releases)
+        with self._lock:
+            return list(self._releases)
 
     @property
     def spent(self) -> float:
@@ -417,7 +447,8 @@ class Session:
 
         The sum of rho in a zCDP session; the composed epsilon at the session's delta in an
         approximate-DP session."""
-        return self._total([(r.budget, r.events) for r in self._releases])
+        with self._lock:
+            return self._total([(r.budget, r.events) for r in self._releases])
 
     @property
     def remaining(self) -> float:
@@ -492,14 +523,16 @@ class Session:
         notion, ``pld.budget_events``), would not fit in what remains. Reads no data."""
         self._admit(budget)
         entry = (budget, self._events(method, budget, events))
-        total = self._total([*((r.budget, r.events) for r in self._releases), entry])
-        if _exceeds(total, self._budget.total):
-            before = self.spent
-            raise BudgetExceededError(
-                f"this release ({budget}) would take the session to {total:.6g} {self.unit} "
-                f"composed, over its budget {self._budget} ({before:.6g} already spent, "
-                f"{self.remaining:.6g} remaining); refused before any value of the data was read"
-            )
+        with self._lock:
+            total = self._total([*((r.budget, r.events) for r in self._releases), entry])
+            if _exceeds(total, self._budget.total):
+                before = self.spent
+                raise BudgetExceededError(
+                    f"this release ({budget}) would take the session to {total:.6g} "
+                    f"{self.unit} composed, over its budget {self._budget} ({before:.6g} "
+                    f"already spent, {max(0.0, self._budget.total - before):.6g} remaining); "
+                    f"refused before any value of the data was read"
+                )
 
     def reserve(self, method: str, budget: Budget,
                 events: Sequence[Event] | None = None) -> int:
@@ -509,23 +542,29 @@ class Session:
         ``events`` must be what the estimator declares (``MeanEstimator.privacy_events``): the
         events of ``budget``'s notion, or for a zCDP budget of a method made only of Gaussian
         stages, ``[GaussianEvent(rho)]``."""
-        self.check(budget, events, method)
-        index = len(self._releases)
-        self._releases.append(Release(index, method, budget, budget.total, "reserved",
-                                      tuple(self._events(method, budget, events))))
-        return index
+        with self._lock:
+            # The check and the charge are one step: no other thread's release is charged
+            # between them (two releases that fit only one at a time would both pass a check
+            # made before either is charged). PLD composition runs under the lock.
+            self.check(budget, events, method)
+            index = len(self._releases)
+            self._releases.append(Release(index, method, budget, budget.total, "reserved",
+                                          tuple(self._events(method, budget, events))))
+            return index
 
     def settle(self, index: int, status: str, spent: float | None = None) -> None:
         """Record the outcome of reserved release ``index``: "released" (with the estimator's
         ``spent``) or "failed" (charged in full). The charge itself never changes."""
-        release = self._releases[index]
-        if release.status != "reserved":
-            raise InvalidParameterError(f"release {index} is already {release.status}")
-        if status not in ("released", "failed"):
-            raise InvalidParameterError(f"a release settles as released or failed, not {status}")
-        if status == "failed" or spent is None:
-            spent = release.budget.total
-        self._releases[index] = replace(release, status=status, spent=float(spent))
+        with self._lock:
+            release = self._releases[index]
+            if release.status != "reserved":
+                raise InvalidParameterError(f"release {index} is already {release.status}")
+            if status not in ("released", "failed"):
+                raise InvalidParameterError(f"a release settles as released or failed, not "
+                                            f"{status}")
+            if status == "failed" or spent is None:
+                spent = release.budget.total
+            self._releases[index] = replace(release, status=status, spent=float(spent))
 
     # ----------------------------------------------------------------------------------------
     # Composition
@@ -654,8 +693,9 @@ class Session:
 
     def to_dict(self) -> dict[str, Any]:
         """The session as JSON-ready data: version, budget, releases and the composed spent."""
-        return {"version": SESSION_VERSION, "budget": self._budget.to_dict(),
-                "releases": [r.to_dict() for r in self._releases], "spent": self.spent}
+        with self._lock:  # the releases and their total at one moment
+            return {"version": SESSION_VERSION, "budget": self._budget.to_dict(),
+                    "releases": [r.to_dict() for r in self._releases], "spent": self.spent}
 
     @classmethod
     def from_dict(cls, data: Any) -> Session:
@@ -739,8 +779,11 @@ class Session:
         return session
 
     def __repr__(self) -> str:
-        return (f"Session({self._budget}, {len(self._releases)} releases, spent "
-                f"{self.spent:.6g} {self.unit}, remaining {self.remaining:.6g})")
+        with self._lock:
+            spent = self.spent
+            return (f"Session({self._budget}, {len(self._releases)} releases, spent "
+                    f"{spent:.6g} {self.unit}, remaining "
+                    f"{max(0.0, self._budget.total - spent):.6g})")
 
 
 def _finer_events(method: str | None) -> str | None:
