@@ -9,7 +9,14 @@ import scipy.sparse
 import dpmean
 from dpmean.errors import InvalidParameterError
 from dpmean.estimators import auto as auto_module
-from dpmean.estimators.auto import CHOICE_RANK_ERROR, CHOICE_SHARE, CHOICE_STAGES, AutoMean
+from dpmean.estimators.auto import (
+    CHOICE_RANK_ERROR,
+    CHOICE_SHARE,
+    CHOICE_STAGES,
+    TAIL_SHARE,
+    TAIL_STAGE,
+    AutoMean,
+)
 from dpmean.events import exponential_event, gaussian_event
 from dpmean.mechanisms.quantiles import rank_error_bound, reliable_search_steps
 
@@ -24,10 +31,14 @@ def skewed(seed, n=10000, d=256):
 def test_ledger_adds_up_and_the_release_spends_the_rest():
     x, box = skewed(0, n=4000, d=32)
     result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=1)
-    assert set(result.ledger) == {*CHOICE_STAGES, "release"}
+    assert set(result.ledger) == {*CHOICE_STAGES, TAIL_STAGE, "release"}
     assert sum(result.ledger.values()) == pytest.approx(0.5, rel=1e-12)
     # n = 4000 at rho = 1/2: 3 / ((2% of 2000)^2 rho) = 0.375% buys the medians' precision
     assert sum(result.ledger[s] for s in CHOICE_STAGES) == pytest.approx(0.5 * 0.00375)
+    # and the tail 1%, its cap: 1 / (0.1^2 n rho) = 5% would buy more precision than it needs
+    # only above n rho = 10^4
+    assert result.ledger[TAIL_STAGE] == pytest.approx(0.5 * TAIL_SHARE)
+    assert AutoMean(0.5).tail_share(70_000) == pytest.approx(1 / (0.01 * 70_000 * 0.5))
     inner = result.diagnostics["release_ledger"]
     assert sum(inner.values()) == pytest.approx(result.ledger["release"], rel=1e-12)
     assert result.diagnostics["chosen"] in {"plan", "iome", "cm", "gaussian"}
@@ -99,7 +110,7 @@ def test_predictions_follow_their_formulas():
     x, box = skewed(1, n=4000, d=16)
     result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=1)
     predicted = result.diagnostics["predicted_noise"]
-    rho_rest = 0.5 * (1 - AutoMean(0.5).choice_share(4000))
+    rho_rest = 0.5 * (1 - AutoMean(0.5).choice_share(4000) - TAIL_SHARE)
     width = np.linalg.norm(np.full(16, box[1] - box[0]))
     # The Gaussian mechanism's noise is public: sqrt(d) ||hi - lo|| / (n sqrt(2 rho)).
     assert predicted["gaussian"] == pytest.approx(4 * width / (4000 * np.sqrt(2 * rho_rest)))

@@ -282,8 +282,8 @@ def test_auto_release_charges_its_choice_and_checks_the_chosen_candidate(x, monk
     # stages as Gaussians, chosen).
     monkeypatch.setattr(PrivateLimitAdaptedNoise, "exponential_stages",
                         lambda self, d, sparse: {})
-    monkeypatch.setattr(AutoMean, "predicted_noise",
-                        lambda self, engine, rho, ledger, rng: {"plan": 0.0, "cm": 1.0})
+    monkeypatch.setattr(AutoMean, "predictions",
+                        lambda self, engine, rho, ledger, rng: ({"plan": 0.0, "cm": 1.0}, {}))
     monkeypatch.setattr(AutoMean, "stage_events", lambda self, plan, n, d, sparse=False: None)
     with pytest.raises(PrivacyAccountingError, match="declares"):
         build_estimator("auto", 0.5, bounds=BOUNDS).estimate(x)

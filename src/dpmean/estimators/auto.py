@@ -8,12 +8,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from scipy.special import ndtri
 
 from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..events import ChoiceEvent, Event, exponential_event, gaussian_event
-from ..mechanisms import log_domain_quantile
+from ..mechanisms import gaussian_mechanism, gaussian_noise_std, log_domain_quantile
 from ..mechanisms.quantiles import (
     octave_search_lowest,
     private_quantile_octaves,
@@ -33,6 +34,24 @@ from .variance import pair_distances
 CHOICE_SHARE = 0.03
 CHOICE_RANK_ERROR = 0.02
 CHOICE_STAGES = ("choice norms", "choice pair l2", "choice pair l1")
+# The tail stage (``private_tail``): at most TAIL_SHARE of rho on a noisy histogram of the row
+# norms in shells whose edges grow by TAIL_RATIO from TAIL_START times the median norm up to
+# the box's reach (at most TAIL_SHELLS of them); a shell's count is kept where it clears its
+# noise at failure probability TAIL_BETA over all the shells (else taken as 0), up to the
+# first that does not. It predicts each candidate's clipping bias: AutoMean.predicted_bias.
+TAIL_STAGE = "choice tail"
+TAIL_SHARE = 0.01
+# The tail's precision (AutoMean.tail_share): where a smaller share gives its counts a noise
+# std of at most TAIL_PRECISION sqrt(n), a tenth of the rows PLAN aims to clip, it spends that.
+TAIL_PRECISION = 0.1
+TAIL_RATIO = math.sqrt(2.0)
+TAIL_START = 1.0
+TAIL_SHELLS = 128
+TAIL_BETA = 0.1
+# The far tail, whose rows' moves clip_bias counts: the shells from TAIL_FAR times the median
+# norm (shell TAIL_FAR_SHELL) on.
+TAIL_FAR = 2.0 * TAIL_RATIO
+TAIL_FAR_SHELL = round(math.log(TAIL_FAR / TAIL_START, TAIL_RATIO))
 # The failure probability the choice's resolution check allows each median (see
 # AutoMean.choice_resolves), and what runs when the medians cannot be placed.
 CHOICE_BETA = 0.1
@@ -86,10 +105,99 @@ def private_median_norm(engine: Engine, top: float, *, rho: float, ledger: Priva
 
 def norm_stages(baskets: bool) -> tuple[str, ...]:
     """The choice stages that measure the median row norm r0 (``private_median_norm``), the
-    rest being the pair medians: "choice norms", or every stage on baskets, which get no pair
-    questions (the sparse engine has none; a .dat file read in dense chunks asks the same).
-    Public: the input's kind."""
-    return CHOICE_STAGES if baskets else CHOICE_STAGES[:1]
+    rest being the pair medians and the tail: "choice norms", or every stage on baskets, which
+    get no pair or tail questions (the sparse engine has no pairs; a .dat file read in dense
+    chunks asks the same; a basket's norm is the root of its size, and the choice between CM
+    and PLAN's binary instantiation there is a tie on noise that PLAN wins, see
+    ``AutoMean.predicted_noise``). Public: the input's kind."""
+    return (*CHOICE_STAGES, TAIL_STAGE) if baskets else CHOICE_STAGES[:1]
+
+
+def tail_edges(r0: float, reach: float) -> np.ndarray:
+    """The tail histogram's shell edges: ``TAIL_START`` r0 ``TAIL_RATIO``^j, j = 0, 1, ...,
+    those below the box's ``reach`` (at most ``TAIL_SHELLS``), or the reach alone where none
+    is (r0 = 0, or 2 r0 beyond the reach). Shell j holds the norms in (e_j, e_j+1], the last
+    one those above its edge. Public given the private median norm r0 and the box."""
+    if not r0 > 0.0 or TAIL_START * r0 >= reach:
+        return np.array([float(reach)])
+    octaves = (math.log(reach) - math.log(TAIL_START * r0)) / math.log(TAIL_RATIO)
+    count = min(TAIL_SHELLS, math.ceil(octaves))  # (a ratio of the two could overflow)
+    edges = TAIL_START * r0 * TAIL_RATIO ** np.arange(max(count, 1), dtype=np.float64)
+    return edges[edges < reach] if np.any(edges < reach) else np.array([float(reach)])
+
+
+def private_tail(engine: Engine, edges: np.ndarray, r0: float, *, rho: float,
+                 ledger: PrivacyLedger, rng: np.random.Generator, stage: str,
+                 secure: bool = False) -> tuple[np.ndarray, float]:
+    """The tail histogram: per shell of ``edges`` (``tail_edges``), the number of rows whose
+    norm ||x_i|| lies in it, split by the side of the hyperplane <x, u> = 0 they lie on,
+    u = (1, ..., 1) / sqrt(d), noisy; and from it how one-sided the far tail is.
+
+    Mechanism: the counts of the 2 x (shells) bins (shell, side), plus Gaussian noise. The
+    bins are disjoint (the rows below the first edge are in none), so replacing one row takes
+    1 from at most one bin and adds 1 to at most one other: l2 sensitivity sqrt(2). Budget:
+    ``rho``, charged to ``stage``. A row's side is sign(||x + a|| - ||x - a||) for a = r0 u
+    (||x + a||^2 - ||x - a||^2 = 4 <x, a>): a function of the row alone, whichever side a
+    row on the hyperplane falls.
+
+    Returns (totals, one_sided): the two sides' sum per shell, kept from the first shell up to
+    the first that does not clear its noise (a one-sided test at failure probability
+    ``TAIL_BETA`` over the shells, Bonferroni) and 0 from there (a real tail fills
+    consecutive shells, as the edges grow geometrically, while an empty shell far out whose
+    count cleared its noise by chance would weigh by its edge: a release in ten at TAIL_BETA on
+    lognormal rows, n = 3000, d = 5, rho = 0.05, predicted IOME and PLAN a bias 60 times their
+    real one); and the share of the kept far tail (shells from ``TAIL_FAR_SHELL``) that one
+    side holds beyond the other, |sum (up - down)| / sum (up + down), less its noise's
+    one-sided margin at ``TAIL_BETA``, in [0, 1] (0 with no far tail). Pooled over the far
+    shells, not shell by shell: each difference carries the noise of two counts, and shell by
+    shell they cleared it only where a shell held hundreds of rows (n = 3000, rho = 0.05)."""
+    norms = engine.row_norms(IDENTITY)
+    toward = np.full(engine.d, r0 / math.sqrt(engine.d))
+    positive = (engine.row_norms(IDENTITY.with_shift(-toward))
+                > engine.row_norms(IDENTITY.with_shift(toward)))
+    shell = np.searchsorted(edges, norms, side="left") - 1  # (e_s, e_s+1]; -1 below e_0
+    counted = shell >= 0
+    bins = np.concatenate([np.bincount(shell[counted & side], minlength=edges.size)
+                           for side in (positive, ~positive)]).astype(np.float64)
+    noisy = gaussian_mechanism(bins, math.sqrt(2.0), rho, rng, ledger=ledger, stage=stage,
+                               secure=secure)
+    up, down = noisy[:edges.size], noisy[edges.size:]
+    # A sum or a difference of two counts: noise std sqrt(2) sigma.
+    pair_std = math.sqrt(2.0) * gaussian_noise_std(math.sqrt(2.0), rho)
+    clear = up + down > float(ndtri(1.0 - TAIL_BETA / edges.size)) * pair_std
+    kept = np.arange(edges.size) < (int(np.argmin(clear)) if not clear.all() else clear.size)
+    far = kept & (np.arange(edges.size) >= TAIL_FAR_SHELL)
+    total = float(np.sum(up[far] + down[far]))
+    margin = float(ndtri(1.0 - TAIL_BETA)) * pair_std * math.sqrt(np.count_nonzero(far))
+    lopsided = abs(float(np.sum(up[far] - down[far]))) - margin
+    one_sided = float(np.clip(lopsided / total, 0.0, 1.0)) if total > 0.0 else 0.0
+    return np.where(kept, up + down, 0.0), one_sided
+
+
+def clip_bias(edges: np.ndarray, totals: np.ndarray, one_sided: float, clipped: float,
+              n: int) -> float:
+    """The mean move of clipping the ``clipped`` rows of largest norm, from the tail histogram
+    (``private_tail``), counting only the one-sided part of the far tail, beyond
+    ``TAIL_FAR`` r0.
+
+    The radius is taken as the lower edge of the shell holding the (clipped + 1)-th largest
+    norm by the ``totals`` (the first edge, r0, if the shells hold fewer rows). The rows of each
+    far shell above it are taken to lie at the shell's lower edge, and the ``one_sided`` share
+    of them to move in one direction: one_sided sum_s totals_s (e_s - radius) / n. Light-tailed
+    rows clip in every direction and their moves cancel, and such rows rarely lie beyond
+    2 sqrt(2) times the median norm (N(0.5, 1) in d = 8 about the origin: counting the shells
+    just above r0 cost auto 1.5x its error by steering it off IOME); a heavy tail fills shell
+    after shell out there, and where it is one-sided (incomes, lognormal or Pareto rows in
+    (0, B)) their moves add up; where it is symmetric (N(0, 1) in d = 1, Student t) they
+    cancel, and counting them steered auto to the Gaussian mechanism at 5x the error. The lower
+    edges make it a lower bound of the aligned move given exact counts; counts that did not
+    clear their noise add nothing. Post-processing of the histogram and public values (the
+    candidate's public clip count, n)."""
+    above = np.cumsum(totals[::-1])[::-1]
+    holding = np.flatnonzero(above > clipped)
+    j = int(holding[-1]) if holding.size else 0
+    far = np.arange(edges.size) > max(j, TAIL_FAR_SHELL - 1)
+    return float(one_sided * np.sum(totals[far] * (edges[far] - edges[j])) / n)
 
 
 def consistent_pair_medians(l2: float, l1: float, d: int) -> tuple[float, float]:
@@ -167,12 +275,22 @@ class AutoMean(MeanEstimator):
           (1.04 S at Zipf variances with alpha = 1, 1.11 S on MNIST's pixels, 1.18 S at
           alpha = 2), and the margin covers the rest; 2^(1/4) S, the geometric middle used
           before, picked IOME at alpha = 1 where PLAN was 7-26% better;
-    and runs the smallest (candidates whose minimum n is not met, a public check, are left
-    out). The pair medians are made consistent first (``consistent_pair_medians``: a median
+    and, on dense input, each candidate's clipping bias (``predicted_bias``): ``tail_share``
+    of rho (at most ``TAIL_SHARE``; stage ``TAIL_STAGE``) buys a noisy histogram of the row
+    norms in geometric shells from r0 up (``private_tail``), and a candidate that aims to clip
+    k rows (public: cm's and iome's target rank, PLAN's ``clip_count``) is predicted the
+    aligned move of the rows of the far tail above its radius (``clip_bias``); gaussian clips
+    nothing. It runs the candidate
+    whose predicted error sqrt(noise^2 + bias^2) is smallest (candidates whose minimum n is
+    not met, a public check, are left out). Without the bias, heavy one-sided tails (incomes,
+    lognormal or Pareto rows in (0, B)) chose IOME, whose search clips up to n / 4 rows at a
+    small budget, at 2-3x CM's error (docs/results.md, "Heavy tails and auto's choice"). The
+    pair medians are made consistent first (``consistent_pair_medians``: a median
     that left its data is replaced from the other), and no clipping candidate is predicted less
     than its noise at the smallest radius its search can return (``smallest_radius``).
-    Sparse input (baskets) measures r0 only and chooses between gaussian, cm and plan
-    (PLAN's binary instantiation, predicted as cm and preferred on a tie). The choice is a
+    Sparse input (baskets) measures r0 only (every choice stage, the tail's too) and chooses
+    between gaussian, cm and plan (PLAN's binary instantiation, predicted as cm and preferred
+    on a tie). The choice is a
     function of the private medians and public values only; the chosen estimator's whole plan
     is charged to the stage "release" (its stages are in ``diagnostics["release_ledger"]``)
     and verified.
@@ -208,9 +326,13 @@ class AutoMean(MeanEstimator):
     "choice norms" (every choice stage on sparse input) is one search of at most
     ``CHOICE_NORM_STEPS`` Gaussian counts of sensitivity 1, each its share over the steps; the
     pair stages are exponential-mechanism medians on log values, utility sensitivity 1 (a row
-    is in one pair). "release" takes the rest: the chosen candidate's own plan, every stage
-    of which is charged inside it and verified (its events are declared per candidate, so an
-    (epsilon, delta) request composes the candidate that runs).
+    is in one pair). "choice tail" takes ``tail_share(n)`` rho whenever the choice is made
+    (public: n and rho): on dense input the Gaussian mechanism on the shells' counts, l2 sensitivity
+    sqrt(2) (the shells are disjoint: a replaced row leaves one and enters one), on sparse
+    input one more search for r0 like "choice norms". "release" takes the rest: the chosen
+    candidate's own plan, every stage of which is charged inside it and verified (its events
+    are declared per candidate, so an (epsilon, delta) request composes the candidate that
+    runs).
     """
 
     method = "auto"
@@ -221,6 +343,9 @@ class AutoMean(MeanEstimator):
         "chosen": Diagnostic(Kind.TEXT, "The method that released the mean."),
         "predicted_noise": Diagnostic(Kind.AMOUNTS, "Each candidate's predicted l2 noise "
                                       "(private: from the private medians)."),
+        "predicted_bias": Diagnostic(Kind.AMOUNTS, "Each candidate's predicted clipping bias "
+                                     "(private: from the tail histogram; absent on baskets "
+                                     "and where no choice was made)."),
         "release_ledger": Diagnostic(Kind.AMOUNTS, "The chosen estimator's stages, within the "
                                      "stage \"release\"."),
     }
@@ -238,8 +363,9 @@ class AutoMean(MeanEstimator):
         if not self.choice_resolves(n) or self.choice_costs_plan_its_scaling(n, d):
             return {"release": self.rho}
         choice = self.rho * self.choice_share(n)
+        tail = self.rho * self.tail_share(n)
         return {**{stage: choice / len(CHOICE_STAGES) for stage in CHOICE_STAGES},
-                "release": self.rho - choice}
+                TAIL_STAGE: tail, "release": self.rho - choice - tail}
 
     def choice_resolves(self, n: int) -> bool:
         """Whether the choice's medians can be placed (public: n and rho). Each is an
@@ -271,6 +397,14 @@ class AutoMean(MeanEstimator):
         needed = len(CHOICE_STAGES) / ((CHOICE_RANK_ERROR * (n // 2)) ** 2 * self.rho)
         return min(CHOICE_SHARE, needed)
 
+    def tail_share(self, n: int) -> float:
+        """The share of rho the tail histogram spends where the choice is made (public: n and
+        rho): ``TAIL_SHARE``, or less where less gives its counts (Gaussian, l2 sensitivity
+        sqrt(2), so standard deviation 1 / sqrt(rho_tail)) a standard deviation of at most
+        ``TAIL_PRECISION`` sqrt(n): 1 / (TAIL_PRECISION^2 n rho). At MNIST's n = 70,000 and
+        rho = 1/2 that is 0.29%; below n rho = 10^4 it is the cap."""
+        return min(TAIL_SHARE, 1.0 / (TAIL_PRECISION**2 * n * self.rho))
+
     def choice_costs_plan_its_scaling(self, n: int, d: int) -> bool:
         """Whether PLAN resolves its coordinate variances on the whole budget but not on what
         the choice would leave it (public: n, d, rho; PLAN's own guard). There the choice's
@@ -283,7 +417,8 @@ class AutoMean(MeanEstimator):
         scaling)."""
         def scales(rho: float) -> bool:
             return "variance" in self.candidate("plan", rho).budget_plan(n, d)
-        return scales(self.rho) and not scales(self.rho * (1.0 - self.choice_share(n)))
+        return scales(self.rho) and not scales(
+            self.rho * (1.0 - self.choice_share(n) - self.tail_share(n)))
 
     def stage_events(self, plan: Mapping[str, float], n: int, d: int,
                      sparse: bool = False) -> dict[str, Event] | None:
@@ -299,8 +434,9 @@ class AutoMean(MeanEstimator):
                 return None
             options.append(tuple(candidate.plan_events(n, d, sparse)))
         norms = norm_stages(sparse)
-        choice = {stage: gaussian_event(plan[stage], self.secure_noise) if stage in norms
-                  else exponential_event(plan[stage]) for stage in CHOICE_STAGES if stage in plan}
+        choice = {stage: gaussian_event(plan[stage], self.secure_noise)
+                  if stage in (*norms, TAIL_STAGE) else exponential_event(plan[stage])
+                  for stage in (*CHOICE_STAGES, TAIL_STAGE) if stage in plan}
         return {**choice, "release": ChoiceEvent(tuple(options))}
 
     def candidate(self, name: str, rho: float) -> MeanEstimator:
@@ -312,22 +448,59 @@ class AutoMean(MeanEstimator):
         return CANDIDATES[name](rho, bounds=self.bounds, secure_noise=self.secure_noise,
                                 engine=self.engine, **options)
 
-    def predicted_noise(self, engine: Engine, rho_rest: float, ledger: PrivacyLedger,
-                        rng: np.random.Generator) -> dict[str, float]:
-        """Each candidate's predicted l2 noise (private: the medians; see the class notes)."""
-        n, d = engine.n, engine.d
-        planned = ledger.planned
+    def predictions(self, engine: Engine, rho_rest: float, ledger: PrivacyLedger,
+                    rng: np.random.Generator) -> tuple[dict[str, float], dict[str, float]]:
+        """Each candidate's predicted l2 noise and clipping bias (private: the medians and the
+        tail histogram; see the class notes). No bias is predicted on baskets (empty)."""
         reach = float(np.linalg.norm(np.maximum(np.abs(engine.lo), np.abs(engine.hi))))
-        width = float(np.linalg.norm(engine.hi - engine.lo))
-
-        def median_norm(stage: str) -> float:
-            return private_median_norm(engine, reach, rho=planned[stage], ledger=ledger,
-                                       rng=rng, stage=stage, secure=self.secure_noise)
-
         # On baskets every choice stage measures r0 (``norm_stages``); their geometric mean is
         # used (post-processing).
-        measured = [median_norm(stage) for stage in norm_stages(engine.baskets)]
+        measured = [private_median_norm(engine, reach, rho=ledger.planned[stage], ledger=ledger,
+                                        rng=rng, stage=stage, secure=self.secure_noise)
+                    for stage in norm_stages(engine.baskets)]
         r0 = measured[0] if len(measured) == 1 else float(np.exp(np.mean(np.log(measured))))
+        noise = self.predicted_noise(engine, r0, rho_rest, ledger, rng)
+        if engine.baskets:
+            return noise, {}
+        return noise, self.predicted_bias(engine, r0, reach, rho_rest, noise, ledger, rng)
+
+    def predicted_bias(self, engine: Engine, r0: float, reach: float, rho_rest: float,
+                       noise: Mapping[str, float], ledger: PrivacyLedger,
+                       rng: np.random.Generator) -> dict[str, float]:
+        """Each candidate's predicted clipping bias (``clip_bias``) from the tail histogram of
+        the row norms about the origin (``private_tail``, stage ``TAIL_STAGE``) and the number
+        of rows it aims to clip, a public function of n, d, the box and its plan: n minus
+        cm's and iome's target rank, PLAN's ``clip_count`` (0 for gaussian, which clamps to
+        the box only); ``reach`` is the box's largest norm. IOME's and PLAN's distances are
+        measured from their centre, not the origin: where the tail lies far beyond the median
+        norm (the only rows whose moves count), the two differ by at most the centre's norm,
+        small beside the tail."""
+        n, d = engine.n, engine.d
+        edges = tail_edges(r0, reach)
+        totals, one_sided = private_tail(engine, edges, r0, rho=ledger.planned[TAIL_STAGE],
+                                         ledger=ledger, rng=rng, stage=TAIL_STAGE,
+                                         secure=self.secure_noise)
+        bias = {"gaussian": 0.0}
+        for name in noise:
+            if name == "gaussian":
+                continue
+            candidate = self.candidate(name, rho_rest)
+            plan = candidate.budget_plan(n, d)
+            if isinstance(candidate, PrivateLimitAdaptedNoise):
+                clipped = candidate.clip_count(n, plan["threshold"])
+            else:
+                assert isinstance(candidate, ClippedMean)
+                clipped = n - candidate.target_rank(n, engine.lo, engine.hi, plan)
+            bias[name] = clip_bias(edges, totals, one_sided, clipped, n)
+        return bias
+
+    def predicted_noise(self, engine: Engine, r0: float, rho_rest: float,
+                        ledger: PrivacyLedger, rng: np.random.Generator) -> dict[str, float]:
+        """Each candidate's predicted l2 noise (private: the median norm ``r0`` and the pair
+        medians; see the class notes)."""
+        n, d = engine.n, engine.d
+        planned = ledger.planned
+        width = float(np.linalg.norm(engine.hi - engine.lo))
         spread = 1.0 + 3.0 / np.sqrt(d)
 
         def clipped(radius: float, estimator: MeanEstimator) -> float:
@@ -372,8 +545,8 @@ class AutoMean(MeanEstimator):
         n, d = engine.n, engine.d
         rho_rest = budget["release"]
         resolved = "choice norms" in budget  # public (choice_resolves)
-        predicted = (self.predicted_noise(engine, rho_rest, ledger, rng) if resolved
-                     else None)
+        predicted, bias = (self.predictions(engine, rho_rest, ledger, rng) if resolved
+                           else (None, {}))
         candidates = {name: self.candidate(name, rho_rest)
                       for name in (predicted if predicted is not None else UNRESOLVED_CHOICE)}
         plans = {name: c.budget_plan(n, d) for name, c in candidates.items()}
@@ -384,7 +557,7 @@ class AutoMean(MeanEstimator):
         elif predicted is None:
             name = runnable[0]  # UNRESOLVED_CHOICE's order
         else:
-            name = min(runnable, key=predicted.__getitem__)
+            name = min(runnable, key=lambda c: math.hypot(predicted[c], bias.get(c, 0.0)))
         chosen = candidates[name]
         inner = PrivacyLedger(rho_rest)
         inner_budget = inner.plan(plans[name])
@@ -394,5 +567,6 @@ class AutoMean(MeanEstimator):
         mean, diagnostics = chosen.release(engine, inner_budget, inner, rng)
         inner.verify()
         chosen.check_events(inner, n, d, sparse)  # it ran one of the choice's options
-        return mean, {**diagnostics, "chosen": name, "predicted_noise": predicted,
+        extra = {"predicted_bias": bias} if bias else {}
+        return mean, {**diagnostics, "chosen": name, "predicted_noise": predicted, **extra,
                       "release_ledger": dict(inner.spent)}
