@@ -222,8 +222,14 @@ def table_column_names(x: Any) -> tuple[str, ...] | None:
     if isinstance(x, str | PathLike):
         if Path(x).suffix.lower() not in (".csv", ".parquet"):
             return None
-        from .io import open_table  # io reads tables through this module
+        from .io import check_readable, open_table  # io reads tables through this module
 
+        if Path(x).suffix.lower() == ".parquet":
+            # Every column's name, whatever its type: a text column that ``columns=`` leaves
+            # out must not stop a range given for another by name (open_table checks every
+            # column it opens).
+            check_readable(Path(x))
+            return tuple(str(name) for name in open_parquet(Path(x))[1])
         names = open_table(x).names
         return None if names is None else tuple(str(name) for name in names)
     names = getattr(x, "column_names", None)
@@ -694,24 +700,38 @@ def _is_number_type(t: Any) -> bool:
 # ---------------------------------------------------------------------------------- Parquet
 
 
+def open_parquet(path: Path) -> tuple[Any, list[str]]:
+    """The Parquet file at ``path`` (a ``pyarrow.parquet.ParquetFile``) and its columns' names
+    (a pandas index is not a column), from its metadata alone: every column, whatever its type
+    (``ParquetTable`` checks the chosen ones).
+
+    Raises
+    ------
+    InvalidDataError
+        Not a valid Parquet file, or one without columns.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        file = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvalidDataError(f"{path}: not a valid .parquet file ({reason})") from None
+    index = pandas_index_columns(file.schema_arrow)
+    available = [name for name in file.schema_arrow.names if name not in index]
+    if not available:
+        raise InvalidDataError(f"{path}: the table has no columns")
+    return file, available
+
+
 class ParquetTable:
     """A Parquet file's chosen numeric columns (default all), read whole or in row batches."""
 
     def __init__(self, path: str | Path, *, columns: Sequence[str] | str | None = None) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         self.path = Path(path)
-        try:
-            self._file = pq.ParquetFile(self.path)
-        except (pa.ArrowException, OSError, ValueError) as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise InvalidDataError(f"{self.path}: not a valid .parquet file ({reason})") from None
+        self._file, available = open_parquet(self.path)
         schema = self._file.schema_arrow
-        index = pandas_index_columns(schema)
-        available = [name for name in schema.names if name not in index]
-        if not available:
-            raise InvalidDataError(f"{self.path}: the table has no columns")
         self.names = tuple(choose_columns(available, columns, str(self.path)))
         for name in self.names:
             try:

@@ -266,15 +266,15 @@ def _check_range_names(args: argparse.Namespace, names: list[str]) -> None:
     not only those --columns chooses), read as ``estimate`` reads its layout (no value read),
     where every column used has a range."""
     from ..io import open_table
-    from ..tables import check_range_names
+    from ..tables import check_range_names, table_column_names
 
     data = getattr(args, "input", None)
     if data is None or Path(data).suffix.lower() not in (".csv", ".parquet"):
         return
-    # Every column, whichever --columns chooses; a CSV file read with the command's options.
-    options = ({**table_options(args), "columns": None} if Path(data).suffix.lower() == ".csv"
-               else {})
-    available = open_table(data, **options).names
+    # Every column, whichever --columns chooses (of any type: a text column left out must not
+    # stop the check); a CSV file read with the command's options.
+    available = (open_table(data, **{**table_options(args), "columns": None}).names
+                 if Path(data).suffix.lower() == ".csv" else table_column_names(data))
     if available is not None:
         check_range_names(names, available, data, what="--range", used=args.columns)
 
