@@ -331,3 +331,21 @@ def test_a_headerless_first_row_is_the_release_s_to_judge(tmp_path, first):
     assert source.shape == (3, 1)
     with pytest.raises(InvalidDataError, match="column 1 holds a cell that is not"):
         list(source.chunks(10))
+
+
+def test_a_parquet_file_without_rows_says_so_on_every_path(tmp_path, capsys):
+    """A Parquet file with columns and no rows: the same message from ``load_data``,
+    ``dpmean.mean`` and the CLI (a user trial: the CLI called it too few rows for the budget,
+    ``load_data`` returned an array of shape (0, 1))."""
+    import pandas as pd
+
+    from dpmean.cli import main
+    from dpmean.io import load_data
+
+    path = tmp_path / "empty.parquet"
+    pd.DataFrame({"a": pd.Series([], dtype=float)}).to_parquet(path)
+    for attempt in (lambda: load_data(path), lambda: dpmean.mean(path, rho=1, bounds=(0, 1))):
+        with pytest.raises(InvalidDataError, match="the file holds columns but no rows"):
+            attempt()
+    assert main(["estimate", str(path), "--rho", "1", "--bounds", "0", "1"]) == 2
+    assert "the file holds columns but no rows" in capsys.readouterr().err

@@ -739,6 +739,8 @@ class ParquetTable:
             except InvalidDataError as exc:
                 raise InvalidDataError(f"{self.path}: {exc}") from None
         self.num_rows = self._file.metadata.num_rows
+        if self.num_rows == 0:  # from the metadata: refused alike on every path, uncharged
+            raise InvalidDataError(f"{self.path}: the file holds columns but no rows")
         self.width = len(self.names)
         self.labels = [f"column {name!r}" for name in self.names]
 
