@@ -124,6 +124,8 @@ def test_overspend_exits_2_and_writes_nothing(capsys, tmp_path, data):
     output = tmp_path / "out.json"
     code, out, err = estimate(capsys, data, ledger, "--rho", 0.2, "--output", output)
     assert code == 2 and "before any value of the data was read" in err and out == ""
+    # Said as every refusal before the charge says it (a user trial: this one did not).
+    assert err.rstrip().endswith("(nothing was charged to the ledger)")
     assert ledger.read_bytes() == before
     assert not output.exists()
 

@@ -32,7 +32,8 @@ def length_d_array(value, d: int, requirement: str) -> np.ndarray:
         return np.broadcast_to(np.asarray(value, dtype=np.float64), (d,)).copy()
     except (TypeError, ValueError):
         raise InvalidParameterError(
-            f"{requirement} or an array of length {d}, got {short_description(value)}"
+            f"{requirement} or an array of length d = {d} (one per column), got "
+            f"{short_description(value)}"
         ) from None
 
 
@@ -339,8 +340,8 @@ def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
             # True/False read as 1/0 made bounds=(False, True) the box [0, 1], where a bool
             # rho, epsilon or level is refused: a bool here is a caller's bug too.
             raise InvalidParameterError(
-                f"bounds {name} must be a number or an array of length {d} of numbers, not "
-                f"True or False; got {short_description(value)}")
+                f"bounds {name} must be a number or an array of length d = {d} (one per "
+                f"column) of numbers, not True or False; got {short_description(value)}")
         try:
             arr = length_d_array(value, d, f"bounds {name} must be a number")
         except OverflowError:

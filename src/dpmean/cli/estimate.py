@@ -343,8 +343,10 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
                 if reason is not None:
                     raise insufficient_data_error(InsufficientDataWarning(reason))
         if args.ledger is not None:
-            index, _ = ledger_file.reserve(args.ledger, estimator.method, estimator.budget,
-                                           release_events(estimator))
+            # A refusal (over the budget, a changed or broken file) charges nothing.
+            with _uncharged(args):
+                index, _ = ledger_file.reserve(args.ledger, estimator.method,
+                                               estimator.budget, release_events(estimator))
         try:
             with _cluster_errors(args.scheduler, client):
                 if x is None:
