@@ -94,7 +94,9 @@ def plot(spec: Spec, stats: dict, path: Path) -> None:
             ax.set_title(f"{spec.panel} = {panel}", fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    width = int(18 * 4.2 * len(panels))  # characters per line at fontsize 8 (4-5 px each)
+    # Characters per line at fontsize 8 (about 0.06 inch each): 18 per inch cut the first and
+    # last letters of a one-panel figure's longer lines (user trial).
+    width = int(16 * 4.2 * len(panels))
     heading = "\n".join(textwrap.wrap(spec.title, width) + textwrap.wrap(spec.note, width))
     fig.suptitle(heading, fontsize=8)
     fig.tight_layout()

@@ -198,7 +198,7 @@ def run(name: str, out: Path, *, trials: int | None = None, quick: bool = False,
     jobs : int, default 1
         Worker processes.
     progress : bool, default True
-        Show a progress bar on stderr.
+        Show a progress bar on stderr when it is a terminal.
 
     Returns
     -------
@@ -223,7 +223,10 @@ def run(name: str, out: Path, *, trials: int | None = None, quick: bool = False,
     # Unbuffered: every write reaches the OS at once, and closing has nothing left to write
     # (a buffer would retry a failed write at close, with an error that names no file).
     with (path.open("ab", buffering=0) as f,
-          tqdm(total=len(todo), desc=name, unit="trial", disable=not progress) as bar,
+          # disable=None: a bar on a terminal, nothing in a log or a pipe (a redirected run
+          # wrote every update of the bar into its log).
+          tqdm(total=len(todo), desc=name, unit="trial",
+               disable=None if progress else True) as bar,
           contextlib.closing(_results(name, quick, todo, jobs)) as results):
         if not content:
             _append(f, path, _lines([dict(zip(header, header, strict=True))], header))
