@@ -84,7 +84,7 @@ def test_named_bounds_file_is_matched_by_name(capsys, folder, engine):
         np.testing.assert_allclose(payload["mean"], expected.mean, rtol=1e-12)
     code, out, err = run(capsys, "estimate", folder / "scaled.csv", "--rho", "1",
                          "--bounds-file", folder / "short.csv", "--engine", engine)
-    assert code == 2 and out == "" and "no range for small" in err
+    assert code == 2 and out == "" and "no range for 'small'" in err
 
 
 def test_a_bounds_file_of_one_line_per_column_says_what_a_bounds_file_is(capsys, folder):
@@ -157,9 +157,9 @@ def test_ranges_by_name_on_the_command_line(capsys, folder):
     assert code == 0 and json.loads(out)["diagnostics"]["bounds_hi"] == [1.0, 1000.0]
     np.save(folder / "scaled.npy", scaled.to_numpy())
     for argv, message in [
-        ((*base, "--range", "large=0:1000"), "no range for small"),
+        ((*base, "--range", "large=0:1000"), "no range for 'small'"),
         ((*base, "--range", "large0:1000"), "expected NAME=LO:HI"),
-        ((*base, "--range", "large=0:1", "--range", "large=0:2"), "twice"),
+        ((*base, "--range", "large=0:1", "--range", "large=0:2"), "more than once: 'large'"),
         (("estimate", folder / "scaled.npy", "--rho", "1", "--range", "a=0:1"), "has none"),
     ]:
         code, out, err = run(capsys, *argv)

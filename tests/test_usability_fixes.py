@@ -253,13 +253,13 @@ def test_a_range_for_a_column_not_chosen_is_named(capsys, tmp_path):
     code, out, err = run(capsys, "estimate", tmp_path / "t.csv", "--rho", 1, "--range",
                          "nosuch=0:9", "--columns", "digit")
     assert_one_error_line(code, out, err)
-    assert "no range for digit" in err
+    assert "no range for 'digit'" in err
     assert "'nosuch', not one of the chosen columns" in err
     code, out, err = run(capsys, "estimate", tmp_path / "t.csv", "--rho", 1, "--range",
                          "digit=0:9", "--range", "inc=0:1")
     assert_one_error_line(code, out, err)
-    assert "no range for ink" in err and "'inc', not one of the columns of" in err
+    assert "no range for 'ink'" in err and "'inc', not one of the columns of" in err
     # The library's ranges by name say the same.
     with pytest.raises(InvalidParameterError,
-                       match=r"no range for column\(s\) ink; 'inc' is not one of the columns"):
+                       match=r"no range for column\(s\) 'ink'; 'inc' is not one of the columns"):
         dpmean.mean(frame, rho=1, bounds={"digit": (0, 9), "inc": (0, 1)}, method="cm")

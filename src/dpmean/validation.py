@@ -275,8 +275,9 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
         also = (f"; {_listed(unknown)} {'is' if len(unknown) == 1 else 'are'} not one of the "
                 f"columns used" if unknown else "")
         raise InvalidParameterError(
-            f"bounds have no range for column(s) {', '.join(missing[:5])}"
-            f"{' ...' if len(missing) > 5 else ''}{also}: give every column a (lo, hi)")
+            f"bounds have no range for column(s) {', '.join(map(repr, missing[:5]))}"
+            f"{' ...' if len(missing) > 5 else ''}{also}: give every column used a (lo, hi), "
+            f"or choose the columns with columns=")
     pairs = []
     for name in names:
         try:

@@ -211,8 +211,10 @@ def bounds_from(args: argparse.Namespace) -> tuple[Any, Any] | None:
         import numpy as np
 
         names = [name for name, _, _ in args.ranges]
-        if len(set(names)) < len(names):
-            raise UsageError(f"--range names a column twice: {', '.join(names)}")
+        repeated = list(dict.fromkeys(name for name in names if names.count(name) > 1))
+        if repeated:
+            raise UsageError(f"--range names a column more than once: "
+                             f"{', '.join(map(repr, repeated))}")
         return (np.array([lo for _, lo, _ in args.ranges]),
                 np.array([hi for _, _, hi in args.ranges]))
     return tuple(args.bounds) if args.bounds else None

@@ -299,7 +299,7 @@ def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: li
                 f"{' ...' if len(unknown) > 5 else ''}, not one of {chosen}" if unknown else "")
         raise UsageError(
             f"{source} names its columns but has no range for "
-            f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} (columns of "
+            f"{', '.join(map(repr, missing[:5]))}{' ...' if len(missing) > 5 else ''} (columns of "
             f"{args.input}){also}; give every column a range, by name")
     order = np.array([where[str(name)] for name in data_names])
     lo, hi = bounds
