@@ -10,31 +10,17 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
+from ledgers import data_file, estimate, run
 
 from dpmean import ledger_file
-from dpmean.cli import main
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
 
 @pytest.fixture
 def data(tmp_path):
-    path = tmp_path / "x.npy"
-    np.save(path, np.random.default_rng(0).uniform(0, 1, size=(500, 3)))
-    return path
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def estimate(capsys, data, ledger, *extra):
-    return run(capsys, "estimate", data, "--method", "cm", "--bounds", 0, 1, "--seed", 1,
-               "--ledger", ledger, *extra)
+    return data_file(tmp_path)
 
 
 def test_init_show_and_charge(capsys, tmp_path, data):

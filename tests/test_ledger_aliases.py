@@ -10,12 +10,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
+from ledgers import data_file, estimate, run
 
 from dpmean import ledger_file
 from dpmean.budget import Budget
-from dpmean.cli import main
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "link") or os.name != "posix",
                                 reason="ledger files need POSIX links and locks")
@@ -23,20 +22,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "link") or os.name != "posix",
 
 @pytest.fixture
 def data(tmp_path):
-    path = tmp_path / "x.npy"
-    np.save(path, np.random.default_rng(0).uniform(0, 1, size=(500, 3)))
-    return path
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def estimate(capsys, data, ledger, *extra):
-    return run(capsys, "estimate", data, "--method", "cm", "--bounds", 0, 1, "--seed", 1,
-               "--ledger", ledger, *extra)
+    return data_file(tmp_path)
 
 
 def test_a_symbolic_link_is_the_ledger_it_points_to(capsys, tmp_path, data):
