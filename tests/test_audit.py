@@ -310,3 +310,63 @@ def test_replay_catches_a_diagnostic_read_from_the_data(monkeypatch):
         **ClippedMean.declared_diagnostics, "sum": Diagnostic(Kind.VECTOR, "the exact sum")})
     with monkeypatch.context() as patch, pytest.raises(AssertionError, match="moved"):
         realised_rho(patch, "cm", x, x_prime, rho=RHO, seed=0, bounds=(-1, 1))
+
+
+def auto_choice_pairs(d):
+    """Pairs at n = 1000, where auto's choice resolves (its medians and its tail histogram run,
+    unlike at the 200 rows above): the replay pairs' moves, a row on the hyperplane <x, 1> = 0
+    moved to a corner, and lognormal rows in (0, 50) (a far tail the histogram keeps) with one
+    row moved from the bulk to the far corner and one moved across far shells."""
+    data = np.random.default_rng(11).uniform(-0.3, 0.3, size=(1000, d))
+    plane = np.zeros(d)
+    plane[:2] = 0.9, -0.9
+    heavy = np.minimum(np.random.default_rng(12).lognormal(0.0, 1.5, size=(1000, d)), 50.0)
+    far = np.full(d, 20.0)
+    moves = [(data, np.zeros(d), np.ones(d), (-1, 1)), (data, -np.ones(d), np.ones(d), (-1, 1)),
+             (data, plane, -np.ones(d), (-1, 1)), (heavy, heavy[0], np.full(d, 50.0), (0, 50)),
+             (heavy, far, 2.0 * far, (0, 50))]
+    pairs = []
+    for rows, start, end, box in moves:
+        x, x_prime = rows.copy(), rows.copy()
+        x[0], x_prime[0] = start, end
+        pairs.append((x, x_prime, box))
+    return pairs
+
+
+@pytest.mark.parametrize("d", [3, 8])
+@pytest.mark.parametrize("options", [{}, {"secure_noise": True}, {"tail": 0.5}])
+def test_replay_auto_with_its_choice_within_budget(d, options, monkeypatch):
+    # {"tail": 0.5}: half the budget to the tail histogram, so that a leak there alone would
+    # take the pair over the budget.
+    from dpmean.estimators import auto
+
+    options = dict(options)
+    if "tail" in options:  # the cap, and a precision that asks for all of it
+        monkeypatch.setattr(auto, "TAIL_SHARE", options.pop("tail"))
+        monkeypatch.setattr(auto, "TAIL_PRECISION", 0.01)
+    for x, x_prime, box in auto_choice_pairs(d):
+        for seed in range(2):
+            for a, b in ((x, x_prime), (x_prime, x)):
+                with monkeypatch.context() as patch:
+                    replay = realised_rho(patch, "auto", a, b, rho=RHO, seed=seed, bounds=box,
+                                          **options)
+                assert replay.rho <= RHO * (1 + 1e-9), (d, seed, replay.costs)
+
+
+def test_replay_catches_an_understated_tail_sensitivity(monkeypatch):
+    # The tail histogram released with noise for sensitivity 1 instead of sqrt(2) (charged in
+    # full) on half the budget: a row moved between two far shells realises twice that half.
+    from dpmean.estimators import auto
+
+    honest = auto.gaussian_mechanism
+
+    def understated(value, sensitivity, rho, rng, **options):
+        return honest(value, sensitivity / np.sqrt(2.0), rho, rng, **options)
+
+    monkeypatch.setattr(auto, "TAIL_SHARE", 0.5)
+    monkeypatch.setattr(auto, "TAIL_PRECISION", 0.01)
+    monkeypatch.setattr(auto, "gaussian_mechanism", understated)
+    x, x_prime, box = auto_choice_pairs(3)[4]
+    with monkeypatch.context() as patch:
+        replay = realised_rho(patch, "auto", x, x_prime, rho=RHO, seed=0, bounds=box)
+    assert replay.rho > RHO
