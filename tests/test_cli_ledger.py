@@ -257,3 +257,13 @@ def test_two_processes_race_for_the_last_release(capsys, tmp_path, data):
     session = ledger_file.read(ledger)
     assert len(session.ledger) == 1 and session.ledger[0].status == "released"
     assert session.spent == pytest.approx(0.3)
+
+
+def test_the_output_may_not_replace_the_ledgers_lock_file(capsys, tmp_path, data):
+    # Replaced while held, the lock would lock nothing (second review of 2026-11-26).
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    lock = tmp_path / "ledger.json.lock"
+    code, out, err = estimate(capsys, data, ledger, "--rho", 0.1, "--output", lock, "--force")
+    assert code == 2 and "the --ledger file's lock" in err
+    assert ledger_file.read(ledger).ledger == []

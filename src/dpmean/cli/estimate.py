@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import threading
 import time
@@ -176,6 +177,9 @@ def run(args: argparse.Namespace) -> int:
         options = _estimator_options(args)
         output = None if args.output is None else check_writable(
             args.output, {"INPUT": args.input, "the --ledger file": args.ledger,
+                          # (replaced while held, it would lock nothing: second review)
+                          "the --ledger file's lock": None if args.ledger is None else
+                          f"{os.path.realpath(args.ledger)}.lock",
                           "the --bounds-file": args.bounds_file}, replace=args.force)
         if args.ledger is not None:
             # A missing or corrupt ledger is found before anything else is opened.
