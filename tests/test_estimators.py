@@ -387,7 +387,7 @@ def test_finite_data_whose_column_sums_overflow_is_accepted():
 @pytest.mark.parametrize("kwargs,message", [
     ({"rho": 1.0, "bounds": (1, 1)}, "lo < hi"),
     ({"rho": 1.0, "bounds": (0, [1, np.nan])}, "finite"),
-    ({"rho": 1.0, "bounds": (0, [1, 2, 3])}, "length 2"),
+    ({"rho": 1.0, "bounds": (0, [1, 2, 3])}, "length d = 2"),
     ({"rho": 1.0, "bounds": (-1e200, 1e200)}, "too wide"),
     ({"rho": 1.0, "bounds": (-1e-300, 1e-300)}, "too narrow"),
     ({"rho": 1.0, "bounds": ([0, 0], [1, 1e-120]), "method": "plan"}, "too narrow"),

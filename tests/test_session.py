@@ -446,7 +446,7 @@ def _public_errors():
     text = frame.assign(s=pd.array(["u"] * len(frame), dtype="string"))
     cm = {"method": "cm", "rho": 0.25}
     return [
-        (values, {**cm, "bounds": ([0, 0], [1, 1])}, InvalidParameterError, "length 3"),
+        (values, {**cm, "bounds": ([0, 0], [1, 1])}, InvalidParameterError, "length d = 3"),
         (values, {**cm, "bounds": (1, 0)}, InvalidParameterError, "lo < hi"),
         (frame, {**cm, "bounds": (0, 1), "columns": ["zz"]}, InvalidDataError, "'zz'"),
         (frame, {**cm, "bounds": {"a": (0, 1)}}, InvalidParameterError, "no range for"),
@@ -465,7 +465,7 @@ def _public_errors():
         (values[:10], {"method": "trimmed", "rho": 0.25, "bounds": (0, 1), "trim": 5},
          InvalidParameterError, "trim=5"),
         (values, {"method": "plan", "epsilon": 0.5, "delta": 1e-7, "bounds": ([0, 0], [1, 1])},
-         InvalidParameterError, "length 3"),
+         InvalidParameterError, "length d = 3"),
     ]
 
 
@@ -494,7 +494,7 @@ class PublicOnly:
 
 def test_values_are_read_only_after_the_charge():
     s = Session(rho=1.0)
-    with pytest.raises(InvalidParameterError, match="length 3"):
+    with pytest.raises(InvalidParameterError, match="length d = 3"):
         s.mean(PublicOnly(), rho=0.25, method="cm", bounds=([0, 0], [1, 1]))
     assert s.ledger == []
     with pytest.raises(AssertionError, match="the values were read"):
