@@ -151,6 +151,11 @@ class MeanEstimator(ABC):
                                    "Gaussian noise."),
         "private_bounds": Diagnostic(Kind.BOOL, "True when the box was found privately (stage "
                                      "\"bounds\"); absent when it was given."),
+        "private_bounds_borrowed": Diagnostic(Kind.COUNTS, "1 for each column whose private "
+                                              "box was borrowed from the widest columns' (its "
+                                              "own values did not clear the noise, in a table "
+                                              "of scales 2^10 apart), else 0; absent when "
+                                              "none was or the box was given."),
         "box_offset": Diagnostic(Kind.VECTOR, "The public shift the release ran at, in the "
                                  "data's units: the centre of each column's box that lies "
                                  "farther from the origin than 1024 widths, else 0 (absent when "
@@ -501,9 +506,11 @@ class MeanEstimator(ABC):
             # Ranges by column name: this release's box in the data's column order.
             estimator = self.with_params(bounds=bounds_by_name(self.bounds, names))
         try:
-            return estimator._estimate(x).named(names)
+            result = estimator._estimate(x).named(names)
         except InvalidDataError as exc:
             raise named_column(exc, names) from None
+        warn_if_box_borrowed(result)
+        return result
 
     def _estimate(self, x: Any) -> MeanResult:
         # Each release validates its bounds afresh (``box`` keeps them for this release only:
@@ -664,7 +671,7 @@ class MeanEstimator(ABC):
         range (stage "bounds", ``private_bounds.private_box``); the same estimator then runs
         in it with the rest (its stages keep their names in the ledger). The box is a DP
         output: the result carries it (``bounds_lo``, ``bounds_hi``, ``private_bounds``)."""
-        from .private_bounds import BOUNDS_SHARE, private_box
+        from .private_bounds import BOUNDS_SHARE, measured_box
 
         self.check_private_box_input(x)
         rho_box = self.rho * BOUNDS_SHARE
@@ -673,8 +680,8 @@ class MeanEstimator(ABC):
         data = x if is_deferred(x) else check_data(x)
         unbounded = np.full(d, np.inf)
         rng = make_rng(self.random_state)
-        lo, hi = private_box(make_engine(data, -unbounded, unbounded, self.engine), rho_box,
-                             rng, ledger=ledger, secure=self.secure_noise)
+        lo, hi, borrowed = measured_box(make_engine(data, -unbounded, unbounded, self.engine),
+                                        rho_box, rng, ledger=ledger, secure=self.secure_noise)
         ledger.verify()
         if np.isnan(lo).any():  # no bin cleared the threshold somewhere: post-processing
             warnings.warn(
@@ -704,9 +711,10 @@ class MeanEstimator(ABC):
                     f"the plan the (epsilon, delta) calibration composed; the release must not "
                     f"leave")
         result = inner.estimate(data)
+        extra = {"private_bounds_borrowed": borrowed.astype(np.int64)} if borrowed.any() else {}
         return MeanResult(mean=result.mean, method=self.method, n=n, d=d, budget=self.budget,
                           ledger={**ledger.spent, **result.ledger},
-                          diagnostics={**result.diagnostics, "private_bounds": True},
+                          diagnostics={**result.diagnostics, "private_bounds": True, **extra},
                           fallback=result.fallback)
 
     def project(self, mean: np.ndarray, n: int, d: int) -> np.ndarray:
@@ -788,6 +796,29 @@ def restore_diagnostics(diagnostics: dict[str, Any], scale: np.ndarray) -> dict[
         if value is not None and np.ndim(value) <= 1:
             out[key] = np.asarray(value, dtype=np.float64) / scale
     return out
+
+
+def warn_if_box_borrowed(result: MeanResult) -> None:
+    """A ``NoisyReleaseWarning`` naming the columns whose private box was borrowed from the
+    widest columns' (``private_bounds.measured_box``: their own values did not clear the
+    noise, in a table of very different scales), with the box they got and what would help.
+    Post-processing of the private box's counts."""
+    borrowed = result.diagnostics.get("private_bounds_borrowed")
+    if borrowed is None or not np.any(borrowed):
+        return
+    which = np.flatnonzero(borrowed)
+    names = ([repr(result.columns[j]) for j in which] if result.columns is not None
+             else [str(j) for j in which])
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    lo = float(np.asarray(result.diagnostics["bounds_lo"])[which[0]])
+    hi = float(np.asarray(result.diagnostics["bounds_hi"])[which[0]])
+    its, them = ("their", "them") if len(which) > 1 else ("its", "it")
+    warnings.warn(
+        f"{result.method}: column{'s' if len(which) > 1 else ''} {shown} got the widest "
+        f"columns' private box [{lo:.3g}, {hi:.3g}]: too few of {its} values cleared the noise "
+        f"to place {its} own (e.g. a rare 0/1 flag), and {its} release carries that box's "
+        f"noise. Give bounds for {them} (bounds={{name: (lo, hi)}}), a larger budget or more "
+        f"rows.", NoisyReleaseWarning, stacklevel=user_stacklevel())
 
 
 def warn_if_mostly_noise(result: MeanResult) -> None:
