@@ -19,6 +19,7 @@ from dpmean.estimators.auto import (
     TAIL_STAGE,
     clip_bias,
     private_tail,
+    radius_floor,
     tail_edges,
 )
 
@@ -56,6 +57,33 @@ def test_clip_bias_counts_the_one_sided_far_tail_above_the_radius_at_lower_edges
     # A symmetric far tail (nothing one-sided) or no rows beyond the radius: nothing.
     assert clip_bias(edges, totals, 0.0, 150, n) == 0.0
     assert clip_bias(edges, np.zeros(8), 1.0, 5, n) == 0.0
+
+
+def test_the_radius_floor_is_the_last_edge_with_surely_more_rows_beyond():
+    edges = 2.0 ** (np.arange(8) / 2.0)
+    totals = np.array([5000.0, 2000, 1000, 600, 300, 100, 0, 0])   # six shells kept
+    rho = 0.5
+    pair_std = math.sqrt(2.0) / math.sqrt(rho)                    # two counts' noise
+    z = ndtri(1 - TAIL_BETA)
+    above = np.cumsum(totals[::-1])[::-1]
+    for clipped in (0, 50, 99, 150, 399, 1000, 9000):
+        sure = [above[j] - z * pair_std * math.sqrt(6 - j) > clipped for j in range(6)]
+        expected = edges[max(j for j in range(6) if sure[j])] if any(sure) else 0.0
+        assert radius_floor(edges, totals, rho, clipped) == expected
+    assert radius_floor(edges, totals, rho, 100) == edges[4]      # 400 rows beyond edges[4]
+    assert radius_floor(edges, np.zeros(8), rho, 0) == 0.0
+
+
+def test_a_heavy_tail_raises_the_clipping_candidates_noise_prediction():
+    """Lognormal amounts, n = 200,000: cm's radius lies near 2,500 against a median norm of
+    20; its noise was predicted at a few times the median (0.0033 against a released noise
+    std of 0.1, a user trial). The histogram shows hundreds of rows beyond 1,000: the noise
+    prediction is at least the noise at that radius."""
+    x = np.random.default_rng(0).lognormal(3.0, 1.5, size=(200_000, 1))
+    result = dpmean.mean(x, rho=0.5, bounds=(0, 1e4), random_state=0)
+    # cm's noise at a radius of 1,000 with all of rho on its noise: below what it is given.
+    floor = 2.0 * 1000.0 / (200_000 * math.sqrt(2.0 * 0.5))
+    assert result.diagnostics["predicted_noise"]["cm"] > floor
 
 
 def tail_of(x, edges, rho, seed):

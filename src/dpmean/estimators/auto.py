@@ -200,6 +200,23 @@ def clip_bias(edges: np.ndarray, totals: np.ndarray, one_sided: float, clipped: 
     return float(one_sided * np.sum(totals[far] * (edges[far] - edges[j])) / n)
 
 
+def radius_floor(edges: np.ndarray, totals: np.ndarray, rho: float, clipped: float) -> float:
+    """The largest shell edge beyond which the tail histogram (``private_tail``) shows more
+    than ``clipped`` rows, with its noise's one-sided margin at ``TAIL_BETA`` (the totals above
+    an edge carry the noise of two counts per kept shell): a radius that clips ``clipped`` rows
+    lies above it. 0 where no edge qualifies. A heavy tail puts it far above the median norm
+    (lognormal amounts, n = 200,000: the cm radius near 2,500 was predicted at a few times the
+    median norm of 20, and cm chosen at 6-15x the Gaussian mechanism's error; a user trial).
+    Post-processing of the histogram and public values."""
+    kept = int(np.count_nonzero(totals))  # a prefix: zero from the first shell not kept
+    above = np.cumsum(totals[::-1])[::-1]
+    pair_std = math.sqrt(2.0) * gaussian_noise_std(math.sqrt(2.0), rho)
+    shells_above = np.maximum(kept - np.arange(edges.size), 1)
+    sure = above - float(ndtri(1.0 - TAIL_BETA)) * pair_std * np.sqrt(shells_above)
+    beyond = np.flatnonzero((np.arange(edges.size) < kept) & (sure > clipped))
+    return float(edges[beyond[-1]]) if beyond.size else 0.0
+
+
 def consistent_pair_medians(l2: float, l1: float, d: int) -> tuple[float, float]:
     """The private medians of the pairs' l2 and l1 distances, made to agree where they cannot
     both hold (post-processing).
@@ -275,12 +292,13 @@ class AutoMean(MeanEstimator):
           (1.04 S at Zipf variances with alpha = 1, 1.11 S on MNIST's pixels, 1.18 S at
           alpha = 2), and the margin covers the rest; 2^(1/4) S, the geometric middle used
           before, picked IOME at alpha = 1 where PLAN was 7-26% better;
-    and, on dense input, each candidate's clipping bias (``predicted_bias``): ``tail_share``
+    and, on dense input, each candidate's clipping bias (``predictions``): ``tail_share``
     of rho (at most ``TAIL_SHARE``; stage ``TAIL_STAGE``) buys a noisy histogram of the row
     norms in geometric shells from r0 up (``private_tail``), and a candidate that aims to clip
     k rows (public: cm's and iome's target rank, PLAN's ``clip_count``) is predicted the
-    aligned move of the rows of the far tail above its radius (``clip_bias``); gaussian clips
-    nothing. It runs the candidate
+    aligned move of the rows of the far tail above its radius (``clip_bias``), and no less
+    noise than at the radius beyond which the histogram shows more than k rows
+    (``radius_floor``); gaussian clips nothing. It runs the candidate
     whose predicted error sqrt(noise^2 + bias^2) is smallest (candidates whose minimum n is
     not met, a public check, are left out). Without the bias, heavy one-sided tails (incomes,
     lognormal or Pareto rows in (0, B)) chose IOME, whose search clips up to n / 4 rows at a
@@ -451,7 +469,14 @@ class AutoMean(MeanEstimator):
     def predictions(self, engine: Engine, rho_rest: float, ledger: PrivacyLedger,
                     rng: np.random.Generator) -> tuple[dict[str, float], dict[str, float]]:
         """Each candidate's predicted l2 noise and clipping bias (private: the medians and the
-        tail histogram; see the class notes). No bias is predicted on baskets (empty)."""
+        tail histogram; see the class notes). No bias is predicted on baskets (empty).
+
+        The tail histogram (``private_tail``, stage ``TAIL_STAGE``) serves both: a candidate
+        aiming to clip k rows (``clip_counts``) is predicted no less noise than at the radius
+        the histogram shows more than k rows beyond (``radius_floor``; for IOME and PLAN, whose
+        distances are from a centre, that radius less r0), and the bias of the one-sided far
+        tail above its radius (``clip_bias``)."""
+        n = engine.n
         reach = float(np.linalg.norm(np.maximum(np.abs(engine.lo), np.abs(engine.hi))))
         # On baskets every choice stage measures r0 (``norm_stages``); their geometric mean is
         # used (post-processing).
@@ -459,45 +484,43 @@ class AutoMean(MeanEstimator):
                                         rng=rng, stage=stage, secure=self.secure_noise)
                     for stage in norm_stages(engine.baskets)]
         r0 = measured[0] if len(measured) == 1 else float(np.exp(np.mean(np.log(measured))))
-        noise = self.predicted_noise(engine, r0, rho_rest, ledger, rng)
         if engine.baskets:
-            return noise, {}
-        return noise, self.predicted_bias(engine, r0, reach, rho_rest, noise, ledger, rng)
-
-    def predicted_bias(self, engine: Engine, r0: float, reach: float, rho_rest: float,
-                       noise: Mapping[str, float], ledger: PrivacyLedger,
-                       rng: np.random.Generator) -> dict[str, float]:
-        """Each candidate's predicted clipping bias (``clip_bias``) from the tail histogram of
-        the row norms about the origin (``private_tail``, stage ``TAIL_STAGE``) and the number
-        of rows it aims to clip, a public function of n, d, the box and its plan: n minus
-        cm's and iome's target rank, PLAN's ``clip_count`` (0 for gaussian, which clamps to
-        the box only); ``reach`` is the box's largest norm. IOME's and PLAN's distances are
-        measured from their centre, not the origin: where the tail lies far beyond the median
-        norm (the only rows whose moves count), the two differ by at most the centre's norm,
-        small beside the tail."""
-        n, d = engine.n, engine.d
+            return self.predicted_noise(engine, r0, rho_rest, ledger, rng), {}
         edges = tail_edges(r0, reach)
-        totals, one_sided = private_tail(engine, edges, r0, rho=ledger.planned[TAIL_STAGE],
-                                         ledger=ledger, rng=rng, stage=TAIL_STAGE,
-                                         secure=self.secure_noise)
-        bias = {"gaussian": 0.0}
-        for name in noise:
-            if name == "gaussian":
-                continue
+        rho_tail = ledger.planned[TAIL_STAGE]
+        totals, one_sided = private_tail(engine, edges, r0, rho=rho_tail, ledger=ledger,
+                                         rng=rng, stage=TAIL_STAGE, secure=self.secure_noise)
+        clips = self.clip_counts(engine, rho_rest)
+        floors = {name: max(0.0, radius_floor(edges, totals, rho_tail, k)
+                            - (0.0 if name == "cm" else r0)) for name, k in clips.items()}
+        noise = self.predicted_noise(engine, r0, rho_rest, ledger, rng, floors)
+        bias = {name: clip_bias(edges, totals, one_sided, clips[name], n)
+                for name in noise if name in clips}
+        return noise, {"gaussian": 0.0, **bias}
+
+    def clip_counts(self, engine: Engine, rho_rest: float) -> dict[str, float]:
+        """How many rows each candidate that clips aims to clip, on the rest of the budget
+        (public: n, d, the box, its plan): n minus cm's and iome's target rank, PLAN's
+        ``clip_count``."""
+        n, d = engine.n, engine.d
+        clips = {}
+        for name in ("cm", "iome", "plan"):
             candidate = self.candidate(name, rho_rest)
             plan = candidate.budget_plan(n, d)
             if isinstance(candidate, PrivateLimitAdaptedNoise):
-                clipped = candidate.clip_count(n, plan["threshold"])
+                clips[name] = candidate.clip_count(n, plan["threshold"])
             else:
                 assert isinstance(candidate, ClippedMean)
-                clipped = n - candidate.target_rank(n, engine.lo, engine.hi, plan)
-            bias[name] = clip_bias(edges, totals, one_sided, clipped, n)
-        return bias
+                clips[name] = n - candidate.target_rank(n, engine.lo, engine.hi, plan)
+        return clips
 
     def predicted_noise(self, engine: Engine, r0: float, rho_rest: float,
-                        ledger: PrivacyLedger, rng: np.random.Generator) -> dict[str, float]:
+                        ledger: PrivacyLedger, rng: np.random.Generator,
+                        floors: Mapping[str, float] | None = None) -> dict[str, float]:
         """Each candidate's predicted l2 noise (private: the median norm ``r0`` and the pair
-        medians; see the class notes)."""
+        medians; see the class notes), at a radius no smaller than its ``floors`` entry (cm,
+        iome; PLAN follows iome's)."""
+        floors = floors or {}
         n, d = engine.n, engine.d
         planned = ledger.planned
         width = float(np.linalg.norm(engine.hi - engine.lo))
@@ -508,7 +531,8 @@ class AutoMean(MeanEstimator):
             # a median that left its data predicted 1e-17 for a release whose noise std was
             # like the others' (``consistent_pair_medians``).
             rho_noise = estimator.budget_plan(n, d)["noise"]
-            clip = max(spread * radius, smallest_radius(estimator, engine.lo, engine.hi))
+            clip = max(spread * radius, smallest_radius(estimator, engine.lo, engine.hi),
+                       floors.get(estimator.method, 0.0))
             return float(np.sqrt(d) * 2.0 * clip / (n * np.sqrt(2.0 * rho_noise)))
 
         cm = clipped(r0, self.candidate("cm", rho_rest))
