@@ -301,6 +301,21 @@ def test_accuracy_with_epsilon_delta_and_refusals():
         dpmean.accuracy("cm", 5, D, BOX, 0.01)
 
 
+def test_accuracy_takes_ranges_by_name_as_mean_does():
+    # A user trial: dpmean.mean and `dpmean budget --range` take ranges by name, accuracy did
+    # not. One (lo, hi) per column, in the mapping's order; a count other than d is refused.
+    named = {"amount": (0, 1e5), "age": (0, 120)}
+    by_name = dpmean.accuracy("cm", 5000, 2, named, 0.1)
+    by_position = dpmean.accuracy("cm", 5000, 2, ([0, 0], [1e5, 120]), 0.1)
+    np.testing.assert_array_equal(by_name, by_position)
+    with pytest.raises(dpmean.InvalidParameterError, match="2 columns by name but d is 3"):
+        dpmean.accuracy("cm", 5000, 3, named, 0.1)
+    # A half-width no rho reaches names the column that binds (a user trial: it did not).
+    wide = {**named, "ts": (1.6e9, 1.8e9)}
+    with pytest.raises(dpmean.InvalidParameterError, match="column 'ts' comes no nearer than"):
+        dpmean.rho_for_accuracy("cm", 500, 3, wide, 1.0)
+
+
 @pytest.mark.parametrize("method", ["gaussian", "cm", "iome"])
 def test_rho_for_accuracy_inverts_accuracy(method):
     target = 0.05

@@ -18,6 +18,7 @@ private variances or a private choice) and are refused.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from .errors import InvalidParameterError
 from .intervals import check_level
 from .mechanisms.gaussian import normal_isf
 from .registry import ESTIMATORS, PLANNED
-from .validation import check_count, check_positive
+from .validation import bounds_by_name, check_count, check_positive
 
 
 def _noise_std(estimator: Any, n: int, d: int) -> float | np.ndarray:
@@ -72,8 +73,10 @@ def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None,
         One of "gaussian", "cm", "cm-fixed", "iome", "plan-noscale".
     n, d : int
         The public shape of the data.
-    bounds : tuple
-        The public box ``(lo, hi)`` (scalars or length-d arrays).
+    bounds : tuple or mapping
+        The public box ``(lo, hi)`` (scalars or length-d arrays), or a range for each of the d
+        columns by name, ``{name: (lo, hi)}``, as ``dpmean.mean`` takes them (the result is then
+        in the mapping's order).
     rho : float, optional
         The zCDP budget; or ``epsilon`` and ``delta``, converted as the estimator converts them.
     level : float
@@ -101,6 +104,12 @@ def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None,
         estimator refuses.
     """
     n, d, level = _check_request(method, n, d, level)
+    if isinstance(bounds, Mapping):
+        if len(bounds) != d:
+            raise InvalidParameterError(
+                f"accuracy: bounds give ranges for {len(bounds)} columns by name but d is {d}; "
+                f"give one (lo, hi) for every column")
+        bounds = bounds_by_name(bounds, list(bounds))
     estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, bounds=bounds,
                                 **options)
     # The rho a release of this shape is granted (an (epsilon, delta) request to PLAN is
@@ -145,8 +154,9 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
         One of the methods ``accuracy`` plans for.
     n, d : int
         The public shape of the data.
-    bounds : tuple
-        The public box ``(lo, hi)`` (scalars or length-d arrays).
+    bounds : tuple or mapping
+        The public box ``(lo, hi)`` (scalars or length-d arrays), or ranges by name, as
+        ``accuracy`` takes them.
     half_width : float
         The target half-width (finite, positive), in the data's units.
     level : float, default 0.95
@@ -182,9 +192,18 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
 
     low, high = math.log(1e-12), math.log(1e12)
     if not meets(math.exp(high)):
+        # Which column binds (they differ where the ranges do), and how near it comes.
+        best = np.atleast_1d(accuracy(method, n, d, bounds, math.exp(high), level=level,
+                                      **options))
+        j = int(np.argmax(best))
+        names = list(bounds) if isinstance(bounds, Mapping) else None
+        which = (f"; column {names[j]!r}" if names is not None else f"; column {j}") if (
+            best.size > 1) else "; it"
         raise InvalidParameterError(
             f"rho_for_accuracy: {method} cannot reach half-width {half_width:g} at n={n}, "
-            f"d={d} with any rho up to 1e12")
+            f"d={d} with any rho up to 1e12{which} comes no nearer than {best[j]:.3g} (its "
+            f"clipping radius can be as large as its range allows; a narrower range, more "
+            f"rows or method='gaussian' would)")
     if meets(math.exp(low)):
         return math.exp(low)
     while high - low > 1e-9:
