@@ -9,6 +9,7 @@ array (``numpy.mean`` dense, ``X.mean(axis=0)`` sparse). Not a test: nothing is 
     python benchmarks/bench_estimators.py --quick              # small slices, a few minutes
     python benchmarks/bench_estimators.py --methods iome cm --data mnist
     python benchmarks/bench_estimators.py --data boxes --methods cm plan   # per-column boxes
+    python benchmarks/bench_estimators.py --data mnist --methods cm --no-bounds   # private box
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=CENTRAL, choices=CENTRAL)
     parser.add_argument("--data", nargs="+", default=["mnist", "gaussian-C", "kosarak-prefix"],
                         help="datasets, by the start of their name")
+    parser.add_argument("--no-bounds", action="store_true",
+                        help="give no bounds: each release first buys a private box (10%% of "
+                        "rho); sparse data need bounds and are skipped")
     args = parser.parse_args()
 
     # Warm up imports, caches and compiled kernels so the first timing is not charged for them
@@ -89,10 +93,16 @@ def main() -> None:
         dpmean.mean(np.zeros((4000, 4)), rho=1.0, bounds=(0, 1), method=method, random_state=0)
     dpmean.mean(np.zeros((4000, 16), dtype=np.uint8), rho=1.0, bounds=(0, 255), method="iome",
                 random_state=0)
+    if args.no_bounds:  # the private box's compiled counts
+        dpmean.mean(np.ones((4000, 4)), rho=1.0, method="cm", random_state=0)
     print(f"{'data':36} {'method':14} {'seconds':>9} {'x mean':>9}")
     for name, x, bounds, method_options in datasets(args.quick):
         if not any(name.startswith(prefix) for prefix in args.data):
             continue
+        if args.no_bounds:
+            if not isinstance(x, np.ndarray):
+                continue
+            bounds = None
         floor = best_time(plain_mean(x), max(args.repeat, 5))
         print(f"{name:36} {'(plain mean)':14} {floor:9.4f} {1.0:9.1f}", flush=True)
         for method in args.methods:

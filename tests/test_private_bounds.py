@@ -188,3 +188,28 @@ def test_a_column_that_borrowed_the_widest_box_is_named_in_a_warning():
         warnings.simplefilter("error", NoisyReleaseWarning)
         quiet = dpmean.mean(x, rho=0.1, random_state=1)
     assert "private_bounds_borrowed" not in quiet.diagnostics
+
+
+@pytest.mark.parametrize("values", [
+    np.random.default_rng(0).normal(0, 1, (1000, 7)),
+    np.random.default_rng(1).normal(0, 1e-40, (300, 3)).astype(np.float32),  # subnormal float32
+    np.random.default_rng(2).integers(-5, 5, (1000, 3)),
+    np.random.default_rng(3).integers(0, 255, (200, 5)).astype(np.uint8),
+    np.random.default_rng(4).random((500, 4)) < 0.5,
+    np.array([[0.0, -0.0, 5e-324, -5e-324, 2.0**-1022, 1e308, -1.7976931348623157e308, 1.0,
+               -1.0, 0.75]]).T,
+])
+def test_signed_counts_are_the_signed_levels_histogram(values):
+    """The compiled counts (``signed_counts``) are numpy's histogram of ``signed_levels``
+    exactly, at every dtype and at the grid's ends (zeros of either sign in no bin, the
+    smallest subnormals and the largest floats in the end bins); and the same however the rows
+    are split between threads."""
+    from dpmean.estimators.private_bounds import LEVELS, signed_counts, signed_levels
+
+    k = values.shape[1]
+    flat = signed_levels(np.asarray(values)) + (2 * LEVELS + 1) * np.arange(k)
+    reference = np.bincount(flat.ravel(), minlength=k * (2 * LEVELS + 1))
+    reference = reference.reshape(k, 2 * LEVELS + 1)[:, :-1].reshape(k, 2, LEVELS)
+    np.testing.assert_array_equal(signed_counts(values), reference)
+    halves = signed_counts(values[: len(values) // 2]) + signed_counts(values[len(values) // 2:])
+    np.testing.assert_array_equal(halves, reference)
