@@ -136,9 +136,9 @@ def private_tail(engine: Engine, edges: np.ndarray, r0: float, *, rho: float,
     Mechanism: the counts of the 2 x (shells) bins (shell, side), plus Gaussian noise. The
     bins are disjoint (the rows below the first edge are in none), so replacing one row takes
     1 from at most one bin and adds 1 to at most one other: l2 sensitivity sqrt(2). Budget:
-    ``rho``, charged to ``stage``. A row's side is sign(||x + a|| - ||x - a||) for a = r0 u
-    (||x + a||^2 - ||x - a||^2 = 4 <x, a>): a function of the row alone, whichever side a
-    row on the hyperplane falls.
+    ``rho``, charged to ``stage``. A row's side is the sign of ||x||^2 + ||a||^2 - ||x - a||^2
+    = 2 <x, a> for a = r0 u: a function of the row alone, whichever side a row on the
+    hyperplane falls.
 
     Returns (totals, one_sided): the two sides' sum per shell, kept from the first shell up to
     the first that does not clear its noise (a one-sided test at failure probability
@@ -153,8 +153,9 @@ def private_tail(engine: Engine, edges: np.ndarray, r0: float, *, rho: float,
     shell they cleared it only where a shell held hundreds of rows (n = 3000, rho = 0.05)."""
     norms = engine.row_norms(IDENTITY)
     toward = np.full(engine.d, r0 / math.sqrt(engine.d))
-    positive = (engine.row_norms(IDENTITY.with_shift(-toward))
-                > engine.row_norms(IDENTITY.with_shift(toward)))
+    # 2 <x, a> = ||x||^2 + ||a||^2 - ||x - a||^2: one more pass over the rows, not two (its
+    # rounding only decides the side of rows near the hyperplane, still by the row alone).
+    positive = norms**2 + r0**2 > engine.row_norms(IDENTITY.with_shift(toward)) ** 2
     shell = np.searchsorted(edges, norms, side="left") - 1  # (e_s, e_s+1]; -1 below e_0
     counted = shell >= 0
     bins = np.concatenate([np.bincount(shell[counted & side], minlength=edges.size)
