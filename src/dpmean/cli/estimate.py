@@ -760,7 +760,8 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
         width = max(len(k) for k in result.diagnostics)
         lines += [f"  {name:<{width}}  {describe(value)}"
                   for name, value in result.diagnostics.items()]
-    shown = min(result.d, 8)
+    # Every column of a table of up to 16 (a user trial missed the last two of ten), else 8.
+    shown = result.d if result.d <= 16 else 8
     if result.columns is not None:
         lines.append(f"columns (first {shown} of {result.d}): {', '.join(result.columns[:shown])}"
                      f"{' ...' if result.d > shown else ''}")
