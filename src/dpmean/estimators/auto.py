@@ -116,7 +116,7 @@ def norm_stages(baskets: bool) -> tuple[str, ...]:
 def tail_edges(r0: float, reach: float) -> np.ndarray:
     """The tail histogram's shell edges: ``TAIL_START`` r0 ``TAIL_RATIO``^j, j = 0, 1, ...,
     those below the box's ``reach`` (at most ``TAIL_SHELLS``), or the reach alone where none
-    is (r0 = 0, or 2 r0 beyond the reach). Shell j holds the norms in (e_j, e_j+1], the last
+    is (r0 = 0, or r0 beyond the reach). Shell j holds the norms in (e_j, e_j+1], the last
     one those above its edge. Public given the private median norm r0 and the box."""
     if not r0 > 0.0 or TAIL_START * r0 >= reach:
         return np.array([float(reach)])
