@@ -25,6 +25,7 @@ import numpy as np
 
 from .api import build_estimator
 from .errors import InvalidParameterError
+from .estimators.clipped import box_reach
 from .intervals import check_level
 from .mechanisms.gaussian import normal_isf
 from .registry import ESTIMATORS, PLANNED
@@ -52,7 +53,7 @@ def _unit_noise_std(estimator: Any, n: int, d: int) -> float:
     if method == "gaussian":
         return float(np.linalg.norm(hi - lo)) / n / math.sqrt(2.0 * plan["noise"])
     if method in ("cm", "cm-fixed"):
-        top = float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi))))
+        top = box_reach(lo, hi)
     elif method == "plan-noscale":
         top = float(np.linalg.norm(hi - lo))
     else:  # iome, real-valued path: the centre is projected onto the box (settle_centre)

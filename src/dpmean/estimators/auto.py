@@ -24,7 +24,7 @@ from ..transforms import IDENTITY
 from ..validation import check_fraction
 from .base import MeanEstimator
 from .baselines import GaussianMean
-from .clipped import INTERVAL_SHARE
+from .clipped import INTERVAL_SHARE, box_reach
 from .iome import ClippedMean, ShiftedClippedMean
 from .plan import LOG_RANGE, PrivateLimitAdaptedNoise
 from .variance import pair_distances
@@ -38,7 +38,8 @@ CHOICE_STAGES = ("choice norms", "choice pair l2", "choice pair l1")
 # norms in shells whose edges grow by TAIL_RATIO from TAIL_START times the median norm up to
 # the box's reach (at most TAIL_SHELLS of them); a shell's count is kept where it clears its
 # noise at failure probability TAIL_BETA over all the shells (else taken as 0), up to the
-# first that does not. It predicts each candidate's clipping bias: AutoMean.predicted_bias.
+# first that does not. It predicts each candidate's clipping bias and radius floor
+# (AutoMean.predictions).
 TAIL_STAGE = "choice tail"
 TAIL_SHARE = 0.01
 # The tail's precision (AutoMean.tail_share): where a smaller share gives its counts a noise
@@ -163,8 +164,7 @@ def private_tail(engine: Engine, edges: np.ndarray, r0: float, *, rho: float,
     noisy = gaussian_mechanism(bins, math.sqrt(2.0), rho, rng, ledger=ledger, stage=stage,
                                secure=secure)
     up, down = noisy[:edges.size], noisy[edges.size:]
-    # A sum or a difference of two counts: noise std sqrt(2) sigma.
-    pair_std = math.sqrt(2.0) * gaussian_noise_std(math.sqrt(2.0), rho)
+    pair_std = tail_pair_std(rho)
     clear = up + down > float(ndtri(1.0 - TAIL_BETA / edges.size)) * pair_std
     kept = np.arange(edges.size) < (int(np.argmin(clear)) if not clear.all() else clear.size)
     far = kept & (np.arange(edges.size) >= TAIL_FAR_SHELL)
@@ -173,6 +173,17 @@ def private_tail(engine: Engine, edges: np.ndarray, r0: float, *, rho: float,
     lopsided = abs(float(np.sum(up[far] - down[far]))) - margin
     one_sided = float(np.clip(lopsided / total, 0.0, 1.0)) if total > 0.0 else 0.0
     return np.where(kept, up + down, 0.0), one_sided
+
+
+def tail_pair_std(rho: float) -> float:
+    """The noise std of a sum or difference of two of the tail histogram's counts (Gaussian,
+    l2 sensitivity sqrt(2), ``rho``): sqrt(2) sigma. Public."""
+    return math.sqrt(2.0) * gaussian_noise_std(math.sqrt(2.0), rho)
+
+
+def rows_beyond(totals: np.ndarray) -> np.ndarray:
+    """For each shell, the histogram's rows in it and every shell above (post-processing)."""
+    return np.cumsum(totals[::-1])[::-1]
 
 
 def clip_bias(edges: np.ndarray, totals: np.ndarray, one_sided: float, clipped: float,
@@ -194,7 +205,7 @@ def clip_bias(edges: np.ndarray, totals: np.ndarray, one_sided: float, clipped: 
     edges make it a lower bound of the aligned move given exact counts; counts that did not
     clear their noise add nothing. Post-processing of the histogram and public values (the
     candidate's public clip count, n)."""
-    above = np.cumsum(totals[::-1])[::-1]
+    above = rows_beyond(totals)
     holding = np.flatnonzero(above > clipped)
     j = int(holding[-1]) if holding.size else 0
     far = np.arange(edges.size) > max(j, TAIL_FAR_SHELL - 1)
@@ -210,8 +221,8 @@ def radius_floor(edges: np.ndarray, totals: np.ndarray, rho: float, clipped: flo
     median norm of 20, and cm chosen at 6-15x the Gaussian mechanism's error; a user trial).
     Post-processing of the histogram and public values."""
     kept = int(np.count_nonzero(totals))  # a prefix: zero from the first shell not kept
-    above = np.cumsum(totals[::-1])[::-1]
-    pair_std = math.sqrt(2.0) * gaussian_noise_std(math.sqrt(2.0), rho)
+    above = rows_beyond(totals)
+    pair_std = tail_pair_std(rho)
     shells_above = np.maximum(kept - np.arange(edges.size), 1)
     sure = above - float(ndtri(1.0 - TAIL_BETA)) * pair_std * np.sqrt(shells_above)
     beyond = np.flatnonzero((np.arange(edges.size) < kept) & (sure > clipped))
@@ -255,7 +266,7 @@ def smallest_radius(estimator: MeanEstimator, lo: np.ndarray, hi: np.ndarray) ->
         top = float(np.linalg.norm(hi - lo)) / 2.0
     else:
         assert isinstance(estimator, ClippedMean)
-        top = float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi))))
+        top = box_reach(lo, hi)
     # (A linear search's B / 2^(steps + 1) before the octave search, which left this floor
     # 10^5 times above the radius released in a loose box.)
     return octave_search_lowest(top, estimator.threshold_steps)
@@ -478,7 +489,7 @@ class AutoMean(MeanEstimator):
         distances are from a centre, that radius less r0), and the bias of the one-sided far
         tail above its radius (``clip_bias``)."""
         n = engine.n
-        reach = float(np.linalg.norm(np.maximum(np.abs(engine.lo), np.abs(engine.hi))))
+        reach = box_reach(engine.lo, engine.hi)
         # On baskets every choice stage measures r0 (``norm_stages``); their geometric mean is
         # used (post-processing).
         measured = [private_median_norm(engine, reach, rho=ledger.planned[stage], ledger=ledger,

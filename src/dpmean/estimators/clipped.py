@@ -64,6 +64,12 @@ def escape_beta(beta: float) -> float:
     return min(beta, ESCAPE_BETA)
 
 
+def box_reach(lo: np.ndarray, hi: np.ndarray) -> float:
+    """The largest norm a row clamped to the box [lo, hi] can have: the distance from the
+    origin to the box's farthest corner (cm's norm bound). Public: the box."""
+    return float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi))))
+
+
 def reliable_median_steps(n: int, k: int, rho: float, beta: float, most: int) -> int:
     """The halvings each of k median searches sharing ``rho`` (rho / k each) makes: the most, up
     to ``most``, whose counts all stay within n/2 with probability 1 - beta (``beta / k`` per

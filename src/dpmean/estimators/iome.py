@@ -26,6 +26,7 @@ from .base import MeanEstimator
 from .clipped import (
     INTERVAL_SHARE,
     PROFILE_DIAGNOSTICS,
+    box_reach,
     escape_beta,
     escape_rank_error,
     noisy_clipped_mean,
@@ -175,7 +176,7 @@ class ClippedMean(MeanEstimator):
         self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
         rng: np.random.Generator,
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        norm_bound = float(np.linalg.norm(np.maximum(np.abs(engine.lo), np.abs(engine.hi))))
+        norm_bound = box_reach(engine.lo, engine.hi)
         rank = self.target_rank(engine.n, engine.lo, engine.hi, budget)
         radius = private_radius(engine, IDENTITY, rank, norm_bound, steps=self.threshold_steps,
                                 rho=budget["threshold"], ledger=ledger, rng=rng,
