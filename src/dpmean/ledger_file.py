@@ -149,6 +149,12 @@ def _read(name: Path, real: Path) -> Session:
     return loads(text, str(name))
 
 
+def lock_file(path: str | os.PathLike) -> Path:
+    """The sidecar lock file of the ledger at ``path``: ``REAL.lock`` beside its real path
+    (symbolic links followed), shared by every name of the ledger."""
+    return Path(f"{os.fspath(_real(_path(path)))}.lock")
+
+
 @contextlib.contextmanager
 def locked(path: str | os.PathLike) -> Iterator[None]:
     """Hold an exclusive lock on the sidecar ``REAL.lock`` of ``path``'s real path (symbolic
@@ -158,7 +164,7 @@ def locked(path: str | os.PathLike) -> Iterator[None]:
     except ImportError:  # pragma: no cover - not POSIX
         raise LedgerFileError("ledger files need POSIX file locks (fcntl), which this "
                               "platform lacks") from None
-    lock_path = Path(f"{os.fspath(_real(_path(path)))}.lock")
+    lock_path = lock_file(path)
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:

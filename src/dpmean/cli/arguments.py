@@ -384,15 +384,15 @@ def add_level_argument(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def _level(text: str) -> float:
-    """A coverage strictly between 0 and 1, refused at parsing (before any charge)."""
+    """A coverage strictly between 0 and 1 (``check_fraction``), refused at parsing (before
+    any charge)."""
+    from ..validation import check_fraction
+
     try:
-        level = float(text)
-    except ValueError:
-        level = float("nan")
-    if not 0.0 < level < 1.0:
+        return check_fraction(float(text), "--level")
+    except (ValueError, InvalidParameterError):
         raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, "
-                                         f"got {text!r}")
-    return level
+                                         f"got {text!r}") from None
 
 
 # ------------------------------------------------------------------------- method and options

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 import threading
 import time
@@ -170,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
         0; every failure raises (``UsageError``, ``DPMeanError``, ``InsufficientDataWarning``)
         and ``dpmean.cli.main`` turns it into one error line.
     """
+    from .. import ledger_file
     from ..api import build_estimator
 
     with _uncharged(args):
@@ -179,12 +179,10 @@ def run(args: argparse.Namespace) -> int:
             args.output, {"INPUT": args.input, "the --ledger file": args.ledger,
                           # (replaced while held, it would lock nothing: second review)
                           "the --ledger file's lock": None if args.ledger is None else
-                          f"{os.path.realpath(args.ledger)}.lock",
+                          str(ledger_file.lock_file(args.ledger)),
                           "the --bounds-file": args.bounds_file}, replace=args.force)
         if args.ledger is not None:
             # A missing or corrupt ledger is found before anything else is opened.
-            from .. import ledger_file
-
             ledger_file.read(args.ledger)
         engine = _choose_engine(args)
         if engine is not None:
