@@ -29,7 +29,7 @@ def box(x: np.ndarray, seed: int, rho: float = RHO_BOX) -> tuple[np.ndarray, np.
     ledger = PrivacyLedger(rho)
     ledger.plan({"bounds": rho})
     engine = make_engine(x, np.full(d, -np.inf), np.full(d, np.inf), None)
-    lo, hi = private_box(engine, rho, np.random.default_rng(seed), ledger=ledger)
+    lo, hi, _ = private_box(engine, rho, np.random.default_rng(seed), ledger=ledger)
     ledger.verify()
     assert ledger.spent == {"bounds": pytest.approx(rho)}
     return lo, hi

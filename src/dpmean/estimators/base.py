@@ -671,7 +671,7 @@ class MeanEstimator(ABC):
         range (stage "bounds", ``private_bounds.private_box``); the same estimator then runs
         in it with the rest (its stages keep their names in the ledger). The box is a DP
         output: the result carries it (``bounds_lo``, ``bounds_hi``, ``private_bounds``)."""
-        from .private_bounds import BOUNDS_SHARE, measured_box
+        from .private_bounds import BOUNDS_SHARE, private_box
 
         self.check_private_box_input(x)
         rho_box = self.rho * BOUNDS_SHARE
@@ -680,8 +680,8 @@ class MeanEstimator(ABC):
         data = x if is_deferred(x) else check_data(x)
         unbounded = np.full(d, np.inf)
         rng = make_rng(self.random_state)
-        lo, hi, borrowed = measured_box(make_engine(data, -unbounded, unbounded, self.engine),
-                                        rho_box, rng, ledger=ledger, secure=self.secure_noise)
+        lo, hi, borrowed = private_box(make_engine(data, -unbounded, unbounded, self.engine),
+                                       rho_box, rng, ledger=ledger, secure=self.secure_noise)
         ledger.verify()
         if np.isnan(lo).any():  # no bin cleared the threshold somewhere: post-processing
             warnings.warn(
@@ -800,7 +800,7 @@ def restore_diagnostics(diagnostics: dict[str, Any], scale: np.ndarray) -> dict[
 
 def warn_if_box_borrowed(result: MeanResult) -> None:
     """A ``NoisyReleaseWarning`` naming the columns whose private box was borrowed from the
-    widest columns' (``private_bounds.measured_box``: their own values did not clear the
+    widest columns' (``private_bounds.private_box``: their own values did not clear the
     noise, in a table of very different scales), with the box they got and what would help.
     Post-processing of the private box's counts."""
     borrowed = result.diagnostics.get("private_bounds_borrowed")

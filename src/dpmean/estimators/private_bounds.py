@@ -107,16 +107,7 @@ def level_top(levels: np.ndarray) -> np.ndarray:
 
 def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
                 ledger: PrivacyLedger, stage: str = "bounds", beta: float = BOUNDS_BETA,
-                secure: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """A private box (lo, hi) for the d coordinates of ``engine``: ``measured_box``'s box."""
-    lo, hi, _ = measured_box(engine, rho, rng, ledger=ledger, stage=stage, beta=beta,
-                             secure=secure)
-    return lo, hi
-
-
-def measured_box(engine: Engine, rho: float, rng: np.random.Generator, *,
-                 ledger: PrivacyLedger, stage: str = "bounds", beta: float = BOUNDS_BETA,
-                 secure: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                secure: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A private box (lo, hi) for the d coordinates of ``engine`` (which must not clamp them),
     one-sided where the data show no values of one sign, and which columns borrowed it.
 
