@@ -81,9 +81,10 @@ def data(tmp_path) -> Path:
 BAD_CSV = {
     "extra-value": ("a,b\n" + ROWS + "0.5,0.5,31337.25\n" + ROWS, "31337"),
     "missing-value": ("a,b\n" + ROWS + "0.4321\n" + ROWS, "0.4321"),
-    "true-false": ("a,b\n" + "".join(f"{'true' if i % 2 else 'false'},0.5\n"
-                                     for i in range(400)), "true"),
-    "true-late": ("a,b\n" + ROWS + "TRUE,0.5\n", "TRUE"),
+    "yes-no": ("a,b\n" + "".join(f"{'yes' if i % 2 else 'no'},0.5\n"
+                                 for i in range(400)), "yes"),
+    "yes-late": ("a,b\n" + ROWS + "YES,0.5\n", "YES"),
+    "word-after-true": ("a,b\n" + ROWS + "true,0.5\n" + ROWS + "absent,0.5\n", "absent"),
     "trailing-delimiter": ("a,b\n" + ROWS + "0.5,0.4321,\n", "0.4321"),
     "headerless-extra": (ROWS + "0.5,0.5,31337.25\n", "31337"),
 }
@@ -91,8 +92,8 @@ BAD_CSV = {
 
 @pytest.mark.parametrize("name", list(BAD_CSV))
 def test_dask_csv_reader_refuses_what_the_other_engines_refuse(tmp_path, name, dask_client):
-    """dask.dataframe (pandas) dropped a line's extra values and read a column of true/false
-    as 1/0, where the other engines' pyarrow reader refuses both. The workers count the rows
+    """dask.dataframe (pandas) dropped a line's extra values and read a column of yes/no
+    words as text, where the other engines' pyarrow reader refuses both. The workers count the rows
     without judging a value (the count is read before an (epsilon, delta) budget's charge)
     and refuse them as they read them, in the other engines' words."""
     from dpmean.engines.dask import dask_array_from_file
@@ -110,7 +111,7 @@ def test_dask_csv_reader_refuses_what_the_other_engines_refuse(tmp_path, name, d
     assert secret not in str(on_dask.value)
 
 
-@pytest.mark.parametrize("name", ["extra-value", "true-false"])
+@pytest.mark.parametrize("name", ["extra-value", "yes-no"])
 def test_every_engine_refuses_the_same_csv_file_in_one_line(tmp_path, capsys, monkeypatch,
                                                             name, dask_client):
     text, secret = BAD_CSV[name]
@@ -156,6 +157,16 @@ def test_dask_csv_blocks_read_the_rows_the_other_engines_read(tmp_path, monkeypa
             monkeypatch.setattr(dask_engine, "_CSV_BLOCK_BYTES", block_bytes)
             got = dask_engine.dask_array_from_file(str(path), columns=columns)
             np.testing.assert_array_equal(got.compute(scheduler="sync"), expected)
+    words = tmp_path / "words.csv"  # True/False (as pandas writes a bool column) from row 150
+    words.write_text("a,b\n" + "".join(f"{i % 2},0.{i % 7}\n" for i in range(150))
+                     + "".join(f"{'True' if i % 3 else 'false'},0.5\n" for i in range(150)))
+    expected = np.array([[i % 2, i % 7 / 10] for i in range(150)]
+                        + [[float(i % 3 > 0), 0.5] for i in range(150)])
+    np.testing.assert_array_equal(open_table(words).read(), expected)
+    for block_bytes in (64, 1 << 20):
+        monkeypatch.setattr(dask_engine, "_CSV_BLOCK_BYTES", block_bytes)
+        got = dask_engine.dask_array_from_file(str(words))
+        np.testing.assert_array_equal(got.compute(scheduler="sync"), expected)
     late = tmp_path / "late.csv"
     late.write_text("a,b\n" + ROWS + "0.5,0.5,31337.25\n")
     with pytest.raises(InvalidDataError) as memory:

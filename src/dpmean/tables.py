@@ -365,7 +365,8 @@ class CsvTable:
       and polars read them (blank lines skipped), except that in a file of one column a
       blank line is a row with an empty cell (counted in n, refused by the release).
 
-    Every chosen cell must be a number. ``read()`` gives ``nan``/``inf`` cells (and numbers
+    Every chosen cell must be a number, or a boolean word (True, false, ... as pandas writes a
+    bool column), read as 1 or 0. ``read()`` gives ``nan``/``inf`` cells (and numbers
     too large for a float64, as inf) as they are; ``table()`` and ``batches()``, which feed a
     release, refuse them naming the column (``check_values``), as the estimators would.
     """
@@ -434,6 +435,9 @@ class CsvTable:
                                        f"rename one")
         # (physical column number, name) of the chosen columns, for errors.
         self._column_of = {name: all_names.index(name) + 1 for name in chosen}
+        # Chosen columns found to hold a boolean word (True, false ...): read as text and
+        # converted cell by cell (``_numbers``), since pyarrow's float parse refuses the words.
+        self._worded: set[str] = set()
         self._all_names = all_names
         self.names: tuple[str, ...] | None = tuple(chosen) if self.header else None
         self.width = len(chosen)
@@ -538,35 +542,92 @@ class CsvTable:
                              parse_options=self._parse, convert_options=self._convert())
 
     def _convert(self) -> Any:
-        """Every chosen cell a float64 number: no missing-value words, nothing else read."""
+        """Every chosen cell a float64 number (a column that holds boolean words as text, for
+        ``_numbers``): no missing-value words, nothing else read."""
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
         names = list(self._column_of)
+        types = {name: pa.string() if name in self._worded else pa.float64() for name in names}
         return pcsv.ConvertOptions(
-            include_columns=names, column_types=dict.fromkeys(names, pa.float64()),
+            include_columns=names, column_types=types,
             null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False)
+
+    def _numbers(self, rows: Any) -> Any:
+        """``rows`` with every worded column as float64: True and False (any case, as pandas
+        writes a bool column) as 1 and 0, every other cell parsed as a number. The value of a
+        cell depends on the cell alone, whichever block found the column's first word."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for name in self._worded:
+            at = rows.schema.get_field_index(name)
+            text = rows.column(at)
+            word = pc.utf8_lower(pc.utf8_trim_whitespace(text))
+            digits = pc.if_else(pc.equal(word, "true"), "1",
+                                pc.if_else(pc.equal(word, "false"), "0", text))
+            try:
+                number = pc.cast(digits, pa.float64())
+            except pa.ArrowException:
+                raise self._not_a_number(self._column_of[name]) from None
+            rows = rows.set_column(at, name, number)
+        return rows
+
+    def _word_column(self, exc: Exception) -> bool:
+        """Whether pyarrow's float parse failed in a chosen column not yet read as text: then
+        it is read as text from now on (``_numbers`` judges its cells), and the caller reads
+        again."""
+        column = re.search(r"column #(\d+)", str(exc))
+        if not column or "conversion error to double" not in str(exc):
+            return False
+        name = self._all_names[int(column.group(1))]
+        if name not in self._column_of or name in self._worded:
+            return False
+        self._worded.add(name)
+        return True
 
     def parse_block(self, data: bytes) -> Any:
         """Whole lines of the file after its header (a Dask worker's block) as a pyarrow Table
-        of the chosen columns, read as ``batches`` reads the file; pyarrow's errors (which
-        quote the cell) are the caller's to retell."""
+        of the chosen float64 columns, read as ``batches`` reads the file; pyarrow's errors
+        (which quote the cell) are the caller's to retell."""
+        import pyarrow as pa
         import pyarrow.csv as pcsv
 
-        return pcsv.read_csv(io.BytesIO(data), read_options=self._read_options(True),
-                             parse_options=self._parse, convert_options=self._convert())
+        while True:
+            try:
+                return self._numbers(pcsv.read_csv(
+                    io.BytesIO(data), read_options=self._read_options(True),
+                    parse_options=self._parse, convert_options=self._convert()))
+            except pa.ArrowInvalid as exc:
+                if not self._word_column(exc):
+                    raise
 
     def _record_batches(self) -> Iterator[Any]:
+        """The chosen columns' record batches, front to back, as float64. A column found to
+        hold a boolean word mid-file is read as text from then on: the file is read again
+        from the start, past the rows already given (their cells read the same either way)."""
         import pyarrow as pa
 
-        try:
-            for batch in self._reader():
-                if batch.num_rows:
-                    yield batch
-        except pa.ArrowException as exc:
-            raise self._error(exc) from None
-        except OSError as exc:
-            raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        given = 0
+        while True:
+            skip = given
+            try:
+                for batch in self._reader():
+                    if skip >= batch.num_rows:
+                        skip -= batch.num_rows
+                        continue
+                    batch, skip = batch.slice(skip), 0
+                    if batch.num_rows:
+                        batch = self._numbers(batch)
+                        given += batch.num_rows
+                        yield batch
+                return
+            except pa.ArrowException as exc:
+                if not self._word_column(exc):
+                    raise self._error(exc) from None
+            except OSError as exc:
+                raise InvalidDataError(
+                    f"{self.path}: cannot read: {exc.strerror or exc}") from None
 
     def count_rows(self, block: bytes | None = None) -> int:
         """The number of records after the header (public), counted without judging a value;
@@ -654,20 +715,23 @@ class CsvTable:
                                     f"values {first} has (a missing or extra delimiter?)")
         column = re.search(r"column #(\d+)", text)
         if column:
-            number = int(column.group(1)) + 1
-            name = self._all_names[number - 1]
-            named = f"column {name!r}; " if self.header else ""
-            # A header name that holds another delimiter: the file is likely split at the
-            # wrong one (a comma file read with --delimiter ';'). The header is layout.
-            other = [c for c in DELIMITERS if c != self.delimiter and c in str(name)]
-            hint = (f"; its name holds {other[0]!r}: is that the file's delimiter? "
-                    f"(--delimiter, delimiter=)" if self.header and other else "")
-            return InvalidDataError(
-                f"{self.path}: column {number} holds a cell that is not a number ({named}"
-                f"empty, text, a boolean such as True, or a malformed number); fix the cell "
-                f"(booleans as 1 and 0: convert a pandas bool column with .astype(int) before "
-                f"to_csv), remove the row, or choose other columns{hint}")
+            return self._not_a_number(int(column.group(1)) + 1)
         return InvalidDataError(f"{self.path}: not a valid CSV file ({type(exc).__name__})")
+
+    def _not_a_number(self, number: int) -> InvalidDataError:
+        """A cell of the file's column ``number`` (from 1) is not a number: said without the
+        cell or its row."""
+        name = self._all_names[number - 1]
+        named = f"column {name!r}; " if self.header else ""
+        # A header name that holds another delimiter: the file is likely split at the wrong
+        # one (a comma file read with --delimiter ';'). The header is layout.
+        other = [c for c in DELIMITERS if c != self.delimiter and c in str(name)]
+        hint = (f"; its name holds {other[0]!r}: is that the file's delimiter? "
+                f"(--delimiter, delimiter=)" if self.header and other else "")
+        return InvalidDataError(
+            f"{self.path}: column {number} holds a cell that is not a number ({named}empty, "
+            f"text, or a malformed number; True and False are read as 1 and 0); fix the "
+            f"cell, remove the row, or choose other columns{hint}")
 
 
 def _first_record_bounds(data: bytes, last: bool) -> tuple[int, int, int, int] | None:
@@ -694,7 +758,7 @@ def _first_record_bounds(data: bytes, last: bool) -> tuple[int, int, int, int] |
 def _is_number_type(t: Any) -> bool:
     import pyarrow as pa
 
-    return bool(pa.types.is_integer(t) or pa.types.is_floating(t))
+    return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t))
 
 
 # ---------------------------------------------------------------------------------- Parquet

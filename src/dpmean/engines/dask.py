@@ -415,12 +415,13 @@ def _csv_rows(path: str, first: int, start: int, stop: int, options: dict[str, A
     (``_csv_refusal``)."""
     import pyarrow as pa
 
+    from ..errors import InvalidDataError
     from ..tables import CsvTable, _as_array
 
     table = CsvTable(path, **options)
     try:
         parsed = table.parse_block(_csv_lines(path, first, start, stop))
-    except pa.ArrowException:
+    except (pa.ArrowException, InvalidDataError):
         # pyarrow's message quotes the cell or the line, and counts records in this block.
         raise _csv_refusal(table) from None
     values = _as_array(parsed, list(table._column_of))
