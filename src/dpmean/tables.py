@@ -122,7 +122,7 @@ def table_data(x: Any, columns: Sequence[str] | str | None = None
     names = choose_columns(available, columns, "the table")
     for name in names:
         check_numeric_type(table.schema.field(name).type, name)
-    return _as_array(table, names), tuple(names)
+    return _as_array(table, names), element_names(table.schema, names, available)
 
 
 def _declared_numeric(x: Any, labels: list[str], columns: Sequence[str] | str | None) -> Any:
@@ -196,14 +196,72 @@ def choose_columns(available: Sequence[str], columns: Sequence[str] | str | None
 
 
 def check_numeric_type(arrow_type: Any, name: str) -> None:
-    """Refuse a column whose Arrow type is not a number or a boolean (its values are not read)."""
+    """Refuse a column whose Arrow type is not a number or a boolean, or a fixed-size list of
+    them (an embedding: one column of the data per element), from the type alone (its values
+    are not read)."""
     import pyarrow as pa
 
     t = arrow_type
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-            or pa.types.is_decimal(t) or pa.types.is_null(t)):
-        raise InvalidDataError(f"column {name!r} has type {t}; only numeric or boolean columns "
-                               f"can be used (choose others with columns=, --columns)")
+    if pa.types.is_fixed_size_list(t) and _is_scalar_number(t.value_type):
+        return
+    if _is_scalar_number(t):
+        return
+    if pa.types.is_null(t):
+        # Every cell empty, as the type says: refused here, before a charge, rather than by
+        # the release's check of its values after it (review).
+        raise InvalidDataError(f"column {name!r} holds only empty cells (type null); remove "
+                               f"it or choose others with columns=, --columns")
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        # A list's length per row is the row's, and d must be public: only the type's own.
+        raise InvalidDataError(
+            f"column {name!r} has type {t}; a list column is read as one column per element "
+            f"only when its type fixes the length and the elements are numbers (pyarrow "
+            f"fixed_size_list, e.g. pa.list_(pa.float32(), 768); polars Array), since d "
+            f"must not depend on the rows")
+    raise InvalidDataError(f"column {name!r} has type {t}; only numeric or boolean columns "
+                           f"can be used (choose others with columns=, --columns)")
+
+
+def _is_scalar_number(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+                or pa.types.is_decimal(t))
+
+
+def column_width(arrow_type: Any) -> int:
+    """How many columns of the data a table column gives: a fixed-size list's length (public:
+    its type), else 1."""
+    import pyarrow as pa
+
+    return int(arrow_type.list_size) if pa.types.is_fixed_size_list(arrow_type) else 1
+
+
+def element_names(schema: Any, columns: Sequence[str],
+                  taken: Sequence[str] = ()) -> tuple[str, ...]:
+    """The data's column names for the table ``columns`` of an Arrow ``schema``: a column's
+    own name, or ``name[i]`` for element i of a fixed-size list column (a range given for
+    ``name`` serves each, ``validation.range_name``). An element name that is also the name of
+    another column of the table (``taken``) is refused: the two would be one name."""
+    names: list[str] = []
+    for column in columns:
+        if not is_list_column(schema.field(column).type):
+            names.append(column)
+            continue
+        elements = [f"{column}[{i}]" for i in range(column_width(schema.field(column).type))]
+        clash = sorted(set(elements) & set(taken))
+        if clash:
+            raise InvalidDataError(f"column {clash[0]!r} has the name of an element of the "
+                                   f"list column {column!r}; rename one")
+        names.extend(elements)
+    return tuple(names)
+
+
+def is_list_column(arrow_type: Any) -> bool:
+    """Whether a table column is a fixed-size list (read as one data column per element)."""
+    import pyarrow as pa
+
+    return bool(pa.types.is_fixed_size_list(arrow_type))
 
 
 def table_column_names(x: Any) -> tuple[str, ...] | None:
@@ -273,20 +331,39 @@ def _list_names(names: Sequence[str]) -> str:
 
 
 def _as_array(table: Any, names: Sequence[str]) -> np.ndarray:
-    """The named columns of a pyarrow Table or RecordBatch as float64 (nulls become NaN)."""
+    """The named columns of a pyarrow Table or RecordBatch as float64 (nulls become NaN), a
+    fixed-size list column as one column per element (its rows checked for nulls first:
+    ``check_values``)."""
     import pyarrow as pa
 
     n = table.num_rows
-    out = np.empty((n, len(names)), dtype=np.float64)
-    for j, name in enumerate(names):
+    widths = [column_width(table.schema.field(name).type) for name in names]
+    out = np.empty((n, sum(widths)), dtype=np.float64)
+    at = 0
+    for name, width in zip(names, widths, strict=True):
         column = table.column(name)
+        if is_list_column(column.type):
+            column = _list_values(column)
         if column.type != pa.float64():
             # Not a safe cast: an integer above 2^53 (int64, uint64) or a wide decimal is
             # rounded to the nearest float64, as numpy rounds it. A safe cast refuses it with
             # an error that quotes the value; the rows are clamped to a public box anyway.
             column = column.cast(pa.float64(), safe=False)
-        out[:, j] = column.to_numpy(zero_copy_only=False) if n else []
+        values = column.to_numpy(zero_copy_only=False) if n else np.empty(0)
+        out[:, at: at + width] = values.reshape(n, width)
+        at += width
     return out
+
+
+def _list_values(column: Any) -> Any:
+    """A fixed-size list column's elements, row after row (a null list as nulls, so that the
+    shape holds and ``check_values`` refuses it)."""
+    import pyarrow as pa
+
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    values = [chunk.fill_null([None] * chunk.type.list_size).flatten()
+              if chunk.null_count else chunk.flatten() for chunk in chunks]
+    return pa.chunked_array(values, type=column.type.value_type)
 
 
 def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> None:
@@ -316,6 +393,8 @@ def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> Non
 
     for name, label in zip(names, labels, strict=True):
         column = table.column(name)
+        if is_list_column(column.type):
+            column = _list_values(column)
         if column.null_count:
             # ("NaN or infinite" as the estimators say it: the same advice, a different cause.)
             raise InvalidDataError(f"{label} holds an empty cell (null): like NaN or infinite "
@@ -790,40 +869,46 @@ def open_parquet(path: Path) -> tuple[Any, list[str]]:
 
 
 class ParquetTable:
-    """A Parquet file's chosen numeric columns (default all), read whole or in row batches."""
+    """A Parquet file's chosen numeric columns (default all), read whole or in row batches; a
+    fixed-size list column (an embedding) gives one column of the data per element, named
+    ``name[i]`` (``element_names``).
+
+    ``columns`` are the chosen columns of the file, ``names`` those of the data (d of them).
+    """
 
     def __init__(self, path: str | Path, *, columns: Sequence[str] | str | None = None) -> None:
         self.path = Path(path)
         self._file, available = open_parquet(self.path)
         schema = self._file.schema_arrow
-        self.names = tuple(choose_columns(available, columns, str(self.path)))
-        for name in self.names:
-            try:
+        self.columns = tuple(choose_columns(available, columns, str(self.path)))
+        try:
+            for name in self.columns:
                 check_numeric_type(schema.field(name).type, name)
-            except InvalidDataError as exc:
-                raise InvalidDataError(f"{self.path}: {exc}") from None
+            self.names = element_names(schema, self.columns, available)
+        except InvalidDataError as exc:
+            raise InvalidDataError(f"{self.path}: {exc}") from None
         self.num_rows = self._file.metadata.num_rows
         if self.num_rows == 0:  # from the metadata: refused alike on every path, uncharged
             raise InvalidDataError(f"{self.path}: the file holds columns but no rows")
         self.width = len(self.names)
-        self.labels = [f"column {name!r}" for name in self.names]
+        self.labels = [f"column {name!r}" for name in self.columns]
 
     def batches(self, rows: int = 1 << 16) -> Iterator[np.ndarray]:
         """The chosen columns as consecutive float64 blocks of at most ``rows`` rows, for a
         release: a null, NaN or infinite value is refused, naming its column
         (``check_values``)."""
-        for batch in self._file.iter_batches(batch_size=rows, columns=list(self.names)):
+        for batch in self._file.iter_batches(batch_size=rows, columns=list(self.columns)):
             # Without the path: the blocks are read during a release (the chunked engine's
             # passes), whose caller names its input, as for the estimators' own errors.
-            check_values(batch, self.names, self.labels)
-            yield _as_array(batch, self.names)
+            check_values(batch, self.columns, self.labels)
+            yield _as_array(batch, self.columns)
 
     def table(self) -> Any:
         """All rows of the chosen columns as a pyarrow Table, for a release: a null, NaN or
         infinite value is refused, naming its column (``check_values``)."""
-        table = self._file.read(columns=list(self.names))
+        table = self._file.read(columns=list(self.columns))
         try:
-            check_values(table, self.names, self.labels)
+            check_values(table, self.columns, self.labels)
         except InvalidDataError as exc:
             raise InvalidDataError(f"{self.path}: {exc}") from None
         return table
@@ -831,7 +916,7 @@ class ParquetTable:
     def read(self) -> np.ndarray:
         """All rows of the chosen columns, (n, d) float64, as they are (nulls become NaN,
         which the estimators refuse)."""
-        return _as_array(self._file.read(columns=list(self.names)), self.names)
+        return _as_array(self._file.read(columns=list(self.columns)), self.columns)
 
     def row_group_rows(self) -> list[int]:
         """The number of rows of each of the file's row groups (its metadata: no value read)."""
@@ -842,6 +927,6 @@ class ParquetTable:
         """Row groups ``groups`` of the chosen columns, (rows, d) float64, for a release (the
         Dask engine's blocks): a null, NaN or infinite value is refused, naming its column,
         without the path, as in ``batches``."""
-        rows = self._file.read_row_groups(list(groups), columns=list(self.names))
-        check_values(rows, self.names, self.labels)
-        return _as_array(rows, self.names)
+        rows = self._file.read_row_groups(list(groups), columns=list(self.columns))
+        check_values(rows, self.columns, self.labels)
+        return _as_array(rows, self.columns)

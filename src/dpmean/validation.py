@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 import numpy as np
 
@@ -256,9 +256,33 @@ def check_sparse_data(x):
     return csr
 
 
+def range_name(name: str, given: Container[str]) -> str | None:
+    """The name in ``given`` whose range the data's column ``name`` takes: its own, else, for
+    an element of a list column (``"emb[3]"``, as ``tables`` names a fixed-size list's
+    elements), the list column's (``"emb"``); None when neither is given."""
+    if name in given:
+        return name
+    base, bracket, _ = name.rpartition("[")
+    return base if bracket and name.endswith("]") and base in given else None
+
+
+def ranged_columns(names: Sequence[str]) -> list[str]:
+    """The data's column ``names`` as ranges are given for them: the elements of a list column
+    (``"emb[0]"``, ``"emb[1]"`` ...) as the list column (``"emb"``, once), for messages that
+    ask for the missing ranges."""
+    shown: list[str] = []
+    for name in names:
+        base, bracket, index = name.rpartition("[")
+        column = base if bracket and index[:-1].isdigit() and name.endswith("]") else name
+        if column not in shown:
+            shown.append(column)
+    return shown
+
+
 def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
     """(lo, hi) arrays in the order of the data's column ``names`` from a mapping of column name
-    to its (lo, hi); names the data does not use are ignored. Public: the names and the box."""
+    to its (lo, hi) (a list column's range serves each of its elements, ``range_name``); names
+    the data does not use are ignored. Public: the names and the box."""
     if names is None:
         raise InvalidParameterError(
             "bounds given by column name need data with named columns (a data frame or an "
@@ -266,12 +290,13 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
     # The data's names are text (a frame's integer labels 0, 1, ... become "0", "1", ...):
     # the mapping's keys are read alike, so bounds={0: (lo, hi)} names pd.DataFrame(x)'s 0.
     by_text = {str(key): value for key, value in bounds.items()}
-    missing = [str(name) for name in names if str(name) not in by_text]
+    owners = [range_name(str(name), by_text) for name in names]
+    missing = ranged_columns([str(name) for name, owner in zip(names, owners, strict=True)
+                              if owner is None])
     if missing:
         # Names the mapping gives that the data does not have (column names are public;
         # never a value): usually the missing column's name mistyped.
-        used = {str(name) for name in names}
-        unknown = [key for key in by_text if key not in used]
+        unknown = [key for key in by_text if key not in owners]
         also = (f"; {_listed(unknown)} {'is' if len(unknown) == 1 else 'are'} not one of the "
                 f"columns used" if unknown else "")
         raise InvalidParameterError(
@@ -279,7 +304,7 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
             f"{' ...' if len(missing) > 5 else ''}{also}: give every column used a (lo, hi), "
             f"or choose the columns with columns=")
     pairs = []
-    for name in names:
+    for name in owners:
         try:
             lo, hi = by_text[str(name)]
             if _holds_bool(lo) or _holds_bool(hi):

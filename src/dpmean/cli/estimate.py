@@ -280,6 +280,8 @@ def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: li
     be a guess."""
     import numpy as np
 
+    from ..validation import range_name, ranged_columns
+
     source = args.bounds_file or "--range"
     if data_names is None:
         if args.bounds_file:
@@ -289,12 +291,13 @@ def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: li
         raise UsageError(f"--range names columns, but {args.input} has none (a .csv with a "
                          f"header or a .parquet file has): use --bounds-file or --bounds")
     where = {name: i for i, name in enumerate(named)}
-    missing = [str(name) for name in data_names if str(name) not in where]
+    owners = [range_name(str(name), where) for name in data_names]
+    missing = ranged_columns([str(name) for name, owner in zip(data_names, owners, strict=True)
+                              if owner is None])
     if missing:
         # Names given a range that the release does not use (names are public, never a
         # value): usually the missing column's name, mistyped.
-        used = {str(name) for name in data_names}
-        unknown = [name for name in named if name not in used]
+        unknown = [name for name in named if name not in owners]
         chosen = ("the chosen columns (--columns)" if args.columns
                   else f"the columns of {args.input}")
         also = (f"; {source} names {', '.join(repr(name) for name in unknown[:5])}"
@@ -303,7 +306,7 @@ def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: li
             f"{source} names its columns but has no range for "
             f"{', '.join(map(repr, missing[:5]))}{' ...' if len(missing) > 5 else ''} (columns of "
             f"{args.input}){also}; give every column a range, by name")
-    order = np.array([where[str(name)] for name in data_names])
+    order = np.array([where[str(owner)] for owner in owners])
     lo, hi = bounds
     return np.asarray(lo)[order], np.asarray(hi)[order]
 

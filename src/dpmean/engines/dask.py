@@ -473,7 +473,7 @@ def _parquet_array(table: Any, path: str) -> Any:
     if not runs:
         raise InvalidDataError(f"{table.path}: the file holds a header but no rows")
     read = dask.delayed(_parquet_rows)
-    blocks = [da.from_delayed(read(path, table.names, groups),
+    blocks = [da.from_delayed(read(path, table.columns, groups),
                               shape=(rows, table.width), dtype=np.float64)
               for groups, rows in runs]
     return da.concatenate(blocks, axis=0)
