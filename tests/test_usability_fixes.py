@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -117,6 +118,34 @@ def test_a_word_found_late_rereads_the_file_without_repeating_a_row(tmp_path, mo
     assert len(blocks) > 2
     np.testing.assert_array_equal(np.vstack(blocks), expected)
     np.testing.assert_array_equal(open_table(path).read(), expected)
+
+
+CELLS = [" 5", "5\t", "\t 5 ", "+5", ".5", "1e3", " -0.0 ", "nan", "inf", "1e400", "5\xa0",
+         "\x0b5", "0x10", "1_0", "1,5", "", " ", "yes"]
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_one_persons_word_does_not_change_how_the_others_cells_read(tmp_path, cell):
+    """A file of cells ``cell`` with one row True, and its neighbour with that row 1: read
+    alike (both refused, or both the same numbers), as the float parse reads the cells. Cast
+    untrimmed, " 5" beside a True was refused where beside a 1 it was read (review)."""
+    def written(flag: str) -> Path:
+        path = tmp_path / f"{flag}.csv"
+        rows = [f"{i % 3}, {cell}" if i != 70 else f"{i % 3}, {flag}" for i in range(120)]
+        path.write_text("a, b\n" + "\n".join(f'{r.split(", ")[0]},"{r.split(", ")[1]}"'
+                                              for r in rows) + "\n")
+        return path
+
+    outcomes = []
+    for path in (written("1"), written("True")):
+        try:
+            outcomes.append(open_table(path).read())
+        except InvalidDataError as exc:
+            outcomes.append(str(exc).removeprefix(str(path)))
+    if isinstance(outcomes[0], str):
+        assert outcomes[0] == outcomes[1]
+    else:
+        np.testing.assert_array_equal(outcomes[0], outcomes[1])
 
 
 def test_a_text_cell_is_refused_without_quoting_it(tmp_path, capsys):

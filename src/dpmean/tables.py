@@ -641,8 +641,11 @@ class CsvTable:
 
         for name in self._worded:
             at = rows.schema.get_field_index(name)
-            text = rows.column(at)
-            word = pc.utf8_lower(pc.utf8_trim_whitespace(text))
+            # Trimmed of spaces and tabs, as pyarrow's float parse trims a cell (and no more:
+            # a cell it refuses must be refused here too): " 5" beside one person's True was
+            # refused where beside a 1 it was read, so a cell decided the release (review).
+            text = pc.utf8_trim(rows.column(at), " \t")
+            word = pc.utf8_lower(text)
             digits = pc.if_else(pc.equal(word, "true"), "1",
                                 pc.if_else(pc.equal(word, "false"), "0", text))
             try:
