@@ -378,8 +378,8 @@ def test_insufficient_data_is_an_error(capsys, tmp_path):
 def test_too_few_rows_known_from_the_header_costs_nothing(capsys, tmp_path, name):
     # A user trial: 5 rows at rho = 0.1 (cm needs 92) were charged to the ledger as a failed
     # release, though n (the .npy header, Parquet metadata), d, the box and the budget decide
-    # it. Refused before the charge now. A CSV records no n: its rows are read after the charge,
-    # and the failure stays charged, as before.
+    # it. Refused before the charge now. A CSV records no n: its records are counted first,
+    # judging no value (a review found its refusal still charged).
     import pandas as pd
 
     x = np.random.default_rng(0).uniform(0, 10, (5, 3))
@@ -397,10 +397,7 @@ def test_too_few_rows_known_from_the_header_costs_nothing(capsys, tmp_path, name
     assert_one_error_line(code, out, err)
     assert "too few rows" in err
     releases = json.loads(ledger.read_text())["session"]["releases"]
-    if name.endswith(".csv"):
-        assert len(releases) == 1 and "stays charged" in err
-    else:
-        assert releases == [] and "nothing was charged" in err
+    assert releases == [] and "nothing was charged" in err
 
 
 def test_output_to_missing_directory(capsys, data, tmp_path):

@@ -100,7 +100,7 @@ def test_an_unreachable_scheduler_is_not_charged(capsys, folder, monkeypatch):
 
 
 def test_a_failure_after_the_charge_says_it_stays_charged_and_why(capsys, folder):
-    Path("bad.csv").write_text("a,b\n1,2\n3,oops\n")
+    Path("bad.csv").write_text("a,b\n" + "1,2\n" * 400 + "3,oops\n")  # rows for the budget
     code, _, err = estimate(capsys, "bad.csv", "--bounds", 0, 10, "--ledger", "T.json")
     assert one_error_line(code, err) and "column 2 holds a cell" in err
     assert "release #0 stays charged to the ledger T.json, as failed" in err

@@ -143,7 +143,7 @@ def test_failed_release_stays_charged(capsys, tmp_path):
     ledger = tmp_path / "ledger.json"
     run(capsys, "ledger", "init", ledger, "--rho", 1)
     bad = tmp_path / "bad.csv"
-    bad.write_text("a,b\n1,oops\n")
+    bad.write_text("a,b\n" + "0.5,0.5\n" * 400 + "1,oops\n")  # enough rows for the budget
     code, _, _ = run(capsys, "estimate", bad, "--method", "cm", "--bounds", 0, 1, "--rho", 0.3,
                      "--ledger", ledger)
     assert code == 2
@@ -266,4 +266,54 @@ def test_the_output_may_not_replace_the_ledgers_lock_file(capsys, tmp_path, data
     lock = tmp_path / "ledger.json.lock"
     code, out, err = estimate(capsys, data, ledger, "--rho", 0.1, "--output", lock, "--force")
     assert code == 2 and "the --ledger file's lock" in err
+    assert ledger_file.read(ledger).ledger == []
+
+
+# ----------------------------------------- public refusals of CSV and basket input, uncharged
+
+
+@pytest.mark.parametrize("given, words", [
+    (["--range", "age=90:18", "--range", "flag=0:1"], "column 'age' has lo=90, hi=18"),
+    (["--bounds", "90", "18"], "column 'age' has lo=90, hi=18"),
+    (["--bounds", "0", "inf"], "must be finite"),
+    (["--range", "age=nan:5", "--range", "flag=0:1"], "must be finite"),
+])
+def test_bad_bounds_for_a_csv_file_cost_nothing(capsys, tmp_path, given, words):
+    """A user trial: bounds typed hi:lo for a CSV file were judged by the release, after the
+    charge (the file records no n, so nothing public was checked first); 0.1 rho each."""
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    table = tmp_path / "t.csv"
+    table.write_text("age,flag\n" + "".join(f"{20 + i % 50},{i % 2}\n" for i in range(500)))
+    code, _, err = run(capsys, "estimate", table, "--rho", 0.1, "--method", "cm",
+                       "--ledger", ledger, *given)
+    assert code == 2 and words in err and "nothing was charged" in err
+    assert ledger_file.read(ledger).ledger == []
+
+
+def test_the_data_file_is_refused_as_its_own_bounds_file(capsys, tmp_path):
+    """A review: --bounds-file INPUT read the data whole before the charge, and its reader's
+    refusal (a text cell, its column) answered a question about the rows for free."""
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    table = tmp_path / "t.csv"
+    table.write_text("a,b\n0.5,0.5\n0.25,x\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(table)
+    for bounds_file in (table, link):
+        code, _, err = run(capsys, "estimate", table, "--rho", 0.1, "--method", "cm",
+                           "--ledger", ledger, "--bounds-file", bounds_file)
+        assert code == 2 and "is INPUT itself" in err and "column" not in err
+    assert ledger_file.read(ledger).ledger == []
+
+
+def test_too_few_baskets_cost_nothing(capsys, tmp_path):
+    """A review: a basket file's rows were counted only by the release, after the charge."""
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    baskets = tmp_path / "b.dat"
+    baskets.write_text("0 1\n2\n1 3\n")
+    code, _, err = run(capsys, "estimate", baskets, "--rho", 0.01, "--method", "cm",
+                       "--items", 4, "--ledger", ledger)
+    assert code == 2 and "too few rows" in err and "nothing was charged" in err
     assert ledger_file.read(ledger).ledger == []

@@ -350,8 +350,10 @@ def _holds_bool(value) -> bool:
 NARROWEST_WIDTH = 1e-100
 
 
-def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """Return (lo, hi) as float64 arrays of shape (d,) from scalars or per-coordinate arrays."""
+def check_bounds(bounds, d: int, names: Sequence[str] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Return (lo, hi) as float64 arrays of shape (d,) from scalars or per-coordinate arrays;
+    errors name a coordinate by its column's name where ``names`` are given."""
     if bounds is None:
         raise InvalidParameterError(f"no bounds given: {BOUNDS_HELP}")
     try:
@@ -378,8 +380,9 @@ def check_bounds(bounds, d: int) -> tuple[np.ndarray, np.ndarray]:
     lo_arr, hi_arr = out
     if not (lo_arr < hi_arr).all():
         j = int(np.argmax(~(lo_arr < hi_arr)))
+        which = f"column {names[j]!r}" if names is not None else f"coordinate {j}"
         raise InvalidParameterError(
-            f"bounds need lo < hi in every coordinate; coordinate {j} has lo={lo_arr[j]:g}, "
+            f"bounds need lo < hi in every coordinate; {which} has lo={lo_arr[j]:g}, "
             f"hi={hi_arr[j]:g}"
         )
     with np.errstate(over="ignore"):

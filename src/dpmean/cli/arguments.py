@@ -206,6 +206,12 @@ def bounds_from(args: argparse.Namespace) -> tuple[Any, Any] | None:
         When the bounds file does not hold a (2, d) array.
     """
     if args.bounds_file:
+        data = getattr(args, "input", None)
+        if data is not None and _same_file(args.bounds_file, data):
+            # Read whole before the charge, the data's own cells answered for free what the
+            # release would refuse (a text cell, its column), as often as asked (review).
+            raise UsageError(f"the --bounds-file {args.bounds_file} is INPUT itself: bounds "
+                             f"must be public, not read from the data")
         return _load_bounds(args.bounds_file)
     if getattr(args, "ranges", None):
         import numpy as np
@@ -316,6 +322,14 @@ def check_ranges(args: argparse.Namespace, bounds: tuple[Any, Any], d: int, whos
         raise UsageError(f"{source} gives {ranges} but {whose}; give one range for every "
                          f"column (a (2, d) bounds file, or --range for each), or --bounds LO "
                          f"HI for the same range on all of them")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (links followed); False where either is missing."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _load_bounds(path: str) -> tuple[np.ndarray, np.ndarray]:

@@ -262,12 +262,18 @@ def _bounds(args: argparse.Namespace, layout: _Layout) -> tuple[Any, Any] | None
         return None
     named = bounds_names(args)
     if named is not None:
-        return _bounds_by_name(args, bounds, named, layout.names)
-    # Positional ranges are the data's columns in order: exactly one each (a (2, 1) file is
-    # not stretched over d columns, which --bounds LO HI says on purpose).
-    columns = f"{layout.d} column{'s' if layout.d != 1 else ''}"
-    check_ranges(args, bounds, layout.d, f"--columns selects {columns}" if args.columns
-                 else f"{args.input} has {columns}")
+        bounds = _bounds_by_name(args, bounds, named, layout.names)
+    else:
+        # Positional ranges are the data's columns in order: exactly one each (a (2, 1) file
+        # is not stretched over d columns, which --bounds LO HI says on purpose).
+        columns = f"{layout.d} column{'s' if layout.d != 1 else ''}"
+        check_ranges(args, bounds, layout.d, f"--columns selects {columns}" if args.columns
+                     else f"{args.input} has {columns}")
+    # Public values, judged here, before the charge: the estimator judged them when it ran,
+    # after it for input whose rows are counted (CSV), so a range typed hi:lo cost a release.
+    from ..validation import check_bounds
+
+    check_bounds(bounds, layout.d, layout.names)
     return bounds
 
 
@@ -325,26 +331,30 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
             # Connected before the charge: an unreachable scheduler, or one without
             # workers, is not a release.
             client = stack.enter_context(_dask_client(args.scheduler))
+            ext = Path(args.input).suffix.lower()
+            n, baskets = layout.n, layout.sparse or ext == ".dat"
+            if n is None and ext in (".csv", ".dat") and (
+                    args.ledger is not None or estimator.calibrates_to_shape()):
+                # n counted without judging a value (reading the rows here refused a bad
+                # cell before the charge: a free, repeatable question about the data).
+                n = _counted_rows(args)
             if estimator.calibrates_to_shape():
                 # An (epsilon, delta) budget calibrated to the plan for the input's (public)
                 # shape, so that the ledger is charged what will run: from the header where
                 # it records the shape, else (CSV and basket files) the rows are counted.
-                ext = Path(args.input).suffix.lower()
                 if layout.n is not None and not layout.sparse:
                     estimator = granted_for(estimator, ShapeOnly((layout.n, layout.d)))
-                elif ext in (".csv", ".dat"):
-                    # n counted without judging a value (reading the rows here refused a bad
-                    # cell before the charge: a free, repeatable question about the data).
-                    estimator = estimator.granted(_counted_rows(args), layout.d,
-                                                  ext == ".dat")
+                elif n is not None and ext in (".csv", ".dat"):
+                    estimator = estimator.granted(n, layout.d, baskets)
                 else:
                     with _cluster_errors(args.scheduler, client):
                         x = _open_input(args, engine)
                     estimator = granted_for(estimator, x)
-            if layout.n is not None and not layout.sparse:
+            if n is not None:
                 # Too few rows for the budget is a question of public values (n from the
-                # header, d, the box, the budget): refused here, it costs nothing.
-                reason = estimator.fallback_reason(layout.n, layout.d)
+                # header or counted, d, the box, the budget): refused here, it costs nothing
+                # (a CSV file's was charged, then refused: review).
+                reason = estimator.fallback_reason(n, layout.d, baskets)
                 if reason is not None:
                     raise insufficient_data_error(InsufficientDataWarning(reason))
         if args.ledger is not None:

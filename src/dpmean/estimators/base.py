@@ -560,18 +560,18 @@ class MeanEstimator(ABC):
         unit_lo, unit_hi = self.unit_box(n, d)
         return bool(n < self.minimum_rows(n, unit_lo, unit_hi, dict(budget)))
 
-    def fallback_reason(self, n: int, d: int) -> str | None:
-        """Why a release of dense data of shape (n, d) would be the fallback (the warning it
-        would give), or None, decided as ``estimate`` decides it from public values only (n,
-        d, the box, the budget): a caller that must account a release before reading the data
-        (the command line's ``--ledger``) refuses it at no cost. None where the box is private
-        (found in the release)."""
+    def fallback_reason(self, n: int, d: int, sparse: bool = False) -> str | None:
+        """Why a release of data of shape (n, d) (baskets where ``sparse``) would be the
+        fallback (the warning it would give), or None, decided as ``estimate`` decides it from
+        public values only (n, d, the box, the budget): a caller that must account a release
+        before reading the data (the command line's ``--ledger``) refuses it at no cost. None
+        where the box is private (found in the release)."""
         if self.finds_its_box():
             return None
-        granted = self.granted(n, d, False)
+        granted = self.granted(n, d, sparse)
         if granted is not self:
-            return granted.fallback_reason(n, d)
-        offset = self.far_box_offset(n, d)
+            return granted.fallback_reason(n, d, sparse)
+        offset = None if sparse else self.far_box_offset(n, d)
         if offset is not None:
             return self._moved(n, d, offset).fallback_reason(n, d)
         plan = self.budget_plan(n, d)
