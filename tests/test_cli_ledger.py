@@ -317,3 +317,14 @@ def test_too_few_baskets_cost_nothing(capsys, tmp_path):
                        "--items", 4, "--ledger", ledger)
     assert code == 2 and "too few rows" in err and "nothing was charged" in err
     assert ledger_file.read(ledger).ledger == []
+
+
+def test_the_charge_line_tells_this_release_from_the_ledgers_total(capsys, tmp_path, data):
+    """A user trial read "1 rho of zCDP(rho=2) spent" after a release of 0.5 as its cost."""
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 2)
+    estimate(capsys, data, ledger, "--rho", 0.5)
+    code, out, _ = estimate(capsys, data, ledger, "--rho", 0.5)
+    assert code == 0
+    assert ("as release #1 (0.5 rho); the ledger: 1 rho of zCDP(rho=2) spent in all, 1 "
+            "remaining") in out

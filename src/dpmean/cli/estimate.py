@@ -213,9 +213,10 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(text)
         _print_summary(result, budget, args, output, summary_to)
         if session is not None:
-            print(f"charged to ledger {args.ledger} as release #{index}: {session.spent:.6g} "
-                  f"{session.unit} of {session.budget} spent, {session.remaining:.6g} "
-                  f"remaining", file=summary_to)
+            print(f"charged to ledger {args.ledger} as release #{index} ({result.spent:.6g} "
+                  f"{result.unit}); the ledger: {session.spent:.6g} {session.unit} of "
+                  f"{session.budget} spent in all, {session.remaining:.6g} remaining",
+                  file=summary_to)
     return 0
 
 
@@ -757,7 +758,8 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     from ..intervals import interval_summary
 
     lines = [
-        f"dpmean estimate: method {result.method}, n = {result.n} rows, d = {result.d} columns",
+        f"dpmean estimate: method {result.method}, n = {result.n} "
+        f"row{'s' if result.n != 1 else ''}, d = {result.d} column{'s' if result.d != 1 else ''}",
         _privacy_line(result),
     ]
     if "epsilon" in budget:
