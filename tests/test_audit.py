@@ -334,16 +334,21 @@ def auto_choice_pairs(d):
 
 
 @pytest.mark.parametrize("d", [3, 8])
-@pytest.mark.parametrize("options", [{}, {"secure_noise": True}, {"tail": 0.5}])
+@pytest.mark.parametrize("options", [{}, {"secure_noise": True}, {"tail": 0.5},
+                                     {"tail": 0.3, "centred": True}])
 def test_replay_auto_with_its_choice_within_budget(d, options, monkeypatch):
     # {"tail": 0.5}: half the budget to the tail histogram, so that a leak there alone would
-    # take the pair over the budget.
+    # take the pair over the budget; with "centred", 30% to each tail stage (the histograms
+    # about the origin and about a private centre, and the centre), which n = 1000 does not
+    # buy by itself (``reads_centred_tail``).
     from dpmean.estimators import auto
 
     options = dict(options)
     if "tail" in options:  # the cap, and a precision that asks for all of it
         monkeypatch.setattr(auto, "TAIL_SHARE", options.pop("tail"))
         monkeypatch.setattr(auto, "TAIL_PRECISION", 0.01)
+    if options.pop("centred", False):
+        monkeypatch.setattr(auto.AutoMean, "reads_centred_tail", lambda self, n: True)
     for x, x_prime, box in auto_choice_pairs(d):
         for seed in range(2):
             for a, b in ((x, x_prime), (x_prime, x)):
@@ -353,9 +358,11 @@ def test_replay_auto_with_its_choice_within_budget(d, options, monkeypatch):
                 assert replay.rho <= RHO * (1 + 1e-9), (d, seed, replay.costs)
 
 
-def test_replay_catches_an_understated_tail_sensitivity(monkeypatch):
+@pytest.mark.parametrize("centred", [False, True])
+def test_replay_catches_an_understated_tail_sensitivity(monkeypatch, centred):
     # The tail histogram released with noise for sensitivity 1 instead of sqrt(2) (charged in
     # full) on half the budget: a row moved between two far shells realises twice that half.
+    # With the histogram about a centre too (30% each), both understated.
     from dpmean.estimators import auto
 
     honest = auto.gaussian_mechanism
@@ -363,9 +370,11 @@ def test_replay_catches_an_understated_tail_sensitivity(monkeypatch):
     def understated(value, sensitivity, rho, rng, **options):
         return honest(value, sensitivity / np.sqrt(2.0), rho, rng, **options)
 
-    monkeypatch.setattr(auto, "TAIL_SHARE", 0.5)
+    monkeypatch.setattr(auto, "TAIL_SHARE", 0.3 if centred else 0.5)
     monkeypatch.setattr(auto, "TAIL_PRECISION", 0.01)
     monkeypatch.setattr(auto, "gaussian_mechanism", understated)
+    if centred:
+        monkeypatch.setattr(auto.AutoMean, "reads_centred_tail", lambda self, n: True)
     x, x_prime, box = auto_choice_pairs(3)[4]
     with monkeypatch.context() as patch:
         replay = realised_rho(patch, "auto", x, x_prime, rho=RHO, seed=0, bounds=box)

@@ -15,6 +15,7 @@ from dpmean.estimators.auto import (
     CHOICE_STAGES,
     TAIL_SHARE,
     TAIL_STAGE,
+    TAIL_STAGES,
     AutoMean,
 )
 from dpmean.events import exponential_event, gaussian_event
@@ -31,13 +32,20 @@ def skewed(seed, n=10000, d=256):
 def test_ledger_adds_up_and_the_release_spends_the_rest():
     x, box = skewed(0, n=4000, d=32)
     result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=1)
+    # n rho = 2000: below 10^4 no centre and no histogram about it (reads_centred_tail)
     assert set(result.ledger) == {*CHOICE_STAGES, TAIL_STAGE, "release"}
+    assert not AutoMean(0.5).reads_centred_tail(4000) and AutoMean(0.5).reads_centred_tail(
+        20_000)
+    assert set(AutoMean(0.5).choice_plan(20_000)) == {*CHOICE_STAGES, *TAIL_STAGES, "release"}
     assert sum(result.ledger.values()) == pytest.approx(0.5, rel=1e-12)
     # n = 4000 at rho = 1/2: 3 / ((2% of 2000)^2 rho) = 0.375% buys the medians' precision
     assert sum(result.ledger[s] for s in CHOICE_STAGES) == pytest.approx(0.5 * 0.00375)
     # and the tail 1%, its cap: 1 / (0.1^2 n rho) = 5% would buy more precision than it needs
     # only above n rho = 10^4
     assert result.ledger[TAIL_STAGE] == pytest.approx(0.5 * TAIL_SHARE)
+    plan = AutoMean(0.5).choice_plan(20_000)
+    for stage, share in TAIL_STAGES.items():
+        assert plan[stage] == pytest.approx(0.5 * TAIL_SHARE * share)
     assert AutoMean(0.5).tail_share(70_000) == pytest.approx(1 / (0.01 * 70_000 * 0.5))
     inner = result.diagnostics["release_ledger"]
     assert sum(inner.values()) == pytest.approx(result.ledger["release"], rel=1e-12)
@@ -111,6 +119,7 @@ def test_predictions_follow_their_formulas():
     result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=1)
     predicted = result.diagnostics["predicted_noise"]
     rho_rest = 0.5 * (1 - AutoMean(0.5).choice_share(4000) - TAIL_SHARE)
+    assert rho_rest == pytest.approx(AutoMean(0.5).choice_plan(4000)["release"])
     width = np.linalg.norm(np.full(16, box[1] - box[0]))
     # The Gaussian mechanism's noise is public: sqrt(d) ||hi - lo|| / (n sqrt(2 rho)).
     assert predicted["gaussian"] == pytest.approx(4 * width / (4000 * np.sqrt(2 * rho_rest)))

@@ -17,7 +17,9 @@ from dpmean.estimators.auto import (
     TAIL_RATIO,
     TAIL_SHELLS,
     TAIL_STAGE,
+    centred_clip_bias,
     clip_bias,
+    one_sided_share,
     private_tail,
     radius_floor,
     tail_edges,
@@ -33,30 +35,85 @@ def test_edges_grow_geometrically_from_the_median_norm_below_the_reach():
     assert tail_edges(1e-300, 1e300).size == TAIL_SHELLS    # at most TAIL_SHELLS
 
 
+# A budget at which the histogram's noise margin is nothing: the shares are exact.
+EXACT = 1e18
+
+
+def sided(totals, one_sided):
+    """(up, down) counts whose pooled one-sided share is ``one_sided``."""
+    return totals * (1 + one_sided) / 2, totals * (1 - one_sided) / 2
+
+
 def test_clip_bias_counts_the_one_sided_far_tail_above_the_radius_at_lower_edges():
     edges = 2.0 ** (np.arange(8) / 2.0)                     # r0 = 1, ratio sqrt(2)
     totals = np.array([500.0, 200, 100, 60, 30, 10, 0, 0])
     n = 1000
+
+    def bias(one_sided, clipped, counts=totals):
+        return clip_bias(edges, *sided(counts, one_sided), clipped, n, EXACT)
+
     # 15 clipped rows: the 16th largest norm lies in shell 4 (rows in shells 4 and up: 40 >
     # 15; in 5 and up: 10), so the radius is edges[4] = 4 and shell 5 alone lies above it.
-    assert clip_bias(edges, totals, 1.0, 15, n) == pytest.approx(10 * (edges[5] - 4.0) / n)
+    assert bias(1.0, 15) == pytest.approx(10 * (edges[5] - 4.0) / n)
     # Half the far tail one-sided: half the move.
-    assert clip_bias(edges, totals, 0.5, 15, n) == pytest.approx(5 * (edges[5] - 4.0) / n)
+    assert bias(0.5, 15) == pytest.approx(5 * (edges[5] - 4.0) / n)
     # 5 clipped rows: the 6th largest lies in shell 5, the last one holding rows: nothing
     # lies in a shell above the radius's.
-    assert clip_bias(edges, totals, 1.0, 5, n) == 0.0
+    assert bias(1.0, 5) == 0.0
     # 150 clipped rows: radius edges[2] = 2 (shells 2.. hold 200 > 150); the far tail starts at
     # shell TAIL_FAR_SHELL = 3, so shells 3, 4, 5 count, each at its lower edge.
     assert TAIL_FAR_SHELL == 3
     expected = sum(totals[s] * (edges[s] - edges[2]) for s in (3, 4, 5)) / n
-    assert clip_bias(edges, totals, 1.0, 150, n) == pytest.approx(expected)
+    assert bias(1.0, 150) == pytest.approx(expected)
     # More clipped rows than the shells hold: the radius is taken as the first edge, and the
     # rows below the far tail still add nothing (light tails' moves cancel).
     expected = sum(totals[s] * (edges[s] - edges[0]) for s in (3, 4, 5)) / n
-    assert clip_bias(edges, totals, 1.0, 5000, n) == pytest.approx(expected)
+    assert bias(1.0, 5000) == pytest.approx(expected)
     # A symmetric far tail (nothing one-sided) or no rows beyond the radius: nothing.
-    assert clip_bias(edges, totals, 0.0, 150, n) == 0.0
-    assert clip_bias(edges, np.zeros(8), 1.0, 5, n) == 0.0
+    assert bias(0.0, 150) == 0.0
+    assert bias(1.0, 5, np.zeros(8)) == 0.0
+
+
+def test_the_centred_bias_counts_every_one_sided_row_beyond_the_radius():
+    """About a centre: the m rows of the radius's shell beyond it spread over the shell's
+    width (which places the radius) and move half the rest of it; the rows of each shell
+    above it lie at its middle; the one-sided share pooled over the rows beyond it."""
+    edges = 2.0 ** (np.arange(8) / 2.0)
+    totals = np.array([500.0, 200, 100, 60, 30, 10, 0, 0])
+    n = 1000
+    # 25 clipped rows: shell 4 holds the 26th largest (40 rows from shell 4 up, 10 from 5);
+    # 15 of its 30 rows lie beyond the radius, half-way up the shell.
+    top = edges[4] * TAIL_RATIO
+    radius = top - 0.5 * (top - edges[4])
+    move = 10 * (edges[5] * (1 + TAIL_RATIO) / 2 - radius) + 15 * (top - radius) / 2
+    up, down = sided(totals, 1.0)
+    assert centred_clip_bias(edges, up, down, 25, n, EXACT, 0.0) == pytest.approx(move / n)
+    # Half one-sided, or a tilt of 0.3 off a fully one-sided tail: that share of the move.
+    up, down = sided(totals, 0.5)
+    assert centred_clip_bias(edges, up, down, 25, n, EXACT, 0.0) == pytest.approx(
+        0.5 * move / n)
+    up, down = sided(totals, 1.0)
+    assert centred_clip_bias(edges, up, down, 25, n, EXACT, 0.3) == pytest.approx(
+        0.7 * move / n)
+    # The share pools the rows beyond the radius only: the bulk's balanced sides below it
+    # do not dilute it.
+    up, down = sided(totals, 0.0)
+    up[4:], down[4:] = totals[4:], 0.0
+    assert centred_clip_bias(edges, up, down, 25, n, EXACT, 0.0) == pytest.approx(move / n)
+    # Symmetric rows, or fewer rows than the clip count: nothing, or the first shell's.
+    up, down = sided(totals, 0.0)
+    assert centred_clip_bias(edges, up, down, 25, n, EXACT, 0.0) == 0.0
+    assert centred_clip_bias(edges, np.zeros(8), np.zeros(8), 25, n, EXACT, 0.0) == 0.0
+
+
+def test_the_histogram_about_a_centre_is_the_origins_of_the_shifted_rows():
+    x = 10.0 * np.random.default_rng(3).lognormal(0.0, 1.0, size=(2000, 4))
+    centre = np.array([5.0, -3.0, 2.0, 7.0])
+    edges = tail_edges(8.0, 1e4)
+    about = tail_of(x + centre, edges, 0.5, seed=4, centre=centre)
+    shifted = tail_of(x, edges, 0.5, seed=4)
+    for mine, theirs in zip(about, shifted, strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-9, atol=1e-6)
 
 
 def test_the_radius_floor_is_the_last_edge_with_surely_more_rows_beyond():
@@ -86,15 +143,22 @@ def test_a_heavy_tail_raises_the_clipping_candidates_noise_prediction():
     assert result.diagnostics["predicted_noise"]["cm"] > floor
 
 
-def tail_of(x, edges, rho, seed):
+def tail_of(x, edges, rho, seed, centre=None):
+    """The tail histogram's (up, down) of rows ``x`` about ``centre`` (default the origin)."""
     engine = InMemoryEngine(x, np.full(x.shape[1], -1e4), np.full(x.shape[1], 1e4))
     ledger = PrivacyLedger(rho)
     ledger.plan({TAIL_STAGE: rho})
-    totals, one_sided = private_tail(engine, edges, float(edges[0]), rho=rho, ledger=ledger,
-                                     rng=np.random.default_rng(seed), stage=TAIL_STAGE)
+    up, down = private_tail(engine, edges, float(edges[0]), rho=rho, ledger=ledger,
+                            rng=np.random.default_rng(seed), stage=TAIL_STAGE, centre=centre)
     ledger.verify()
     assert ledger.spent == {TAIL_STAGE: rho}
-    return totals, one_sided
+    return up, down
+
+
+def far_share(up, down, rho):
+    """The far tail's pooled one-sided share, as ``clip_bias`` takes it."""
+    far = (np.arange(up.size) >= TAIL_FAR_SHELL).astype(float)
+    return one_sided_share(up, down, far, rho)
 
 
 def test_the_tail_histogram_keeps_the_first_clear_shells_and_measures_one_sidedness():
@@ -103,7 +167,8 @@ def test_the_tail_histogram_keeps_the_first_clear_shells_and_measures_one_sidedn
     norms = np.linalg.norm(x, axis=1)
     edges = tail_edges(float(np.median(norms)), float(np.sqrt(5) * 1e4))
     rho = 0.5
-    totals, one_sided = tail_of(x, edges, rho, seed=1)
+    up, down = tail_of(x, edges, rho, seed=1)
+    totals, one_sided = up + down, far_share(up, down, rho)
     exact = np.array([np.sum((norms > lo) & (norms <= hi))
                       for lo, hi in zip(edges, np.append(edges[1:], np.inf), strict=True)])
     # Each total is two counts plus noise: std sqrt(2) / sqrt(rho) (sensitivity sqrt(2)).
@@ -121,8 +186,7 @@ def test_the_tail_histogram_keeps_the_first_clear_shells_and_measures_one_sidedn
     # The same rows, each mirrored through the origin by a fair coin: the same norms, a
     # symmetric tail.
     signs = np.where(np.random.default_rng(2).random(3000) < 0.5, -1.0, 1.0)[:, None]
-    _, one_sided = tail_of(signs * x, edges, rho, seed=1)
-    assert one_sided < 0.2
+    assert far_share(*tail_of(signs * x, edges, rho, seed=1), rho) < 0.2
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -170,3 +234,29 @@ def test_baskets_predict_no_bias_and_spend_the_tail_share_on_the_median_norm():
     result = dpmean.mean(x, rho=0.5, method="auto", bounds=(0, 1), random_state=2)
     assert "predicted_bias" not in result.diagnostics
     assert TAIL_STAGE in result.ledger and TAIL_STAGE in auto_module.norm_stages(True)
+
+
+def mixed_table(skewed: bool) -> np.ndarray:
+    """A user trial's table: ten normal columns of various means and spreads, n = 50,000, the
+    last one lognormal where ``skewed``."""
+    rng = np.random.default_rng(0)
+    d = 10
+    x = rng.normal(np.linspace(-3, 10, d), np.linspace(0.5, 4, d), size=(50_000, d))
+    if skewed:
+        x[:, -1] = rng.lognormal(1.0, 0.8, 50_000)
+    return x
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_skewed_column_among_normal_ones_shows_iome_its_bias(seed):
+    """IOME clips about a hundred rows about its centre, most of them the lognormal column's
+    tail, short of the far shells about the origin: it was predicted no bias and chosen at
+    3-4x CM's error (a user trial). The histogram about the centre sees their move; on the
+    same table with the column normal it sees none, and IOME is chosen."""
+    skewed = dpmean.mean(mixed_table(True), rho=2, bounds=(-20, 50), method="auto",
+                         random_state=seed).diagnostics
+    assert skewed["predicted_bias"]["iome"] > skewed["predicted_noise"]["iome"]
+    assert skewed["chosen"] != "iome"
+    normal = dpmean.mean(mixed_table(False), rho=2, bounds=(-20, 50), method="auto",
+                         random_state=seed).diagnostics
+    assert normal["predicted_bias"]["iome"] == 0.0 and normal["chosen"] == "iome"

@@ -27,7 +27,7 @@ from .baselines import GaussianMean
 from .clipped import INTERVAL_SHARE, box_reach
 from .iome import ClippedMean, ShiftedClippedMean
 from .plan import LOG_RANGE, PrivateLimitAdaptedNoise
-from .variance import pair_distances
+from .variance import noisy_mean, pair_distances
 
 # The most of the budget the choice spends, split evenly between its private scalars, and the
 # precision it buys them (AutoMean.choice_share): where the share would buy more, it spends less.
@@ -53,6 +53,18 @@ TAIL_BETA = 0.1
 # norm (shell TAIL_FAR_SHELL) on.
 TAIL_FAR = 2.0 * TAIL_RATIO
 TAIL_FAR_SHELL = round(math.log(TAIL_FAR / TAIL_START, TAIL_RATIO))
+# IOME and PLAN clip about a centre, not the origin: their bias is read from a second
+# histogram (``private_tail`` about ``centre``), of the rows' distances from a private centre
+# (the Gaussian mechanism on the mean, stage CENTRE_STAGE) in shells from the pairs' typical
+# distance up (stage CENTRED_TAIL_STAGE), each stage CENTRED_SHARE of ``tail_share`` of rho
+# (half of it each found IOME's tail at n = 50,000, rho = 2 in 7 releases of 10, the whole in
+# 9). It is read where
+# the centre's noise (its l2 norm's expectation, public) is at most CENTRE_NOISE times that
+# distance; else the origin's histogram serves them too.
+CENTRE_STAGE = "choice centre"
+CENTRED_TAIL_STAGE = "choice centred tail"
+CENTRE_NOISE = 0.5
+CENTRED_SHARE = 1.0
 # The failure probability the choice's resolution check allows each median (see
 # AutoMean.choice_resolves), and what runs when the medians cannot be placed.
 CHOICE_BETA = 0.1
@@ -111,7 +123,11 @@ def norm_stages(baskets: bool) -> tuple[str, ...]:
     chunks asks the same; a basket's norm is the root of its size, and the choice between CM
     and PLAN's binary instantiation there is a tie on noise that PLAN wins, see
     ``AutoMean.predicted_noise``). Public: the input's kind."""
-    return (*CHOICE_STAGES, TAIL_STAGE) if baskets else CHOICE_STAGES[:1]
+    return (*CHOICE_STAGES, *TAIL_STAGES) if baskets else CHOICE_STAGES[:1]
+
+
+# The tail stages, and their shares of ``tail_share``.
+TAIL_STAGES = {TAIL_STAGE: 1.0, CENTRE_STAGE: CENTRED_SHARE, CENTRED_TAIL_STAGE: CENTRED_SHARE}
 
 
 def tail_edges(r0: float, reach: float) -> np.ndarray:
@@ -129,32 +145,31 @@ def tail_edges(r0: float, reach: float) -> np.ndarray:
 
 def private_tail(engine: Engine, edges: np.ndarray, r0: float, *, rho: float,
                  ledger: PrivacyLedger, rng: np.random.Generator, stage: str,
-                 secure: bool = False) -> tuple[np.ndarray, float]:
+                 centre: np.ndarray | None = None, secure: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """The tail histogram: per shell of ``edges`` (``tail_edges``), the number of rows whose
-    norm ||x_i|| lies in it, split by the side of the hyperplane <x, u> = 0 they lie on,
-    u = (1, ..., 1) / sqrt(d), noisy; and from it how one-sided the far tail is.
+    distance ||x_i - c|| from ``centre`` c (default the origin) lies in it, split by the side
+    of the hyperplane <x - c, u> = 0 they lie on, u = (1, ..., 1) / sqrt(d), noisy.
 
     Mechanism: the counts of the 2 x (shells) bins (shell, side), plus Gaussian noise. The
     bins are disjoint (the rows below the first edge are in none), so replacing one row takes
     1 from at most one bin and adds 1 to at most one other: l2 sensitivity sqrt(2). Budget:
-    ``rho``, charged to ``stage``. A row's side is the sign of ||x||^2 + ||a||^2 - ||x - a||^2
-    = 2 <x, a> for a = r0 u: a function of the row alone, whichever side a row on the
-    hyperplane falls.
+    ``rho``, charged to ``stage``. A row's side is the sign of ||y||^2 + ||a||^2 - ||y - a||^2
+    = 2 <y, a> for y = x - c and a = r0 u: a function of the row alone (given c, released
+    before), whichever side a row on the hyperplane falls.
 
-    Returns (totals, one_sided): the two sides' sum per shell, kept from the first shell up to
-    the first that does not clear its noise (a one-sided test at failure probability
+    Returns (up, down): each side's noisy count per shell, kept from the first shell up to the
+    first whose sum does not clear its noise (a one-sided test at failure probability
     ``TAIL_BETA`` over the shells, Bonferroni) and 0 from there (a real tail fills
     consecutive shells, as the edges grow geometrically, while an empty shell far out whose
     count cleared its noise by chance would weigh by its edge: a release in ten at TAIL_BETA on
     lognormal rows, n = 3000, d = 5, rho = 0.05, predicted IOME and PLAN a bias 60 times their
-    real one); and the share of the kept far tail (shells from ``TAIL_FAR_SHELL``) that one
-    side holds beyond the other, |sum (up - down)| / sum (up + down), less its noise's
-    one-sided margin at ``TAIL_BETA``, in [0, 1] (0 with no far tail). Pooled over the far
-    shells, not shell by shell: each difference carries the noise of two counts, and shell by
-    shell they cleared it only where a shell held hundreds of rows (n = 3000, rho = 0.05)."""
-    norms = engine.row_norms(IDENTITY)
-    toward = np.full(engine.d, r0 / math.sqrt(engine.d))
-    # 2 <x, a> = ||x||^2 + ||a||^2 - ||x - a||^2: one more pass over the rows, not two (its
+    real one)."""
+    origin = np.zeros(engine.d) if centre is None else np.asarray(centre, dtype=np.float64)
+    view = IDENTITY if centre is None else IDENTITY.with_shift(origin)
+    norms = engine.row_norms(view)
+    toward = origin + r0 / math.sqrt(engine.d)
+    # 2 <y, a> = ||y||^2 + ||a||^2 - ||y - a||^2: one more pass over the rows, not two (its
     # rounding only decides the side of rows near the hyperplane, still by the row alone).
     positive = norms**2 + r0**2 > engine.row_norms(IDENTITY.with_shift(toward)) ** 2
     shell = np.searchsorted(edges, norms, side="left") - 1  # (e_s, e_s+1]; -1 below e_0
@@ -164,15 +179,30 @@ def private_tail(engine: Engine, edges: np.ndarray, r0: float, *, rho: float,
     noisy = gaussian_mechanism(bins, math.sqrt(2.0), rho, rng, ledger=ledger, stage=stage,
                                secure=secure)
     up, down = noisy[:edges.size], noisy[edges.size:]
-    pair_std = tail_pair_std(rho)
-    clear = up + down > float(ndtri(1.0 - TAIL_BETA / edges.size)) * pair_std
+    clear = up + down > float(ndtri(1.0 - TAIL_BETA / edges.size)) * tail_pair_std(rho)
     kept = np.arange(edges.size) < (int(np.argmin(clear)) if not clear.all() else clear.size)
-    far = kept & (np.arange(edges.size) >= TAIL_FAR_SHELL)
-    total = float(np.sum(up[far] + down[far]))
-    margin = float(ndtri(1.0 - TAIL_BETA)) * pair_std * math.sqrt(np.count_nonzero(far))
-    lopsided = abs(float(np.sum(up[far] - down[far]))) - margin
-    one_sided = float(np.clip(lopsided / total, 0.0, 1.0)) if total > 0.0 else 0.0
-    return np.where(kept, up + down, 0.0), one_sided
+    return np.where(kept, up, 0.0), np.where(kept, down, 0.0)
+
+
+def one_sided_share(up: np.ndarray, down: np.ndarray, weights: np.ndarray, rho: float,
+                    tilt: float = 0.0) -> float:
+    """The share of the tail histogram's rows that one side holds beyond the other, each
+    shell's counts taken with its weight (a mask, or the part of a shell that counts),
+    |sum w (up - down)| / sum w (up + down), less its noise's one-sided margin at
+    ``TAIL_BETA`` (the kept shells' counts are independent: z sqrt(sum w^2) times a pair's
+    noise), in [0, 1] (0 where the shells hold none). Pooled over the shells, not shell by
+    shell: each difference carries the noise of two counts, and shell by shell they cleared it
+    only where a shell held hundreds of rows (n = 3000, rho = 0.05). ``tilt``: a share of the
+    rows whose side may be the centre's noise's rather than their own, subtracted too.
+    Post-processing."""
+    kept = (up + down != 0.0) & (weights > 0.0)  # (``private_tail`` zeroes the others)
+    w = np.where(kept, weights, 0.0)
+    total = float(np.sum(w * (up + down)))
+    if not total > 0.0:
+        return 0.0
+    margin = float(ndtri(1.0 - TAIL_BETA)) * tail_pair_std(rho) * math.sqrt(float(np.sum(w**2)))
+    lopsided = abs(float(np.sum(w * (up - down)))) - margin
+    return float(np.clip(lopsided / total - tilt, 0.0, 1.0))
 
 
 def tail_pair_std(rho: float) -> float:
@@ -186,30 +216,70 @@ def rows_beyond(totals: np.ndarray) -> np.ndarray:
     return np.cumsum(totals[::-1])[::-1]
 
 
-def clip_bias(edges: np.ndarray, totals: np.ndarray, one_sided: float, clipped: float,
-              n: int) -> float:
+def clip_bias(edges: np.ndarray, up: np.ndarray, down: np.ndarray, clipped: float, n: int,
+              rho: float) -> float:
     """The mean move of clipping the ``clipped`` rows of largest norm, from the tail histogram
-    (``private_tail``), counting only the one-sided part of the far tail, beyond
-    ``TAIL_FAR`` r0.
+    about the origin (``private_tail``: its ``up`` and ``down`` counts, noise ``rho``),
+    counting only the one-sided part of the far tail, beyond ``TAIL_FAR`` r0.
 
     The radius is taken as the lower edge of the shell holding the (clipped + 1)-th largest
-    norm by the ``totals`` (the first edge, r0, if the shells hold fewer rows). The rows of each
-    far shell above it are taken to lie at the shell's lower edge, and the ``one_sided`` share
-    of them to move in one direction: one_sided sum_s totals_s (e_s - radius) / n. Light-tailed
-    rows clip in every direction and their moves cancel, and such rows rarely lie beyond
-    2 sqrt(2) times the median norm (N(0.5, 1) in d = 8 about the origin: counting the shells
-    just above r0 cost auto 1.5x its error by steering it off IOME); a heavy tail fills shell
-    after shell out there, and where it is one-sided (incomes, lognormal or Pareto rows in
-    (0, B)) their moves add up; where it is symmetric (N(0, 1) in d = 1, Student t) they
-    cancel, and counting them steered auto to the Gaussian mechanism at 5x the error. The lower
-    edges make it a lower bound of the aligned move given exact counts; counts that did not
-    clear their noise add nothing. Post-processing of the histogram and public values (the
-    candidate's public clip count, n)."""
-    above = rows_beyond(totals)
-    holding = np.flatnonzero(above > clipped)
+    norm by the totals (the first edge, r0, if the shells hold fewer rows). The rows of each
+    far shell above it are taken to lie at the shell's lower edge, and the one-sided share of
+    the far tail (``one_sided_share``, pooled over its shells) to move in one direction:
+    one_sided sum_s totals_s (e_s - radius) / n. Light-tailed rows clip in every direction and
+    their moves cancel, and such rows rarely lie beyond 2 sqrt(2) times the median norm, while
+    rows near it lie on the side their mean does (N(0.5, 1) in d = 8 about the origin:
+    counting the shells just above r0 cost auto 1.5x its error by steering it off IOME); a
+    heavy tail fills shell after shell out there, and where it is one-sided (incomes,
+    lognormal or Pareto rows in (0, B)) their moves add up; where it is symmetric (N(0, 1) in
+    d = 1, Student t) they cancel, and counting them steered auto to the Gaussian mechanism at
+    5x the error. The lower edges make it a lower bound of the aligned move given exact
+    counts; counts that did not clear their noise add nothing. Post-processing of the
+    histogram and public values (the candidate's public clip count, n)."""
+    totals = up + down
+    holding = np.flatnonzero(rows_beyond(totals) > clipped)
     j = int(holding[-1]) if holding.size else 0
-    far = np.arange(edges.size) > max(j, TAIL_FAR_SHELL - 1)
+    shell = np.arange(edges.size)
+    far = shell > max(j, TAIL_FAR_SHELL - 1)
+    one_sided = one_sided_share(up, down, (shell >= TAIL_FAR_SHELL).astype(np.float64), rho)
     return float(one_sided * np.sum(totals[far] * (edges[far] - edges[j])) / n)
+
+
+def centred_clip_bias(edges: np.ndarray, up: np.ndarray, down: np.ndarray, clipped: float,
+                      n: int, rho: float, tilt: float) -> float:
+    """The mean move of clipping the ``clipped`` rows farthest from a centre, from the tail
+    histogram about it (``private_tail`` with ``centre``: ``up`` and ``down``, noise ``rho``),
+    counting the one-sided part of every row beyond the radius.
+
+    The radius R lies in the shell j holding the (clipped + 1)-th largest distance; the m
+    rows of shell j beyond it (clipped less the rows above the shell) are taken to spread
+    evenly over the shell's width, which places R, and to move (e_j+1 - R) / 2 on average;
+    the rows of each shell above it to lie at its middle. The one-sided share is pooled over
+    the rows beyond R (the shells above j, and m / c_j of shell j's counts, ``one_sided_share``
+    with that weight). About a centre a symmetric bulk's sides balance, so the rows just above
+    the radius can count, as they must (less the ``tilt`` the centre's noise may give them,
+    ``AutoMean.centred_tail``): a skewed column among others (lognormal beside nine
+    normal columns) puts its tail there, short of the far shells, and IOME, clipping a few
+    hundred rows, was chosen at 2-5x CM's error (a user trial). Exact counts of such rows put
+    it at 0.5-1.2 times the real move (docs/results.md). Post-processing of the histogram and
+    public values (the candidate's public clip count, n)."""
+    totals = up + down
+    beyond = rows_beyond(totals)
+    holding = np.flatnonzero(beyond > clipped)
+    if not holding.size:
+        return 0.0
+    j = int(holding[-1])
+    above = np.arange(edges.size) > j
+    rest = clipped - (beyond[j + 1] if j + 1 < edges.size else 0.0)
+    share = float(np.clip(rest / totals[j], 0.0, 1.0)) if totals[j] > 0.0 else 0.0
+    top = edges[j] * TAIL_RATIO
+    radius = top - share * (top - edges[j])
+    middles = edges[above] * (1.0 + TAIL_RATIO) / 2.0
+    move = float(np.sum(totals[above] * (middles - radius))) + share * totals[j] * (
+        top - radius) / 2.0
+    weights = above.astype(np.float64)
+    weights[j] = share
+    return one_sided_share(up, down, weights, rho, tilt) * move / n
 
 
 def radius_floor(edges: np.ndarray, totals: np.ndarray, rho: float, clipped: float) -> float:
@@ -310,7 +380,9 @@ class AutoMean(MeanEstimator):
     k rows (public: cm's and iome's target rank, PLAN's ``clip_count``) is predicted the
     aligned move of the rows of the far tail above its radius (``clip_bias``), and no less
     noise than at the radius beyond which the histogram shows more than k rows
-    (``radius_floor``); gaussian clips nothing. It runs the candidate
+    (``radius_floor``); where n rho >= 10^4 IOME and PLAN, which clip about a centre, are
+    predicted their bias from a second histogram, of the distances from a private centre
+    (``centred_tail``, ``centred_clip_bias``); gaussian clips nothing. It runs the candidate
     whose predicted error sqrt(noise^2 + bias^2) is smallest (candidates whose minimum n is
     not met, a public check, are left out). Without the bias, heavy one-sided tails (incomes,
     lognormal or Pareto rows in (0, B)) chose IOME, whose search clips up to n / 4 rows at a
@@ -359,7 +431,11 @@ class AutoMean(MeanEstimator):
     is in one pair). "choice tail" takes ``tail_share(n)`` rho whenever the choice is made
     (public: n and rho): on dense input the Gaussian mechanism on the shells' counts, l2 sensitivity
     sqrt(2) (the shells are disjoint: a replaced row leaves one and enters one), on sparse
-    input one more search for r0 like "choice norms". "release" takes the rest: the chosen
+    input one more search for r0 like "choice norms". Where n rho >= 10^4
+    (``reads_centred_tail``, public) "choice centre" and "choice centred tail" take
+    ``tail_share(n)`` rho each: the Gaussian mechanism on the mean of the clamped rows
+    (sensitivity ||hi - lo|| / n), and the tail histogram about it (sensitivity sqrt(2));
+    on sparse input two more searches for r0. "release" takes the rest: the chosen
     candidate's own plan, every stage of which is charged inside it and verified (its events
     are declared per candidate, so an (epsilon, delta) request composes the candidate that
     runs).
@@ -392,10 +468,18 @@ class AutoMean(MeanEstimator):
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         if not self.choice_resolves(n) or self.choice_costs_plan_its_scaling(n, d):
             return {"release": self.rho}
+        return self.choice_plan(n)
+
+    def choice_plan(self, n: int) -> dict[str, float]:
+        """The plan where the choice is made (public: n and rho): ``choice_share`` split over
+        ``CHOICE_STAGES``, ``tail_share`` times each of ``TAIL_STAGES``' shares, the rest
+        "release"."""
         choice = self.rho * self.choice_share(n)
-        tail = self.rho * self.tail_share(n)
-        return {**{stage: choice / len(CHOICE_STAGES) for stage in CHOICE_STAGES},
-                TAIL_STAGE: tail, "release": self.rho - choice - tail}
+        tails = {stage: self.rho * self.tail_share(n) * share
+                 for stage, share in TAIL_STAGES.items()
+                 if stage == TAIL_STAGE or self.reads_centred_tail(n)}
+        return {**{stage: choice / len(CHOICE_STAGES) for stage in CHOICE_STAGES}, **tails,
+                "release": self.rho - choice - sum(tails.values())}
 
     def choice_resolves(self, n: int) -> bool:
         """Whether the choice's medians can be placed (public: n and rho). Each is an
@@ -435,6 +519,16 @@ class AutoMean(MeanEstimator):
         rho = 1/2 that is 0.29%; below n rho = 10^4 it is the cap."""
         return min(TAIL_SHARE, 1.0 / (TAIL_PRECISION**2 * n * self.rho))
 
+    def reads_centred_tail(self, n: int) -> bool:
+        """Whether the choice buys a centre and the tail histogram about it (``centred_tail``;
+        public: n and rho): where n rho is at least 1 / (``TAIL_PRECISION``^2 ``TAIL_SHARE``)
+        = 10^4, the tail's share then meeting its precision within its cap. Below it the
+        counts' noise (a std of sqrt(n) / 10 rows a shell or more) hides the few hundred rows
+        IOME clips, and the centre's noise tilts the sides: at n = 5000, rho = 1/5 it saw
+        nothing of a lognormal column's tail, and at n = 3000, rho = 1/20 its 2% of the budget
+        bought nothing (scripts/heavy_tails.py)."""
+        return bool(TAIL_PRECISION**2 * n * self.rho * TAIL_SHARE >= 1.0)
+
     def choice_costs_plan_its_scaling(self, n: int, d: int) -> bool:
         """Whether PLAN resolves its coordinate variances on the whole budget but not on what
         the choice would leave it (public: n, d, rho; PLAN's own guard). There the choice's
@@ -447,8 +541,7 @@ class AutoMean(MeanEstimator):
         scaling)."""
         def scales(rho: float) -> bool:
             return "variance" in self.candidate("plan", rho).budget_plan(n, d)
-        return scales(self.rho) and not scales(
-            self.rho * (1.0 - self.choice_share(n) - self.tail_share(n)))
+        return scales(self.rho) and not scales(self.choice_plan(n)["release"])
 
     def stage_events(self, plan: Mapping[str, float], n: int, d: int,
                      sparse: bool = False) -> dict[str, Event] | None:
@@ -465,8 +558,8 @@ class AutoMean(MeanEstimator):
             options.append(tuple(candidate.plan_events(n, d, sparse)))
         norms = norm_stages(sparse)
         choice = {stage: gaussian_event(plan[stage], self.secure_noise)
-                  if stage in (*norms, TAIL_STAGE) else exponential_event(plan[stage])
-                  for stage in (*CHOICE_STAGES, TAIL_STAGE) if stage in plan}
+                  if stage in (*norms, *TAIL_STAGES) else exponential_event(plan[stage])
+                  for stage in (*CHOICE_STAGES, *TAIL_STAGES) if stage in plan}
         return {**choice, "release": ChoiceEvent(tuple(options))}
 
     def candidate(self, name: str, rho: float) -> MeanEstimator:
@@ -494,21 +587,63 @@ class AutoMean(MeanEstimator):
         # used (post-processing).
         measured = [private_median_norm(engine, reach, rho=ledger.planned[stage], ledger=ledger,
                                         rng=rng, stage=stage, secure=self.secure_noise)
-                    for stage in norm_stages(engine.baskets)]
+                    for stage in norm_stages(engine.baskets) if stage in ledger.planned]
         r0 = measured[0] if len(measured) == 1 else float(np.exp(np.mean(np.log(measured))))
         if engine.baskets:
             return self.predicted_noise(engine, r0, rho_rest, ledger, rng), {}
         edges = tail_edges(r0, reach)
         rho_tail = ledger.planned[TAIL_STAGE]
-        totals, one_sided = private_tail(engine, edges, r0, rho=rho_tail, ledger=ledger,
-                                         rng=rng, stage=TAIL_STAGE, secure=self.secure_noise)
+        up, down = private_tail(engine, edges, r0, rho=rho_tail, ledger=ledger, rng=rng,
+                                stage=TAIL_STAGE, secure=self.secure_noise)
         clips = self.clip_counts(engine, rho_rest)
-        floors = {name: max(0.0, radius_floor(edges, totals, rho_tail, k)
+        floors = {name: max(0.0, radius_floor(edges, up + down, rho_tail, k)
                             - (0.0 if name == "cm" else r0)) for name, k in clips.items()}
-        noise = self.predicted_noise(engine, r0, rho_rest, ledger, rng, floors)
-        bias = {name: clip_bias(edges, totals, one_sided, clips[name], n)
+        pairs = self.pair_medians(engine, ledger, rng)
+        noise = self.predicted_noise(engine, r0, rho_rest, ledger, rng, floors, pairs)
+        bias = {name: clip_bias(edges, up, down, clips[name], n, rho_tail)
                 for name in noise if name in clips}
+        centred = (self.centred_tail(engine, pairs[0] / math.sqrt(2.0), ledger, rng)
+                   if CENTRE_STAGE in ledger.planned else None)
+        if centred is not None:
+            # IOME and PLAN clip about their centre (PLAN in its scaled space: the unscaled
+            # distances stand in for them).
+            rho_centred = ledger.planned[CENTRED_TAIL_STAGE]
+            edges_c, up_c, down_c, tilt = centred
+            bias.update({name: centred_clip_bias(edges_c, up_c, down_c, clips[name], n,
+                                                 rho_centred, tilt)
+                         for name in ("iome", "plan") if name in bias})
         return noise, {"gaussian": 0.0, **bias}
+
+    def centred_tail(self, engine: Engine, typical: float, ledger: PrivacyLedger,
+                     rng: np.random.Generator
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+        """The tail histogram about a private centre (``CENTRE_STAGE``: the Gaussian mechanism
+        on the mean, ``noisy_mean``), in shells from the rows' ``typical`` distance from it up
+        (``CENTRED_TAIL_STAGE``): (edges, up, down) as ``private_tail`` gives them, and the
+        tilt, or None where the centre's noise, sqrt(d) times its standard deviation s
+        (public), exceeds ``CENTRE_NOISE`` times ``typical`` (private: the pairs' median
+        distance over sqrt(2)). Both stages are spent either way (their plan is public).
+
+        The tilt: the centre's error along u moves the hyperplane that sides the rows by about
+        z s (z at ``TAIL_BETA``), and rows whose projections on u spread as a symmetric bulk's,
+        with standard deviation about typical / sqrt(d), change sides by up to sqrt(2 / pi)
+        z s sqrt(d) / typical of them: on N(0.5, 1) in d = 8 (n = 2000, rho = 1/2) that tilt
+        predicted IOME a bias in 7 releases of 60 and chose CM at 8% more error.
+        Post-processing of the released centre and histogram."""
+        rho_centre = ledger.planned[CENTRE_STAGE]
+        centre = noisy_mean(engine, rho=rho_centre, ledger=ledger, rng=rng, stage=CENTRE_STAGE,
+                            secure=self.secure_noise)
+        reach = box_reach(engine.lo - centre, engine.hi - centre)
+        edges = tail_edges(typical, reach)
+        up, down = private_tail(engine, edges, typical, rho=ledger.planned[CENTRED_TAIL_STAGE],
+                                ledger=ledger, rng=rng, stage=CENTRED_TAIL_STAGE,
+                                centre=centre, secure=self.secure_noise)
+        sensitivity = float(np.linalg.norm(engine.hi - engine.lo)) / engine.n
+        offset = math.sqrt(engine.d) * gaussian_noise_std(sensitivity, rho_centre)
+        if not offset <= CENTRE_NOISE * typical:
+            return None
+        tilt = math.sqrt(2.0 / math.pi) * float(ndtri(1.0 - TAIL_BETA)) * offset / typical
+        return edges, up, down, tilt
 
     def clip_counts(self, engine: Engine, rho_rest: float) -> dict[str, float]:
         """How many rows each candidate that clips aims to clip, on the rest of the budget
@@ -526,15 +661,29 @@ class AutoMean(MeanEstimator):
                 clips[name] = n - candidate.target_rank(n, engine.lo, engine.hi, plan)
         return clips
 
+    def pair_medians(self, engine: Engine, ledger: PrivacyLedger,
+                     rng: np.random.Generator) -> tuple[float, float]:
+        """The private medians of random row pairs' l2 and l1 distances (stages "choice pair
+        l2" and "choice pair l1"), made consistent (``consistent_pair_medians``)."""
+        width = float(np.linalg.norm(engine.hi - engine.lo))
+        l1, squared = pair_distances(engine, rng.permutation(engine.n))
+        l2_med = _private_median_pair(np.sqrt(squared), width,
+                                      rho=ledger.planned["choice pair l2"], ledger=ledger,
+                                      rng=rng, stage="choice pair l2")
+        l1_med = _private_median_pair(l1, float(np.sum(engine.hi - engine.lo)),
+                                      rho=ledger.planned["choice pair l1"], ledger=ledger,
+                                      rng=rng, stage="choice pair l1")
+        return consistent_pair_medians(l2_med, l1_med, engine.d)
+
     def predicted_noise(self, engine: Engine, r0: float, rho_rest: float,
                         ledger: PrivacyLedger, rng: np.random.Generator,
-                        floors: Mapping[str, float] | None = None) -> dict[str, float]:
+                        floors: Mapping[str, float] | None = None,
+                        pairs: tuple[float, float] | None = None) -> dict[str, float]:
         """Each candidate's predicted l2 noise (private: the median norm ``r0`` and the pair
-        medians; see the class notes), at a radius no smaller than its ``floors`` entry (cm,
-        iome; PLAN follows iome's)."""
+        medians ``pairs``, measured here where not given; see the class notes), at a radius no
+        smaller than its ``floors`` entry (cm, iome; PLAN follows iome's)."""
         floors = floors or {}
         n, d = engine.n, engine.d
-        planned = ledger.planned
         width = float(np.linalg.norm(engine.hi - engine.lo))
         spread = 1.0 + 3.0 / np.sqrt(d)
 
@@ -555,13 +704,7 @@ class AutoMean(MeanEstimator):
             # tie: scaled by the item frequencies it was 1-4% better than CM on both basket files
             # (docs/results.md); the choice cannot see that gain.
             return {"gaussian": predicted["gaussian"], "plan": cm, "cm": cm}
-        l1, squared = pair_distances(engine, rng.permutation(n))
-        l2_med = _private_median_pair(np.sqrt(squared), width, rho=planned["choice pair l2"],
-                                      ledger=ledger, rng=rng, stage="choice pair l2")
-        l1_med = _private_median_pair(l1, float(np.sum(engine.hi - engine.lo)),
-                                      rho=planned["choice pair l1"], ledger=ledger, rng=rng,
-                                      stage="choice pair l1")
-        l2_med, l1_med = consistent_pair_medians(l2_med, l1_med, d)
+        l2_med, l1_med = pairs if pairs is not None else self.pair_medians(engine, ledger, rng)
         skew = float(np.sqrt(np.pi / 2.0) * l1_med / (np.sqrt(d) * l2_med))
         iome = self.candidate("iome", rho_rest)
         predicted["iome"] = clipped(l2_med / np.sqrt(2.0), iome)
