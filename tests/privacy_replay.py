@@ -179,6 +179,9 @@ def realised_rho(monkeypatch, method: str, x: np.ndarray, x_prime: np.ndarray, *
                                   err_msg="the release moved with the data beyond its draws")
     _assert_same(first.diagnostics, second.diagnostics)
     assert first.ledger == second.ledger
+    # The rest of the result is output too (a review found these unchecked).
+    assert (first.fallback, first.columns, first.n, first.d) == (
+        second.fallback, second.columns, second.n, second.d), "the result's fields moved"
     return replay
 
 
