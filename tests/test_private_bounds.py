@@ -213,3 +213,16 @@ def test_signed_counts_are_the_signed_levels_histogram(values):
     np.testing.assert_array_equal(signed_counts(values), reference)
     halves = signed_counts(values[: len(values) // 2]) + signed_counts(values[len(values) // 2:])
     np.testing.assert_array_equal(halves, reference)
+
+
+@pytest.mark.parametrize("method", ["cm", "gaussian", "plan"])
+def test_a_private_box_too_wide_to_compute_in_is_the_fallback_not_an_error(method):
+    """Values near 1e308: the private box's squared diameter overflows float64. The release
+    was refused after the box's charge with "bounds are too wide ... rescale", of bounds the
+    user never gave (review); it is the fallback now, decided by the noisy box alone."""
+    x = np.full((4000, 3), 1.5e308)
+    x[::2] *= -1
+    with pytest.warns(InsufficientDataWarning, match="squared diameter overflows"):
+        result = dpmean.mean(x, rho=1.0, method=method, random_state=1)
+    assert result.fallback and not result.mean.any()
+    assert set(result.ledger) == {"bounds"}

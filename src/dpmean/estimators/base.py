@@ -683,13 +683,22 @@ class MeanEstimator(ABC):
         lo, hi, borrowed = private_box(make_engine(data, -unbounded, unbounded, self.engine),
                                        rho_box, rng, ledger=ledger, secure=self.secure_noise)
         ledger.verify()
-        if np.isnan(lo).any():  # no bin cleared the threshold somewhere: post-processing
-            warnings.warn(
-                f"{self.method}: n={n} rows is too few for {self.budget} to find a private "
-                f"box (no bin of the columns' histograms, alone or summed, clears its noise; "
-                f"values that are exactly 0 fall in no bin, so all-zero data find none either); "
-                f"releasing the zero vector. Give bounds=(lo, hi), a larger budget or more rows.",
-                InsufficientDataWarning, stacklevel=user_stacklevel())
+        with np.errstate(over="ignore", invalid="ignore"):
+            # A box whose squared diameter overflows float64 (values near 1e308): no estimator
+            # computes in it, and refusing it after the charge told the user to rescale bounds
+            # they never gave (review). Post-processing of the noisy box, like the NaN case.
+            too_wide = not np.isnan(lo).any() and not np.isfinite(np.sum(np.square(hi - lo)))
+        if np.isnan(lo).any() or too_wide:
+            reason = ("the private box reaches values too large to compute a mean with in "
+                      "float64 (its squared diameter overflows); rescale the data, e.g. to "
+                      "other units" if too_wide else
+                      f"n={n} rows is too few for {self.budget} to find a private box (no bin "
+                      f"of the columns' histograms, alone or summed, clears its noise; values "
+                      f"that are exactly 0 fall in no bin, so all-zero data find none either)")
+            advice = ("" if too_wide else
+                      " Give bounds=(lo, hi), a larger budget or more rows.")
+            warnings.warn(f"{self.method}: {reason}; releasing the zero vector.{advice}",
+                          InsufficientDataWarning, stacklevel=user_stacklevel())
             return MeanResult(mean=np.zeros(d), method=self.method, n=n, d=d,
                               budget=self.budget, ledger=ledger.spent,
                               diagnostics=normalise({"private_bounds": True,
