@@ -1,6 +1,7 @@
 """Scale-aware releases (issue 18, items 1 and 2): per-column boxes of different widths are
 normalised before the estimator runs and mapped back; every release lies in its box."""
 
+import re
 import warnings
 
 import numpy as np
@@ -144,8 +145,16 @@ def test_intervals_cover_on_the_mixed_scale_table(method):
 
 def test_a_release_that_is_mostly_noise_warns_with_what_would_help():
     x = mixed_scale_table()[:40]
-    with pytest.warns(NoisyReleaseWarning, match=r"rho >= .* or n >= \d+ rows"):
+    with pytest.warns(NoisyReleaseWarning, match=r"rho >= .* or n >= [\d,]+ rows") as said:
         dpmean.mean(x, rho=1e-4, method="gaussian", bounds=(0.0, HI), random_state=0)
+    # The budget it names brings the noise's 95% interval within the box (the Gaussian
+    # mechanism's noise is public: what it names is the arithmetic's, up to its 3 digits).
+    enough = float(re.search(r"rho >= ([\d.e+-]+)", str(said[0].message)).group(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoisyReleaseWarning)
+        dpmean.mean(x, rho=enough * 1.01, method="gaussian", bounds=(0.0, HI), random_state=0)
+    with pytest.warns(NoisyReleaseWarning):
+        dpmean.mean(x, rho=enough * 0.9, method="gaussian", bounds=(0.0, HI), random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoisyReleaseWarning)
         dpmean.mean(mixed_scale_table(), rho=1.0, method="gaussian", bounds=(0.0, HI),
