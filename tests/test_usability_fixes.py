@@ -148,6 +148,78 @@ def test_one_persons_word_does_not_change_how_the_others_cells_read(tmp_path, ce
         np.testing.assert_array_equal(outcomes[0], outcomes[1])
 
 
+def european(tmp_path, n=300):
+    """A frame and its CSV file as European spreadsheets write it: ';' between cells, a
+    decimal comma, a bool column as True/False."""
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame({"weight": rng.normal(70, 10, n).round(2),
+                          "height": rng.normal(1.7, 0.1, n).round(3),
+                          "smoker": rng.random(n) < 0.2})
+    path = tmp_path / "eu.csv"
+    frame.to_csv(path, sep=";", decimal=",", index=False)
+    return frame.astype(float), path
+
+
+def test_a_decimal_comma_file_reads_as_pandas_reads_it_on_every_engine(tmp_path, capsys,
+                                                                      monkeypatch):
+    """A trial's European export (sep=';', decimal=',') was refused after the charge, with
+    no way to read it."""
+    from dpmean.engines import dask as dask_engine
+    from dpmean.engines import open_source
+
+    frame, path = european(tmp_path)
+    np.testing.assert_array_equal(load_data(path, decimal=","), frame.to_numpy())
+    bounds = {"weight": (0, 200), "height": (0, 3), "smoker": (0, 1)}
+    want = dpmean.mean(frame, rho=1, bounds=bounds, method="cm", random_state=2)
+    for engine in ("memory", "chunked"):
+        got = dpmean.mean(open_source(path, decimal=","), rho=1, bounds=bounds, method="cm",
+                          random_state=2, engine=engine)
+        np.testing.assert_array_equal(got.mean, want.mean)
+    monkeypatch.setattr(dask_engine, "_CSV_BLOCK_BYTES", 256)
+    blocks = dask_engine.dask_array_from_file(str(path), decimal=",")
+    np.testing.assert_array_equal(blocks.compute(scheduler="sync"), frame.to_numpy())
+    code, out, err = run(capsys, "estimate", path, "--decimal", ",", "--rho", 1, "--range",
+                         "weight=0:200", "--range", "height=0:3", "--range", "smoker=0:1",
+                         "--method", "cm", "--quiet")
+    assert code == 0 and "weight" in out
+
+
+def test_a_decimal_comma_is_asked_for_and_checked_against_the_delimiter(tmp_path, capsys):
+    _, path = european(tmp_path)
+    with pytest.raises(InvalidDataError, match=r"need --decimal , \(decimal=','\)"):
+        load_data(path)
+    with pytest.raises(InvalidParameterError, match="both ','"):
+        load_data(path, decimal=",", delimiter=",")
+    commas = tmp_path / "commas.csv"
+    commas.write_text("a,b\n1,2\n")
+    with pytest.raises(InvalidParameterError, match="sniffed from the first line is ','"):
+        load_data(commas, decimal=",")
+    with pytest.raises(InvalidParameterError, match="'.' or ','"):
+        load_data(commas, decimal=";")
+    np.save(tmp_path / "x.npy", np.zeros((3, 2)))
+    code, out, err = run(capsys, "estimate", tmp_path / "x.npy", "--decimal", ",", "--rho", 1,
+                         "--bounds", 0, 1)
+    assert_one_error_line(code, out, err)
+    assert "--decimal" in err
+
+
+@pytest.mark.parametrize("cell", ["1,5", " 1,5 ", "1.5", "1,5e3", "1.000,5", ""])
+def test_a_word_beside_decimal_comma_cells_reads_them_as_the_float_parse_does(tmp_path, cell):
+    outcomes = []
+    for flag in ("1", "True"):
+        path = tmp_path / f"{flag}.csv"
+        rows = [f'{i % 3};"{cell}"' if i != 70 else f"{i % 3};{flag}" for i in range(120)]
+        path.write_text("a;b\n" + "\n".join(rows) + "\n")
+        try:
+            outcomes.append(load_data(path, decimal=","))
+        except InvalidDataError as exc:
+            outcomes.append(str(exc).removeprefix(str(path)))
+    if isinstance(outcomes[0], str):
+        assert outcomes[0] == outcomes[1]
+    else:
+        np.testing.assert_array_equal(outcomes[0], outcomes[1])
+
+
 def test_a_text_cell_is_refused_without_quoting_it(tmp_path, capsys):
     frame = pd.DataFrame({"x": np.linspace(0, 1, 60),
                           "answer": np.where(np.arange(60) % 3 == 1, "yes", "no")})

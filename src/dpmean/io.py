@@ -64,7 +64,7 @@ def check_n_items(n_items) -> int:
 def load_data(
     path: str | os.PathLike, *, key: str | None = None, n_items: int | None = None,
     columns: Sequence[str] | str | None = None, delimiter: str | None = None,
-    header: bool | None = None, index_col: bool | None = None,
+    header: bool | None = None, index_col: bool | None = None, decimal: str | None = None,
 ) -> np.ndarray | scipy.sparse.csr_matrix:
     """Read a data file, choosing the reader by the file's extension.
 
@@ -80,7 +80,9 @@ def load_data(
       pandas' default names 0 .. d-1, with or without the index's empty cell),
       ``header=False`` as data. An empty first header cell marks pandas' index column, which
       is dropped (``index_col=True`` drops the first column always, ``False`` never).
-      ``nan``/``inf`` cells are read as floats (the estimators reject them). Details:
+      ``nan``/``inf`` cells are read as floats (the estimators reject them); ``True`` and
+      ``False`` (any case) as 1 and 0. ``decimal=","`` reads numbers with a decimal comma
+      (1,5), as European spreadsheets write them with ``;`` between cells. Details:
       ``dpmean.tables.CsvTable``.
     - ``.parquet``: a table of numeric (or boolean) columns (a pandas index is not a column).
     - ``.dat``: a transaction file, one basket per line, space-separated item ids from 0 to
@@ -101,7 +103,7 @@ def load_data(
     columns : sequence of str or str, optional
         For ``.csv`` (with a header) and ``.parquet``: the columns to read, by name, in order;
         default all (each must then be numeric).
-    delimiter, header, index_col : optional
+    delimiter, header, index_col, decimal : optional
         For ``.csv`` only, as described above.
 
     Returns
@@ -122,10 +124,10 @@ def load_data(
     p = Path(path)
     ext = p.suffix.lower()
     _check_options(p, n_items=n_items, key=key, columns=columns, delimiter=delimiter,
-                   header=header, index_col=index_col)
+                   header=header, index_col=index_col, decimal=decimal)
     if ext in (".csv", ".parquet"):
         return open_table(p, columns=columns, delimiter=delimiter, header=header,
-                          index_col=index_col).read()
+                          index_col=index_col, decimal=decimal).read()
     check_readable(p)
     if ext == ".npz":
         return _load_npz(p, key)
@@ -137,7 +139,8 @@ def load_data(
 
 # The formats each reader option applies to.
 _OPTION_FORMATS = {"key": (".npz",), "n_items": (".dat",), "columns": (".csv", ".parquet"),
-                   "delimiter": (".csv",), "header": (".csv",), "index_col": (".csv",)}
+                   "delimiter": (".csv",), "header": (".csv",), "index_col": (".csv",),
+                   "decimal": (".csv",)}
 
 
 def _check_options(p: Path, **options) -> None:
@@ -158,7 +161,7 @@ def _check_options(p: Path, **options) -> None:
 def open_table(
     path: str | os.PathLike, *, columns: Sequence[str] | str | None = None,
     delimiter: str | None = None, header: bool | None = None, index_col: bool | None = None,
-    key: str | None = None, n_items: int | None = None,
+    key: str | None = None, n_items: int | None = None, decimal: str | None = None,
 ) -> CsvTable | ParquetTable:
     """A ``.csv`` or ``.parquet`` file opened for reading (layout and chosen columns checked, no
     rows read yet); options as in ``load_data``. ``.names`` are the chosen columns' names
@@ -173,11 +176,12 @@ def open_table(
     if ext not in (".csv", ".parquet"):
         raise InvalidParameterError(f"{p}: open_table reads .csv and .parquet files")
     _check_options(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col,
-                   key=key, n_items=n_items)
+                   key=key, n_items=n_items, decimal=decimal)
     check_readable(p)
     if ext == ".parquet":
         return ParquetTable(p, columns=columns)
-    return CsvTable(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col)
+    return CsvTable(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col,
+                    decimal=decimal)
 
 
 def check_readable(p: Path) -> None:

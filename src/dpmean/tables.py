@@ -444,18 +444,22 @@ class CsvTable:
       and polars read them (blank lines skipped), except that in a file of one column a
       blank line is a row with an empty cell (counted in n, refused by the release).
 
-    Every chosen cell must be a number, or a boolean word (True, false, ... as pandas writes a
-    bool column), read as 1 or 0. ``read()`` gives ``nan``/``inf`` cells (and numbers
-    too large for a float64, as inf) as they are; ``table()`` and ``batches()``, which feed a
-    release, refuse them naming the column (``check_values``), as the estimators would.
+    Every chosen cell must be a number (with a decimal comma where ``decimal=","``), or a
+    boolean word (True, false, ... as pandas writes a bool column), read as 1 or 0.
+    ``read()`` gives ``nan``/``inf`` cells (and numbers too large for a float64, as inf) as
+    they are; ``table()`` and ``batches()``, which feed a release, refuse them naming the
+    column (``check_values``), as the estimators would.
     """
 
     def __init__(self, path: str | Path, *, columns: Sequence[str] | str | None = None,
                  delimiter: str | None = None, header: bool | None = None,
-                 index_col: bool | None = None) -> None:
+                 index_col: bool | None = None, decimal: str | None = None) -> None:
         import pyarrow.csv as pcsv
 
         self.path = Path(path)
+        if decimal not in (None, ".", ","):
+            raise InvalidParameterError(f"the decimal mark must be '.' or ',', got {decimal!r}")
+        self.decimal = decimal or "."
         first = self._first_record(header)
         if delimiter is not None and (len(delimiter) != 1 or delimiter in '"\r\n.+-'
                                       or delimiter.isalnum()):
@@ -467,6 +471,14 @@ class CsvTable:
                 f"letter, '.', '+' or '-') and not a quote or a line break, got {delimiter!r}")
         self.delimiter = delimiter or sniff_delimiter(first)
         self._delimiter_given = delimiter is not None
+        if self.delimiter == self.decimal and self._delimiter_given:
+            raise InvalidParameterError(f"the decimal mark and the delimiter are both "
+                                        f"{delimiter!r}: a decimal comma needs another "
+                                        f"delimiter (';' as spreadsheets write it)")
+        if self.delimiter == self.decimal:
+            raise InvalidParameterError(
+                f"{self.path}: the delimiter sniffed from the first line is {self.delimiter!r}, "
+                f"the decimal mark too; give the file's delimiter with --delimiter, delimiter=")
         # newlines_in_values: a quoted cell may hold a line break; without it pyarrow splits
         # the file into blocks at any line break and refused files over 16 MiB whose split fell
         # inside such a cell ("line 568733 has 1 values").
@@ -629,31 +641,50 @@ class CsvTable:
         names = list(self._column_of)
         types = {name: pa.string() if name in self._worded else pa.float64() for name in names}
         return pcsv.ConvertOptions(
-            include_columns=names, column_types=types,
+            include_columns=names, column_types=types, decimal_point=self.decimal,
             null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False)
 
     def _numbers(self, rows: Any) -> Any:
         """``rows`` with every worded column as float64: True and False (any case, as pandas
-        writes a bool column) as 1 and 0, every other cell parsed as a number. The value of a
-        cell depends on the cell alone, whichever block found the column's first word."""
-        import pyarrow as pa
+        writes a bool column) as 1 and 0, every other cell parsed by the float parse that reads
+        the other columns (``_parse_cells``). The value of a cell depends on the cell alone,
+        whichever block found the column's first word."""
         import pyarrow.compute as pc
 
-        for name in self._worded:
+        for name in (name for name in self._column_of if name in self._worded):  # file order
             at = rows.schema.get_field_index(name)
-            # Trimmed of spaces and tabs, as pyarrow's float parse trims a cell (and no more:
-            # a cell it refuses must be refused here too): " 5" beside one person's True was
-            # refused where beside a 1 it was read, so a cell decided the release (review).
-            text = pc.utf8_trim(rows.column(at), " \t")
-            word = pc.utf8_lower(text)
+            text = rows.column(at)
+            word = pc.utf8_lower(pc.utf8_trim(text, " \t"))
             digits = pc.if_else(pc.equal(word, "true"), "1",
                                 pc.if_else(pc.equal(word, "false"), "0", text))
-            try:
-                number = pc.cast(digits, pa.float64())
-            except pa.ArrowException:
-                raise self._not_a_number(self._column_of[name]) from None
-            rows = rows.set_column(at, name, number)
+            rows = rows.set_column(at, name, self._parse_cells(digits, name))
         return rows
+
+    def _parse_cells(self, cells: Any, name: str) -> Any:
+        """Text cells as float64 by pyarrow's CSV float parse itself (each cell quoted, one a
+        line), with this file's decimal mark: a cell it refuses anywhere is refused here, one it
+        reads is read alike. (A cast of the text differed: it refused " 5", which the parse
+        trims, so one person's True beside it decided release or refusal: review.)"""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+
+        quoted = pc.binary_join_element_wise('"', pc.replace_substring(cells, '"', '""'), '"',
+                                             "")
+        lines = "\n".join(quoted.to_pylist()).encode() + b"\n"
+        try:
+            parsed = pcsv.read_csv(
+                io.BytesIO(lines),
+                read_options=pcsv.ReadOptions(column_names=["x"], use_threads=False),
+                parse_options=pcsv.ParseOptions(newlines_in_values=True,
+                                                ignore_empty_lines=False),
+                convert_options=pcsv.ConvertOptions(
+                    column_types={"x": pa.float64()}, decimal_point=self.decimal,
+                    null_values=[], strings_can_be_null=False,
+                    quoted_strings_can_be_null=False))
+        except pa.ArrowException:
+            raise self._not_a_number(self._column_of[name]) from None
+        return parsed.column("x")
 
     def _word_column(self, exc: Exception) -> bool:
         """Whether pyarrow's float parse failed in a chosen column not yet read as text: then
@@ -810,6 +841,9 @@ class CsvTable:
         other = [c for c in DELIMITERS if c != self.delimiter and c in str(name)]
         hint = (f"; its name holds {other[0]!r}: is that the file's delimiter? "
                 f"(--delimiter, delimiter=)" if self.header and other else "")
+        if not hint and self.delimiter != "," and self.decimal == ".":
+            # Layout only: a ';' file is how spreadsheets with a decimal comma write.
+            hint = "; numbers written with a decimal comma (1,5) need --decimal , (decimal=',')"
         return InvalidDataError(
             f"{self.path}: column {number} holds a cell that is not a number ({named}empty, "
             f"text, or a malformed number; True and False are read as 1 and 0); fix the "

@@ -291,6 +291,7 @@ def table_options(args: argparse.Namespace) -> dict[str, Any]:
     """The table reader's options of a command that reads a .csv or .parquet INPUT."""
     delimiter = "\t" if args.delimiter in ("tab", "\\t") else args.delimiter
     return {"columns": args.columns, "delimiter": delimiter, "header": args.header,
+            "decimal": getattr(args, "decimal", None),
             "index_col": args.index_col}
 
 

@@ -117,6 +117,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="the CSV delimiter, one character no number holds (default: "
                        "sniffed from the first line among comma, tab, ';' and '|'); "
                        "--delimiter tab for a tab")
+    table.add_argument("--decimal", choices=(".", ","),
+                       help="the CSV decimal mark (default '.'); ',' for numbers written 1,5, "
+                       "as European spreadsheets write them, with ';' between cells")
     table.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                        help="the first CSV line is a header (--header) or data (--no-header); "
                        "default: a header when none of its cells is a number, data when all "
@@ -408,7 +411,8 @@ def _choose_engine(args: argparse.Namespace) -> str | None:
 
 # The flags of one input format, and the formats they apply to.
 _FORMAT_FLAGS = {"items": (".dat",), "columns": (".csv", ".parquet"), "delimiter": (".csv",),
-                 "header": (".csv",), "index_col": (".csv",), "key": (".npz",)}
+                 "header": (".csv",), "index_col": (".csv",), "decimal": (".csv",),
+                 "key": (".npz",)}
 
 
 def _names(text: str) -> list[str]:

@@ -134,7 +134,7 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None,
         the width d of the rows (item ids must lie in 0 .. n_items - 1).
     **table_options
         For ``.csv`` and ``.parquet`` files: ``columns``, and for CSV ``delimiter``,
-        ``header``, ``index_col``, as ``io.load_data`` takes them.
+        ``header``, ``index_col``, ``decimal``, as ``io.load_data`` takes them.
 
     Raises
     ------
