@@ -328,3 +328,41 @@ def test_the_charge_line_tells_this_release_from_the_ledgers_total(capsys, tmp_p
     assert code == 0
     assert ("as release #1 (0.5 rho); the ledger: 1 rho of zCDP(rho=2) spent in all, 1 "
             "remaining") in out
+
+
+@pytest.mark.parametrize("late", ["2.5", "True", "text"])
+def test_counting_the_rows_judges_no_cell_before_the_charge(capsys, tmp_path, monkeypatch,
+                                                            late):
+    """A review: the count read before the charge typed each column by its first block, so a
+    later cell of another kind failed it: one person's 2.5 among integers was refused free of
+    charge where its neighbour (a 1) was released and charged. Blocks of 4 KiB here (16 MiB
+    in use)."""
+    from dpmean import tables
+
+    monkeypatch.setattr(tables, "_BLOCK_BYTES", 4096)
+    rows = [f"{i % 90},{i % 2}" for i in range(5000)]
+    for cell in ("1", late):
+        rows[-10] = f"7,{cell}"
+        path = tmp_path / f"{cell}.csv"
+        path.write_text("a,b\n" + "\n".join(rows) + "\n")
+        assert tables.CsvTable(path).count_rows() == 5000
+        ledger = tmp_path / f"{cell}.json"
+        run(capsys, "ledger", "init", ledger, "--rho", 10)
+        code, out, err = run(capsys, "estimate", path, "--rho", 1, "--bounds", 0, 100,
+                             "--method", "gaussian", "--ledger", ledger, "--quiet")
+        if cell == "text":
+            assert code == 2 and "stays charged" in err
+        else:
+            assert code == 0, err
+        assert len(ledger_file.read(ledger).ledger) == 1
+
+
+def test_a_dask_block_is_counted_without_judging_its_cells(tmp_path):
+    """The workers count their blocks (over 1 MiB here, pyarrow's block) as the client does:
+    a late 2.5 among integers failed the count, and a valid file was refused."""
+    from dpmean.tables import CsvTable
+
+    lines = "".join(f"{i % 90},{i % 2}\n" for i in range(300_000)) + "7,2.5\n"
+    path = tmp_path / "late.csv"
+    path.write_text("a,b\n" + lines)
+    assert CsvTable(path).count_rows(lines.encode()) == 300_001

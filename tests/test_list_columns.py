@@ -147,3 +147,41 @@ def test_an_element_name_that_is_another_column_is_refused(tmp_path):
     with pytest.raises(InvalidDataError) as info:
         dpmean.mean(str(path), rho=1, bounds=(0, 1), method="cm")
     assert "'v[1]'" in str(info.value) and "rename one" in str(info.value)
+
+
+def test_lists_of_no_elements_are_refused_from_the_schema(tmp_path, capsys):
+    """A review: fixed_size_list<double>[0] passed the schema check and failed in pyarrow's
+    reader after the charge."""
+    path = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"x": [0.5] * 300,
+                             "v": pa.array([[]] * 300, type=pa.list_(pa.float64(), 0))}), path)
+    with pytest.raises(InvalidDataError, match="column 'v'.*no elements"):
+        dpmean.mean(str(path), rho=1, bounds=(0, 1), method="cm")
+    ledger = tmp_path / "L.json"
+    ledger_file.create(ledger, Session(rho=1))
+    code = main(["estimate", str(path), "--rho", "0.5", "--bounds", "0", "1", "--method",
+                 "cm", "--ledger", str(ledger)])
+    assert code == 2 and "no elements" in capsys.readouterr().err
+    assert ledger_file.read(ledger).ledger == []
+
+
+def test_only_a_list_columns_elements_take_its_range(tmp_path):
+    """A review: ranges were matched by text, so a plain column named "a[0]" took the range of
+    column "a". Only the elements of a list column (validation.ElementName) do."""
+    path = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"a": [0.5] * 400, "a[0]": [0.25] * 400}), path)
+    with pytest.raises(dpmean.errors.InvalidParameterError, match=r"no range for .*'a\[0\]'"):
+        dpmean.mean(str(path), rho=1, bounds={"a": (0, 1)}, method="cm")
+    result = dpmean.mean(str(path), rho=1, bounds={"a": (0, 1), "a[0]": (0, 1)}, method="cm",
+                         random_state=0)
+    assert result.columns == ("a", "a[0]")
+
+
+def test_a_bad_range_is_told_by_its_column_in_python_too(parquet):
+    path, _ = parquet
+    with pytest.raises(dpmean.errors.InvalidParameterError, match="column 'weight' has lo=5"):
+        dpmean.mean(str(path), rho=1, bounds={"weight": (5, 0), "emb": (-1, 1)}, method="cm")
+    with pytest.raises(dpmean.errors.InvalidParameterError,
+                       match=r"hi must be finite \(column 'emb\[0\]' has hi=inf\)"):
+        dpmean.mean(str(path), rho=1, bounds={"weight": (0, 5), "emb": (-1, np.inf)},
+                    method="cm")

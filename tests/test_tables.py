@@ -349,3 +349,13 @@ def test_a_parquet_file_without_rows_says_so_on_every_path(tmp_path, capsys):
             attempt()
     assert main(["estimate", str(path), "--rho", "1", "--bounds", "0", "1"]) == 2
     assert "the file holds columns but no rows" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("word", ["True", "True ", " true", "tRuE", "FALSE\t"])
+def test_a_first_line_of_boolean_words_reads_as_data_as_the_reader_reads_them(tmp_path, word):
+    """A review: the header guess took "True" for a number but not "True " or "tRuE", which the
+    reader reads as 1 in any other row; such a first line was refused before the charge."""
+    path = tmp_path / "x.csv"
+    path.write_text(f"{word},5\n1,2\n")
+    np.testing.assert_array_equal(open_table(path).read(),
+                                  [[float(word.strip().lower() == "true"), 5.0], [1.0, 2.0]])

@@ -256,24 +256,47 @@ def check_sparse_data(x):
     return csr
 
 
+class ElementName(str):
+    """The name of a data column that is element ``position`` of a list column (``column``):
+    ``"emb[3]"``, as ``tables`` names a fixed-size list's elements. A plain column that
+    happens to be named ``"a[0]"`` is a plain ``str``: only an element takes its list
+    column's range (``range_name``)."""
+
+    column: str
+    position: int
+
+    def __new__(cls, column: str, position: int) -> ElementName:
+        name = super().__new__(cls, f"{column}[{position}]")
+        name.column, name.position = column, position
+        return name
+
+    def __reduce__(self) -> tuple[type, tuple[str, int]]:
+        return ElementName, (self.column, self.position)
+
+
+def column_text(name: object) -> str:
+    """A data column's name as text, an ``ElementName`` kept as it is."""
+    return name if isinstance(name, str) else str(name)
+
+
 def range_name(name: str, given: Container[str]) -> str | None:
     """The name in ``given`` whose range the data's column ``name`` takes: its own, else, for
-    an element of a list column (``"emb[3]"``, as ``tables`` names a fixed-size list's
-    elements), the list column's (``"emb"``); None when neither is given."""
+    an element of a list column (an ``ElementName``), the list column's; None when neither is
+    given."""
     if name in given:
-        return name
-    base, bracket, _ = name.rpartition("[")
-    return base if bracket and name.endswith("]") and base in given else None
+        return str(name)
+    if isinstance(name, ElementName) and name.column in given:
+        return name.column
+    return None
 
 
 def ranged_columns(names: Sequence[str]) -> list[str]:
     """The data's column ``names`` as ranges are given for them: the elements of a list column
-    (``"emb[0]"``, ``"emb[1]"`` ...) as the list column (``"emb"``, once), for messages that
-    ask for the missing ranges."""
+    (``ElementName``s) as the list column (once), for messages that ask for the missing
+    ranges."""
     shown: list[str] = []
     for name in names:
-        base, bracket, index = name.rpartition("[")
-        column = base if bracket and index[:-1].isdigit() and name.endswith("]") else name
+        column = name.column if isinstance(name, ElementName) else str(name)
         if column not in shown:
             shown.append(column)
     return shown
@@ -290,9 +313,9 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
     # The data's names are text (a frame's integer labels 0, 1, ... become "0", "1", ...):
     # the mapping's keys are read alike, so bounds={0: (lo, hi)} names pd.DataFrame(x)'s 0.
     by_text = {str(key): value for key, value in bounds.items()}
-    owners = [range_name(str(name), by_text) for name in names]
-    missing = ranged_columns([str(name) for name, owner in zip(names, owners, strict=True)
-                              if owner is None])
+    owners = [range_name(column_text(name), by_text) for name in names]
+    missing = ranged_columns([column_text(name) for name, owner
+                              in zip(names, owners, strict=True) if owner is None])
     if missing:
         # Names the mapping gives that the data does not have (column names are public;
         # never a value): usually the missing column's name mistyped.
@@ -375,7 +398,10 @@ def check_bounds(bounds, d: int, names: Sequence[str] | None = None
         except OverflowError:
             raise _beyond_float64(f"bounds {name}") from None
         if not np.isfinite(arr).all():
-            raise InvalidParameterError(f"bounds {name} must be finite")
+            j = int(np.argmin(np.isfinite(arr)))
+            which = (f" (column {names[j]!r} has {name}={arr[j]:g})" if names is not None
+                     and arr.size > 1 else "")
+            raise InvalidParameterError(f"bounds {name} must be finite{which}")
         out.append(arr)
     lo_arr, hi_arr = out
     if not (lo_arr < hi_arr).all():

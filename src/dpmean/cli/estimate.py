@@ -290,7 +290,7 @@ def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: li
     be a guess."""
     import numpy as np
 
-    from ..validation import range_name, ranged_columns
+    from ..validation import column_text, range_name, ranged_columns
 
     source = args.bounds_file or "--range"
     if data_names is None:
@@ -301,9 +301,9 @@ def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: li
         raise UsageError(f"--range names columns, but {args.input} has none (a .csv with a "
                          f"header or a .parquet file has): use --bounds-file or --bounds")
     where = {name: i for i, name in enumerate(named)}
-    owners = [range_name(str(name), where) for name in data_names]
-    missing = ranged_columns([str(name) for name, owner in zip(data_names, owners, strict=True)
-                              if owner is None])
+    owners = [range_name(column_text(name), where) for name in data_names]
+    missing = ranged_columns([column_text(name) for name, owner
+                              in zip(data_names, owners, strict=True) if owner is None])
     if missing:
         # Names given a range that the release does not use (names are public, never a
         # value): usually the missing column's name, mistyped.

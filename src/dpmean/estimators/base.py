@@ -503,8 +503,11 @@ class MeanEstimator(ABC):
         x, names = data_columns(x, columns)
         estimator = self
         if isinstance(self.bounds, Mapping):
-            # Ranges by column name: this release's box in the data's column order.
-            estimator = self.with_params(bounds=bounds_by_name(self.bounds, names))
+            # Ranges by column name: this release's box in the data's column order, judged
+            # here so that a bad range is told by its column's name, not its position.
+            box = bounds_by_name(self.bounds, names)
+            check_bounds(box, len(box[0]), names)
+            estimator = self.with_params(bounds=box)
         try:
             result = estimator._estimate(x).named(names)
         except InvalidDataError as exc:
