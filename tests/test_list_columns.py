@@ -185,3 +185,24 @@ def test_a_bad_range_is_told_by_its_column_in_python_too(parquet):
                        match=r"hi must be finite \(column 'emb\[0\]' has hi=inf\)"):
         dpmean.mean(str(path), rho=1, bounds={"weight": (0, 5), "emb": (-1, np.inf)},
                     method="cm")
+
+
+def test_a_typo_is_told_from_a_column_left_out(parquet, capsys):
+    """A trial: a mistyped range name beside a missing range was called "not one of the chosen
+    columns (--columns)", though it is no column of the file at all."""
+    path, _ = parquet
+    code = main(["estimate", str(path), "--rho", "1", "--range", "embb=-1:1", "--range",
+                 "weight=0:5", "--columns", "emb,weight"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"'embb', not one of the columns of {path}" in err
+    code = main(["estimate", str(path), "--rho", "1", "--range", "weight=0:5",
+                 "--columns", "emb"])
+    err = capsys.readouterr().err
+    assert code == 2 and "'weight', not one of the chosen columns (--columns)" in err
+
+
+def test_an_embeddings_nan_is_told_by_its_list_column_from_a_frame_too():
+    table = pa.table({"emb": pa.array([[0.1, 0.2]] * 300 + [[0.1, float("nan")]],
+                                      type=pa.list_(pa.float64(), 2))})
+    with pytest.raises(InvalidDataError, match=r"column 'emb' \(element 1\) holds NaN"):
+        dpmean.mean(table, rho=1, bounds=(0, 1), method="cm")

@@ -392,7 +392,8 @@ def test_a_range_for_a_column_not_chosen_is_named(capsys, tmp_path):
                          "nosuch=0:9", "--columns", "digit")
     assert_one_error_line(code, out, err)
     assert "no range for 'digit'" in err
-    assert "'nosuch', not one of the chosen columns" in err
+    # No column of the file at all (a typo), not merely one --columns left out.
+    assert "'nosuch', not one of the columns of" in err
     code, out, err = run(capsys, "estimate", tmp_path / "t.csv", "--rho", 1, "--range",
                          "digit=0:9", "--range", "inc=0:1")
     assert_one_error_line(code, out, err)

@@ -211,9 +211,13 @@ def named_column(error: InvalidDataError, names: Sequence[str] | None) -> Invali
     column = getattr(error, "column", None)
     if names is None or column is None or not 0 <= column < len(names):
         return error
+    name = names[column]
+    # An embedding's element by its list column, as the file readers tell it.
+    which = (f"column {name.column!r} (element {name.position})"
+             if isinstance(name, ElementName) else f"column {name!r}")
     return InvalidDataError(
-        f"column {names[column]!r} holds NaN or infinite values or empty cells (nulls); "
-        f"remove or impute them before a private release")
+        f"{which} holds NaN or infinite values or empty cells (nulls); remove or impute them "
+        f"before a private release")
 
 
 def dtype_kind(dtype: np.dtype) -> str:

@@ -273,18 +273,26 @@ def _check_range_names(args: argparse.Namespace, names: list[str]) -> None:
     """Refuse --range ``names`` that are not columns of a table INPUT (any of its columns,
     not only those --columns chooses), read as ``estimate`` reads its layout (no value read),
     where every column used has a range."""
+    from ..tables import check_range_names
+
+    available = input_columns(args)
+    if available is not None:
+        check_range_names(names, available, args.input, what="--range", used=args.columns)
+
+
+def input_columns(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """Every column of a table INPUT, whichever --columns chooses (of any type: a text column
+    left out must not stop a check), from its header or schema alone (a CSV file read with the
+    command's options); None for other input or a CSV file without a header."""
     from ..io import open_table
-    from ..tables import check_range_names, table_column_names
+    from ..tables import table_column_names
 
     data = getattr(args, "input", None)
     if data is None or Path(data).suffix.lower() not in (".csv", ".parquet"):
-        return
-    # Every column, whichever --columns chooses (of any type: a text column left out must not
-    # stop the check); a CSV file read with the command's options.
-    available = (open_table(data, **{**table_options(args), "columns": None}).names
-                 if Path(data).suffix.lower() == ".csv" else table_column_names(data))
-    if available is not None:
-        check_range_names(names, available, data, what="--range", used=args.columns)
+        return None
+    if Path(data).suffix.lower() == ".csv":
+        return open_table(data, **{**table_options(args), "columns": None}).names
+    return table_column_names(data)
 
 
 def table_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from .arguments import (
     budget_from,
     check_ranges,
     check_writable,
+    input_columns,
     insufficient_data_error,
     parse_options,
     printing,
@@ -308,10 +309,17 @@ def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: li
         # Names given a range that the release does not use (names are public, never a
         # value): usually the missing column's name, mistyped.
         unknown = [name for name in named if name not in owners]
+        # A name that is no column of INPUT at all is a typo; one --columns left out is not.
+        everything = set(input_columns(args) or ()) if args.columns else set()
         chosen = ("the chosen columns (--columns)" if args.columns
                   else f"the columns of {args.input}")
-        also = (f"; {source} names {', '.join(repr(name) for name in unknown[:5])}"
-                f"{' ...' if len(unknown) > 5 else ''}, not one of {chosen}" if unknown else "")
+        also = "".join(
+            f"; {source} names {', '.join(repr(name) for name in group[:5])}"
+            f"{' ...' if len(group) > 5 else ''}, not one of {scope}"
+            for group, scope in (([n for n in unknown if n in everything], chosen),
+                                  ([n for n in unknown if n not in everything],
+                                   f"the columns of {args.input}" if args.columns else chosen))
+            if group)
         raise UsageError(
             f"{source} names its columns but has no range for "
             f"{', '.join(map(repr, missing[:5]))}{' ...' if len(missing) > 5 else ''} (columns of "
