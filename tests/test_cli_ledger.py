@@ -366,3 +366,20 @@ def test_a_dask_block_is_counted_without_judging_its_cells(tmp_path):
     path = tmp_path / "late.csv"
     path.write_text("a,b\n" + lines)
     assert CsvTable(path).count_rows(lines.encode()) == 300_001
+
+
+def test_an_auto_release_shows_its_choice_in_a_line(capsys, tmp_path):
+    """A trial: `ledger show` printed every candidate's plan of an (epsilon, delta) auto release
+    on one line of 1,500 characters."""
+    import numpy as np
+
+    data = tmp_path / "x.npy"
+    np.save(data, np.random.default_rng(0).uniform(size=(3000, 3)))
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 3, "--delta", 1e-5)
+    code, _, err = run(capsys, "estimate", data, "--epsilon", 1, "--delta", 1e-6, "--bounds",
+                       0, 1, "--ledger", ledger, "--quiet")
+    assert code == 0, err
+    code, out, _ = run(capsys, "ledger", "show", ledger)
+    line = next(line for line in out.splitlines() if "#0" in line)
+    assert "choice among" in line and len(line) < 500

@@ -102,5 +102,9 @@ def _describe_event(event: Any) -> str:
 
     fields = event_to_dict(event)
     kind = fields.pop("kind")
+    if kind == "choice":
+        # Every candidate's whole plan (auto's release) ran to 1,500 characters on one line
+        # (a trial); the ledger file keeps them all.
+        return f"choice among {len(fields['options'])} candidates' plans"
     return f"{kind}(" + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
                                   for k, v in fields.items()) + ")"
