@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -129,17 +128,20 @@ def test_one_persons_word_does_not_change_how_the_others_cells_read(tmp_path, ce
     """A file of cells ``cell`` with one row True, and its neighbour with that row 1: read
     alike (both refused, or both the same numbers), as the float parse reads the cells. Cast
     untrimmed, " 5" beside a True was refused where beside a 1 it was read (review)."""
-    def written(flag: str) -> Path:
-        path = tmp_path / f"{flag}.csv"
-        rows = [f"{i % 3}, {cell}" if i != 70 else f"{i % 3}, {flag}" for i in range(120)]
-        path.write_text("a, b\n" + "\n".join(f'{r.split(", ")[0]},"{r.split(", ")[1]}"'
-                                              for r in rows) + "\n")
-        return path
+    assert_neighbours_read_alike(tmp_path, "a, b", lambda i: f'{i % 3},"{cell}"', ",")
 
+
+def assert_neighbours_read_alike(tmp_path, header, row, delimiter, **options):
+    """Files of 120 rows ``row(i)``, one with row 70 ``0<delimiter>True`` and its neighbour
+    with ``0<delimiter>1``, are read alike: both refused in the same words, or the same
+    numbers."""
     outcomes = []
-    for path in (written("1"), written("True")):
+    for flag in ("1", "True"):
+        path = tmp_path / f"{flag}.csv"
+        rows = [row(i) if i != 70 else f"0{delimiter}{flag}" for i in range(120)]
+        path.write_text(header + "\n" + "\n".join(rows) + "\n")
         try:
-            outcomes.append(open_table(path).read())
+            outcomes.append(load_data(path, **options))
         except InvalidDataError as exc:
             outcomes.append(str(exc).removeprefix(str(path)))
     if isinstance(outcomes[0], str):
@@ -205,19 +207,8 @@ def test_a_decimal_comma_is_asked_for_and_checked_against_the_delimiter(tmp_path
 
 @pytest.mark.parametrize("cell", ["1,5", " 1,5 ", "1.5", "1,5e3", "1.000,5", ""])
 def test_a_word_beside_decimal_comma_cells_reads_them_as_the_float_parse_does(tmp_path, cell):
-    outcomes = []
-    for flag in ("1", "True"):
-        path = tmp_path / f"{flag}.csv"
-        rows = [f'{i % 3};"{cell}"' if i != 70 else f"{i % 3};{flag}" for i in range(120)]
-        path.write_text("a;b\n" + "\n".join(rows) + "\n")
-        try:
-            outcomes.append(load_data(path, decimal=","))
-        except InvalidDataError as exc:
-            outcomes.append(str(exc).removeprefix(str(path)))
-    if isinstance(outcomes[0], str):
-        assert outcomes[0] == outcomes[1]
-    else:
-        np.testing.assert_array_equal(outcomes[0], outcomes[1])
+    assert_neighbours_read_alike(tmp_path, "a;b", lambda i: f'{i % 3};"{cell}"', ";",
+                                 decimal=",")
 
 
 def test_a_text_cell_is_refused_without_quoting_it(tmp_path, capsys):
