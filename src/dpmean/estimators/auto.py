@@ -4,7 +4,7 @@ from a few private scalars that predict each one's noise."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -210,6 +210,13 @@ def one_sided_share(up: np.ndarray, down: np.ndarray, weights: np.ndarray, rho: 
     margin = float(ndtri(1.0 - beta)) * tail_pair_std(rho) * math.sqrt(float(np.sum(w**2)))
     lopsided = abs(float(np.sum(w * (up - down)))) - margin
     return float(np.clip(lopsided / total - tilt, 0.0, 1.0))
+
+
+def best_predicted(names: Iterable[str], noise: Mapping[str, float],
+                   bias: Mapping[str, float]) -> str:
+    """Of the candidates ``names``, the one whose predicted error sqrt(noise^2 + bias^2) is
+    smallest (the first on ties; a candidate without a bias prediction is predicted none)."""
+    return min(names, key=lambda name: math.hypot(noise[name], bias.get(name, 0.0)))
 
 
 def tail_pair_std(rho: float) -> float:
@@ -636,39 +643,40 @@ class AutoMean(MeanEstimator):
         rho_tail = ledger.planned[TAIL_STAGE]
         up, down = private_tail(engine, edges, r0, rho=rho_tail, ledger=ledger, rng=rng,
                                 stage=TAIL_STAGE, secure=self.secure_noise)
-        pairs: tuple[float, float] | None = None
-        for robust in (False, True):
+        pairs = self.pair_medians(engine, ledger, rng)
+        centred = (self.centred_tail(engine, pairs[0] / math.sqrt(2.0), ledger, rng)
+                   if CENTRE_STAGE in ledger.planned else None)
+
+        def predicted(robust: bool) -> tuple[dict[str, float], dict[str, float]]:
             clips = self.clip_counts(engine, rho_rest, robust)
             floors = {name: max(0.0, radius_floor(edges, up + down, rho_tail, k)
                                 - (0.0 if name == "cm" else r0)) for name, k in clips.items()}
-            if pairs is None:
-                pairs = self.pair_medians(engine, ledger, rng)
             noise = self.predicted_noise(engine, r0, rho_rest, ledger, rng, floors, pairs,
                                          robust)
             bias = {name: clip_bias(edges, up, down, clips[name], n, rho_tail)
                     for name in noise if name in clips}
-            if not robust:
-                centred = (self.centred_tail(engine, pairs[0] / math.sqrt(2.0), ledger, rng)
-                           if CENTRE_STAGE in ledger.planned else None)
-            if centred is None:
-                return noise, {"gaussian": 0.0, **bias}, False
-            # IOME and PLAN clip about their centre (PLAN in its scaled space: the unscaled
-            # distances stand in for them).
-            rho_centred = ledger.planned[CENTRED_TAIL_STAGE]
-            edges_c, up_c, down_c, tilt = centred
-            bias.update({name: centred_clip_bias(edges_c, up_c, down_c, clips[name], n,
-                                                 rho_centred, tilt)
-                         for name in ("iome", "plan") if name in bias})
-            # IOME predicted best while the rows beyond its radius lean one way: a one-sided
-            # tail, whose far part the histogram may not resolve (ages beside incomes in
-            # (0, 10^6): it saw a hundredth of the move, and IOME ran at 3-5x the Gaussian
-            # mechanism's error). IOME is then a candidate that clips about sqrt(n) rows,
-            # not hundreds, and the choice is made again. (Only where IOME would run: on
-            # MNIST, whose far rows lean one way too, PLAN runs as before.) Post-processing.
-            best = min(noise, key=lambda c: math.hypot(noise[c], bias.get(c, 0.0)))
-            if robust or best != "iome" or not leans_one_way(up_c, down_c, rho_centred, tilt):
-                return noise, {"gaussian": 0.0, **bias}, robust
-        raise AssertionError("unreachable")
+            if centred is not None:
+                # IOME and PLAN clip about their centre (PLAN in its scaled space: the
+                # unscaled distances stand in for them).
+                edges_c, up_c, down_c, tilt = centred
+                bias.update({name: centred_clip_bias(edges_c, up_c, down_c, clips[name], n,
+                                                     ledger.planned[CENTRED_TAIL_STAGE], tilt)
+                             for name in ("iome", "plan") if name in bias})
+            return noise, {"gaussian": 0.0, **bias}
+
+        noise, bias = predicted(robust=False)
+        # IOME predicted best while the rows beyond its radius lean one way: a one-sided tail,
+        # whose far part the histogram may not resolve (ages beside incomes in (0, 10^6): it
+        # saw a hundredth of the move, and IOME ran at 3-5x the Gaussian mechanism's error).
+        # IOME is then a candidate that clips about sqrt(n) rows, not hundreds, and the
+        # choice is made again. (Only where IOME would run: on MNIST, whose far rows lean one
+        # way too, PLAN runs as before.) Post-processing.
+        robust = centred is not None and best_predicted(noise, noise, bias) == "iome" and (
+            leans_one_way(centred[1], centred[2], ledger.planned[CENTRED_TAIL_STAGE],
+                          centred[3]))
+        if robust:
+            noise, bias = predicted(robust=True)
+        return noise, bias, robust
 
     def centred_tail(self, engine: Engine, typical: float, ledger: PrivacyLedger,
                      rng: np.random.Generator
@@ -794,7 +802,7 @@ class AutoMean(MeanEstimator):
         elif predicted is None:
             name = runnable[0]  # UNRESOLVED_CHOICE's order
         else:
-            name = min(runnable, key=lambda c: math.hypot(predicted[c], bias.get(c, 0.0)))
+            name = best_predicted(runnable, predicted, bias)
         chosen = candidates[name]
         inner = PrivacyLedger(rho_rest)
         inner_budget = inner.plan(plans[name])
