@@ -37,6 +37,11 @@ _RECORD_BYTES = re.compile(rb'["\r\n]')
 # first read's size, doubled until the record's end is in.
 _FIRST_RECORD_BYTES = 64 << 20
 _FIRST_READ_BYTES = 1 << 16
+# The boolean words a cell may hold (any case, as pandas writes a bool column), with the
+# number each reads as, and what is trimmed around a cell before it is judged (as pyarrow's
+# float parse trims a number).
+_BOOLEAN_WORDS = {"true": "1", "false": "0"}
+_CELL_SPACE = " \t"
 
 
 def is_table(x: Any) -> bool:
@@ -553,8 +558,8 @@ class CsvTable:
         texts = self._read(first.encode(), autogenerate=False).column_names
         # A boolean word counts as the reader reads it (``_numbers``: trimmed of spaces and
         # tabs, any case); pyarrow's guess took "True" but not "True " or "tRuE" (review).
-        return [_is_number_type(f.type) or bool(_DECIMAL_COMMA.fullmatch(text.strip()))
-                or text.strip(" \t").lower() in ("true", "false")
+        return [_is_scalar_number(f.type) or bool(_DECIMAL_COMMA.fullmatch(text.strip()))
+                or text.strip(_CELL_SPACE).lower() in _BOOLEAN_WORDS
                 for f, text in zip(cells, texts, strict=True)]
 
     def _guess_header(self, numbers: list[bool]) -> bool:
@@ -649,13 +654,20 @@ class CsvTable:
         """Every chosen cell a float64 number (a column that holds boolean words as text, for
         ``_numbers``): no missing-value words, nothing else read."""
         import pyarrow as pa
-        import pyarrow.csv as pcsv
 
         names = list(self._column_of)
         types = {name: pa.string() if name in self._worded else pa.float64() for name in names}
-        return pcsv.ConvertOptions(
-            include_columns=names, column_types=types, decimal_point=self.decimal,
-            null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False)
+        return self._number_options(include_columns=names, column_types=types)
+
+    def _number_options(self, **options: Any) -> Any:
+        """pyarrow's conversion options for this file's cells: its decimal mark, no
+        missing-value words (an empty cell is not a number), and ``options``. Every cell is
+        read through them, a worded column's others too (``_parse_cells``)."""
+        import pyarrow.csv as pcsv
+
+        return pcsv.ConvertOptions(decimal_point=self.decimal, null_values=[],
+                                   strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                   **options)
 
     def _numbers(self, rows: Any) -> Any:
         """``rows`` with every worded column as float64: True and False (any case, as pandas
@@ -666,10 +678,10 @@ class CsvTable:
 
         for name in (name for name in self._column_of if name in self._worded):  # file order
             at = rows.schema.get_field_index(name)
-            text = rows.column(at)
-            word = pc.utf8_lower(pc.utf8_trim(text, " \t"))
-            digits = pc.if_else(pc.equal(word, "true"), "1",
-                                pc.if_else(pc.equal(word, "false"), "0", text))
+            digits = text = rows.column(at)
+            word = pc.utf8_lower(pc.utf8_trim(text, _CELL_SPACE))
+            for spelled, number in _BOOLEAN_WORDS.items():
+                digits = pc.if_else(pc.equal(word, spelled), number, digits)
             rows = rows.set_column(at, name, self._parse_cells(digits, name))
         return rows
 
@@ -691,10 +703,7 @@ class CsvTable:
                 read_options=pcsv.ReadOptions(column_names=["x"], use_threads=False),
                 parse_options=pcsv.ParseOptions(newlines_in_values=True,
                                                 ignore_empty_lines=False),
-                convert_options=pcsv.ConvertOptions(
-                    column_types={"x": pa.float64()}, decimal_point=self.decimal,
-                    null_values=[], strings_can_be_null=False,
-                    quoted_strings_can_be_null=False))
+                convert_options=self._number_options(column_types={"x": pa.float64()}))
         except pa.ArrowException:
             raise self._not_a_number(self._column_of[name]) from None
         return parsed.column("x")
@@ -887,12 +896,6 @@ def _first_record_bounds(data: bytes, last: bool) -> tuple[int, int, int, int] |
             # A line break at the last byte read may be a \r whose \n comes next.
             return (bom, begin, stop, end) if end < len(data) or last else None
     return (bom, begin, len(data), len(data)) if last else None
-
-
-def _is_number_type(t: Any) -> bool:
-    import pyarrow as pa
-
-    return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t))
 
 
 # ---------------------------------------------------------------------------------- Parquet
