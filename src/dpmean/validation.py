@@ -294,6 +294,17 @@ def range_name(name: str, given: Container[str]) -> str | None:
     return None
 
 
+def range_owners(names: Sequence[object], given: Container[str]
+                 ) -> tuple[list[str | None], list[str]]:
+    """For each of the data's column ``names``, the name in ``given`` whose range it takes
+    (``range_name``, None where there is none), and the columns missing a range as ranges are
+    asked for (``ranged_columns``)."""
+    owners = [range_name(column_text(name), given) for name in names]
+    missing = ranged_columns([column_text(name) for name, owner
+                              in zip(names, owners, strict=True) if owner is None])
+    return owners, missing
+
+
 def ranged_columns(names: Sequence[str]) -> list[str]:
     """The data's column ``names`` as ranges are given for them: the elements of a list column
     (``ElementName``s) as the list column (once), for messages that ask for the missing
@@ -317,9 +328,7 @@ def bounds_by_name(bounds, names) -> tuple[np.ndarray, np.ndarray]:
     # The data's names are text (a frame's integer labels 0, 1, ... become "0", "1", ...):
     # the mapping's keys are read alike, so bounds={0: (lo, hi)} names pd.DataFrame(x)'s 0.
     by_text = {str(key): value for key, value in bounds.items()}
-    owners = [range_name(column_text(name), by_text) for name in names]
-    missing = ranged_columns([column_text(name) for name, owner
-                              in zip(names, owners, strict=True) if owner is None])
+    owners, missing = range_owners(names, by_text)
     if missing:
         # Names the mapping gives that the data does not have (column names are public;
         # never a value): usually the missing column's name mistyped.

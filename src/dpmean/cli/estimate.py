@@ -291,7 +291,7 @@ def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: li
     be a guess."""
     import numpy as np
 
-    from ..validation import column_text, range_name, ranged_columns
+    from ..validation import range_owners
 
     source = args.bounds_file or "--range"
     if data_names is None:
@@ -302,9 +302,7 @@ def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: li
         raise UsageError(f"--range names columns, but {args.input} has none (a .csv with a "
                          f"header or a .parquet file has): use --bounds-file or --bounds")
     where = {name: i for i, name in enumerate(named)}
-    owners = [range_name(column_text(name), where) for name in data_names]
-    missing = ranged_columns([column_text(name) for name, owner
-                              in zip(data_names, owners, strict=True) if owner is None])
+    owners, missing = range_owners(data_names, where)
     if missing:
         # Names given a range that the release does not use (names are public, never a
         # value): usually the missing column's name, mistyped.
@@ -356,7 +354,8 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
                 # it records the shape, else (CSV and basket files) the rows are counted.
                 if layout.n is not None and not layout.sparse:
                     estimator = granted_for(estimator, ShapeOnly((layout.n, layout.d)))
-                elif n is not None and ext in (".csv", ".dat"):
+                elif ext in (".csv", ".dat"):  # counted above
+                    assert n is not None
                     estimator = estimator.granted(n, layout.d, baskets)
                 else:
                     with _cluster_errors(args.scheduler, client):

@@ -686,12 +686,13 @@ class MeanEstimator(ABC):
         lo, hi, borrowed = private_box(make_engine(data, -unbounded, unbounded, self.engine),
                                        rho_box, rng, ledger=ledger, secure=self.secure_noise)
         ledger.verify()
+        none_found = bool(np.isnan(lo).any())  # no bin cleared the threshold somewhere
         with np.errstate(over="ignore", invalid="ignore"):
             # A box whose squared diameter overflows float64 (values near 1e308): no estimator
             # computes in it, and refusing it after the charge told the user to rescale bounds
             # they never gave (review). Post-processing of the noisy box, like the NaN case.
-            too_wide = not np.isnan(lo).any() and not np.isfinite(np.sum(np.square(hi - lo)))
-        if np.isnan(lo).any() or too_wide:
+            too_wide = not none_found and not np.isfinite(np.sum(np.square(hi - lo)))
+        if none_found or too_wide:
             reason = ("the private box reaches values too large to compute a mean with in "
                       "float64 (its squared diameter overflows); rescale the data, e.g. to "
                       "other units" if too_wide else
@@ -845,15 +846,14 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
     as 1 / (n sqrt(rho))). It compared the standard deviation itself with the width: at
     n = 20, rho = 0.01 an age in (18, 90) got a standard deviation of 0.87 widths, every 95%
     interval was the whole box, and nothing was said (a user trial)."""
-    from scipy.special import ndtri
-
     from ..intervals import error_model  # intervals reads results; results do not need it
+    from ..mechanisms.gaussian import normal_isf
 
     model = error_model(result)
     lo, hi = result.diagnostics.get("bounds_lo"), result.diagnostics.get("bounds_hi")
     if isinstance(model, str) or model.noise_std is None or lo is None or hi is None:
         return  # no released noise scale (the trimmed mean's is as sensitive as the data)
-    spread = 2.0 * float(-ndtri((1.0 - NOISY_LEVEL) / 2.0))  # the interval's width in stds
+    spread = 2.0 * float(normal_isf((1.0 - NOISY_LEVEL) / 2.0))  # the interval's width in stds
     ratio = spread * model.noise_std / (np.asarray(hi) - np.asarray(lo))
     loud = int(np.count_nonzero(ratio > 1.0))
     if 2 * loud <= result.d:
