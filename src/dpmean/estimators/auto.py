@@ -56,11 +56,10 @@ TAIL_FAR_SHELL = round(math.log(TAIL_FAR / TAIL_START, TAIL_RATIO))
 # IOME and PLAN clip about a centre, not the origin: their bias is read from a second
 # histogram (``private_tail`` about ``centre``), of the rows' distances from a private centre
 # (the Gaussian mechanism on the mean, stage CENTRE_STAGE) in shells from the pairs' typical
-# distance up (stage CENTRED_TAIL_STAGE), each stage CENTRED_SHARE of ``tail_share`` of rho
-# (half of it each found IOME's tail at n = 50,000, rho = 2 in 7 releases of 10, the whole in
-# 9). It is read where
-# the centre's noise (its l2 norm's expectation, public) is at most CENTRE_NOISE times that
-# distance; else the origin's histogram serves them too.
+# distance up (stage CENTRED_TAIL_STAGE), each stage ``tail_share`` of rho, as the origin's
+# histogram (half of it each found IOME's tail at n = 50,000, rho = 2 in 7 releases of 10, the
+# whole in 9). It is read where the centre's noise (its l2 norm's expectation, public) is at
+# most CENTRE_NOISE times that distance; else the origin's histogram serves them too.
 CENTRE_STAGE = "choice centre"
 CENTRED_TAIL_STAGE = "choice centred tail"
 CENTRE_NOISE = 0.5
@@ -71,7 +70,6 @@ ROBUST_IOME_SHARE = 0.25
 # The failure probability of the test that the rows lean one way (``leans_one_way``), |.|
 # of a sum: a false alarm costs IOME 13-25% more noise on symmetric rows.
 LEAN_BETA = 0.005
-CENTRED_SHARE = 1.0
 # The failure probability the choice's resolution check allows each median (see
 # AutoMean.choice_resolves), and what runs when the medians cannot be placed.
 CHOICE_BETA = 0.1
@@ -133,8 +131,8 @@ def norm_stages(baskets: bool) -> tuple[str, ...]:
     return (*CHOICE_STAGES, *TAIL_STAGES) if baskets else CHOICE_STAGES[:1]
 
 
-# The tail stages, and their shares of ``tail_share``.
-TAIL_STAGES = {TAIL_STAGE: 1.0, CENTRE_STAGE: CENTRED_SHARE, CENTRED_TAIL_STAGE: CENTRED_SHARE}
+# The stages that take ``tail_share`` of rho each.
+TAIL_STAGES = (TAIL_STAGE, CENTRE_STAGE, CENTRED_TAIL_STAGE)
 
 
 def tail_edges(r0: float, reach: float) -> np.ndarray:
@@ -512,11 +510,10 @@ class AutoMean(MeanEstimator):
 
     def choice_plan(self, n: int) -> dict[str, float]:
         """The plan where the choice is made (public: n and rho): ``choice_share`` split over
-        ``CHOICE_STAGES``, ``tail_share`` times each of ``TAIL_STAGES``' shares, the rest
-        "release"."""
+        ``CHOICE_STAGES``, ``tail_share`` to each of ``TAIL_STAGES`` it buys (the centre's
+        two where ``reads_centred_tail``), the rest "release"."""
         choice = self.rho * self.choice_share(n)
-        tails = {stage: self.rho * self.tail_share(n) * share
-                 for stage, share in TAIL_STAGES.items()
+        tails = {stage: self.rho * self.tail_share(n) for stage in TAIL_STAGES
                  if stage == TAIL_STAGE or self.reads_centred_tail(n)}
         return {**{stage: choice / len(CHOICE_STAGES) for stage in CHOICE_STAGES}, **tails,
                 "release": self.rho - choice - sum(tails.values())}
@@ -638,7 +635,7 @@ class AutoMean(MeanEstimator):
                     for stage in norm_stages(engine.baskets) if stage in ledger.planned]
         r0 = measured[0] if len(measured) == 1 else float(np.exp(np.mean(np.log(measured))))
         if engine.baskets:
-            return self.predicted_noise(engine, r0, rho_rest, ledger, rng), {}, False
+            return self.predicted_noise(engine, r0, rho_rest), {}, False
         edges = tail_edges(r0, reach)
         rho_tail = ledger.planned[TAIL_STAGE]
         up, down = private_tail(engine, edges, r0, rho=rho_tail, ledger=ledger, rng=rng,
@@ -651,8 +648,7 @@ class AutoMean(MeanEstimator):
             clips = self.clip_counts(engine, rho_rest, robust)
             floors = {name: max(0.0, radius_floor(edges, up + down, rho_tail, k)
                                 - (0.0 if name == "cm" else r0)) for name, k in clips.items()}
-            noise = self.predicted_noise(engine, r0, rho_rest, ledger, rng, floors, pairs,
-                                         robust)
+            noise = self.predicted_noise(engine, r0, rho_rest, floors, pairs, robust)
             bias = {name: clip_bias(edges, up, down, clips[name], n, rho_tail)
                     for name in noise if name in clips}
             if centred is not None:
@@ -741,13 +737,13 @@ class AutoMean(MeanEstimator):
         return consistent_pair_medians(l2_med, l1_med, engine.d)
 
     def predicted_noise(self, engine: Engine, r0: float, rho_rest: float,
-                        ledger: PrivacyLedger, rng: np.random.Generator,
                         floors: Mapping[str, float] | None = None,
                         pairs: tuple[float, float] | None = None,
                         robust: bool = False) -> dict[str, float]:
-        """Each candidate's predicted l2 noise (private: the median norm ``r0`` and the pair
-        medians ``pairs``, measured here where not given; see the class notes), at a radius no
-        smaller than its ``floors`` entry (cm, iome; PLAN follows iome's)."""
+        """Each candidate's predicted l2 noise (private: the median norm ``r0`` and, on dense
+        input, the pair medians ``pairs``, ``pair_medians``; see the class notes), at a radius
+        no smaller than its ``floors`` entry (cm, iome; PLAN follows iome's). Post-processing:
+        it draws nothing."""
         floors = floors or {}
         n, d = engine.n, engine.d
         width = float(np.linalg.norm(engine.hi - engine.lo))
@@ -770,7 +766,8 @@ class AutoMean(MeanEstimator):
             # tie: scaled by the item frequencies it was 1-4% better than CM on both basket files
             # (docs/results.md); the choice cannot see that gain.
             return {"gaussian": predicted["gaussian"], "plan": cm, "cm": cm}
-        l2_med, l1_med = pairs if pairs is not None else self.pair_medians(engine, ledger, rng)
+        assert pairs is not None  # dense input: measured by ``predictions``
+        l2_med, l1_med = pairs
         skew = float(np.sqrt(np.pi / 2.0) * l1_med / (np.sqrt(d) * l2_med))
         iome = self.candidate("iome", rho_rest, robust)
         predicted["iome"] = clipped(l2_med / np.sqrt(2.0), iome)
