@@ -218,32 +218,35 @@ def reserve(path: str | os.PathLike, method: str, budget: Budget,
     and accounted as ``events`` (``Session.reserve``; default: by its notion) fits
     (BudgetExceededError, file untouched, if not), and charge it as "reserved". Returns its
     index and the updated session."""
-    path = _path(path)
-    # Resolved once: the file locked, read and replaced is the one checked here, whatever a
-    # symbolic link on the way is changed to meanwhile.
-    real = _real(path)
-    # A missing, corrupt or hard-linked ledger is refused before its lock file is created: a
-    # failed run leaves nothing behind (the lock file is never removed: a process waiting on
-    # it would then lock a file that no longer exists while a third locks a new one).
-    _read(path, real)
-    with locked(real):
-        session = _read(path, real)  # checked again under the lock
+    with _updating(path) as session:
         _pause()
         index = session.reserve(method, budget, events)
-        _write(path, real, session)
     return index, session
 
 
 def settle(path: str | os.PathLike, index: int, status: str,
            spent: float | None = None) -> Session:
     """Under the lock: record the outcome of reserved release ``index``."""
-    path = _path(path)
-    real = _real(path)
-    _read(path, real)  # as in ``reserve``: no lock file for a ledger that is gone
-    with locked(real):
-        session = _read(path, real)
+    with _updating(path) as session:
         if not 0 <= index < len(session.ledger):
             raise LedgerFileError(f"{path}: release {index} is no longer in the ledger")
         session.settle(index, status, spent)
-        _write(path, real, session)
     return session
+
+
+@contextlib.contextmanager
+def _updating(path: str | os.PathLike) -> Iterator[Session]:
+    """The ledger at ``path``, read under its lock, and written back when the block ends
+    (not when it raises: the file is then untouched)."""
+    name = _path(path)
+    # Resolved once: the file locked, read and replaced is the one checked here, whatever a
+    # symbolic link on the way is changed to meanwhile.
+    real = _real(name)
+    # A missing, corrupt or hard-linked ledger is refused before its lock file is created: a
+    # failed run leaves nothing behind (the lock file is never removed: a process waiting on
+    # it would then lock a file that no longer exists while a third locks a new one).
+    _read(name, real)
+    with locked(real):
+        session = _read(name, real)  # checked again under the lock
+        yield session
+        _write(name, real, session)
