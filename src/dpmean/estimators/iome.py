@@ -647,7 +647,7 @@ def rotated_centre(
             centre = np.round(centre)
         return geometry.settle_centre(centre, base.rotation), None
     centre_lo, centre_hi = geometry.centre_domain(mid_rotated, n, beta)
-    reach = None
+    reach, toward = None, None
     if "centre domain" in budget:
         anchors = geometry.reach_anchors(base.rotation, mid_rotated)
         nearest, reach = private_reach(
@@ -660,9 +660,12 @@ def rotated_centre(
             narrow_lo, narrow_hi = np.floor(narrow_lo), np.ceil(narrow_hi)
         centre_lo = np.maximum(centre_lo, narrow_lo)
         centre_hi = np.minimum(centre_hi, narrow_hi)
+        # Each median nearest the anchor within its last interval (the lattice path keeps
+        # Algorithm 1's answer).
+        toward = anchor if quantizer is None else None
     centre = private_centre(
         engine, base, centre_lo, centre_hi, steps=None if quantizer else steps,
-        rho=budget["centre"], ledger=ledger, rng=rng, secure=secure, beta=beta)
+        rho=budget["centre"], ledger=ledger, rng=rng, secure=secure, beta=beta, toward=toward)
     return geometry.settle_centre(centre, base.rotation), reach
 
 
