@@ -27,6 +27,7 @@ _HOME = {
     "rho_for_accuracy": "planning",
     "mean": "api",
     "available_methods": "registry",
+    "BoxFaceWarning": "errors",
     "BoxIntervalWarning": "errors",
     "BudgetExceededError": "errors",
     "DPMeanError": "errors",
@@ -57,6 +58,7 @@ _HOME = {
 
 __all__ = [
     "AutoMean",
+    "BoxFaceWarning",
     "BoxIntervalWarning",
     "BudgetExceededError",
     "ClippedMean",
@@ -95,6 +97,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
     from .accounting import PrivacyLedger, approx_dp_to_zcdp, zcdp_to_approx_dp
     from .api import mean
     from .errors import (
+        BoxFaceWarning,
         BoxIntervalWarning,
         BudgetExceededError,
         DPMeanError,

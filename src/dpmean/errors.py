@@ -44,3 +44,9 @@ class BoxIntervalWarning(UserWarning):
 class NoisyReleaseWarning(UserWarning):
     """The release's noise standard deviation exceeds the public box's width on most
     coordinates: the answer is mostly noise. The message says what budget or n would help."""
+
+
+class BoxFaceWarning(UserWarning):
+    """The release lies on the public box's faces in most coordinates: rows outside the box are
+    clamped to it, so the data may lie beyond those faces (a box in the wrong units, a typo).
+    Post-processing of the release and the box."""

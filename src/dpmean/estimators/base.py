@@ -20,6 +20,7 @@ from ..budget import Budget
 from ..diagnostics import Diagnostic, Kind, document, normalise
 from ..engines import Engine, check_engine, is_deferred, make_engine
 from ..errors import (
+    BoxFaceWarning,
     InsufficientDataWarning,
     InvalidDataError,
     InvalidParameterError,
@@ -513,6 +514,7 @@ class MeanEstimator(ABC):
         except InvalidDataError as exc:
             raise named_column(exc, names) from None
         warn_if_box_borrowed(result)
+        warn_if_on_the_faces(result)
         return result
 
     def _estimate(self, x: Any) -> MeanResult:
@@ -820,9 +822,7 @@ def warn_if_box_borrowed(result: MeanResult) -> None:
     if borrowed is None or not np.any(borrowed):
         return
     which = np.flatnonzero(borrowed)
-    names = ([repr(result.columns[j]) for j in which] if result.columns is not None
-             else [str(j) for j in which])
-    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    shown = shown_columns(result, which)
     lo = float(np.asarray(result.diagnostics["bounds_lo"])[which[0]])
     hi = float(np.asarray(result.diagnostics["bounds_hi"])[which[0]])
     its, them = ("their", "them") if len(which) > 1 else ("its", "it")
@@ -832,6 +832,58 @@ def warn_if_box_borrowed(result: MeanResult) -> None:
         f"to place {its} own (e.g. a rare 0/1 flag), and {its} release carries that box's "
         f"noise. Give bounds for {them} (bounds={{name: (lo, hi)}}), a larger budget or more "
         f"rows.", NoisyReleaseWarning, stacklevel=user_stacklevel())
+
+
+def shown_columns(result: MeanResult, which: np.ndarray) -> str:
+    """The columns ``which`` of a release for a message: by name where the data had names,
+    else by position; the first 8, and how many more."""
+    names = ([repr(result.columns[j]) for j in which] if result.columns is not None
+             else [str(j) for j in which])
+    return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+
+
+# The most of the box's width the noise's 95% reach may span for a release within it of a face
+# to be read as on the face (a wider reach says nothing of where the rows lie).
+FACE_REACH = 10.0
+
+
+def warn_if_on_the_faces(result: MeanResult) -> None:
+    """A ``BoxFaceWarning`` when the release lies on a face of the box (at lo or hi, where the
+    release is projected, or within the noise's 95% reach of one where that reach is under a
+    tenth of the box) in most coordinates: rows outside the box are clamped to it, so such a
+    release says the data lie at or beyond those faces, which is what a box in the wrong units
+    gives (a user trial: ranges 200:300 for ages, incomes and hours released 200, 300, 200
+    without a word). Most, not any, and faces at 0 are not counted: a rare flag or item
+    released at 0 is right, and most of a basket matrix's items are. Post-processing of the
+    release, its noise scale and the public box. Not judged: a fallback release (the box's
+    point nearest the origin, often a corner, says nothing of the data; ``error_model`` has
+    none), nor a release without a noise scale per coordinate there (the trimmed mean's is as
+    sensitive as the data, the protocols' and CoinPress's without its profile are not
+    modelled): a release projected onto a face may be the noise's doing."""
+    from ..intervals import error_model  # intervals reads results; results do not need it
+    from ..mechanisms.gaussian import normal_isf
+
+    lo, hi = result.diagnostics.get("bounds_lo"), result.diagnostics.get("bounds_hi")
+    model = error_model(result)  # the noise per coordinate, in the data's units
+    if isinstance(model, str) or model.noise_std is None or lo is None or hi is None:
+        return  # without a noise scale a release on a face may be the noise's doing
+    std = model.noise_std
+    lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    mean = np.asarray(result.mean, dtype=np.float64)
+    # On a face, or within the noise's 95% reach of one (the noise moves a release of rows
+    # all clamped to a face off it, inward), where that reach is a small part of the box.
+    reach = float(normal_isf(0.025)) * np.asarray(std, dtype=np.float64)
+    # A face at 0 is where counts, flags and baskets lie (the value sparse formats leave out).
+    on_face = (((mean - lo <= reach) & (lo != 0.0)) | ((hi - mean <= reach) & (hi != 0.0))) & (
+        reach <= (hi - lo) / FACE_REACH)
+    faces = int(np.count_nonzero(on_face))
+    if 2 * faces <= result.d:
+        return
+    warnings.warn(
+        f"{result.method}: the release lies on the box's faces in {faces} of {result.d} "
+        f"coordinates ({shown_columns(result, np.flatnonzero(on_face))}): rows outside the box "
+        f"are clamped to it, so the data may lie beyond those faces. If the box was meant to "
+        f"hold them, check its values and units.", BoxFaceWarning, stacklevel=user_stacklevel())
 
 
 # The noise's interval whose width the box's is compared with: where the 95% interval of the

@@ -1,0 +1,93 @@
+"""``BoxFaceWarning``: a release on the box's faces in most coordinates says the rows lie at or
+beyond them, clamped (a box in the wrong units); faces at 0, where flags, counts and baskets
+lie, and fallback releases are not judged (``estimators.base.warn_if_on_the_faces``)."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse
+
+import dpmean
+from dpmean import BoxFaceWarning
+from dpmean.cli import main
+
+
+def faces_warned(call):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [w for w in caught if w.category is BoxFaceWarning]
+
+
+def people(n=20_000, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"age": rng.normal(42, 12, n).clip(0, 120),
+                         "income": rng.lognormal(11, 0.6, n), "hours": rng.normal(38, 8, n)})
+
+
+@pytest.mark.parametrize("method", ["auto", "gaussian", "cm", "iome", "plan"])
+def test_a_box_beside_the_data_is_told_by_column(method):
+    # A user trial: one range 200:300 for ages, incomes and hours. Every row is clamped to a
+    # face (200 for ages and hours, 300 for incomes); the noise at rho = 0.01, n = 20,000 is a
+    # small part of the box, so the release sits within its reach of those faces.
+    caught = faces_warned(lambda: dpmean.mean(people(), rho=0.01, bounds=(200, 300),
+                                              method=method, random_state=1))
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "3 of 3 coordinates ('age', 'income', 'hours')" in message
+    assert "check its values and units" in message
+
+
+def test_a_release_without_a_noise_scale_is_not_judged():
+    # The trimmed mean releases no noise scale: a release projected onto a face may be its
+    # noise's doing (as a local protocol's at tiny n, or CoinPress's at a huge radius).
+    assert not faces_warned(lambda: dpmean.mean(people(), rho=0.01, bounds=(200, 300),
+                                                method="trimmed", random_state=1))
+
+
+def test_unit_vectors_in_a_box_above_them_are_told():
+    x = np.random.default_rng(0).normal(size=(1000, 3))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    caught = faces_warned(lambda: dpmean.mean(x, rho=0.5, bounds=(5, 10), random_state=0))
+    assert len(caught) == 1 and "(0, 1, 2)" in str(caught[0].message)
+
+
+@pytest.mark.parametrize("method", ["auto", "cm", "gaussian"])
+def test_data_inside_its_box_is_not_told(method):
+    box = {"age": (0, 120), "income": (0, 1e6), "hours": (0, 80)}
+    assert not faces_warned(lambda: dpmean.mean(people(), rho=0.5, bounds=box, method=method,
+                                                 random_state=1))
+
+
+def test_rare_flags_and_baskets_at_zero_are_not_told():
+    rng = np.random.default_rng(0)
+    flags = (rng.random((20_000, 10)) < 0.001).astype(float)  # most releases at or near 0
+    assert not faces_warned(lambda: dpmean.mean(flags, rho=1.0, bounds=(0, 1), random_state=0))
+    baskets = scipy.sparse.random(5000, 2000, density=0.001, format="csr", random_state=1)
+    baskets.data[:] = 1.0
+    assert not faces_warned(lambda: dpmean.mean(baskets, rho=1.0, bounds=(0, 1), method="plan",
+                                                random_state=0))
+
+
+def test_a_fallback_release_is_not_told():
+    # Too few rows: the release is the box's point nearest the origin, its lower corner 200.
+    result = None
+
+    def call():
+        nonlocal result
+        result = dpmean.mean(np.full((20, 4), 250.0), rho=0.001, bounds=(200, 300),
+                             method="cm", random_state=0)
+    assert not faces_warned(call)
+    assert result.fallback
+
+
+def test_the_command_line_prints_it(tmp_path, capsys):
+    path = tmp_path / "people.csv"
+    people(5000).to_csv(path, index=False)
+    code = main(["estimate", str(path), "--rho", "0.05", "--bounds", "200", "300", "--method",
+                 "cm", "--seed", "1"])
+    _, err = capsys.readouterr()
+    assert code == 0
+    assert "warning: cm: the release lies on the box's faces in 3 of 3 coordinates" in err
