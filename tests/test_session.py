@@ -92,6 +92,19 @@ def test_a_failed_release_stays_charged(x):
     assert session.remaining == pytest.approx(0.6)
 
 
+def test_a_failed_release_says_it_stays_charged():
+    # The error itself says so (a user trial: NaN data, and the session's spent grew silently).
+    data = np.ones((100, 2))
+    data[5, 1] = np.nan
+    session = Session(rho=1.0)
+    with pytest.raises(dpmean.InvalidDataError) as caught:
+        session.mean(data, rho=0.1, method="cm", bounds=(0, 2))
+    assert caught.value.__notes__ == [
+        "release #0 stays charged to this session (zCDP(rho=0.1)), as failed: the data may "
+        "have been read, and a failure can depend on it"]
+    assert session.spent == pytest.approx(0.1)
+
+
 def test_per_release_budget_is_required(x):
     with pytest.raises(InvalidParameterError, match="own budget"):
         Session(rho=1.0).mean(x, method="cm", bounds=(0, 1))

@@ -510,8 +510,13 @@ class Session:
                 raise PrivacyAccountingError(
                     f"{estimator.method}: the release was made under {result.budget}, not the "
                     f"{estimator.budget} the session charged; the release must not leave")
-        except BaseException:
+        except BaseException as exc:
             self.settle(index, "failed")
+            # Said where the error is read, as the command line says it (a user trial: the
+            # session's spent budget grew with nothing in the message to say why).
+            exc.add_note(f"release #{index} stays charged to this session ({estimator.budget}), "
+                         f"as failed: the data may have been read, and a failure can depend "
+                         f"on it")
             raise
         self.settle(index, "released", result.spent)
         return result
