@@ -42,8 +42,8 @@ class BoxIntervalWarning(UserWarning):
 
 
 class NoisyReleaseWarning(UserWarning):
-    """The release's noise standard deviation exceeds the public box's width on most
-    coordinates: the answer is mostly noise. The message says what budget or n would help."""
+    """The noise's 95% interval is wider than half the public box on most coordinates: the
+    answer is mostly noise. The message says what budget or n would help."""
 
 
 class BoxFaceWarning(UserWarning):
