@@ -13,6 +13,7 @@ from dpmean.engines import InMemoryEngine
 from dpmean.estimators import auto as auto_module
 from dpmean.estimators.auto import (
     TAIL_BETA,
+    TAIL_FAR_BETA,
     TAIL_FAR_SHELL,
     TAIL_RATIO,
     TAIL_SHELLS,
@@ -175,18 +176,53 @@ def test_the_tail_histogram_keeps_the_first_clear_shells_and_measures_one_sidedn
     pair_std = math.sqrt(2.0) / math.sqrt(rho)
     cut = ndtri(1 - TAIL_BETA / edges.size) * pair_std
     # Kept: a prefix of the shells, each within 5 std of its count (seeded), each above the
-    # cut; every shell after the first one dropped is 0.
+    # cut; after the first one dropped, only shells above the far cut.
     first_dropped = int(np.argmin(totals > 0)) if not (totals > 0).all() else totals.size
     assert first_dropped > TAIL_FAR_SHELL        # a heavy tail clears the far shells
     assert np.all(totals[:first_dropped] > cut)
     assert np.all(np.abs(totals[:first_dropped] - exact[:first_dropped]) < 5 * pair_std)
-    assert np.all(totals[first_dropped:] == 0.0)
+    far_cut = ndtri(1 - TAIL_FAR_BETA / edges.size) * pair_std
+    assert np.all((totals[first_dropped:] == 0.0) | (totals[first_dropped:] > far_cut))
     # Every row lies on the positive side: the far tail is one-sided, up to its margin.
     assert 0.8 < one_sided <= 1.0
     # The same rows, each mirrored through the origin by a fair coin: the same norms, a
     # symmetric tail.
     signs = np.where(np.random.default_rng(2).random(3000) < 0.5, -1.0, 1.0)[:, None]
     assert far_share(*tail_of(signs * x, edges, rho, seed=1), rho) < 0.2
+
+
+def far_outliers(seed, n=20_000, d=10):
+    """N(1, 1) rows, 1% of them moved by 1,000 in every coordinate (a user trial)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(1.0, 1.0, (n, d))
+    x[rng.choice(n, n // 100, replace=False)] += 1000.0
+    return x
+
+
+def test_far_outliers_past_empty_shells_are_kept():
+    # The bulk's norms lie near sqrt(20) = 4.5, the 200 outliers' near 3,162: dozens of empty
+    # shells between. At rho = 0.005 a pair's noise std is 20 and the far cut about 86 (z at
+    # 1e-3 over the shells): the outliers' 200 clear it by 5 stds.
+    x = far_outliers(0)
+    edges = tail_edges(float(np.median(np.linalg.norm(x, axis=1))), 1e4 * math.sqrt(10))
+    up, down = tail_of(x, edges, 0.005, seed=1)
+    totals = up + down
+    outliers = int(np.searchsorted(edges, math.sqrt(10) * 1001.0)) - 1
+    gap = np.arange(edges.size)[(np.arange(edges.size) < outliers) & (totals == 0.0)]
+    assert gap.size > 5                             # the empty shells the prefix stopped at
+    assert abs(totals[outliers] - 200.0) < 5 * math.sqrt(2.0 / 0.005)  # 5 pair stds
+    assert up[outliers] > 150.0 and totals[outliers + 1:].sum() == 0.0  # all on one side
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_far_outliers_steer_the_choice_to_cm(seed):
+    # IOME and PLAN clip the 1% (a move of 1000 sqrt(10) / 100 = 31.6), cm's radius holds
+    # them (its error 1.2): auto chose IOME at 23 times cm's error, its histogram having
+    # stopped at the first empty shell. The kept far shell predicts IOME's bias.
+    result = dpmean.mean(far_outliers(seed), rho=0.5, bounds=(-1e4, 1e4), method="auto",
+                         random_state=seed)
+    assert result.diagnostics["chosen"] == "cm"
+    assert result.diagnostics["predicted_bias"]["iome"] > 10.0
 
 
 @pytest.mark.parametrize("seed", range(4))
