@@ -60,10 +60,14 @@ def test_epsilon_delta_ledger_composes_gaussian_releases_exactly(capsys, tmp_pat
     assert estimate(capsys, data, ledger, "--epsilon", 0.5, "--delta", 1e-6)[0] == 2
     assert ledger.read_bytes() == before
     saved = json.loads(before)["session"]
-    assert saved["version"] == 2
+    assert saved["version"] == 3
     assert [r["events"][0]["kind"] for r in saved["releases"]] == ["gaussian"] * 3
+    # Each release is labelled with its input and the time, for an audit (a trial could not
+    # tell which release was which).
+    assert all(r["label"].startswith(f"{data}, 20") for r in saved["releases"])
     code, out, _ = run(capsys, "ledger", "show", ledger)
     assert code == 0 and out.count("accounted as gaussian(rho=") == 3
+    assert out.count(f"      of {data}, 20") == 3
     assert "spent: 0.901" in out
 
 
@@ -76,14 +80,14 @@ def test_version_1_ledger_files_are_read(capsys, tmp_path, data):
     # As the version-1 code wrote it: no events, the total by CKS conversion.
     from dpmean.accounting import zcdp_to_approx_dp
 
-    del session["releases"][0]["events"]
+    del session["releases"][0]["events"], session["releases"][0]["label"]
     session["version"] = 1
     session["spent"] = zcdp_to_approx_dp(0.05, 1e-6)
     ledger.write_text(json.dumps(_rehash(doc)))
     code, out, _ = run(capsys, "ledger", "show", ledger)
     assert code == 0 and "accounted as zCDP(rho=0.05)" in out
-    assert estimate(capsys, data, ledger, "--rho", 0.02)[0] == 0  # rewritten as version 2
-    assert json.loads(ledger.read_text())["session"]["version"] == 2
+    assert estimate(capsys, data, ledger, "--rho", 0.02)[0] == 0  # rewritten as version 3
+    assert json.loads(ledger.read_text())["session"]["version"] == 3
 
 
 def test_init_refuses_to_overwrite(capsys, tmp_path):

@@ -92,6 +92,23 @@ def test_a_failed_release_stays_charged(x):
     assert session.remaining == pytest.approx(0.6)
 
 
+def test_releases_keep_their_labels_and_version_2_files_are_read(x):
+    session = Session(rho=1.0)
+    session.mean(x, rho=0.1, method="cm", bounds=(0, 1), random_state=0, label="survey wave 3")
+    session.mean(x, rho=0.1, method="cm", bounds=(0, 1), random_state=0)
+    data = session.to_dict()
+    assert data["version"] == 3
+    assert [r["label"] for r in data["releases"]] == ["survey wave 3", None]
+    assert Session.from_dict(data).ledger[0].label == "survey wave 3"
+    # What version 2 wrote: no labels; read, and written back as version 3.
+    old = dict(data, version=2, releases=[{k: v for k, v in r.items() if k != "label"}
+                                          for r in data["releases"]])
+    assert [r.label for r in Session.from_dict(old).ledger] == [None, None]
+    with pytest.raises(InvalidParameterError, match="label is a string"):
+        session.mean(x, rho=0.1, method="cm", bounds=(0, 1), label=3)
+    assert len(session.ledger) == 2  # refused before the charge
+
+
 def test_a_failed_release_says_it_stays_charged():
     # The error itself says so (a user trial: NaN data, and the session's spent grew silently).
     data = np.ones((100, 2))
@@ -227,7 +244,9 @@ def test_round_trip_and_tamper_detection(x):
         return copy
 
     for edit in (
-        lambda d: d.update(version=3),
+        lambda d: d.update(version=4),
+        lambda d: d["releases"][1].pop("label"),
+        lambda d: d["releases"][1].update(label=3),
         lambda d: d["releases"][1].pop("events"),
         lambda d: d["releases"][1].update(events=[{"kind": "gaussian", "rho": 0.01}]),
         # valid events (cm with secure noise), but the recorded total no longer matches:
@@ -347,7 +366,7 @@ def test_round_trip_with_events_and_the_ledger_file(tmp_path, x):
     session.reserve("trimmed", Budget.approx_dp(0.3, 1e-7))
     session.reserve("m", Budget("pure-DP", epsilon=0.2))
     data = session.to_dict()
-    assert data["version"] == 2
+    assert data["version"] == 3
     assert [r["events"] for r in data["releases"]] == [
         [{"kind": "gaussian", "rho": session.ledger[0].budget.rho}],
         [{"kind": "zCDP", "rho": 0.01}],
@@ -366,7 +385,7 @@ def _version_1(session_v2):
     """What the version-1 code wrote for the same releases: no events, the CKS total."""
     data = session_v2.to_dict()
     for release in data["releases"]:
-        del release["events"]
+        del release["events"], release["label"]
     data["version"] = 1
     data["spent"] = session_v2._cks_epsilon([r.budget for r in session_v2.ledger])
     return data
@@ -382,7 +401,7 @@ def test_version_1_sessions_are_still_read_and_upgraded(x):
     # whether cm ran with secure noise), so the total is the old one or tighter, never looser.
     assert loaded.ledger[0].events == (ZCDPEvent(0.05),)
     assert loaded.spent <= old["spent"]
-    assert loaded.to_dict()["version"] == 2
+    assert loaded.to_dict()["version"] == 3
     assert Session.from_dict(loaded.to_dict()).to_dict() == loaded.to_dict()
     # A version-1 total that does not match the version-1 rule is refused, as before.
     with pytest.raises(InvalidParameterError, match="recorded total"):

@@ -213,14 +213,15 @@ def _refuse_existing(path: Path) -> None:
 
 
 def reserve(path: str | os.PathLike, method: str, budget: Budget,
-            events: list[Event] | None = None) -> tuple[int, Session]:
+            events: list[Event] | None = None, label: str | None = None
+            ) -> tuple[int, Session]:
     """Under the lock: re-read the ledger, check that a ``method`` release granted ``budget``
     and accounted as ``events`` (``Session.reserve``; default: by its notion) fits
-    (BudgetExceededError, file untouched, if not), and charge it as "reserved". Returns its
-    index and the updated session."""
+    (BudgetExceededError, file untouched, if not), and charge it as "reserved", with its
+    ``label``. Returns its index and the updated session."""
     with _updating(path) as session:
         _pause()
-        index = session.reserve(method, budget, events)
+        index = session.reserve(method, budget, events, label)
     return index, session
 
 

@@ -53,8 +53,8 @@ from .validation import bounds_by_name, check_data, check_sparse_data, is_sparse
 
 # 2: every release carries its accountant events. Version 1 files (no events) are still read:
 # their releases are accounted by their notion (budget_events), which is what version 1 did.
-SESSION_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SESSION_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 
 # The notions a central session composes; others are refused by Session._admit.
 _CENTRAL_NOTIONS = ("zCDP", "pure-DP", "approx-DP")
@@ -92,6 +92,10 @@ class Release:
         "reserved" (charged, the release has not finished: it may have crashed), "released"
         or "failed" (an error after the budget check; the data may have been read, so it is
         charged in full).
+    label : str or None
+        What the release was of, as its caller named it before reading the data (the command
+        line writes the input file, its columns and the time): for an audit of the ledger.
+        Public text, never derived from the data's values.
     """
 
     index: int
@@ -100,11 +104,20 @@ class Release:
     spent: float
     status: str = "released"
     events: tuple[Event, ...] = ()
+    label: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "method": self.method, "budget": self.budget.to_dict(),
                 "events": [event_to_dict(e) for e in self.events], "spent": self.spent,
-                "status": self.status}
+                "status": self.status, "label": self.label}
+
+
+def check_label(label: Any) -> str | None:
+    """A release's label: None or a string (InvalidParameterError otherwise)."""
+    if label is not None and not isinstance(label, str):
+        raise InvalidParameterError(f"a release's label is a string, got "
+                                    f"{type(label).__name__}")
+    return label
 
 
 def granted_for(estimator: Any, x: Any, columns: Sequence[str] | str | None = None) -> Any:
@@ -468,12 +481,14 @@ class Session:
 
     def mean(self, x: Any, /, *, rho: float | None = None, epsilon: float | None = None,
              delta: float | None = None, method: str = DEFAULT_METHOD,
-             columns: Sequence[str] | str | None = None, **options: Any) -> MeanResult:
+             columns: Sequence[str] | str | None = None, label: str | None = None,
+             **options: Any) -> MeanResult:
         """Release a private mean of ``x`` (as ``dpmean.mean``) and charge it to the session.
 
         Give ``rho``, or ``epsilon`` and ``delta``, for this release, the method and its
-        options as ``dpmean.mean`` takes them, and ``columns`` to pick a data frame's columns
-        by name.
+        options as ``dpmean.mean`` takes them, ``columns`` to pick a data frame's columns
+        by name, and a ``label`` that the ledger keeps with the release (what it was of, for
+        an audit: ``Release.label``; public text, never the data's values).
 
         Raises BudgetExceededError, before ``x`` is read, when the release does not fit (see
         the class docstring), and InvalidParameterError when no per-release budget is given.
@@ -501,7 +516,8 @@ class Session:
         if isinstance(options.get("bounds"), Mapping):
             check_bounds_names(options["bounds"], x, columns)  # a typo, as dpmean.mean
         estimator, data, columns = public_release(estimator, x, columns)
-        index = self.reserve(estimator.method, estimator.budget, release_events(estimator))
+        index = self.reserve(estimator.method, estimator.budget, release_events(estimator),
+                             label)
         try:
             result = estimator.estimate(data, columns)
             if result.budget != estimator.budget:
@@ -540,9 +556,9 @@ class Session:
                 )
 
     def reserve(self, method: str, budget: Budget,
-                events: Sequence[Event] | None = None) -> int:
+                events: Sequence[Event] | None = None, label: str | None = None) -> int:
         """Check ``budget`` (accounted as ``events``, see ``check``) and charge it as a
-        "reserved" release; return its index.
+        "reserved" release, with its ``label`` (``Release.label``); return its index.
 
         ``events`` must be what the estimator declares (``MeanEstimator.privacy_events``): the
         events of ``budget``'s notion, or for a zCDP budget of a method made only of Gaussian
@@ -554,7 +570,8 @@ class Session:
             self.check(budget, events, method)
             index = len(self._releases)
             self._releases.append(Release(index, method, budget, budget.total, "reserved",
-                                          tuple(self._events(method, budget, events))))
+                                          tuple(self._events(method, budget, events)),
+                                          check_label(label)))
             return index
 
     def settle(self, index: int, status: str, spent: float | None = None) -> None:
@@ -728,6 +745,8 @@ class Session:
         fields = {"index", "method", "budget", "spent", "status"}
         if version >= 2:
             fields.add("events")
+        if version >= 3:
+            fields.add("label")
         budget = Budget.from_dict(data["budget"])
         if budget.notion == "zCDP":
             session = cls(rho=budget.rho)
@@ -763,8 +782,12 @@ class Session:
                 events = session._events(entry["method"], release_budget, events)
             except InvalidParameterError as exc:
                 raise bad(f"release {position}: {exc}") from None
+            try:
+                label = check_label(entry.get("label"))
+            except InvalidParameterError as exc:
+                raise bad(f"release {position}: {exc}") from None
             session._releases.append(Release(position, entry["method"], release_budget,
-                                             spent, entry["status"], tuple(events)))
+                                             spent, entry["status"], tuple(events), label))
         recorded = _number(data["spent"], "spent", bad)
         if version == 1 and session.unit == "epsilon":
             written = session._cks_epsilon([r.budget for r in session._releases])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import threading
 import time
@@ -376,7 +377,8 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
             # A refusal (over the budget, a changed or broken file) charges nothing.
             with _uncharged(args):
                 index, _ = ledger_file.reserve(args.ledger, estimator.method,
-                                               estimator.budget, release_events(estimator))
+                                               estimator.budget, release_events(estimator),
+                                               _release_label(args))
         try:
             with _cluster_errors(args.scheduler, client):
                 if x is None:
@@ -405,6 +407,19 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
     session = (ledger_file.settle(args.ledger, index, "released", result.spent)
                if index is not None else None)
     return result, session, index
+
+
+def _release_label(args: argparse.Namespace) -> str:
+    """What the ledger records of a release, for an audit (``Release.label``): the input, the
+    columns asked for, the output file and the time (UTC). Public: nothing of the data."""
+    from datetime import UTC, datetime
+
+    label = os.path.abspath(args.input)
+    if args.columns is not None:
+        label += f" columns {','.join(args.columns)}"
+    if args.output is not None:
+        label += f" -> {os.path.abspath(args.output)}"
+    return f"{label}, {datetime.now(UTC).isoformat(timespec='seconds')}"
 
 
 def _choose_engine(args: argparse.Namespace) -> str | None:

@@ -88,6 +88,8 @@ def run_show(args: argparse.Namespace) -> int:
             lines.append(f"  #{release.index}  {release.method:<12}  {release.budget}  "
                          f"{release.status}  (spent {release.spent:.6g} {release.budget.unit}; "
                          f"accounted as {accounted})")
+            if release.label is not None:
+                lines.append(f"      of {release.label}")
     else:
         lines.append("releases: none")
     lines.append(f"spent: {session.spent:.6g} {session.unit} (composed)")
