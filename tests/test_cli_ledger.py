@@ -68,6 +68,7 @@ def test_epsilon_delta_ledger_composes_gaussian_releases_exactly(capsys, tmp_pat
     code, out, _ = run(capsys, "ledger", "show", ledger)
     assert code == 0 and out.count("accounted as gaussian(rho=") == 3
     assert out.count(f"      of {data}, 20") == 3
+    assert "next release: at most rho = " in out  # an (epsilon, delta) ledger says it
     assert "spent: 0.901" in out
 
 

@@ -619,3 +619,16 @@ def test_a_csv_path_refuses_a_coinpress_centre_of_another_length_before_the_char
         session.mean(path, rho=0.25, method="coinpress", radius=5.0, centre=[0.0, 0.0],
                      bounds=(-1, 1))
     assert session.spent == 0.0
+
+
+def test_the_largest_rho_that_fits():
+    # zCDP: what remains. (epsilon, delta): the largest Gaussian release check admits, to 0.1%
+    # (a trial read "0.0986 epsilon" left and could not tell what the next release could take).
+    assert Session(rho=1.0).largest_rho() == 1.0
+    session = Session(epsilon=1.0, delta=1e-6)
+    session.reserve("gaussian", Budget("zCDP", rho=0.01), [GaussianEvent(0.01)])
+    largest = session.largest_rho()
+    session.check(Budget("zCDP", rho=largest), [GaussianEvent(largest)], "gaussian")
+    with pytest.raises(BudgetExceededError):
+        bigger = largest * 1.002
+        session.check(Budget("zCDP", rho=bigger), [GaussianEvent(bigger)], "gaussian")

@@ -476,6 +476,35 @@ class Session:
         """
         return max(0.0, self._budget.total - self.spent)
 
+    def largest_rho(self) -> float:
+        """The largest rho a further release of Gaussian stages (``method="gaussian"``, or any
+        zCDP release its ledger accounts as one Gaussian event) may take and still fit.
+
+        In a zCDP session it is ``remaining``. In an (epsilon, delta) session ``remaining`` is
+        an epsilon that no single release's cost is measured in (a trial read "0.0986
+        epsilon" left, then saw a 0.09-epsilon release fit and a rho = 0.01 one refused); this
+        is found by bisection of ``check`` under the composition, to 0.1%, rounded down so that
+        it fits. Reads no data."""
+        if self.unit == "rho":
+            return self.remaining
+
+        def fits(rho: float) -> bool:
+            try:
+                self.check(Budget("zCDP", rho=rho), [GaussianEvent(rho)], "gaussian")
+            except BudgetExceededError:
+                return False
+            return True
+
+        low, high = 0.0, 1.0
+        while fits(high):
+            low, high = high, 2.0 * high
+            if high > 1e12:  # (an epsilon budget beyond any use)
+                return low
+        while high - low > 1e-3 * high:
+            middle = (low + high) / 2.0
+            low, high = (middle, high) if fits(middle) else (low, middle)
+        return low
+
     # ----------------------------------------------------------------------------------------
     # Releasing
 

@@ -94,6 +94,12 @@ def run_show(args: argparse.Namespace) -> int:
         lines.append("releases: none")
     lines.append(f"spent: {session.spent:.6g} {session.unit} (composed)")
     lines.append(f"remaining: {session.remaining:.6g} {session.unit}")
+    if session.unit != "rho":
+        # An epsilon left is not what the next release costs: releases compose under the
+        # PLD, and a Gaussian one is charged by its rho (a trial misread the line above).
+        lines.append(f"next release: at most rho = {session.largest_rho():.4g} if made only "
+                     f"of Gaussian stages (cm, iome, gaussian); every release is checked by "
+                     f"the composition before its data is read")
     with printing():
         print("\n".join(lines))
     return 0
