@@ -632,3 +632,7 @@ def test_the_largest_rho_that_fits():
     with pytest.raises(BudgetExceededError):
         bigger = largest * 1.002
         session.check(Budget("zCDP", rho=bigger), [GaussianEvent(bigger)], "gaussian")
+    # A spent session: nothing fits (the bisection asked for rho = 0 and raised; a review).
+    spent = Session(epsilon=1.0, delta=1e-6)
+    spent.reserve("trimmed", Budget.approx_dp(1.0, 1e-6))
+    assert spent.largest_rho() == 0.0

@@ -53,6 +53,8 @@ from .validation import bounds_by_name, check_data, check_sparse_data, is_sparse
 
 # 2: every release carries its accountant events. Version 1 files (no events) are still read:
 # their releases are accounted by their notion (budget_events), which is what version 1 did.
+# The smallest rho ``Session.largest_rho`` tells apart from none.
+SMALLEST_RHO = 1e-12
 SESSION_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 
@@ -484,7 +486,7 @@ class Session:
         an epsilon that no single release's cost is measured in (a trial read "0.0986
         epsilon" left, then saw a 0.09-epsilon release fit and a rho = 0.01 one refused); this
         is found by bisection of ``check`` under the composition, to 0.1%, rounded down so that
-        it fits. Reads no data."""
+        it fits; 0 where not even ``SMALLEST_RHO`` does. Reads no data."""
         if self.unit == "rho":
             return self.remaining
 
@@ -495,7 +497,9 @@ class Session:
                 return False
             return True
 
-        low, high = 0.0, 1.0
+        if not fits(SMALLEST_RHO):
+            return 0.0  # spent (a bisection toward 0 would ask for rho = 0 itself)
+        low, high = SMALLEST_RHO, 1.0
         while fits(high):
             low, high = high, 2.0 * high
             if high > 1e12:  # (an epsilon budget beyond any use)
