@@ -91,3 +91,18 @@ def test_the_command_line_prints_it(tmp_path, capsys):
     _, err = capsys.readouterr()
     assert code == 0
     assert "warning: cm: the release lies on the box's faces in 3 of 3 coordinates" in err
+
+
+def test_data_on_a_face_in_some_coordinates_is_not_told():
+    # A review: MNIST rescaled to (-1, 1) puts about 56% of its pixels' means at -1 (the
+    # background), and flags that are nearly always 1 sit at the face 1; the rows are inside
+    # their box. Nearly all coordinates (FACE_SHARE) must be on a face.
+    rng = np.random.default_rng(0)
+    pixels = np.where(rng.random((5000, 100)) < 0.5, -1.0, rng.uniform(-1, 1, (5000, 100)))
+    pixels[:, :55] = -1.0  # 55 of 100 columns at their lower face
+    assert not faces_warned(lambda: dpmean.mean(pixels, rho=0.5, bounds=(-1, 1), method="cm",
+                                                random_state=0))
+    flags = (rng.random((2000, 10)) < rng.uniform(0.99, 0.9999, 10)).astype(float)
+    flags[:, :3] = rng.random((2000, 3)) < 0.5
+    assert not faces_warned(lambda: dpmean.mean(flags, rho=0.5, bounds=(0, 1), method="cm",
+                                                random_state=0))

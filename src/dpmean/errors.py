@@ -47,6 +47,6 @@ class NoisyReleaseWarning(UserWarning):
 
 
 class BoxFaceWarning(UserWarning):
-    """The release lies on the public box's faces in most coordinates: rows outside the box are
-    clamped to it, so the data may lie beyond those faces (a box in the wrong units, a typo).
-    Post-processing of the release and the box."""
+    """The release lies on the public box's faces in nearly all coordinates: the rows lie at or
+    beyond those faces (rows outside the box are clamped to it: a box in the wrong units, a
+    typo). Post-processing of the release, its noise scale and the box."""
