@@ -160,11 +160,12 @@ def test_ranges_by_name_on_the_command_line(capsys, folder):
         ((*base, "--range", "large=0:1000"), "no range for 'small'"),
         ((*base, "--range", "large0:1000"), "expected NAME=LO:HI"),
         ((*base, "--range", "large=0:1", "--range", "large=0:2"), "more than once: 'large'"),
-        (("estimate", folder / "scaled.npy", "--rho", "1", "--range", "a=0:1"), "has none: use"),
+        (("estimate", folder / "scaled.npy", "--rho", "1", "--range", "a=0:1"), "has none. Use"),
         # pandas' default names 0, 1 make a first line of numbers: a row, said why (a trial).
         (("estimate", folder / "numbers.csv", "--rho", "1", "--range", "0=0:1"),
-         "has none (its first line is all numbers, so a row: a header of numbers, as pandas "
-         "writes 0,1,2, cannot be told from a person's row; name the columns with words)"),
+         "has none; its first line is all numbers, so it is read as a row (a header of numbers, "
+         "such as pandas' 0,1,2, cannot be told from a person's values: give the columns names "
+         "with letters). Use --bounds-file"),
     ]:
         code, out, err = run(capsys, *argv)
         assert code == 2 and out == "" and message in err, (argv, err)

@@ -301,10 +301,10 @@ def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: li
                              f"{args.input} has none; give a bounds file without a header "
                              f"(a (2, d) array in the data's column order), or --bounds")
         guessed = Path(args.input).suffix.lower() == ".csv" and args.header is None
-        numbers = (" (its first line is all numbers, so a row: a header of numbers, as "
-                   "pandas writes 0,1,2, cannot be told from a person's row; name the columns "
-                   "with words)" if guessed else "")
-        raise UsageError(f"--range names columns, but {args.input} has none{numbers}: use "
+        numbers = ("; its first line is all numbers, so it is read as a row (a header of "
+                   "numbers, such as pandas' 0,1,2, cannot be told from a person's values: "
+                   "give the columns names with letters)" if guessed else "")
+        raise UsageError(f"--range names columns, but {args.input} has none{numbers}. Use "
                          f"--bounds-file or --bounds, which take the columns in order")
     where = {name: i for i, name in enumerate(named)}
     owners, missing = range_owners(data_names, where)
