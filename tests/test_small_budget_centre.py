@@ -142,3 +142,28 @@ def test_a_small_table_in_a_loose_box_is_centred_near_its_rows(method):
     assert plans_a_centre(result.ledger)
     assert np.linalg.norm(result.diagnostics["centre"]) <= 4 * np.linalg.norm(x, axis=1).max()
     assert np.linalg.norm(result.mean - x.mean(0)) < 10.0
+
+
+def test_plan_needs_the_rows_its_bucketed_threshold_can_place():
+    # A user trial: 30 Likert answers (mostly 5) in [1, 5], d = 10, rho = 2. PLAN's threshold
+    # chooses among 47,104 log buckets; at this n and budget its rank error over them exceeds
+    # n (ln(47,104 / 1e-3) / sqrt(2 rho_threshold) = 28 rows, plus sqrt(30)), and its draws
+    # came out at 1e-6 to 1e-18 (error 11.7 against the Gaussian mechanism's 0.58), while
+    # auto, unable to place its choice, ran it. Now PLAN falls back there and auto runs the
+    # Gaussian mechanism.
+    from dpmean.errors import InsufficientDataWarning
+    from dpmean.mechanisms.exponential import log_bucket_count
+
+    assert log_bucket_count(46.0) == 47_104
+    x = np.random.default_rng(1).choice([1, 2, 3, 4, 5], size=(30, 10),
+                                        p=[.02, .02, .03, .08, .85]).astype(float)
+    with pytest.warns(InsufficientDataWarning):
+        plan = dpmean.mean(x, method="plan", rho=2.0, bounds=(1, 5), random_state=0)
+    assert plan.fallback
+    result = dpmean.mean(x, method="auto", rho=2.0, bounds=(1, 5), random_state=0)
+    assert result.diagnostics["chosen"] == "gaussian"
+    # The Gaussian mechanism's noise per coordinate: ||hi - lo|| / (n sqrt(2 rho)) =
+    # 4 sqrt(10) / 60 = 0.21, so an l2 error near 0.21 sqrt(10) = 0.67 (chi, 10 degrees of
+    # freedom: three times its mean is beyond any seed's reach); PLAN's was 11.7.
+    sigma = 4 * np.sqrt(10) / (30 * 2)
+    assert np.linalg.norm(result.mean - x.mean(0)) < 3 * sigma * np.sqrt(10)

@@ -16,6 +16,7 @@ from ..errors import InvalidParameterError
 from ..events import Event, exponential_event, gaussian_event
 from ..mechanisms import log_domain_quantile, rank_error_bound
 from ..mechanisms.column_quantiles import check_quantile_method, column_quantiles
+from ..mechanisms.exponential import log_bucket_count
 from ..transforms import IDENTITY, RandomRotation, View
 from ..validation import (
     check_count,
@@ -224,7 +225,20 @@ class _PlanBase(MeanEstimator):
     def minimum_rows(
         self, n: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float]
     ) -> float:
-        return self.clip_count(n, budget["threshold"]) + 1.0
+        """More rows than the threshold aims to clip, its rank error bounded over the
+        mechanism's outputs: the log-domain quantile chooses among ``log_bucket_count``
+        buckets (47,104 at the default ``log_range``), not the n gaps ``clip_count`` counts,
+        and where the bound over those reaches n the draw falls anywhere below the rows.
+        A user trial: 30 Likert answers, d = 10, mostly 5, in [1, 5] at rho = 2, PLAN's
+        threshold came out at 1e-6 to 1e-18 (its error 11.7 against the Gaussian mechanism's
+        0.58), and auto, unable to place its choice there, ran it. Public: n, the budget."""
+        rows = self.clip_count(n, budget["threshold"]) + 1.0
+        if self.quantile == "exponential" and self.log_range is not None:
+            outputs = max(n, log_bucket_count(self.log_range))
+            rank_error = np.log(outputs / escape_beta(self.beta)) / np.sqrt(
+                2.0 * budget["threshold"])
+            rows = max(rows, float(np.sqrt(n) + rank_error) + 1.0)
+        return rows
 
     def _centre_kind(self, engine: Engine) -> str:
         return self._centre_kind_for(engine.baskets)

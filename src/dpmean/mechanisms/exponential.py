@@ -100,6 +100,12 @@ LOG_BUCKET = 1.0 / 1024.0
 MAX_LOG_BUCKETS = 1 << 16
 
 
+def log_bucket_count(log_range: float) -> int:
+    """How many buckets ``log_bucket_quantile`` chooses among over ``log_range`` nats: the
+    mechanism's outputs, whose number its rank error bound grows with. Public."""
+    return min(int(np.ceil(log_range / LOG_BUCKET)), MAX_LOG_BUCKETS)
+
+
 def log_domain_quantile(
     values: np.ndarray, q: float, top: float, log_range: float | None, *, rho: float,
     rng: np.random.Generator, ledger: PrivacyLedger, stage: str,
@@ -157,7 +163,7 @@ def log_bucket_quantile(
     if not (np.isfinite(top) and top > 0 and np.isfinite(log_range) and log_range > 0):
         raise InvalidParameterError(f"the log-domain quantile needs a finite top > 0 and "
                                     f"log_range > 0, got {top} and {log_range}")
-    buckets = min(int(np.ceil(log_range / LOG_BUCKET)), MAX_LOG_BUCKETS)
+    buckets = log_bucket_count(log_range)
     edges = np.log(top) - log_range + (log_range / buckets) * np.arange(buckets + 1)
     edges[-1] = np.log(top)  # the last edge is the top's, not a rounding above it
     ledger.charge(stage, rho, exponential_event(rho))
