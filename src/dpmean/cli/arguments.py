@@ -79,8 +79,8 @@ def insufficient_data_error(warning: Warning) -> UsageError:
         reason, advice = found.group(1), " " + found.group(2).replace("bounds=(lo, hi)",
                                                                        "--bounds LO HI")
     return UsageError(f"too few rows for this budget: {reason}. The library would release the "
-                      f"zero vector in place of a mean; the command line publishes no such "
-                      f"fallback, and wrote no output.{advice}")
+                      f"zero vector (projected onto the box) in place of a mean; the command "
+                      f"line publishes no such fallback, and wrote no output.{advice}")
 
 
 # ------------------------------------------------------------------------------------ budget
