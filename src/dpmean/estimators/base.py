@@ -842,6 +842,32 @@ def shown_columns(result: MeanResult, which: np.ndarray) -> str:
     return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
 
+# The noise's interval the release warnings judge by: two-sided, this level.
+NOISY_LEVEL = 0.95
+
+
+def noise_and_box(result: MeanResult) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The release's noise std per coordinate (``intervals.error_model``, in the data's
+    units) and its public box (lo, hi), or None where either is missing (a fallback, or a
+    noise scale the intervals do not model): what the release warnings read, post-processing
+    of the release's diagnostics."""
+    from ..intervals import error_model  # intervals reads results; results do not need it
+
+    model = error_model(result)
+    lo, hi = result.diagnostics.get("bounds_lo"), result.diagnostics.get("bounds_hi")
+    if isinstance(model, str) or model.noise_std is None or lo is None or hi is None:
+        return None
+    return (np.asarray(model.noise_std, dtype=np.float64), np.asarray(lo, dtype=np.float64),
+            np.asarray(hi, dtype=np.float64))
+
+
+def noise_half_width(std: np.ndarray) -> np.ndarray:
+    """Half the noise's two-sided ``NOISY_LEVEL`` interval: its reach either side."""
+    from ..mechanisms.gaussian import normal_isf
+
+    return float(normal_isf((1.0 - NOISY_LEVEL) / 2.0)) * std
+
+
 # The most of the box's width the noise's 95% reach may span for a release within it of a face
 # to be read as on the face (a wider reach says nothing of where the rows lie).
 FACE_REACH = 10.0
@@ -858,25 +884,20 @@ def warn_if_on_the_faces(result: MeanResult) -> None:
     a box in the wrong units gives (a user trial: ranges 200:300 for ages, incomes and hours
     released 200, 300, 200 without a word). Nearly all, not most (a review: MNIST in (-1, 1),
     flags near 1), and faces at 0 are not counted: a rare flag or item released at 0 is right,
-    and most of a basket matrix's items are. Post-processing of the
-    release, its noise scale and the public box. Not judged: a fallback release (the box's
-    point nearest the origin, often a corner, says nothing of the data; ``error_model`` has
-    none), nor a release without a noise scale per coordinate there (the trimmed mean's is as
-    sensitive as the data, the protocols' and CoinPress's without its profile are not
-    modelled): a release projected onto a face may be the noise's doing."""
-    from ..intervals import error_model  # intervals reads results; results do not need it
-    from ..mechanisms.gaussian import normal_isf
-
-    lo, hi = result.diagnostics.get("bounds_lo"), result.diagnostics.get("bounds_hi")
-    model = error_model(result)  # the noise per coordinate, in the data's units
-    if isinstance(model, str) or model.noise_std is None or lo is None or hi is None:
-        return  # without a noise scale a release on a face may be the noise's doing
-    std = model.noise_std
-    lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    and most of a basket matrix's items are. Post-processing of the release, its noise scale
+    and the public box. Not judged: a fallback release (the box's point nearest the origin,
+    often a corner, says nothing of the data; ``error_model`` has none), nor a release
+    without a noise scale per coordinate there (the trimmed mean's is as sensitive as the
+    data, the protocols' and CoinPress's without its profile are not modelled): a release
+    projected onto a face may be the noise's doing."""
+    judged = noise_and_box(result)
+    if judged is None:
+        return
+    std, lo, hi = judged
     mean = np.asarray(result.mean, dtype=np.float64)
     # On a face, or within the noise's 95% reach of one (the noise moves a release of rows
     # all clamped to a face off it, inward), where that reach is a small part of the box.
-    reach = float(normal_isf(0.025)) * np.asarray(std, dtype=np.float64)
+    reach = noise_half_width(std)
     # A face at 0 is where counts, flags and baskets lie (the value sparse formats leave out).
     on_face = (((mean - lo <= reach) & (lo != 0.0)) | ((hi - mean <= reach) & (hi != 0.0))) & (
         reach <= (hi - lo) / FACE_REACH)
@@ -891,9 +912,8 @@ def warn_if_on_the_faces(result: MeanResult) -> None:
         stacklevel=user_stacklevel())
 
 
-# The noise's interval whose width the box's is compared with: where the 95% interval of the
-# noise alone spans more than NOISY_SHARE of the box, the release says little the box did not.
-NOISY_LEVEL = 0.95
+# Where the noise's NOISY_LEVEL interval alone spans more than NOISY_SHARE of the box, the
+# release says little the box did not.
 NOISY_SHARE = 0.5
 
 
@@ -906,15 +926,11 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
     of 0.87 widths, every 95% interval was the whole box, and nothing was said (a user trial);
     then the interval with the whole width: auto's Gaussian release at n = 50, rho = 0.05,
     d = 10 in +-10^4 erred by 1.3e4 (its interval 78% of the box) without a word (another)."""
-    from ..intervals import error_model  # intervals reads results; results do not need it
-    from ..mechanisms.gaussian import normal_isf
-
-    model = error_model(result)
-    lo, hi = result.diagnostics.get("bounds_lo"), result.diagnostics.get("bounds_hi")
-    if isinstance(model, str) or model.noise_std is None or lo is None or hi is None:
+    judged = noise_and_box(result)
+    if judged is None:
         return  # no released noise scale (the trimmed mean's is as sensitive as the data)
-    spread = 2.0 * float(normal_isf((1.0 - NOISY_LEVEL) / 2.0))  # the interval's width in stds
-    ratio = spread * model.noise_std / (NOISY_SHARE * (np.asarray(hi) - np.asarray(lo)))
+    std, lo, hi = judged
+    ratio = 2.0 * noise_half_width(std) / (NOISY_SHARE * (hi - lo))
     loud = int(np.count_nonzero(ratio > 1.0))
     if 2 * loud <= result.d:
         return
