@@ -205,11 +205,13 @@ class _PlanBase(MeanEstimator):
                 return share
         return THRESHOLD_SHARES[-1]
 
-    def clip_count(self, n: int, rho_threshold: float, failure: float | None = None) -> float:
+    def clip_count(self, n: int, rho_threshold: float, failure: float | None = None,
+                   outputs: int | None = None) -> float:
         """k: how many rows the threshold aims to clip (public: n, the budget, beta).
 
         sqrt(n) plus the threshold's rank error at failure probability ``failure``, by default
-        ``escape_beta(beta)``:
+        ``escape_beta(beta)``, the exponential mechanism's over ``outputs`` choices (default
+        n, Smith's gaps; ``minimum_rows`` counts its buckets):
         the margin below n is what keeps the threshold from landing above every norm, where
         the noise then scales with the box. With the exponential mechanism at beta = 0.1 that
         happened once in 50 releases of PLAN-noscale (PLAN Appendix E A', d = 1024, rho = 1/2:
@@ -217,7 +219,8 @@ class _PlanBase(MeanEstimator):
         probability adds ln(beta / 1e-3) / sqrt(2 rho_threshold) rows to k."""
         beta = escape_beta(self.beta) if failure is None else failure
         if self.quantile == "exponential":
-            rank_error = np.log(n / beta) / np.sqrt(2.0 * rho_threshold)
+            rank_error = np.log((n if outputs is None else outputs) / beta) / np.sqrt(
+                2.0 * rho_threshold)
         else:
             rank_error = rank_error_bound(self.steps, rho_threshold, beta)
         return float(np.sqrt(n) + rank_error)
@@ -231,14 +234,10 @@ class _PlanBase(MeanEstimator):
         and where the bound over those reaches n the draw falls anywhere below the rows.
         A user trial: 30 Likert answers, d = 10, mostly 5, in [1, 5] at rho = 2, PLAN's
         threshold came out at 1e-6 to 1e-18 (its error 11.7 against the Gaussian mechanism's
-        0.58), and auto, unable to place its choice there, ran it. Public: n, the budget."""
-        rows = self.clip_count(n, budget["threshold"]) + 1.0
-        if self.quantile == "exponential" and self.log_range is not None:
-            outputs = max(n, log_bucket_count(self.log_range))
-            rank_error = np.log(outputs / escape_beta(self.beta)) / np.sqrt(
-                2.0 * budget["threshold"])
-            rows = max(rows, float(np.sqrt(n) + rank_error) + 1.0)
-        return rows
+        0.58), and auto, unable to place its choice there, ran it. Public: n, the budget.
+        (At least n outputs are counted: the bound over n is what the target aims by.)"""
+        outputs = n if self.log_range is None else max(n, log_bucket_count(self.log_range))
+        return self.clip_count(n, budget["threshold"], outputs=outputs) + 1.0
 
     def _centre_kind(self, engine: Engine) -> str:
         return self._centre_kind_for(engine.baskets)
