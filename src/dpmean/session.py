@@ -813,9 +813,6 @@ class Session:
                         raise InvalidParameterError("events must be a list")
                     events = [event_from_dict(e) for e in entry["events"]]
                 events = session._events(entry["method"], release_budget, events)
-            except InvalidParameterError as exc:
-                raise bad(f"release {position}: {exc}") from None
-            try:
                 label = check_label(entry.get("label"))
             except InvalidParameterError as exc:
                 raise bad(f"release {position}: {exc}") from None
