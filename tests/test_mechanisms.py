@@ -202,6 +202,39 @@ def test_private_reach_keeps_the_anchor_the_rows_lie_nearest():
         assert ledger.spent == {"centre domain": 1.0}
 
 
+def test_private_reach_asks_one_question_where_its_searches_cannot_halve():
+    # n = 200, rho = 0.004: each anchor's search (rho / 2) could make one reliable halving
+    # (steps 2 would need tau < n/4 = 50 at rho / 2 and beta / 2: tau = 56), so both answered
+    # their top and the tie went to the box's middle. Given the anchors' distance, the whole
+    # rho buys one count at apart / 2 about the second anchor (noise sd 1 / sqrt(2 rho) = 11.2;
+    # a wrong side needs 50 = 4.5 sd: 4e-6 per release).
+    from dpmean.accounting import PrivacyLedger
+    from dpmean.engines import InMemoryEngine
+    from dpmean.estimators.clipped import private_reach
+    from dpmean.transforms import View
+
+    n, rho, lo, hi = 200, 0.004, np.zeros(10), np.full(10, 1e6)
+    assert reliable_search_steps(n / 4.0, rho / 2, 0.05 / 2, 20) == 1
+    mid = (lo + hi) / 2.0
+    top_mid, apart = float(np.linalg.norm(hi - lo)) / 2.0, float(np.linalg.norm(mid))
+    anchors = [(View().with_shift(mid), top_mid), (View(), float(np.linalg.norm(hi)))]
+    rng = np.random.default_rng(4)
+    for centre, expected in ((100.0, (1, apart / 2.0)), (5e5, (0, top_mid))):
+        engine = InMemoryEngine(rng.normal(centre, 1.0, size=(n, 10)), lo, hi)
+        for seed in range(20):
+            ledger = PrivacyLedger.for_stages({"centre domain": rho})
+            answer = private_reach(engine, anchors, steps=20, rho=rho, ledger=ledger,
+                                   rng=np.random.default_rng(seed), apart=apart)
+            assert answer == expected
+            assert ledger.spent == {"centre domain": rho}
+    # Without the distance: the two searches, whose tie keeps the middle whatever the rows.
+    engine = InMemoryEngine(rng.normal(100.0, 1.0, size=(n, 10)), lo, hi)
+    answers = {private_reach(engine, anchors, steps=20, rho=rho,
+                             ledger=PrivacyLedger.for_stages({"centre domain": rho}),
+                             rng=np.random.default_rng(seed))[0] for seed in range(20)}
+    assert 0 in answers
+
+
 def test_privquant_vectorised_matches_independent_searches():
     rng = np.random.default_rng(3)
     data = rng.normal(loc=[0.0, 5.0, -3.0], size=(3000, 3))

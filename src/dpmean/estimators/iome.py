@@ -279,7 +279,8 @@ class ShiftedClippedMean(ClippedMean):
     sensitivity-1 counts on the norms about the box's middle and, where the box's point nearest
     the origin is another point, one about that point, each half of the stage (by octaves:
     ``private_reach``, at most ``median_steps`` counts, rho / (k steps) each for k such
-    searches). Of the
+    searches; where each could make only one reliable halving, one count of the whole stage
+    instead, of the rows within half the two points' distance of the latter). Of the
     rest, "threshold" (share t of it: ``threshold_share``, or under "auto" the smallest of 0.01,
     0.02, 0.05, 0.1, 0.25 whose rank error bound is at most n / 4) searches the shifted norms
     with sensitivity-1 counts, and "noise" (1 - t) is the Gaussian mechanism on the clipped
@@ -531,6 +532,11 @@ class _Geometry:
             points.append((rotation.apply(nearest), self.gain * self.farthest_corner(nearest)))
         return points
 
+    def anchors_apart(self) -> float:
+        """The distance between ``reach_anchors``' two points in the rotated space (0 where
+        they are one). Public: the box."""
+        return self.gain * float(np.linalg.norm(self.mid - public_centre(self.lo, self.hi)))
+
     def farthest_corner(self, point: np.ndarray) -> float:
         """The distance from ``point`` (in the box's own, unrotated units) to the box's farthest
         corner: a bound on every clamped row's distance from it. Public: the box, the point."""
@@ -652,7 +658,8 @@ def rotated_centre(
         anchors = geometry.reach_anchors(base.rotation, mid_rotated)
         nearest, reach = private_reach(
             engine, [(base.with_shift(anchor), top) for anchor, top in anchors], steps=steps,
-            rho=budget["centre domain"], ledger=ledger, rng=rng, secure=secure, beta=beta)
+            rho=budget["centre domain"], ledger=ledger, rng=rng, secure=secure, beta=beta,
+            apart=geometry.anchors_apart())
         anchor = anchors[nearest][0]
         half = reach * rotated_spread(geometry.d_pad, n, beta)
         narrow_lo, narrow_hi = anchor - half, anchor + half
