@@ -19,6 +19,7 @@ from dpmean.mechanisms import (
     gaussian_mechanism,
     private_quantile_integer,
     private_quantile_real,
+    reliable_search_steps,
     symmetric_gaussian_mechanism,
 )
 from dpmean.mechanisms.discrete_gaussian import discrete_gaussian
@@ -269,6 +270,43 @@ def test_replay_privacy_loss_within_budget(name, d, monkeypatch):
                     replay = realised_rho(patch, method, a, b, rho=RHO, seed=seed, **options)
                 assert replay.draws > 0
                 assert replay.rho <= RHO * (1 + 1e-9), (name, seed, replay.costs)
+
+
+@pytest.mark.parametrize("method,options", [
+    ("iome", {}), ("plan", {}), ("auto", {}), ("plan", {"secure_noise": True}),
+    ("iome", {"quantized": True})], ids=["iome", "plan", "auto", "plan-secure", "iome-quantized"])
+def test_replay_of_the_one_question_reach(method, options, monkeypatch):
+    # A box loose on one side at a budget where each reach search could make one reliable
+    # halving (n = 100, rho = 1 in (0, 10^6)^10): ``private_reach`` asks its two single counts
+    # (``noisy_count``); rows near the lower face, one moved to the far corner, the middle or
+    # the origin, and the count's side decided by that row (a quarter of the rows at the
+    # middle): the same draws, the same release, within the budget.
+    from dpmean.estimators import iome
+
+    asked = []
+    honest = iome.private_reach
+
+    def watched(engine, anchors, **kwargs):
+        asked.append(kwargs.get("apart") is not None and reliable_search_steps(
+            engine.n / 4.0, kwargs["rho"] / 2, kwargs["beta"] / 2, kwargs["steps"]) <= 1)
+        return honest(engine, anchors, **kwargs)
+
+    monkeypatch.setattr(iome, "private_reach", watched)
+    rng = np.random.default_rng(5)
+    rows = rng.normal(100.0, 1.0, size=(100, 10))
+    split = rows.copy()
+    split[:25] = rng.normal(5e5, 1.0, size=(25, 10))
+    for data in (rows, split):
+        for end in (np.full(10, 1e6), np.full(10, 5e5), np.zeros(10)):
+            x, x_prime = data.copy(), data.copy()
+            x_prime[-1] = end
+            for a, b in ((x, x_prime), (x_prime, x)):
+                asked.clear()
+                with monkeypatch.context() as patch:
+                    replay = realised_rho(patch, method, a, b, rho=1.0, seed=0,
+                                          bounds=(0, 1e6), **options)
+                assert any(asked)
+                assert replay.rho <= 1.0 * (1 + 1e-9), replay.costs
 
 
 def test_replay_catches_an_understated_sensitivity(monkeypatch):

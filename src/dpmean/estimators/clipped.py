@@ -22,7 +22,12 @@ from ..mechanisms import (
     rank_error_bound,
     reliable_search_steps,
 )
-from ..mechanisms.quantiles import check_octave_search, octave_search, search_cost_event
+from ..mechanisms.quantiles import (
+    check_octave_search,
+    noisy_count,
+    octave_search,
+    search_cost_event,
+)
 from ..transforms import View
 
 # The failure probability the radius search's margin below n is sized for. A search over many
@@ -143,14 +148,17 @@ def private_reach(
     stage "centre domain".
 
     Where each search could make only one reliable halving (small n rho), it asks only whether
-    the rows lie within top / 2: about a point near the rows and one as far again, both answer
-    their top, and the tie went to the first anchor (the box's middle) whatever the data (N(100,
-    1) in (0, 10^6)^10, n = 50, rho = 1: PLAN's centre at 31,250 and its error 7.8e4 against
-    cm's 33). Given ``apart``, the distance between two anchors, the whole rho then buys one
-    count instead: whether more than 3n/4 rows lie within apart / 2 of the last anchor (so
-    nearer it than the first); if so that anchor with r = apart / 2, else the first with its
-    top (public). The same cost, one sensitivity-1 count; docs/results.md, "One question at
-    small budgets".
+    the rows lie within top / 2 of its point: about a point near the rows and one as far again,
+    both answer their top, and the tie went to the first anchor (the box's middle) whatever the
+    data (N(100, 1) in (0, 10^6)^10, n = 50, rho = 1: PLAN's centre at 31,250 and its error
+    7.8e4 against cm's 33). Given ``apart``, the distance between two anchors, the second
+    anchor's one count is then asked at apart / 2 (rows within it are nearer the second than
+    the first), and the anchor whose count is larger is kept: the second with r = apart / 2
+    where its count exceeds 3n/4, else its top; the first with its own one halving as before.
+    The same two counts at rho / 2 each; rows at either anchor win by n against noise of sd
+    1 / sqrt(rho) (the first version, one count at 3n/4 with the whole rho, sent ~1% of those
+    releases back to the middle, and dropped the middle's halving: a review). docs/results.md,
+    "One question at small budgets".
     """
     n, k = engine.n, len(anchors)
     # At beta, not at the escape margin's smaller failure probability: a wrong turn here moves
@@ -163,11 +171,16 @@ def private_reach(
         return lambda t: engine.norm_counts(view, t)
 
     if k == 2 and steps <= 1 and apart is not None:
-        check_octave_search(1, rho, apart, secure)
-        ledger.charge("centre domain", *search_cost_event(np.zeros(1), rho, secure))
-        _, within = octave_search(counts(anchors[1][0]), 0.75 * n, apart, steps=1, rho=rho,
-                                  rng=rng, secure=secure)
-        return (1, within) if within < apart else (0, anchors[0][1])
+        (first, first_top), (second, second_top) = anchors
+        for top in (first_top, apart):
+            check_octave_search(1, rho / 2, top, secure)
+        ledger.charge("centre domain", *search_cost_event(np.zeros(2), rho / 2, secure))
+        near_first, near_second = (
+            noisy_count(counts(view), top / 2.0, rho=rho / 2, rng=rng, secure=secure)
+            for view, top in ((first, first_top), (second, apart)))
+        if near_second > near_first:
+            return 1, (apart / 2.0 if near_second > 0.75 * n else second_top)
+        return 0, (first_top / 2.0 if near_first > 0.75 * n else first_top)
     for _, top in anchors:
         check_octave_search(steps, rho / k, top, secure)
     ledger.charge("centre domain", *search_cost_event(np.zeros(k), rho / k, secure))

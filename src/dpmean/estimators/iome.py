@@ -279,8 +279,8 @@ class ShiftedClippedMean(ClippedMean):
     sensitivity-1 counts on the norms about the box's middle and, where the box's point nearest
     the origin is another point, one about that point, each half of the stage (by octaves:
     ``private_reach``, at most ``median_steps`` counts, rho / (k steps) each for k such
-    searches; where each could make only one reliable halving, one count of the whole stage
-    instead, of the rows within half the two points' distance of the latter). Of the
+    searches; where each could make only one reliable halving, the latter's one count is
+    asked at half the two points' distance, and the larger count's point kept). Of the
     rest, "threshold" (share t of it: ``threshold_share``, or under "auto" the smallest of 0.01,
     0.02, 0.05, 0.1, 0.25 whose rank error bound is at most n / 4) searches the shifted norms
     with sensitivity-1 counts, and "noise" (1 - t) is the Gaussian mechanism on the clipped

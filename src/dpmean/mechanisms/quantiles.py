@@ -184,6 +184,15 @@ def octave_search(count_le: CountFunction, rank: float, top: float, *, steps: in
     return left, right
 
 
+def noisy_count(count_le: CountFunction, threshold: float, *, rho: float,
+                rng: np.random.Generator, secure: bool = False) -> float:
+    """One noisy count of the values <= ``threshold`` (sensitivity 1): a search of one step
+    at ``rho``, the same draw (the discrete Gaussian with ``secure``). The caller charges
+    (``search_cost_event``) and checks (``check_octave_search``)."""
+    counts = _noisy_counts(count_le, np.array([threshold]), 1, rho, rng, secure)
+    return float(np.asarray(counts).reshape(-1)[0])
+
+
 def octave_search_lowest(top: float, steps: int) -> float:
     """The smallest right end ``private_quantile_octaves`` can return over [0, top] in
     ``steps`` counts: the one reached when every count lands above the rank (public: top and
