@@ -309,6 +309,28 @@ def test_replay_of_the_one_question_reach(method, options, monkeypatch):
                 assert replay.rho <= 1.0 * (1 + 1e-9), replay.costs
 
 
+@pytest.mark.parametrize("options", [{}, {"secure_noise": True}], ids=["real", "secure"])
+def test_replay_of_autos_count_near_the_origin(options, monkeypatch):
+    # n = 100, d = 2, rho = 0.1 in +-10^6: the choice unplaced and PLAN's minimum n not met,
+    # auto's one count (stage "choice near origin") picks cm or the Gaussian mechanism. Half
+    # the rows near the origin (the count at its threshold), one moved far or near.
+    rng = np.random.default_rng(6)
+    rows = rng.normal(0.0, 1.0, size=(100, 2))
+    rows[:50] = rng.normal(9e5, 1.0, size=(50, 2))
+    assert "choice near origin" in dpmean.mean(rows, rho=0.1, bounds=(-1e6, 1e6),
+                                               random_state=0).ledger
+    for end in (np.full(2, 1e6), np.zeros(2), np.full(2, -1e6)):
+        x, x_prime = rows.copy(), rows.copy()
+        x_prime[-1] = end
+        for seed in range(3):
+            for a, b in ((x, x_prime), (x_prime, x)):
+                with monkeypatch.context() as patch:
+                    replay = realised_rho(patch, "auto", a, b, rho=0.1, seed=seed,
+                                          bounds=(-1e6, 1e6), **options)
+                assert replay.draws > 0
+                assert replay.rho <= 0.1 * (1 + 1e-9), replay.costs
+
+
 def test_replay_catches_an_understated_sensitivity(monkeypatch):
     # cm's final mean released with noise for half its sensitivity (charged in full): the pair
     # centre -> corner realises about 4x the final stage's rho, over the total budget.
