@@ -146,24 +146,47 @@ def test_a_small_table_in_a_loose_box_is_centred_near_its_rows(method):
 
 def test_plan_needs_the_rows_its_bucketed_threshold_can_place():
     # A user trial: 30 Likert answers (mostly 5) in [1, 5], d = 10, rho = 2. PLAN's threshold
-    # chooses among 47,104 log buckets; at this n and budget its rank error over them exceeds
-    # n (ln(47,104 / 1e-3) / sqrt(2 rho_threshold) = 28 rows, plus sqrt(30)), and its draws
-    # came out at 1e-6 to 1e-18 (error 11.7 against the Gaussian mechanism's 0.58), while
-    # auto, unable to place its choice, ran it. Now PLAN falls back there and auto runs the
-    # Gaussian mechanism.
-    from dpmean.errors import InsufficientDataWarning
+    # chooses among 47,104 log buckets, each empty one below the rows at the target rank's
+    # utility; its share (1/10) left the target rank (n - k) within the rank error over them,
+    # and its draws came out at 1e-6 to 1e-18 (error 11.7 against the Gaussian mechanism's
+    # 0.58). Now the threshold takes the smallest share whose target clears that error at beta
+    # (1/4 here: k + ln(47,104 / 0.1) / sqrt(2 rho_t) + 1 = 29.97 rows <= 30), and PLAN runs
+    # with a threshold among the rows.
+    from dpmean.estimators.plan import PrivateLimitAdaptedNoise
     from dpmean.mechanisms.exponential import log_bucket_count
 
     assert log_bucket_count(46.0) == 47_104
-    x = np.random.default_rng(1).choice([1, 2, 3, 4, 5], size=(30, 10),
-                                        p=[.02, .02, .03, .08, .85]).astype(float)
+    plan = PrivateLimitAdaptedNoise(2.0, bounds=(1, 5))
+    budget = plan.budget_plan(30, 10)
+    assert budget["threshold"] == pytest.approx(0.25 * (budget["threshold"] + budget["noise"]))
+    assert plan.minimum_rows(30, *plan.unit_box(30, 10), budget) <= 30
+    for seed in range(10):
+        x = np.random.default_rng(seed).choice([1, 2, 3, 4, 5], size=(30, 10),
+                                               p=[.02, .02, .03, .08, .85]).astype(float)
+        result = dpmean.mean(x, method="plan", rho=2.0, bounds=(1, 5), random_state=seed)
+        assert not result.fallback
+        # The collapse put it at 1e-6 to 1e-18 of the norms' bound; the rows' norms about
+        # the centre are at least 1/4 of a unit (an answer away) where they are not 0.
+        assert result.diagnostics["threshold"] > 1e-3 * result.diagnostics["view_norm_bound"]
+
+
+def test_plan_falls_back_where_no_share_clears_its_buckets():
+    # A later trial: a 40-row clinical table (age, blood pressure, a lab value, length of
+    # stay, a flag) in its real ranges at rho = 1. PLAN's target rank (16) lay within the
+    # rank error over its buckets (29: the bound then asked only sqrt(n) plus it), and 3 of 40
+    # releases were its private centre (threshold 1e-7 to 1e-18), the box's middle once.
+    # No share clears it at n = 40 (a public check): PLAN falls back, and auto, its choice
+    # unplaced, asks its count near the origin and runs the Gaussian mechanism.
+    from dpmean.errors import InsufficientDataWarning
+    from dpmean.estimators.plan import THRESHOLD_SHARES, PrivateLimitAdaptedNoise
+
+    box = ([18, 80, 0, 0, 0], [95, 200, 10, 365, 1])
+    plan = PrivateLimitAdaptedNoise(1.0, bounds=box)
+    rest = sum(plan.budget_plan(40, 5)[stage] for stage in ("threshold", "noise"))
+    assert all(plan.rows_for_threshold(40, share * rest) > 40 for share in THRESHOLD_SHARES)
+    rng = np.random.default_rng(2)
+    x = np.clip(rng.normal([56, 133, 2.1, 6, 0.12], [15, 18, 1.2, 5, 0.33], (40, 5)), *box)
     with pytest.warns(InsufficientDataWarning):
-        plan = dpmean.mean(x, method="plan", rho=2.0, bounds=(1, 5), random_state=0)
-    assert plan.fallback
-    result = dpmean.mean(x, method="auto", rho=2.0, bounds=(1, 5), random_state=0)
+        assert dpmean.mean(x, method="plan", rho=1.0, bounds=box, random_state=0).fallback
+    result = dpmean.mean(x, method="auto", rho=1.0, bounds=box, random_state=0)
     assert result.diagnostics["chosen"] == "gaussian"
-    # The Gaussian mechanism's noise per coordinate: ||hi - lo|| / (n sqrt(2 rho)) =
-    # 4 sqrt(10) / 60 = 0.21, so an l2 error near 0.21 sqrt(10) = 0.67 (chi, 10 degrees of
-    # freedom: three times its mean is beyond any seed's reach); PLAN's was 11.7.
-    sigma = 4 * np.sqrt(10) / (30 * 2)
-    assert np.linalg.norm(result.mean - x.mean(0)) < 3 * sigma * np.sqrt(10)

@@ -191,8 +191,9 @@ class _PlanBase(MeanEstimator):
 
         ``threshold_share="auto"`` (default): the smallest of ``THRESHOLD_SHARES`` whose clip
         count (sqrt(n) plus the rank error at ``beta``) is at most 3 sqrt(n), so that at most
-        about three times the paper's sqrt(n) rows are clipped, else 1/4 (the paper's). The rest
-        goes to the noise, which every coordinate carries. Public: n and the budget.
+        about three times the paper's sqrt(n) rows are clipped, among those that meet
+        ``rows_for_threshold``; else the smallest that meets it; else 1/4 (the paper's). The
+        rest goes to the noise, which every coordinate carries. Public: n and the budget.
         """
         if self.threshold_share != "auto":
             return float(self.threshold_share)
@@ -200,10 +201,14 @@ class _PlanBase(MeanEstimator):
         # extra ln(beta / 1e-3) / sqrt(2 rho_t) rows would push the share up a notch at small
         # budgets (1/10 -> 1/4 at Gaussian A, rho = 1/16), taking 17% of the noise's budget to
         # clip fewer rows that, on concentrated norms, hardly bias the mean.
-        for share in THRESHOLD_SHARES:
+        # A share whose target rank the bucketed threshold cannot clear (``minimum_rows``)
+        # would make PLAN fall back; a larger one that clears it is taken first.
+        clears = [share for share in THRESHOLD_SHARES
+                  if n >= self.rows_for_threshold(n, share * rho_rest)]
+        for share in clears:
             if self.clip_count(n, share * rho_rest, self.beta) <= 3.0 * np.sqrt(n):
                 return share
-        return THRESHOLD_SHARES[-1]
+        return clears[0] if clears else THRESHOLD_SHARES[-1]
 
     def clip_count(self, n: int, rho_threshold: float, failure: float | None = None,
                    outputs: int | None = None) -> float:
@@ -217,27 +222,49 @@ class _PlanBase(MeanEstimator):
         happened once in 50 releases of PLAN-noscale (PLAN Appendix E A', d = 1024, rho = 1/2:
         threshold 1,068 against norms near 32, error 24 times the usual); the smaller failure
         probability adds ln(beta / 1e-3) / sqrt(2 rho_threshold) rows to k."""
+        return float(np.sqrt(n) + self.rank_error(n, rho_threshold, failure, outputs))
+
+    def rank_error(self, n: int, rho_threshold: float, failure: float | None = None,
+                   outputs: int | None = None) -> float:
+        """The threshold's rank error at failure probability ``failure`` (by default
+        ``escape_beta(beta)``): the exponential mechanism's over ``outputs`` choices (default
+        n), or the binary search's. Public: n, the budget, beta."""
         beta = escape_beta(self.beta) if failure is None else failure
         if self.quantile == "exponential":
-            rank_error = np.log((n if outputs is None else outputs) / beta) / np.sqrt(
-                2.0 * rho_threshold)
-        else:
-            rank_error = rank_error_bound(self.steps, rho_threshold, beta)
-        return float(np.sqrt(n) + rank_error)
+            return float(np.log((n if outputs is None else outputs) / beta)
+                         / np.sqrt(2.0 * rho_threshold))
+        return float(rank_error_bound(self.steps, rho_threshold, beta))
 
     def minimum_rows(
         self, n: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float]
     ) -> float:
-        """More rows than the threshold aims to clip, its rank error bounded over the
-        mechanism's outputs: the log-domain quantile chooses among ``log_bucket_count``
-        buckets (47,104 at the default ``log_range``), not the n gaps ``clip_count`` counts,
-        and where the bound over those reaches n the draw falls anywhere below the rows.
-        A user trial: 30 Likert answers, d = 10, mostly 5, in [1, 5] at rho = 2, PLAN's
-        threshold came out at 1e-6 to 1e-18 (its error 11.7 against the Gaussian mechanism's
-        0.58), and auto, unable to place its choice there, ran it. Public: n, the budget.
-        (At least n outputs are counted: the bound over n is what the target aims by.)"""
-        outputs = n if self.log_range is None else max(n, log_bucket_count(self.log_range))
-        return self.clip_count(n, budget["threshold"], outputs=outputs) + 1.0
+        """More rows than the threshold aims to clip, with its target rank n - k clear of
+        the rank error over the mechanism's outputs: the log-domain quantile chooses among
+        ``log_bucket_count`` buckets (47,104 at the default ``log_range``), not the n gaps
+        ``clip_count`` counts, and every empty bucket below the rows has the target rank's
+        utility, so where the target rank is within the rank error over those the draw falls
+        anywhere below the rows. A user trial: 30 Likert answers, d = 10, mostly 5, in [1, 5]
+        at rho = 2, PLAN's threshold came out at 1e-6 to 1e-18 (its error 11.7 against the
+        Gaussian mechanism's 0.58), and auto, unable to place its choice there, ran it; it
+        then asked only that n exceed sqrt(n) plus the bound over the buckets, and a 40-row
+        clinical table at rho = 1 (target rank 16, bound 29) still released its private
+        centre, the box's middle once, in 3 of 40 releases (the threshold 1e-7 to 1e-18; a
+        later trial). Public: n, the budget."""
+        return self.rows_for_threshold(n, budget["threshold"])
+
+    def rows_for_threshold(self, n: int, rho_threshold: float) -> float:
+        """``minimum_rows`` for a threshold of budget ``rho_threshold``. Public."""
+        k = self.clip_count(n, rho_threshold)
+        if self.quantile != "exponential" or self.log_range is None:
+            return k + 1.0
+        # At beta, not at the escape margin's smaller failure probability: the bound takes the
+        # rows' own buckets at utility 0 alone (their mass is hundreds of times that where the
+        # rows spread over a nat), and at 1e-3 it refused settings that collapsed in none of
+        # 60 releases on five tables (n = 50, d = 10, rho = 1), where at beta it refuses those
+        # that collapsed in 5-58% (n = 40 and 1; 70 and 0.3; 100 and 0.1) and keeps n = 130 at
+        # rho = 0.1 (0-2 of 60; docs/results.md, "PLAN's target rank above its buckets").
+        buckets = max(n, log_bucket_count(self.log_range))
+        return k + self.rank_error(n, rho_threshold, self.beta, buckets) + 1.0
 
     def _centre_kind(self, engine: Engine) -> str:
         return self._centre_kind_for(engine.baskets)
