@@ -53,6 +53,20 @@ def test_a_release_off_a_face_by_rounding_is_on_it(method):
     assert len(caught) == 1 and "5 of 5 coordinates" in str(caught[0].message)
 
 
+@pytest.mark.parametrize("offset,expected", [(-5.0, 1), (8.0, 0)],
+                         ids=["rows-below", "rows-inside"])
+def test_a_box_far_from_zero_is_judged_by_its_width(offset, expected):
+    # A review: in (10^15, 10^15 + 10), 2^-40 of the magnitude (909) is the box's width 90
+    # times over; uncapped it failed the noise's tenth of the box and hid rows below it; in
+    # (10^13, 10^13 + 100) it was 9 and put rows 8 inside the box on its face.
+    lo = 1e15 if offset < 0 else 1e13
+    width = 10.0 if offset < 0 else 100.0
+    x = lo + offset + np.random.default_rng(0).normal(0.0, 0.1, size=(2000, 3))
+    caught = faces_warned(lambda: dpmean.mean(x, rho=1.0, bounds=(lo, lo + width),
+                                              method="gaussian", random_state=0))
+    assert len(caught) == expected
+
+
 def test_a_release_without_a_noise_scale_is_not_judged():
     # The trimmed mean releases no noise scale: a release projected onto a face may be its
     # noise's doing (as a local protocol's at tiny n, or CoinPress's at a huge radius).

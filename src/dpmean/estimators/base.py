@@ -874,8 +874,10 @@ FACE_REACH = 10.0
 # The share of the coordinates whose release must lie on a face for the warning: nearly all
 # (MNIST rescaled to (-1, 1) has 56% of its pixels' means at -1, inside its box).
 FACE_SHARE = 0.9
-# A release within this fraction of the box's magnitude of a face is on it (rounding).
+# A release within this fraction of the box's magnitude of a face, and of FACE_ROUNDING_WIDTH
+# of its width, is on it (rounding).
 FACE_ROUNDING = 2.0**-40
+FACE_ROUNDING_WIDTH = 2.0**-20
 
 
 def warn_if_on_the_faces(result: MeanResult) -> None:
@@ -902,9 +904,16 @@ def warn_if_on_the_faces(result: MeanResult) -> None:
     # release's own arithmetic (a rotation back, a rescaling) leaves it off a face by rounding:
     # IOME's release of rows all below a box (200, 300) lay 3.6e-15 above one face where the
     # noise's reach was 2.5e-17, so four of five columns were on their faces (a user trial).
-    reach = noise_half_width(std) + FACE_ROUNDING * np.maximum(np.abs(lo), np.abs(hi))
+    # The rounding allowance is capped at a sliver of the box's width, and the noise alone is
+    # held to its tenth: in a box far from 0 (10^13 + (0, 100)) 2^-40 of its magnitude is 9,
+    # which put rows 3 inside it on the face, and in (10^15, 10^15 + 10) the uncapped
+    # allowance (909) failed the tenth and hid rows below the box (a review).
+    reach = noise_half_width(std)
+    rounding = np.minimum(FACE_ROUNDING * np.maximum(np.abs(lo), np.abs(hi)),
+                          FACE_ROUNDING_WIDTH * (hi - lo))
     # A face at 0 is where counts, flags and baskets lie (the value sparse formats leave out).
-    on_face = (((mean - lo <= reach) & (lo != 0.0)) | ((hi - mean <= reach) & (hi != 0.0))) & (
+    on_face = (((mean - lo <= reach + rounding) & (lo != 0.0))
+               | ((hi - mean <= reach + rounding) & (hi != 0.0))) & (
         reach <= (hi - lo) / FACE_REACH)
     faces = int(np.count_nonzero(on_face))
     if faces < FACE_SHARE * result.d:
