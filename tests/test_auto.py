@@ -226,21 +226,22 @@ def test_a_choice_the_budget_cannot_place_spends_nothing_and_runs_plan():
 def test_below_plans_minimum_one_count_asks_whether_the_rows_lie_near_the_origin(
         rows, box, expected):
     # A user trial: n = 100, d = 1, rho = 0.1 in +-10^6, the choice unplaced and PLAN's
-    # minimum n (103) not met: auto ran the Gaussian mechanism, whose noise follows the box
-    # (error 4.4e4, cm's 0.085). One count of the rows within 1/8 of the box's width from the
-    # origin, at the smallest share whose sd is at most n/2 / 3 (2% here: sd 15.8, margin 50
-    # either way, 3.2 sd), runs cm where it exceeds n/2, else the Gaussian mechanism as
-    # before. The count's stage is in the ledger, which adds up to rho.
+    # minimum n not met: auto ran the Gaussian mechanism, whose noise follows the box (error
+    # 4.4e4, cm's 0.085). One count of the rows within half the Gaussian mechanism's predicted
+    # error from the origin (2.4e4 here), at the smallest share whose sd is at most n/4 / 3
+    # (10%: sd 7.1, a margin of 25 for rows all near, 3.5 sd), runs cm where it exceeds 3n/4,
+    # else the Gaussian mechanism as before (rows all far: 75 above, 10 sd). The count's
+    # stage is in the ledger, which adds up to rho.
     from dpmean.estimators.auto import NEAR_ORIGIN_STAGE
 
     auto = AutoMean(0.1, bounds=box)
-    assert not auto.choice_resolves(100) and auto.near_origin_share(100, 1) == 0.02
+    assert not auto.choice_resolves(100) and auto.near_origin_share(100, 1) == 0.1
     for seed in range(10):
         x = rows(np.random.default_rng(seed))
         result = dpmean.mean(x, rho=0.1, bounds=box, random_state=seed)
         assert result.diagnostics["chosen"] == expected
         assert list(result.ledger) == [NEAR_ORIGIN_STAGE, "release"]
-        assert result.ledger[NEAR_ORIGIN_STAGE] == pytest.approx(0.002)
+        assert result.ledger[NEAR_ORIGIN_STAGE] == pytest.approx(0.01)
         assert sum(result.ledger.values()) == pytest.approx(0.1)
     # Where PLAN runs, or with a private box, nothing is asked.
     assert AutoMean(1.0, bounds=box).near_origin_share(1000, 1) is None
