@@ -407,8 +407,9 @@ class AutoMean(MeanEstimator):
 
     Where n and rho cannot place the choice's medians (``choice_resolves``, public), or where
     the choice's share would cost PLAN its scaling (``choice_costs_plan_its_scaling``, public),
-    nothing is spent on a choice and PLAN runs on the whole budget (``UNRESOLVED_CHOICE``),
-    or the Gaussian mechanism where PLAN's minimum n is not met; there, with public bounds,
+    nothing is spent on a choice and PLAN runs on the whole budget (``unresolved_choice``:
+    IOME first where the choice cannot be placed and PLAN would spend on variances), or the
+    Gaussian mechanism where their minimum n is not met; there, with public bounds,
     where CM's minimum n is met, one count first asks whether most rows lie near the origin
     (``near_origin_share``), and CM runs if they do.
     Otherwise the choice spends ``choice_share`` of rho (``CHOICE_STAGES``; at most
@@ -563,7 +564,8 @@ class AutoMean(MeanEstimator):
             candidate = self.candidate(name, rho)
             return n >= candidate.minimum_rows(n, lo, hi, candidate.budget_plan(n, d))
 
-        if runs("plan", self.rho):
+        if any(runs(name, self.rho) for name in self.unresolved_choice(n, d, sparse=False)
+               if name != "gaussian"):
             return None
         margin = (1.0 - NEAR_ORIGIN_SHARE) * n / NEAR_ORIGIN_SDS
         for share in NEAR_ORIGIN_SHARES:
@@ -571,6 +573,20 @@ class AutoMean(MeanEstimator):
                     and runs("cm", (1.0 - share) * self.rho)):
                 return share
         return None
+
+    def unresolved_choice(self, n: int, d: int, sparse: bool) -> tuple[str, ...]:
+        """The candidates, in the order the first runnable one runs, where no choice is made
+        (public: n, d, rho, the input's kind): ``UNRESOLVED_CHOICE``, with IOME first on dense
+        input where the choice cannot be placed and PLAN would spend its preprocessing on
+        variances. PLAN's centre then has a quarter of what IOME's has, and at these n rho it
+        lost to IOME on every table measured, skewed ones too (n = 500, d = 10, rho = 0.1, 20
+        releases: N(100, 10) in +-10^6 13.3 against 1.35, Zipf variances 1.57 against 0.51,
+        Poisson(2) counts 0.36 against 0.18, a user trial's case and docs/results.md); where
+        PLAN buys no variances (n = 569, d = 30, epsilon = 1) it was 10% better than IOME."""
+        if (not sparse and not self.choice_resolves(n)
+                and "variance" in self.candidate("plan", self.rho).budget_plan(n, d)):
+            return ("iome", *UNRESOLVED_CHOICE)
+        return UNRESOLVED_CHOICE
 
     def choice_plan(self, n: int) -> dict[str, float]:
         """The plan where the choice is made (public: n and rho): ``choice_share`` split over
@@ -589,9 +605,10 @@ class AutoMean(MeanEstimator):
         exp(-eps m / 4) of its mass on the domain's empty ends, relative to the nat-wide middle
         of the data (PLAN's guard, ``pair_median_resolves``, for one mechanism): we ask
         eps m / 4 >= ln(LOG_RANGE / CHOICE_BETA). Below it (e.g. n = 569 at epsilon = 1) the
-        predictions are noise, so nothing is spent on them and ``UNRESOLVED_CHOICE`` runs on the
-        whole budget: PLAN, which is within a few per cent of IOME where there is no skew and
-        better where there is, or the Gaussian mechanism where PLAN's minimum n is not met."""
+        predictions are noise, so nothing is spent on them and ``unresolved_choice`` runs on
+        the whole budget: PLAN, which is within a few per cent of IOME where there is no skew
+        and better where there is, unless it would spend its preprocessing on variances (then
+        IOME), or the Gaussian mechanism where their minimum n is not met."""
         eps = np.sqrt(8.0 * self.rho * CHOICE_SHARE / len(CHOICE_STAGES))
         return bool(eps * (n // 2) / 4.0 >= np.log(LOG_RANGE / CHOICE_BETA))
 
@@ -652,7 +669,8 @@ class AutoMean(MeanEstimator):
         superset of those the public checks leave runnable, which only makes it more
         pessimistic). None if a candidate does not declare its mechanisms."""
         options = []
-        names = [*CANDIDATES] if "choice norms" in plan else [*UNRESOLVED_CHOICE]
+        names = ([*CANDIDATES] if "choice norms" in plan
+                 else [*self.unresolved_choice(n, d, sparse)])
         if NEAR_ORIGIN_STAGE in plan:
             names.append("cm")
         variants = [(name, False) for name in names]
@@ -881,7 +899,7 @@ class AutoMean(MeanEstimator):
         near_origin = (self.rows_near_origin(engine, ledger, rng)
                        if NEAR_ORIGIN_STAGE in budget else False)
         names = (predicted if predicted is not None else
-                 ("cm",) if near_origin else UNRESOLVED_CHOICE)
+                 ("cm",) if near_origin else self.unresolved_choice(n, d, engine.baskets))
         candidates = {name: self.candidate(name, rho_rest, robust) for name in names}
         plans = {name: c.budget_plan(n, d) for name, c in candidates.items()}
         runnable = [name for name, c in candidates.items()  # a public check
@@ -891,7 +909,7 @@ class AutoMean(MeanEstimator):
             candidates.setdefault(name, self.candidate(name, rho_rest))
             plans.setdefault(name, candidates[name].budget_plan(n, d))
         elif predicted is None:
-            name = runnable[0]  # UNRESOLVED_CHOICE's order
+            name = runnable[0]  # ``unresolved_choice``'s order
         else:
             name = best_predicted(runnable, predicted, bias)
         chosen = candidates[name]
