@@ -149,9 +149,9 @@ def test_plan_needs_the_rows_its_bucketed_threshold_can_place():
     # chooses among 47,104 log buckets, each empty one below the rows at the target rank's
     # utility; its share (1/10) left the target rank (n - k) within the rank error over them,
     # and its draws came out at 1e-6 to 1e-18 (error 11.7 against the Gaussian mechanism's
-    # 0.58). Now the threshold takes the smallest share whose target clears that error at beta
-    # (1/4 here: k + ln(47,104 / 0.1) / sqrt(2 rho_t) + 1 = 29.97 rows <= 30), and PLAN runs
-    # with a threshold among the rows.
+    # 0.58). Now the threshold takes the smallest share whose target rank clears that error
+    # at beta (1/4 here: the target rank n - k = 14.2 above ln(47,104 / 0.1) /
+    # sqrt(2 rho_t) = 13.1), and PLAN runs with a threshold among the rows.
     from dpmean.estimators.plan import PrivateLimitAdaptedNoise
     from dpmean.mechanisms.exponential import log_bucket_count
 
@@ -159,7 +159,7 @@ def test_plan_needs_the_rows_its_bucketed_threshold_can_place():
     plan = PrivateLimitAdaptedNoise(2.0, bounds=(1, 5))
     budget = plan.budget_plan(30, 10)
     assert budget["threshold"] == pytest.approx(0.25 * (budget["threshold"] + budget["noise"]))
-    assert plan.minimum_rows(30, *plan.unit_box(30, 10), budget) <= 30
+    assert plan.clears_buckets(30, budget["threshold"])
     for seed in range(10):
         x = np.random.default_rng(seed).choice([1, 2, 3, 4, 5], size=(30, 10),
                                                p=[.02, .02, .03, .08, .85]).astype(float)
@@ -170,23 +170,26 @@ def test_plan_needs_the_rows_its_bucketed_threshold_can_place():
         assert result.diagnostics["threshold"] > 1e-3 * result.diagnostics["view_norm_bound"]
 
 
-def test_plan_falls_back_where_no_share_clears_its_buckets():
-    # A later trial: a 40-row clinical table (age, blood pressure, a lab value, length of
-    # stay, a flag) in its real ranges at rho = 1. PLAN's target rank (16) lay within the
-    # rank error over its buckets (29: the bound then asked only sqrt(n) plus it), and 3 of 40
-    # releases were its private centre (threshold 1e-7 to 1e-18), the box's middle once.
-    # No share clears it at n = 40 (a public check): PLAN falls back, and auto, its choice
-    # unplaced, asks its count near the origin and runs the Gaussian mechanism.
-    from dpmean.errors import InsufficientDataWarning
+def test_plans_threshold_share_clears_its_buckets_where_one_can():
+    # The threshold's share is the smallest whose clip count is at most 3 sqrt(n) and whose
+    # target rank clears the rank error over its buckets at beta (``clears_buckets``); with
+    # none that clears, the old rule (a review: taking the smallest clearing share beyond the
+    # clip count's limit cut 1/4 to 1/100 at n = 2000, rho = 0.01, and 0/1 flags erred 37x).
     from dpmean.estimators.plan import THRESHOLD_SHARES, PrivateLimitAdaptedNoise
 
-    box = ([18, 80, 0, 0, 0], [95, 200, 10, 365, 1])
-    plan = PrivateLimitAdaptedNoise(1.0, bounds=box)
-    rest = sum(plan.budget_plan(40, 5)[stage] for stage in ("threshold", "noise"))
-    assert all(plan.rows_for_threshold(40, share * rest) > 40 for share in THRESHOLD_SHARES)
-    rng = np.random.default_rng(2)
-    x = np.clip(rng.normal([56, 133, 2.1, 6, 0.12], [15, 18, 1.2, 5, 0.33], (40, 5)), *box)
-    with pytest.warns(InsufficientDataWarning):
-        assert dpmean.mean(x, method="plan", rho=1.0, bounds=box, random_state=0).fallback
-    result = dpmean.mean(x, method="auto", rho=1.0, bounds=box, random_state=0)
-    assert result.diagnostics["chosen"] == "gaussian"
+    def shares(plan, n, d):
+        budget = plan.budget_plan(n, d)
+        rest = budget["threshold"] + budget["noise"]
+        return budget["threshold"] / rest, rest
+
+    plan = PrivateLimitAdaptedNoise(2.0, bounds=(-1e4, 1e4))
+    share, rest = shares(plan, 50, 10)
+    assert share == pytest.approx(0.25)
+    assert plan.clears_buckets(50, 0.25 * rest) and not plan.clears_buckets(50, 0.1 * rest)
+    assert plan.clip_count(50, 0.1 * rest, plan.beta) <= 3 * np.sqrt(50)  # the old rule's 1/10
+    wide = PrivateLimitAdaptedNoise(0.01, bounds=(0, 1))
+    share, rest = shares(wide, 2000, 1)
+    assert share == pytest.approx(THRESHOLD_SHARES[-1])
+    assert not any(wide.clears_buckets(2000, s * rest) and
+                   wide.clip_count(2000, s * rest, wide.beta) <= 3 * np.sqrt(2000)
+                   for s in THRESHOLD_SHARES)

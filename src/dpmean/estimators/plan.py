@@ -191,9 +191,10 @@ class _PlanBase(MeanEstimator):
 
         ``threshold_share="auto"`` (default): the smallest of ``THRESHOLD_SHARES`` whose clip
         count (sqrt(n) plus the rank error at ``beta``) is at most 3 sqrt(n), so that at most
-        about three times the paper's sqrt(n) rows are clipped, among those that meet
-        ``rows_for_threshold``; else the smallest that meets it; else 1/4 (the paper's). The
-        rest goes to the noise, which every coordinate carries. Public: n and the budget.
+        about three times the paper's sqrt(n) rows are clipped, and whose target rank clears
+        the rank error over its buckets (``clears_buckets``) if one does; else 1/4 (the
+        paper's). The rest goes to the noise, which every coordinate carries. Public: n and
+        the budget.
         """
         if self.threshold_share != "auto":
             return float(self.threshold_share)
@@ -201,14 +202,14 @@ class _PlanBase(MeanEstimator):
         # extra ln(beta / 1e-3) / sqrt(2 rho_t) rows would push the share up a notch at small
         # budgets (1/10 -> 1/4 at Gaussian A, rho = 1/16), taking 17% of the noise's budget to
         # clip fewer rows that, on concentrated norms, hardly bias the mean.
-        # A share whose target rank the bucketed threshold cannot clear (``minimum_rows``)
-        # would make PLAN fall back; a larger one that clears it is taken first.
-        clears = [share for share in THRESHOLD_SHARES
-                  if n >= self.rows_for_threshold(n, share * rho_rest)]
-        for share in clears:
-            if self.clip_count(n, share * rho_rest, self.beta) <= 3.0 * np.sqrt(n):
+        meets = [share for share in THRESHOLD_SHARES
+                 if self.clip_count(n, share * rho_rest, self.beta) <= 3.0 * np.sqrt(n)]
+        # Of those, the smallest whose target rank clears the rank error over the log
+        # buckets (``clears_buckets``): below it the draw may fall anywhere below the rows.
+        for share in meets:
+            if self.clears_buckets(n, share * rho_rest):
                 return share
-        return clears[0] if clears else THRESHOLD_SHARES[-1]
+        return meets[0] if meets else THRESHOLD_SHARES[-1]
 
     def clip_count(self, n: int, rho_threshold: float, failure: float | None = None,
                    outputs: int | None = None) -> float:
@@ -238,33 +239,37 @@ class _PlanBase(MeanEstimator):
     def minimum_rows(
         self, n: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float]
     ) -> float:
-        """More rows than the threshold aims to clip, with its target rank n - k clear of
-        the rank error over the mechanism's outputs: the log-domain quantile chooses among
-        ``log_bucket_count`` buckets (47,104 at the default ``log_range``), not the n gaps
-        ``clip_count`` counts, and every empty bucket below the rows has the target rank's
-        utility, so where the target rank is within the rank error over those the draw falls
-        anywhere below the rows. A user trial: 30 Likert answers, d = 10, mostly 5, in [1, 5]
-        at rho = 2, PLAN's threshold came out at 1e-6 to 1e-18 (its error 11.7 against the
-        Gaussian mechanism's 0.58), and auto, unable to place its choice there, ran it; it
-        then asked only that n exceed sqrt(n) plus the bound over the buckets, and a 40-row
-        clinical table at rho = 1 (target rank 16, bound 29) still released its private
-        centre, the box's middle once, in 3 of 40 releases (the threshold 1e-7 to 1e-18; a
-        later trial). Public: n, the budget."""
-        return self.rows_for_threshold(n, budget["threshold"])
+        """More rows than the threshold aims to clip, its rank error bounded over the
+        mechanism's outputs: the log-domain quantile chooses among ``log_bucket_count``
+        buckets (47,104 at the default ``log_range``), not the n gaps ``clip_count`` counts,
+        and where the bound over those reaches n the draw falls anywhere below the rows.
+        A user trial: 30 Likert answers, d = 10, mostly 5, in [1, 5] at rho = 2, PLAN's
+        threshold came out at 1e-6 to 1e-18 (its error 11.7 against the Gaussian mechanism's
+        0.58), and auto, unable to place its choice there, ran it. Public: n, the budget.
+        (At least n outputs are counted: the bound over n is what the target aims by.)
 
-    def rows_for_threshold(self, n: int, rho_threshold: float) -> float:
-        """``minimum_rows`` for a threshold of budget ``rho_threshold``. Public."""
-        k = self.clip_count(n, rho_threshold)
+        Not the stricter ``clears_buckets``: refusing where the target rank is within that
+        bound (a 40-row table at rho = 1 collapsed in 3 of 40 releases) sent ``auto`` to the
+        Gaussian mechanism in loose boxes at n = 90-124, d >= 10, rho = 0.1, where PLAN's
+        collapses release its centre, harmless there (N(1, 1) in +-10^4: 1.25 -> 4,730; a
+        review); the share is chosen to clear it instead (``threshold_fraction``)."""
+        outputs = n if self.log_range is None else max(n, log_bucket_count(self.log_range))
+        return self.clip_count(n, budget["threshold"], outputs=outputs) + 1.0
+
+    def clears_buckets(self, n: int, rho_threshold: float) -> bool:
+        """Whether the threshold's target rank n - k clears its rank error at beta over the
+        log buckets: every empty bucket below the rows has the target rank's utility, so
+        below that the draw may fall anywhere below them (a 40-row clinical table at rho = 1
+        released PLAN's centre, once the box's middle, in 3 of 40: a user trial). At beta,
+        not at the escape margin's smaller failure probability: the bound counts the rows'
+        own buckets at utility 0 alone (their mass is hundreds of times that where the rows
+        spread over a nat). Always true for the binary search and the linear domain.
+        Public: n, the budget, beta."""
         if self.quantile != "exponential" or self.log_range is None:
-            return k + 1.0
-        # At beta, not at the escape margin's smaller failure probability: the bound takes the
-        # rows' own buckets at utility 0 alone (their mass is hundreds of times that where the
-        # rows spread over a nat), and at 1e-3 it refused settings that collapsed in none of
-        # 60 releases on five tables (n = 50, d = 10, rho = 1), where at beta it refuses those
-        # that collapsed in 5-58% (n = 40 and 1; 70 and 0.3; 100 and 0.1) and keeps n = 130 at
-        # rho = 0.1 (0-2 of 60; docs/results.md, "PLAN's target rank above its buckets").
+            return True
         buckets = max(n, log_bucket_count(self.log_range))
-        return k + self.rank_error(n, rho_threshold, self.beta, buckets) + 1.0
+        target = n - self.clip_count(n, rho_threshold)
+        return target > self.rank_error(n, rho_threshold, self.beta, buckets)
 
     def _centre_kind(self, engine: Engine) -> str:
         return self._centre_kind_for(engine.baskets)
