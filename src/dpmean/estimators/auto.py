@@ -554,7 +554,8 @@ class AutoMean(MeanEstimator):
         one count tells them apart: the first of ``NEAR_ORIGIN_SHARES`` whose count's noise
         (sd 1 / sqrt(2 share rho)) is at most (1 - ``NEAR_ORIGIN_SHARE``) n /
         ``NEAR_ORIGIN_SDS``,
-        where PLAN's minimum n is not met on the whole budget and CM's is on the rest, with
+        where no clipping candidate of ``unresolved_choice`` (PLAN, and IOME where it comes
+        first) meets its minimum n on the whole budget and CM meets its own on the rest, with
         public bounds (the private box's own search would leave less than these n buy)."""
         if self.finds_its_box():
             return None
