@@ -265,6 +265,12 @@ def test_an_unplaced_choice_runs_iome_where_plan_would_spend_on_variances():
     np.testing.assert_allclose(result.mean, same.mean)
     assert AutoMean(0.028, bounds=(-5, 5)).unresolved_choice(569, 30, False) == (
         "plan", "gaussian")
+    # Nor below PLAN's minimum n, where IOME would take the place of cm or the Gaussian
+    # mechanism (a review: an MNIST pixel, n = 30, rho = 2, 9x worse).
+    small = AutoMean(2.0, bounds=(0, 255))
+    plan = small.candidate("plan", 2.0)
+    assert 30 < plan.minimum_rows(30, *small.unit_box(30, 1), plan.budget_plan(30, 1))
+    assert small.unresolved_choice(30, 1, False) == ("plan", "gaussian")
 
 
 def test_a_choice_that_would_cost_plan_its_scaling_spends_nothing_and_runs_plan():

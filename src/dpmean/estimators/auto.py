@@ -577,17 +577,25 @@ class AutoMean(MeanEstimator):
 
     def unresolved_choice(self, n: int, d: int, sparse: bool) -> tuple[str, ...]:
         """The candidates, in the order the first runnable one runs, where no choice is made
-        (public: n, d, rho, the input's kind): ``UNRESOLVED_CHOICE``, with IOME first on dense
-        input where the choice cannot be placed and PLAN would spend its preprocessing on
-        variances. PLAN's centre then has a quarter of what IOME's has, and at these n rho it
-        lost to IOME on every table measured, skewed ones too (n = 500, d = 10, rho = 0.1, 20
-        releases: N(100, 10) in +-10^6 13.3 against 1.35, Zipf variances 1.57 against 0.51,
-        Poisson(2) counts 0.36 against 0.18, a user trial's case and docs/results.md); where
-        PLAN buys no variances (n = 569, d = 30, epsilon = 1) it was 10% better than IOME."""
-        if (not sparse and not self.choice_resolves(n)
-                and "variance" in self.candidate("plan", self.rho).budget_plan(n, d)):
-            return ("iome", *UNRESOLVED_CHOICE)
-        return UNRESOLVED_CHOICE
+        (public: n, d, rho, the box, the input's kind): ``UNRESOLVED_CHOICE``, with IOME first
+        on dense input where the choice cannot be placed and PLAN would run and spend its
+        preprocessing on variances. PLAN's centre then has a quarter of what IOME's has: in
+        loose boxes it lost to IOME by up to 10x (n = 500, d = 10, rho = 0.1, 20 releases:
+        N(100, 10) in +-10^6 13.3 against 1.35, Zipf variances in a loose box 1.57 against
+        0.51, a user trial's case), while in tight boxes with skewed variances or a few
+        high-variance coordinates IOME loses 1.3-1.9x (a review; docs/results.md). Only where
+        PLAN runs: below its minimum n IOME's would have taken the place of cm or the Gaussian
+        mechanism (an MNIST pixel, n = 30, rho = 2: 9x). Where PLAN buys no variances (n =
+        569, d = 30, epsilon = 1) it was 10% better than IOME and stays first."""
+        if sparse or self.choice_resolves(n):
+            return UNRESOLVED_CHOICE
+        plan = self.candidate("plan", self.rho)
+        budget = plan.budget_plan(n, d)
+        if "variance" not in budget:
+            return UNRESOLVED_CHOICE
+        if not self.finds_its_box() and n < plan.minimum_rows(n, *self.unit_box(n, d), budget):
+            return UNRESOLVED_CHOICE
+        return ("iome", *UNRESOLVED_CHOICE)
 
     def choice_plan(self, n: int) -> dict[str, float]:
         """The plan where the choice is made (public: n and rho): ``choice_share`` split over
