@@ -234,6 +234,13 @@ def one_sided_share(up: np.ndarray, down: np.ndarray, weights: np.ndarray, rho: 
     return float(np.clip(lopsided / total - tilt, 0.0, 1.0))
 
 
+def gaussian_error(engine: Engine, rho: float) -> float:
+    """The Gaussian mechanism's predicted l2 error at ``rho`` on the engine's box: sqrt(d)
+    ||hi - lo|| / (n sqrt(2 rho)). Public: n, d, the box, rho."""
+    width = float(np.linalg.norm(engine.hi - engine.lo))
+    return float(np.sqrt(engine.d) * width / (engine.n * np.sqrt(2.0 * rho)))
+
+
 def best_predicted(names: Iterable[str], noise: Mapping[str, float],
                    bias: Mapping[str, float]) -> str:
     """Of the candidates ``names``, the one whose predicted error sqrt(noise^2 + bias^2) is
@@ -559,21 +566,21 @@ class AutoMean(MeanEstimator):
         public bounds (the private box's own search would leave less than these n buy)."""
         if self.finds_its_box():
             return None
-        lo, hi = self.unit_box(n, d)
-
-        def runs(name: str, rho: float) -> bool:
-            candidate = self.candidate(name, rho)
-            return n >= candidate.minimum_rows(n, lo, hi, candidate.budget_plan(n, d))
-
-        if any(runs(name, self.rho) for name in self.unresolved_choice(n, d, sparse=False)
-               if name != "gaussian"):
+        if any(self.runs(name, self.rho, n, d)
+               for name in self.unresolved_choice(n, d, sparse=False) if name != "gaussian"):
             return None
         margin = (1.0 - NEAR_ORIGIN_SHARE) * n / NEAR_ORIGIN_SDS
         for share in NEAR_ORIGIN_SHARES:
             if (count_noise_std(1, share * self.rho) <= margin
-                    and runs("cm", (1.0 - share) * self.rho)):
+                    and self.runs("cm", (1.0 - share) * self.rho, n, d)):
                 return share
         return None
+
+    def runs(self, name: str, rho: float, n: int, d: int) -> bool:
+        """Whether the candidate ``name`` at ``rho`` meets its minimum n in the given box
+        (public: n, d, rho, the box; the bounds must be given)."""
+        candidate = self.candidate(name, rho)
+        return n >= candidate.minimum_rows(n, *self.unit_box(n, d), candidate.budget_plan(n, d))
 
     def unresolved_choice(self, n: int, d: int, sparse: bool) -> tuple[str, ...]:
         """The candidates, in the order the first runnable one runs, where no choice is made
@@ -587,13 +594,9 @@ class AutoMean(MeanEstimator):
         PLAN runs: below its minimum n IOME's would have taken the place of cm or the Gaussian
         mechanism (an MNIST pixel, n = 30, rho = 2: 9x). Where PLAN buys no variances (n =
         569, d = 30, epsilon = 1) it was 10% better than IOME and stays first."""
-        if sparse or self.choice_resolves(n):
-            return UNRESOLVED_CHOICE
-        plan = self.candidate("plan", self.rho)
-        budget = plan.budget_plan(n, d)
-        if "variance" not in budget:
-            return UNRESOLVED_CHOICE
-        if not self.finds_its_box() and n < plan.minimum_rows(n, *self.unit_box(n, d), budget):
+        if (sparse or self.choice_resolves(n)
+                or "variance" not in self.candidate("plan", self.rho).budget_plan(n, d)
+                or (not self.finds_its_box() and not self.runs("plan", self.rho, n, d))):
             return UNRESOLVED_CHOICE
         return ("iome", *UNRESOLVED_CHOICE)
 
@@ -710,9 +713,7 @@ class AutoMean(MeanEstimator):
         of the width: CM then erred 1.5-12 times the Gaussian mechanism's error on rows a
         few per cent of the width out (N(8, 4) in (0, 100), mixtures half at 0)."""
         rho = ledger.planned[NEAR_ORIGIN_STAGE]
-        gaussian_error = np.sqrt(engine.d) * float(np.linalg.norm(engine.hi - engine.lo)) / (
-            engine.n * np.sqrt(2.0 * ledger.planned["release"]))
-        reach = NEAR_ORIGIN_REACH * gaussian_error
+        reach = NEAR_ORIGIN_REACH * gaussian_error(engine, ledger.planned["release"])
         check_octave_search(1, rho, 2.0 * reach, self.secure_noise)
         ledger.charge(NEAR_ORIGIN_STAGE, *search_cost_event(np.zeros(1), rho, self.secure_noise))
         count = noisy_count(lambda t: engine.norm_counts(IDENTITY, t), reach, rho=rho, rng=rng,
@@ -862,7 +863,6 @@ class AutoMean(MeanEstimator):
         it draws nothing."""
         floors = floors or {}
         n, d = engine.n, engine.d
-        width = float(np.linalg.norm(engine.hi - engine.lo))
         spread = 1.0 + 3.0 / np.sqrt(d)
 
         def clipped(radius: float, estimator: MeanEstimator) -> float:
@@ -875,7 +875,7 @@ class AutoMean(MeanEstimator):
             return float(np.sqrt(d) * 2.0 * clip / (n * np.sqrt(2.0 * rho_noise)))
 
         cm = clipped(r0, self.candidate("cm", rho_rest))
-        predicted = {"gaussian": float(np.sqrt(d) * width / (n * np.sqrt(2.0 * rho_rest))),
+        predicted = {"gaussian": gaussian_error(engine, rho_rest),
                      "cm": cm}
         if engine.baskets:
             # PLAN's binary instantiation is predicted as CM and listed first, so it wins the

@@ -253,8 +253,13 @@ class _PlanBase(MeanEstimator):
         Gaussian mechanism in loose boxes at n = 90-124, d >= 10, rho = 0.1, where PLAN's
         collapses release its centre, harmless there (N(1, 1) in +-10^4: 1.25 -> 4,730; a
         review); the share is chosen to clear it instead (``threshold_fraction``)."""
-        outputs = n if self.log_range is None else max(n, log_bucket_count(self.log_range))
-        return self.clip_count(n, budget["threshold"], outputs=outputs) + 1.0
+        return self.clip_count(n, budget["threshold"], outputs=self.threshold_outputs(n)) + 1.0
+
+    def threshold_outputs(self, n: int) -> int:
+        """How many outputs the threshold's mechanism chooses among: the log domain's
+        ``log_bucket_count`` buckets (at least n), or n (Smith's gaps, the linear domain).
+        Public: n, ``log_range``."""
+        return n if self.log_range is None else max(n, log_bucket_count(self.log_range))
 
     def clears_buckets(self, n: int, rho_threshold: float) -> bool:
         """Whether the threshold's target rank n - k clears its rank error at beta over the
@@ -267,9 +272,8 @@ class _PlanBase(MeanEstimator):
         Public: n, the budget, beta."""
         if self.quantile != "exponential" or self.log_range is None:
             return True
-        buckets = max(n, log_bucket_count(self.log_range))
         target = n - self.clip_count(n, rho_threshold)
-        return target > self.rank_error(n, rho_threshold, self.beta, buckets)
+        return target > self.rank_error(n, rho_threshold, self.beta, self.threshold_outputs(n))
 
     def _centre_kind(self, engine: Engine) -> str:
         return self._centre_kind_for(engine.baskets)
