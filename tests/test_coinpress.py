@@ -95,6 +95,65 @@ def test_one_step_is_far_from_the_non_private_error():
     assert 50 * result.diagnostics["step_noise_std"][0] ** 2 > 5 * 50 / 4000
 
 
+# ------------------------------------------------------------------------------- t = "auto"
+
+
+def _last_noise(radius, d, n, rho, t, beta=0.01):
+    *_, (_, std, _) = coinpress.mvm_steps(radius, d, n, coinpress.step_budgets(rho, t), beta)
+    return std
+
+
+@pytest.mark.parametrize("radius, d, n, rho", [
+    (1e6 * math.sqrt(10) / 10, 10, 1000, 0.5),   # a loose ball
+    (10 * math.sqrt(100), 100, 2000, 0.5),        # CoinPress's ball
+    (50.0, 10, 200, 0.1),
+    (1e4, 784, 70000, 0.02),
+    (1.0, 3, 20, 0.01),
+])
+def test_auto_steps_take_the_fewest_within_one_percent_of_the_least_predicted_noise(
+        radius, d, n, rho):
+    chosen = coinpress.public_steps(radius, d, n, rho, 0.01)
+    noise = {t: _last_noise(radius, d, n, rho, t) for t in range(1, 61)}
+    least = min(noise.values())
+    assert noise[chosen] <= coinpress.STEPS_SLACK * least
+    assert all(noise[t] > coinpress.STEPS_SLACK * least for t in range(1, chosen))
+
+
+def test_auto_steps_are_the_default_and_a_function_of_public_values():
+    # Two datasets of one shape run the same schedule (n, d, rho, the radius over sigma, beta).
+    rng = np.random.default_rng(3)
+    radius, sigma = 1e6 * math.sqrt(10), 10.0
+    expected = coinpress.public_steps(radius / sigma, 10, 1000, 0.5, 0.01)
+    assert expected > 2  # a loose ball: more than CoinPress's demo's 2
+    for x in (rng.normal(100, 10, size=(1000, 10)), rng.normal(-3e5, 1, size=(1000, 10))):
+        result = dpmean.mean(x, rho=0.5, method="coinpress", radius=radius, sigma=sigma,
+                             random_state=0)
+        assert len(result.diagnostics["clip_radii"]) == expected
+        assert list(result.ledger) == [f"mean-step-{k}" for k in range(1, expected + 1)]
+        assert sum(result.ledger.values()) == pytest.approx(0.5)
+
+
+def test_auto_steps_bring_a_loose_ball_to_its_predicted_noise():
+    # N(100, 10^2 I_10), n = 1000, rho = 0.5, the ball 10^6 sqrt(10) about the origin (a user
+    # trial: t = 2 erred 5,000-13,000). The release minus the rows' mean is the last step's
+    # noise, s sigma per coordinate, plus the clipping bias, which the ball (its radius above
+    # the rows' reach with probability 1 - beta a step) leaves at 0 here: its l2 norm is
+    # s sigma chi_10, above s sigma tau_10(10^-3) with probability 10^-3 per release.
+    n, d, rho, sigma = 1000, 10, 0.5, 10.0
+    radius = 1e6 * math.sqrt(d)
+    t = coinpress.public_steps(radius / sigma, d, n, rho, 0.01)
+    reach = sigma * _last_noise(radius / sigma, d, n, rho, t) * coinpress.gaussian_tail_radius(
+        d, 1e-3)
+    for seed in range(SEEDS):
+        x = np.random.default_rng(seed).normal(100.0, sigma, size=(n, d))
+        result = dpmean.mean(x, rho=rho, method="coinpress", radius=radius, sigma=sigma,
+                             random_state=seed)
+        assert np.linalg.norm(result.mean - x.mean(axis=0)) <= reach
+    # t = 2's noise (its typical l2 norm s sigma sqrt(d): 529) is over 100 times that reach
+    # (0.87): what the default was.
+    assert sigma * _last_noise(radius / sigma, d, n, rho, 2) * math.sqrt(d) > 100 * reach
+
+
 def test_sigma_scales_the_ball():
     # N(mu, 9 I) with sigma = 3 is N(mu / 3, I) with sigma = 1, scaled by 3.
     rng = np.random.default_rng(2)
@@ -315,6 +374,8 @@ def test_centre_shifts_the_ball():
     ({"radius": 1, "centre": [1.0, 2.0]}, "centre has length"),
     ({"radius": 1, "centre": "x"}, "centre"),
     ({"radius": 1, "t": 0}, "t must be"),
+    ({"radius": 1, "t": "Auto"}, 't must be an integer from 1 to 60 or "auto"'),
+    ({"radius": 1, "t": 2.0}, "t must be"),
     ({"radius": 1, "beta": 1.5}, "beta"),
 ])
 def test_invalid_options(options, message):

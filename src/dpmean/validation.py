@@ -503,10 +503,14 @@ def check_positive(value, name: str) -> float:
     return value
 
 
-def check_steps(value, name: str) -> int:
+def check_steps(value, name: str, also: str = "") -> int:
+    """An integer from 1 to 60 (a number of steps); ``also`` names what else the caller takes
+    (e.g. 'or "auto"'), for the message."""
     if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
             or not 1 <= int(value) <= 60):
-        raise InvalidParameterError(f"{name} must be an integer from 1 to 60, got {value!r}")
+        other = f" {also}" if also else ""
+        raise InvalidParameterError(
+            f"{name} must be an integer from 1 to 60{other}, got {value!r}")
     return int(value)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -95,7 +96,11 @@ def _stages(prefix: str, budgets: list[float]) -> dict[str, float]:
     return {f"{prefix}-step-{k}": rho for k, rho in enumerate(budgets, start=1)}
 
 
-def _planned(budget: dict[str, float], prefix: str, steps: int) -> list[float]:
+def _planned(budget: dict[str, float], prefix: str, steps: int | None = None) -> list[float]:
+    """Each step's rho in the plan ``budget``, in order: ``steps`` of them, or (None) all the
+    plan has."""
+    if steps is None:
+        steps = sum(1 for stage in budget if stage.startswith(f"{prefix}-step-"))
     return [budget[f"{prefix}-step-{k}"] for k in range(1, steps + 1)]
 
 
@@ -168,6 +173,48 @@ def _next_radius(std: float, n: int, gamma: float) -> float:
     return gamma * math.hypot(1.0 / math.sqrt(n), float(std))
 
 
+def mvm_steps(radius: float, d: int, n: int, budgets: list[float],
+              beta: float) -> Iterator[tuple[float, float, float]]:
+    """MVMRec's public recursion (``mvm_rec``): for each step, from the a priori ``radius``
+    (view units) with ``budgets`` (each step's rho), its clipping radius kappa_k, its noise
+    std 2 kappa_k / (n sqrt(2 rho_k)) (``noisy_clipped_mean``'s) and the next ball's radius.
+    Functions of public values only; a non-finite std gives an infinite next radius."""
+    gamma = gaussian_tail_radius(d, beta)
+    for rho in budgets:
+        kappa = _clip_radius(radius, gamma)
+        std = 2.0 * kappa / n / math.sqrt(2.0 * rho)
+        radius = _next_radius(std, n, gamma) if math.isfinite(std) else math.inf
+        yield kappa, std, radius
+
+
+# ``t="auto"`` takes the fewest steps whose last step's predicted noise is within this factor
+# of the smallest over 1 to 60 steps: each step's ball holds the mean only with probability
+# 1 - beta (a union over the steps), so a step that buys under 1% is not taken.
+STEPS_SLACK = 1.01
+
+
+def public_steps(radius: float, d: int, n: int, rho: float, beta: float) -> int:
+    """The number of MVMRec steps ``t="auto"`` takes for rows in d view dimensions, an a
+    priori ``radius`` (view units) and ``rho`` for the steps: the fewest within
+    ``STEPS_SLACK`` of the smallest predicted noise of the release (the last step's std,
+    ``mvm_steps``, under CoinPress's schedule ``step_budgets``), over 1 to 60 steps. Public:
+    n, d, rho, the radius, beta. A loose radius needs more steps (each shrinks the ball to
+    about gamma sqrt(1/n + s_k^2)); a tight one fewer (each takes a share of the budget):
+    N(100, 10^2 I_10), n = 1000, rho = 0.5, radius 10^6 sqrt(10) (sigma = 10): mean l2 error
+    480 at CoinPress's t = 2, 0.396 at the 6 chosen, 0.401 at t = 10; CoinPress's own ball
+    (10 sqrt(d), d = 100, n = 2000): 0.146 at the 3 chosen, 0.151 at t = 2
+    (``scripts/coinpress_steps.py``, docs/results.md)."""
+    last = {}
+    for t in range(1, 61):
+        *_, (_, std, _) = mvm_steps(radius, d, n, step_budgets(rho, t), beta)
+        if math.isfinite(std):
+            last[t] = std
+    if not last:
+        return 2  # every schedule overflows: ``check_mvm_radius`` refuses it, as for t = 2
+    smallest = min(last.values())
+    return min(t for t, std in last.items() if std <= STEPS_SLACK * smallest)
+
+
 def check_mvm_radius(method: str, radius: float, d: int, n: int, budgets: list[float],
                      beta: float, centre_limit: float = _LARGEST_VIEW_NORM) -> None:
     """Refuse, from public values alone (before anything is charged), an a priori radius too
@@ -200,14 +247,9 @@ def check_mvm_radius(method: str, radius: float, d: int, n: int, budgets: list[f
         rows about it overflow. The radii are those ``mvm_rec`` computes: public functions of
         these values.
     """
-    gamma = gaussian_tail_radius(d, beta)
-    given = radius
-    for k, rho in enumerate(budgets, start=1):
-        kappa = _clip_radius(radius, gamma)
-        # As ``noisy_clipped_mean``: sensitivity 2 kappa / n, std sensitivity / sqrt(2 rho).
-        std = 2.0 * kappa / n / math.sqrt(2.0 * rho)
-        radius = _next_radius(std, n, gamma) if math.isfinite(std) else math.inf
-        if not math.isfinite(radius):
+    for k, (kappa, std, following) in enumerate(mvm_steps(radius, d, n, budgets, beta),
+                                                start=1):
+        if not math.isfinite(following):
             problem = "its sensitivity 2 kappa / n, noise or next radius overflows float64"
         elif k < len(budgets) and not std * math.sqrt(d) <= centre_limit:
             problem = (f"its noise (standard deviation {std:.3g}) would put the next step's "
@@ -216,7 +258,7 @@ def check_mvm_radius(method: str, radius: float, d: int, n: int, budgets: list[f
             continue
         raise InvalidParameterError(
             f"{method}: radius is too large for float64 arithmetic at this budget and n = {n} "
-            f"(a ball of radius {given:.3g} in the units MVMRec runs in): its step {k} clips "
+            f"(a ball of radius {radius:.3g} in the units MVMRec runs in): its step {k} clips "
             f"to a ball of radius {kappa:.3g}, and {problem}; give a smaller radius (a bound "
             f"on ||mean - centre||: with bounds, the largest distance from the centre to the "
             f"box is always one) or a larger budget")
@@ -400,15 +442,20 @@ class CoinPressMean(_CoinPress):
     Assumes rows N(mu, Sigma) with Sigma <= sigma^2 I (``sigma`` = 1: CoinPress's N(mu, I)) and
     ||mu - centre|| <= radius; privacy holds for any data. ``t`` steps shrink the ball; the last
     spends 3/4 of rho and the first t - 1 share the rest (the schedule of every CoinPress
-    experiment). The default t = 2 is CoinPress's demo; IOME tries t = 1, 2, 3, 4, 10.
+    experiment). CoinPress's demo takes t = 2 and IOME tries t = 1, 2, 3, 4, 10; the default,
+    ``"auto"``, takes the t (1 to 60) whose release the public recursion of the balls predicts
+    the least noise, within 1% (``public_steps``): at t = 2 a loose radius erred 10^3 times
+    more (a user trial: 5,000-13,000 where t = 10 gave 3-4).
 
     Parameters
     ----------
     rho : float, optional
         The zCDP budget; the common parameters (``epsilon``, ``delta``, ``bounds``,
         ``random_state``, ``secure_noise``, ``engine``) are those of :class:`MeanEstimator`.
-    t : int, default 2
-        The number of steps, from 1 to 60.
+    t : int or "auto", default "auto"
+        The number of steps, from 1 to 60, or ``"auto"``: chosen from public values (n, d,
+        rho, the radius over sigma, beta) by ``public_steps``; the diagnostics' ``clip_radii``
+        has one entry per step taken.
     sigma : float, default 1.0
         The public bound Sigma <= sigma^2 I (positive).
     radius : float
@@ -436,8 +483,9 @@ class CoinPressMean(_CoinPress):
     ------
     InvalidParameterError
         No ``radius``, a non-positive ``radius`` or ``sigma``, a ``centre`` that is not a
-        finite number or vector (or, at estimate time, not of length d), ``t`` outside 1 to
-        60, ``beta`` outside (0, 1), ``interval_share`` outside [0, 1) or given without
+        finite number or vector (or, at estimate time, not of length d), ``t`` neither
+        "auto" nor an integer from 1 to 60, ``beta`` outside (0, 1), ``interval_share``
+        outside [0, 1) or given without
         ``bounds``, without ``bounds`` a radius or centre too large against sigma for float64
         norms, or a common parameter :class:`MeanEstimator` refuses.
 
@@ -457,11 +505,12 @@ class CoinPressMean(_CoinPress):
     supports_sparse = True  # shifted row norms and clipped sums only
 
     def __init__(
-        self, rho: float | None = None, *, t: int = 2, sigma: float = 1.0,
+        self, rho: float | None = None, *, t: int | str = "auto", sigma: float = 1.0,
         interval_share: float | None = 0.0, **options: Any,
     ) -> None:
         super().__init__(rho, **options)
-        self.t = check_steps(t, "t")
+        self.t: int | str = "auto" if isinstance(t, str) and t == "auto" else check_steps(
+            t, "t", also='or "auto"')
         self.sigma = check_positive(sigma, "sigma")
         self.interval_share = check_fraction(
             0.0 if interval_share is None else interval_share, "interval_share", low_open=False)
@@ -478,13 +527,16 @@ class CoinPressMean(_CoinPress):
         # The profile alone: CoinPress's last ball clips few rows, so the bound about the
         # release is the narrower and a residual's quarter of the share only narrows the
         # profile (measured: 5% share, 17.3 -> 19.3 times the RMSE with one; docs/results.md).
-        plan = with_interval_stages(self.rho, self.interval_share,
-                                    lambda rho: _stages("mean", step_budgets(rho, self.t)),
-                                    residual=False)
+        def steps(rho: float) -> dict[str, float]:
+            t = (public_steps(self.radius / self.sigma, d, n, rho, self.beta)
+                 if self.t == "auto" else int(self.t))
+            return _stages("mean", step_budgets(rho, t))
+
+        plan = with_interval_stages(self.rho, self.interval_share, steps, residual=False)
         # A radius whose arithmetic overflows is refused here, before the charge (a radius of
         # 1e200 failed after its first step was charged).
-        check_mvm_radius(self.method, self.radius / self.sigma, d, n,
-                         _planned(plan, "mean", self.t), self.beta)
+        check_mvm_radius(self.method, self.radius / self.sigma, d, n, _planned(plan, "mean"),
+                         self.beta)
         return plan
 
     def release(
@@ -495,7 +547,7 @@ class CoinPressMean(_CoinPress):
         view = View().with_scale(np.full(d, 1.0 / self.sigma))
         mean, diagnostics, last = mvm_rec(
             engine, view, self.prior_centre(d), self.radius / self.sigma,
-            _planned(budget, "mean", self.t), beta=self.beta, ledger=ledger, rng=rng,
+            _planned(budget, "mean"), beta=self.beta, ledger=ledger, rng=rng,
             secure=self.secure_noise)
         # restore() multiplies the view's isotropic noise by sigma.
         diagnostics.update(noise_std=np.full(d, diagnostics["step_noise_std"][-1] * self.sigma),
