@@ -113,10 +113,39 @@ def _last_noise(radius, d, n, rho, t, beta=0.01):
 def test_auto_steps_take_the_fewest_within_one_percent_of_the_least_predicted_noise(
         radius, d, n, rho):
     chosen = coinpress.public_steps(radius, d, n, rho, 0.01)
-    noise = {t: _last_noise(radius, d, n, rho, t) for t in range(1, 61)}
+    noise = {t: _last_noise(radius, d, n, rho, t) for t in range(2, 61)}
     least = min(noise.values())
+    assert chosen >= 2
     assert noise[chosen] <= coinpress.STEPS_SLACK * least
-    assert all(noise[t] > coinpress.STEPS_SLACK * least for t in range(1, chosen))
+    assert all(noise[t] > coinpress.STEPS_SLACK * least for t in range(2, chosen))
+
+
+def test_auto_steps_keep_a_second_step_where_the_radius_misses_the_mean():
+    # A review: N(mu, 9 I_100), ||mu|| = 50, radius 15 (the a priori ball misses the mean),
+    # n = 5000, rho = 0.5, sigma = 3. One step clips about the origin alone (t = 1 is
+    # predicted within 1% of t = 2 and erred 13, the mean's distance from that ball); the
+    # second clips about the first's release. With the second step the error is the last
+    # step's noise, s sigma chi_100 (bias: the rows lie within its ball with probability
+    # 1 - beta), below s sigma tau_100(10^-3).
+    n, d, rho, sigma = 5000, 100, 0.5, 3.0
+    assert coinpress.public_steps(15.0 / sigma, d, n, rho, 0.01) >= 2
+    rng = np.random.default_rng(7)
+    x = rng.normal(5.0, sigma, size=(n, d))
+    result = dpmean.mean(x, rho=rho, method="coinpress", radius=15.0, sigma=sigma,
+                         random_state=7)
+    std = result.diagnostics["step_noise_std"][-1] * sigma
+    assert np.linalg.norm(result.mean - x.mean(axis=0)) <= std * coinpress.gaussian_tail_radius(
+        d, 1e-3)
+
+
+def test_auto_steps_skip_schedules_the_radius_check_refuses():
+    # A review: n = 1000, d = 1, rho = 0.5, radius 1e142 with bounds: the first version chose
+    # t = 60, whose early noise puts a centre beyond 1e140 (refused), where t = 2-5 run.
+    t = coinpress.public_steps(1e142, 1, 1000, 0.5, 0.01)
+    assert coinpress.mvm_refusal(1e142, 1, 1000, coinpress.step_budgets(0.5, t), 0.01) is None
+    result = dpmean.mean(np.zeros((1000, 1)), rho=0.5, method="coinpress", radius=1e142,
+                         bounds=(-1, 1), random_state=0)
+    assert len(result.diagnostics["clip_radii"]) == t
 
 
 def test_auto_steps_are_the_default_and_a_function_of_public_values():

@@ -187,30 +187,39 @@ def mvm_steps(radius: float, d: int, n: int, budgets: list[float],
         yield kappa, std, radius
 
 
-# ``t="auto"`` takes the fewest steps whose last step's predicted noise is within this factor
-# of the smallest over 1 to 60 steps: each step's ball holds the mean only with probability
-# 1 - beta (a union over the steps), so a step that buys under 1% is not taken.
+# ``t="auto"`` takes the fewest steps (at least ``FEWEST_STEPS``) whose last step's predicted
+# noise is within this factor of the smallest: each step's ball holds the mean only with
+# probability 1 - beta (a union over the steps), so a step that buys under 1% is not taken.
 STEPS_SLACK = 1.01
+# At least two steps: one step clips about the a priori centre alone, so a radius that does
+# not hold the mean (an assumption nothing checks) biases the release without recourse, where
+# a second step clips about the first's release. A review: radius 0.3 ||mu|| (N(mu, 9 I),
+# d = 100, n = 5000, rho = 0.5): t = 2 0.176, t = 1 (predicted 0.6% noisier than t = 2, inside
+# the slack) 12.96. The predicted cost of the second step is at most sqrt(4/3) in noise.
+FEWEST_STEPS = 2
 
 
 def public_steps(radius: float, d: int, n: int, rho: float, beta: float) -> int:
     """The number of MVMRec steps ``t="auto"`` takes for rows in d view dimensions, an a
     priori ``radius`` (view units) and ``rho`` for the steps: the fewest within
     ``STEPS_SLACK`` of the smallest predicted noise of the release (the last step's std,
-    ``mvm_steps``, under CoinPress's schedule ``step_budgets``), over 1 to 60 steps. Public:
-    n, d, rho, the radius, beta. A loose radius needs more steps (each shrinks the ball to
-    about gamma sqrt(1/n + s_k^2)); a tight one fewer (each takes a share of the budget):
+    ``mvm_steps``, under CoinPress's schedule ``step_budgets``), over ``FEWEST_STEPS`` to 60
+    steps whose arithmetic ``check_mvm_radius`` accepts (2 where none does: it then refuses
+    as for t = 2). Public: n, d, rho, the radius, beta. The prediction assumes the radius
+    holds the mean. A loose radius needs more steps (each shrinks the ball to about
+    gamma sqrt(1/n + s_k^2)); a tight one fewer (each takes a share of the budget):
     N(100, 10^2 I_10), n = 1000, rho = 0.5, radius 10^6 sqrt(10) (sigma = 10): mean l2 error
     480 at CoinPress's t = 2, 0.396 at the 6 chosen, 0.401 at t = 10; CoinPress's own ball
     (10 sqrt(d), d = 100, n = 2000): 0.146 at the 3 chosen, 0.151 at t = 2
     (``scripts/coinpress_steps.py``, docs/results.md)."""
     last = {}
-    for t in range(1, 61):
-        *_, (_, std, _) = mvm_steps(radius, d, n, step_budgets(rho, t), beta)
-        if math.isfinite(std):
+    for t in range(FEWEST_STEPS, 61):
+        budgets = step_budgets(rho, t)
+        if mvm_refusal(radius, d, n, budgets, beta) is None:
+            *_, (_, std, _) = mvm_steps(radius, d, n, budgets, beta)
             last[t] = std
     if not last:
-        return 2  # every schedule overflows: ``check_mvm_radius`` refuses it, as for t = 2
+        return 2  # every schedule is refused: ``check_mvm_radius`` refuses t = 2 too
     smallest = min(last.values())
     return min(t for t, std in last.items() if std <= STEPS_SLACK * smallest)
 
@@ -247,21 +256,30 @@ def check_mvm_radius(method: str, radius: float, d: int, n: int, budgets: list[f
         rows about it overflow. The radii are those ``mvm_rec`` computes: public functions of
         these values.
     """
-    for k, (kappa, std, following) in enumerate(mvm_steps(radius, d, n, budgets, beta),
-                                                start=1):
-        if not math.isfinite(following):
-            problem = "its sensitivity 2 kappa / n, noise or next radius overflows float64"
-        elif k < len(budgets) and not std * math.sqrt(d) <= centre_limit:
-            problem = (f"its noise (standard deviation {std:.3g}) would put the next step's "
-                       f"centre beyond {centre_limit:.3g}, where squared norms overflow")
-        else:
-            continue
+    refused = mvm_refusal(radius, d, n, budgets, beta, centre_limit)
+    if refused is not None:
+        k, kappa, problem = refused
         raise InvalidParameterError(
             f"{method}: radius is too large for float64 arithmetic at this budget and n = {n} "
             f"(a ball of radius {radius:.3g} in the units MVMRec runs in): its step {k} clips "
             f"to a ball of radius {kappa:.3g}, and {problem}; give a smaller radius (a bound "
             f"on ||mean - centre||: with bounds, the largest distance from the centre to the "
             f"box is always one) or a larger budget")
+
+
+def mvm_refusal(radius: float, d: int, n: int, budgets: list[float], beta: float,
+                centre_limit: float = _LARGEST_VIEW_NORM) -> tuple[int, float, str] | None:
+    """Why ``check_mvm_radius`` refuses MVMRec's recursion from ``radius`` with ``budgets``
+    (its step k, that step's clipping radius, the problem), or None where it runs."""
+    for k, (kappa, std, following) in enumerate(mvm_steps(radius, d, n, budgets, beta),
+                                                start=1):
+        if not math.isfinite(following):
+            return k, kappa, "its sensitivity 2 kappa / n, noise or next radius overflows float64"
+        if k < len(budgets) and not std * math.sqrt(d) <= centre_limit:
+            return k, kappa, (f"its noise (standard deviation {std:.3g}) would put the next "
+                              f"step's centre beyond {centre_limit:.3g}, where squared norms "
+                              f"overflow")
+    return None
 
 
 def _whitening_view(a: np.ndarray) -> View:
@@ -443,9 +461,10 @@ class CoinPressMean(_CoinPress):
     ||mu - centre|| <= radius; privacy holds for any data. ``t`` steps shrink the ball; the last
     spends 3/4 of rho and the first t - 1 share the rest (the schedule of every CoinPress
     experiment). CoinPress's demo takes t = 2 and IOME tries t = 1, 2, 3, 4, 10; the default,
-    ``"auto"``, takes the t (1 to 60) whose release the public recursion of the balls predicts
-    the least noise, within 1% (``public_steps``): at t = 2 a loose radius erred 10^3 times
-    more (a user trial: 5,000-13,000 where t = 10 gave 3-4).
+    ``"auto"``, takes the t (2 to 60) whose release the public recursion of the balls predicts
+    the least noise, within 1% (``public_steps``; the prediction assumes the radius holds the
+    mean): with a loose radius t = 2 erred 10^3 times more (N(100, 10^2 I_10), n = 1000,
+    rho = 0.5, radius 10^6 sqrt(10), sigma = 10: 480 against 0.40 at the 6 steps chosen).
 
     Parameters
     ----------
@@ -453,9 +472,9 @@ class CoinPressMean(_CoinPress):
         The zCDP budget; the common parameters (``epsilon``, ``delta``, ``bounds``,
         ``random_state``, ``secure_noise``, ``engine``) are those of :class:`MeanEstimator`.
     t : int or "auto", default "auto"
-        The number of steps, from 1 to 60, or ``"auto"``: chosen from public values (n, d,
-        rho, the radius over sigma, beta) by ``public_steps``; the diagnostics' ``clip_radii``
-        has one entry per step taken.
+        The number of steps, from 1 to 60, or ``"auto"``: from 2 to 60, chosen from public
+        values (n, d, rho, the radius over sigma, beta) by ``public_steps``; the diagnostics'
+        ``clip_radii`` has one entry per step taken.
     sigma : float, default 1.0
         The public bound Sigma <= sigma^2 I (positive).
     radius : float
