@@ -38,6 +38,15 @@ def rows(kind: str, n: int, d: int, rng: np.random.Generator) -> tuple[np.ndarra
         return np.eye(d)[rng.integers(0, d, n)], (0, 1)
     if kind == "pois2":
         return rng.poisson(2, (n, d)).astype(float), (0, 50)
+    if kind == "N1wide":  # near the middle of a box 10^12 wide
+        return rng.normal(1, 1, (n, d)), (-1e12, 1e12)
+    if kind == "N100wide":  # near the lower face of a box 10^12 wide
+        return rng.normal(100, 1, (n, d)), (0, 1e12)
+    if kind == "clinical":  # a user trial's table (d is 5 whatever is asked), boxes per column
+        table = np.column_stack([rng.normal(60, 12, n), rng.normal(130, 15, n),
+                                 rng.normal(200, 40, n), rng.normal(27, 5, n),
+                                 rng.poisson(5, n)])
+        return table, (np.array([0, 50, 100, 10, 0.0]), np.array([120, 250, 400, 60, 60.0]))
     raise SystemExit(f"unknown kind {kind!r}")
 
 

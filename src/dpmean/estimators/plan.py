@@ -275,6 +275,31 @@ class _PlanBase(MeanEstimator):
         target = n - self.clip_count(n, rho_threshold)
         return target > self.rank_error(n, rho_threshold, self.beta, self.threshold_outputs(n))
 
+    def threshold_buckets(self, n: int, rho_threshold: float) -> int | None:
+        """How many buckets the threshold's log-domain quantile cuts its range into: None (the
+        default ``log_bucket_count``, 47,104 over ``log_range``) where the target rank clears
+        the rank error over them (``clears_buckets``), else the most whose rank error at beta
+        it clears, K = beta exp(sqrt(2 rho_t) (n - k)), at least one a nat.
+
+        Why: every empty bucket below the rows has the target rank's utility -(n - k), so
+        their number sets how often the draw falls below every row, where PLAN releases its
+        centre, at small n the box's middle (a 40-row table at rho = 1: 14% of 200 releases,
+        errors up to 42% of the box). With K buckets their mass is at most beta times that of
+        the one bucket holding the target rank: the draw falls below the rows with probability
+        at most beta / (1 + beta), over the same range (a narrower range cut loose boxes' rows
+        off: N(100, 1) in (0, 10^6)^10, n = 100, rho = 0.1, 263 -> 2.2e5), at the price of
+        wider buckets (the draw is its bucket's top: up to 1.6x the norm it targets at K = 94,
+        n = 150, rho = 0.05). Public: n, the budget, beta, ``log_range``."""
+        if self.quantile != "exponential" or self.log_range is None:
+            return None
+        if self.clears_buckets(n, rho_threshold):
+            return None
+        target = n - self.clip_count(n, rho_threshold)
+        # exp overflows past 709: such a target clears any count (capped below in any case).
+        most = self.beta * np.exp(min(np.sqrt(2.0 * rho_threshold) * target, 700.0))
+        return int(min(log_bucket_count(self.log_range),
+                       max(np.ceil(self.log_range), np.floor(most))))
+
     def _centre_kind(self, engine: Engine) -> str:
         return self._centre_kind_for(engine.baskets)
 
@@ -373,7 +398,8 @@ class _PlanBase(MeanEstimator):
         if self.quantile == "exponential":
             radius = log_domain_quantile(engine.sorted_norms(view), q, bound, self.log_range,
                                          rho=budget["threshold"], rng=rng, ledger=ledger,
-                                         stage="threshold")
+                                         stage="threshold",
+                                         buckets=self.threshold_buckets(n, budget["threshold"]))
         else:
             radius = private_radius(engine, view, q * n, bound, steps=self.steps,
                                     rho=budget["threshold"], ledger=ledger, rng=rng,

@@ -108,11 +108,12 @@ def log_bucket_count(log_range: float) -> int:
 
 def log_domain_quantile(
     values: np.ndarray, q: float, top: float, log_range: float | None, *, rho: float,
-    rng: np.random.Generator, ledger: PrivacyLedger, stage: str,
+    rng: np.random.Generator, ledger: PrivacyLedger, stage: str, buckets: int | None = None,
 ) -> float:
     """A private q-quantile of non-negative ``values`` (one per person: sensitivity 1) by the
     exponential mechanism on [0, top], or, with ``log_range``, on log v over
-    [log(top) - log_range, log(top)] in public buckets (``log_bucket_quantile``).
+    [log(top) - log_range, log(top)] in public buckets (``log_bucket_quantile``; ``buckets``
+    of them, by default ``log_bucket_count(log_range)``).
 
     log is monotone, so every rank, the utility and its sensitivity are the mechanism's on v;
     only the base measure changes, from uniform in v to uniform in log v: the empty stretch
@@ -123,16 +124,17 @@ def log_domain_quantile(
         return float(exponential_quantile(values, q, 0.0, top, rho=rho, rng=rng,
                                           ledger=ledger, stage=stage)[0])
     return log_bucket_quantile(values, q, top, log_range, rho=rho, rng=rng, ledger=ledger,
-                               stage=stage)
+                               stage=stage, buckets=buckets)
 
 
 def log_bucket_quantile(
     values: np.ndarray, q: float, top: float, log_range: float, *, rho: float,
-    rng: np.random.Generator, ledger: PrivacyLedger, stage: str,
+    rng: np.random.Generator, ledger: PrivacyLedger, stage: str, buckets: int | None = None,
 ) -> float:
     """A private q-quantile of the m non-negative ``values`` (one per person) on log v over
     [log(top) - log_range, log(top)], cut into K public buckets of ``LOG_BUCKET`` nats (fewer
-    and wider where log_range / LOG_BUCKET exceeds ``MAX_LOG_BUCKETS``).
+    and wider where log_range / LOG_BUCKET exceeds ``MAX_LOG_BUCKETS``), or into ``buckets``
+    equal ones (a public count: PLAN's ``threshold_buckets``).
 
     Values below the floor top e^-log_range count in the first bucket, values above ``top`` in
     the last. Bucket b, holding the ranks (L_b, U_b] (L_b values in the buckets below it, U_b
@@ -163,7 +165,7 @@ def log_bucket_quantile(
     if not (np.isfinite(top) and top > 0 and np.isfinite(log_range) and log_range > 0):
         raise InvalidParameterError(f"the log-domain quantile needs a finite top > 0 and "
                                     f"log_range > 0, got {top} and {log_range}")
-    buckets = log_bucket_count(log_range)
+    buckets = log_bucket_count(log_range) if buckets is None else buckets
     edges = np.log(top) - log_range + (log_range / buckets) * np.arange(buckets + 1)
     edges[-1] = np.log(top)  # the last edge is the top's, not a rounding above it
     ledger.charge(stage, rho, exponential_event(rho))
