@@ -38,6 +38,8 @@ def rows(kind: str, n: int, d: int, rng: np.random.Generator) -> tuple[np.ndarra
         return np.eye(d)[rng.integers(0, d, n)], (0, 1)
     if kind == "pois2":
         return rng.poisson(2, (n, d)).astype(float), (0, 50)
+    if kind == "N0sym":  # at the middle of a symmetric box
+        return rng.normal(0, 1, (n, d)), (-1e4, 1e4)
     if kind == "N1wide":  # near the middle of a box 10^12 wide
         return rng.normal(1, 1, (n, d)), (-1e12, 1e12)
     if kind == "N100wide":  # near the lower face of a box 10^12 wide

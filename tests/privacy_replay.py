@@ -139,11 +139,12 @@ def realised_rho(monkeypatch, method: str, x: np.ndarray, x_prime: np.ndarray, *
         return draw("exponential", inputs, rng, lambda: originals["exponential"](
             values, lo, hi, q, rho=rho, rng=rng, sensitivity=sensitivity, presorted=presorted))
 
-    def bucket_draw(values, q, edges, *, rho, rng):
+    def bucket_draw(values, q, edges, *, rho, rng, middle=False):
+        # Where in its bucket the draw is released (top or middle) is public post-processing.
         inputs = (np.asarray(values, dtype=np.float64).ravel(), float(q), np.array(edges),
-                  float(rho))
+                  float(rho), bool(middle))
         return draw("bucket", inputs, rng, lambda: originals["bucket"](
-            values, q, edges, rho=rho, rng=rng))
+            values, q, edges, rho=rho, rng=rng, middle=middle))
 
     def noisy_counts(count_le, thresholds, steps, rho_per_search, rng, secure,
                      sensitivity=1.0):
@@ -200,9 +201,9 @@ def _cost(kind: str, recorded: tuple, now: tuple) -> float:
     if kind == "bucket":
         # The utility is a function of the counts #{v < t} at the public edges: the most any
         # count moves on this pair bounds how far it moves (the quantile's own sensitivity 1).
-        values, q, edges, rho = recorded
-        values_now, q_now, edges_now, rho_now = now
-        assert (q, rho) == (q_now, rho_now)
+        values, q, edges, rho, middle = recorded
+        values_now, q_now, edges_now, rho_now, middle_now = now
+        assert (q, rho, middle) == (q_now, rho_now, middle_now)
         assert np.array_equal(edges, edges_now), "a bucketed quantile's buckets moved with the data"
         assert values.shape == values_now.shape
         return rho * _rank_shift(values, values_now) ** 2

@@ -264,3 +264,25 @@ def test_plans_threshold_falls_below_the_rows_at_most_beta_over_one_plus_beta():
                                           buckets=buckets, **stage()) for _ in range(3000)])
     frequency = np.mean(draws <= norms.min())
     assert abs(frequency - exact) <= 4.0 * np.sqrt(exact * (1.0 - exact) / 3000)
+
+
+def test_plans_coarse_threshold_is_its_buckets_geometric_middle():
+    # Where ``threshold_buckets`` cuts fewer buckets the release is the chosen bucket's
+    # geometric middle (a review: the top lay up to e^(46 / K) above the norm it targets and
+    # cost up to 2.7x where collapses had been harmless); with the default buckets, the top.
+    from dpmean.estimators.plan import PrivateLimitAdaptedNoise
+
+    n, d, rho = 150, 5, 0.05
+    plan = PrivateLimitAdaptedNoise(rho, bounds=(-1e4, 1e4))
+    rho_t = plan.budget_plan(n, d)["threshold"]
+    buckets = plan.threshold_buckets(n, rho_t)
+    assert buckets is not None
+    for seed in range(5):
+        x = np.random.default_rng(seed).normal(0.0, 1.0, size=(n, d))
+        result = plan.with_params(random_state=seed).estimate(x)
+        top = result.diagnostics["norm_bound"]
+        # In buckets of the top's log: edges log(top) - 46 + (46 / K) b; the middle of bucket b
+        # sits half a bucket above edge b.
+        position = (np.log(result.diagnostics["threshold"]) - np.log(top) + plan.log_range) / (
+            plan.log_range / buckets)
+        assert position % 1.0 == pytest.approx(0.5, abs=1e-6)

@@ -252,7 +252,10 @@ class _PlanBase(MeanEstimator):
         bound (a 40-row table at rho = 1 collapsed in 3 of 40 releases) sent ``auto`` to the
         Gaussian mechanism in loose boxes at n = 90-124, d >= 10, rho = 0.1, where PLAN's
         collapses release its centre, harmless there (N(1, 1) in +-10^4: 1.25 -> 4,730; a
-        review); the share is chosen to clear it instead (``threshold_fraction``)."""
+        review); the share is chosen to clear it instead (``threshold_fraction``), and where
+        none can the threshold cuts fewer buckets (``threshold_buckets``). This minimum still
+        counts the default buckets (conservative: where K would place the threshold, PLAN
+        still falls back)."""
         return self.clip_count(n, budget["threshold"], outputs=self.threshold_outputs(n)) + 1.0
 
     def threshold_outputs(self, n: int) -> int:
@@ -279,17 +282,23 @@ class _PlanBase(MeanEstimator):
         """How many buckets the threshold's log-domain quantile cuts its range into: None (the
         default ``log_bucket_count``, 47,104 over ``log_range``) where the target rank clears
         the rank error over them (``clears_buckets``), else the most whose rank error at beta
-        it clears, K = beta exp(sqrt(2 rho_t) (n - k)), at least one a nat.
+        it clears, K = beta exp(sqrt(2 rho_t) (n - k)), at least one a nat; the release is
+        then the chosen bucket's geometric middle (``log_domain_quantile(middle=True)``).
 
         Why: every empty bucket below the rows has the target rank's utility -(n - k), so
         their number sets how often the draw falls below every row, where PLAN releases its
         centre, at small n the box's middle (a 40-row table at rho = 1: 14% of 200 releases,
-        errors up to 42% of the box). With K buckets their mass is at most beta times that of
-        the one bucket holding the target rank: the draw falls below the rows with probability
-        at most beta / (1 + beta), over the same range (a narrower range cut loose boxes' rows
-        off: N(100, 1) in (0, 10^6)^10, n = 100, rho = 0.1, 263 -> 2.2e5), at the price of
-        wider buckets (the draw is its bucket's top: up to 1.6x the norm it targets at K = 94,
-        n = 150, rho = 0.05). Public: n, the budget, beta, ``log_range``."""
+        errors up to 42% of the box). With K buckets they weigh at most K w times the bucket
+        holding the target rank, w = exp(-sqrt(2 rho_t) (n - k)), so the draw falls below
+        every row with probability at most K w / (1 + K w): beta / (1 + beta) above the floor
+        of one bucket a nat, more at it (a review: N(0.5, 0.1), n = 520, d = 1,
+        rho = 0.0034: 0.218, against 0.446 with the default buckets). Over the same range: a
+        narrower one cut loose boxes' rows off (N(100, 1) in (0, 10^6)^10, n = 100,
+        rho = 0.1: 263 -> 2.2e5). The price is wider buckets: the middle is within
+        e^(23 / K) of every norm in its bucket (1.28 at K = 94, the top was 1.63), and where
+        the old collapses released an accurate centre the coarser threshold costs (N(0, 1)
+        in +-10^4, d = 10, n = 200, rho = 0.02: 0.33 -> 0.58; docs/results.md). Public: n,
+        the budget, beta, ``log_range``."""
         if self.quantile != "exponential" or self.log_range is None:
             return None
         if self.clears_buckets(n, rho_threshold):
@@ -396,10 +405,11 @@ class _PlanBase(MeanEstimator):
         bound = self.norm_bound(engine, centre, std, scale)
         q = 1.0 - self.clip_count(n, budget["threshold"]) / n
         if self.quantile == "exponential":
+            buckets = self.threshold_buckets(n, budget["threshold"])
             radius = log_domain_quantile(engine.sorted_norms(view), q, bound, self.log_range,
                                          rho=budget["threshold"], rng=rng, ledger=ledger,
-                                         stage="threshold",
-                                         buckets=self.threshold_buckets(n, budget["threshold"]))
+                                         stage="threshold", buckets=buckets,
+                                         middle=buckets is not None)
         else:
             radius = private_radius(engine, view, q * n, bound, steps=self.steps,
                                     rho=budget["threshold"], ledger=ledger, rng=rng,

@@ -109,11 +109,13 @@ def log_bucket_count(log_range: float) -> int:
 def log_domain_quantile(
     values: np.ndarray, q: float, top: float, log_range: float | None, *, rho: float,
     rng: np.random.Generator, ledger: PrivacyLedger, stage: str, buckets: int | None = None,
+    middle: bool = False,
 ) -> float:
     """A private q-quantile of non-negative ``values`` (one per person: sensitivity 1) by the
     exponential mechanism on [0, top], or, with ``log_range``, on log v over
     [log(top) - log_range, log(top)] in public buckets (``log_bucket_quantile``; ``buckets``
-    of them, by default ``log_bucket_count(log_range)``).
+    of them, by default ``log_bucket_count(log_range)``; ``middle``: the chosen bucket's
+    geometric middle rather than its top).
 
     log is monotone, so every rank, the utility and its sensitivity are the mechanism's on v;
     only the base measure changes, from uniform in v to uniform in log v: the empty stretch
@@ -124,12 +126,13 @@ def log_domain_quantile(
         return float(exponential_quantile(values, q, 0.0, top, rho=rho, rng=rng,
                                           ledger=ledger, stage=stage)[0])
     return log_bucket_quantile(values, q, top, log_range, rho=rho, rng=rng, ledger=ledger,
-                               stage=stage, buckets=buckets)
+                               stage=stage, buckets=buckets, middle=middle)
 
 
 def log_bucket_quantile(
     values: np.ndarray, q: float, top: float, log_range: float, *, rho: float,
     rng: np.random.Generator, ledger: PrivacyLedger, stage: str, buckets: int | None = None,
+    middle: bool = False,
 ) -> float:
     """A private q-quantile of the m non-negative ``values`` (one per person) on log v over
     [log(top) - log_range, log(top)], cut into K public buckets of ``LOG_BUCKET`` nats (fewer
@@ -169,11 +172,11 @@ def log_bucket_quantile(
     edges = np.log(top) - log_range + (log_range / buckets) * np.arange(buckets + 1)
     edges[-1] = np.log(top)  # the last edge is the top's, not a rounding above it
     ledger.charge(stage, rho, exponential_event(rho))
-    return min(bucket_draw(values, q, edges, rho=rho, rng=rng), float(top))
+    return min(bucket_draw(values, q, edges, rho=rho, rng=rng, middle=middle), float(top))
 
 
 def bucket_draw(values: np.ndarray, q: float, edges: np.ndarray, *, rho: float,
-                rng: np.random.Generator) -> float:
+                rng: np.random.Generator, middle: bool = False) -> float:
     """``log_bucket_quantile``'s draw without its charge: the buckets [edges_b, edges_b+1) of
     log v (public, ascending), the first also holding every value below it, the last every
     value above it; the bucket chosen by the exponential mechanism (eps = sqrt(8 rho), utility
@@ -191,6 +194,8 @@ def bucket_draw(values: np.ndarray, q: float, edges: np.ndarray, *, rho: float,
     totals = _cumulative_weights(exponential_epsilon(rho) / 2.0 * utility[None, :])[0]
     chosen = min(int(np.searchsorted(totals, rng.uniform() * totals[-1], side="right")),
                  buckets - 1)
+    if middle:
+        return float(np.exp(edges[chosen] / 2.0 + edges[chosen + 1] / 2.0))
     return float(np.exp(edges[chosen + 1]))
 
 
