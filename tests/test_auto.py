@@ -311,3 +311,59 @@ def test_rows_far_from_the_origin_against_their_spread_do_not_choose_cm():
         # CM's radius is at least the rows' distance from the origin, about 2.9e9
         assert predicted["cm"] > 1e6, seed
         assert result.diagnostics["chosen"] != "cm", seed
+
+
+def test_one_column_at_both_ends_of_its_range_runs_the_gaussian_mechanism():
+    # A user trial: one 0/1 column (22.5% ones), n = 200, rho = 0.1: auto (IOME) and cm, whose
+    # radius searches at this budget clip up to a quarter of the rows, clipped the ones onto
+    # the zeros and released 1e-81 to 0.06. For one column with public bounds two counts
+    # (the rows in the lowest and the highest quarter of the range; sensitivity sqrt(2)) come
+    # first, at the smallest share whose sd lets a face of 20% of the rows clear 3 sd by 2
+    # (sd <= 0.2 n / 5 = 8: 20% here, sd 7.07), and the Gaussian mechanism runs where both
+    # exceed 3 sd (21.2; the ones' 32-60 rows are 1.5-5.5 sd above it: each release misses
+    # with probability at most 6.3%, at most 1.3 of 20 expected; 4 or more misses, 4%). Its
+    # error is then its noise: sd 1 / (n sqrt(2 rho_release)) = 0.0125, within 4 sd in every
+    # release (1 in 16,000 each). The ledger adds up to rho.
+    from dpmean.estimators.auto import FACES_STAGE
+
+    auto = AutoMean(0.1, bounds=(0, 1))
+    assert auto.faces_share(200, 1) == pytest.approx(0.2)
+    sd = 1.0 / (200 * np.sqrt(2 * 0.08))
+    missed = 0
+    for seed in range(20):
+        x = (np.random.default_rng(seed).random((200, 1)) < 0.225).astype(float)
+        result = dpmean.mean(x, rho=0.1, bounds=(0, 1), random_state=seed)
+        assert list(result.ledger) == [FACES_STAGE, "release"]
+        assert sum(result.ledger.values()) == pytest.approx(0.1)
+        if result.diagnostics["chosen"] != "gaussian":
+            missed += 1
+            continue
+        assert abs(result.mean[0] - x.mean()) <= 4 * sd
+    assert missed <= 3
+
+
+def test_one_column_near_one_end_is_not_sent_to_the_gaussian_mechanism():
+    # The counts see no rows at the far end (the highest quarter's count is its noise, above
+    # 3 sd with probability 0.13%): the choice runs as before, here a clipping candidate,
+    # whose error (rows N(100, 1) in (0, 10^6)) is far below the Gaussian mechanism's noise
+    # (10^6 / (n sqrt(2 rho)) = 3,300).
+    from dpmean.estimators.auto import FACES_STAGE
+
+    for seed in range(10):
+        x = np.random.default_rng(seed).normal(100.0, 1.0, size=(500, 1))
+        result = dpmean.mean(x, rho=0.1, bounds=(0, 1e6), random_state=seed)
+        assert FACES_STAGE in result.ledger
+        assert result.diagnostics["chosen"] != "gaussian"
+        assert abs(result.mean[0] - x.mean()) < 10.0
+
+
+def test_the_faces_counts_are_asked_for_one_column_with_public_bounds_only():
+    # Public: n, d, rho, the box. Not for two or more columns, a private box, an unbounded
+    # range, or where the counts' noise would exceed 0.2 n / 5 at the largest share (n = 100,
+    # rho = 0.1: sd 7.1 against 4).
+    assert AutoMean(0.1, bounds=(0, 1)).faces_share(200, 2) is None
+    assert AutoMean(0.1).faces_share(200, 1) is None
+    assert AutoMean(0.1, bounds=(0, 1)).faces_share(100, 1) is None
+    assert AutoMean(1.0, bounds=(0, 1)).faces_share(2000, 1) == pytest.approx(0.02)
+    plan = AutoMean(1.0, bounds=(0, 1)).budget_plan(2000, 1)
+    assert plan["choice faces"] == pytest.approx(0.02) and sum(plan.values()) == pytest.approx(1.0)
