@@ -440,3 +440,21 @@ def test_replay_catches_an_understated_tail_sensitivity(monkeypatch, centred):
     with monkeypatch.context() as patch:
         replay = realised_rho(patch, "auto", x, x_prime, rho=RHO, seed=0, bounds=box)
     assert replay.rho > RHO
+
+
+@pytest.mark.parametrize("options", [{}, {"secure_noise": True}], ids=["real", "secure"])
+def test_replay_of_autos_counts_at_the_faces(options, monkeypatch):
+    # One 0/1 column, n = 200, rho = 0.1 in (0, 1): auto's two counts (stage "choice faces",
+    # l2 sensitivity sqrt(2)) pick the Gaussian mechanism or the choice; a row moved between
+    # the ends, to a quarter point, or clamped from far away.
+    rows = (np.random.default_rng(3).random((200, 1)) < 0.225).astype(float)
+    assert "choice faces" in dpmean.mean(rows, rho=0.1, bounds=(0, 1), random_state=0).ledger
+    for end in (1.0, 0.25, 0.75, 0.5, 1e300):
+        x, x_prime = rows.copy(), rows.copy()
+        x[-1], x_prime[-1] = 0.0, end
+        for seed in range(2):
+            for a, b in ((x, x_prime), (x_prime, x)):
+                with monkeypatch.context() as patch:
+                    replay = realised_rho(patch, "auto", a, b, rho=0.1, seed=seed,
+                                          bounds=(0, 1), **options)
+                assert replay.rho <= 0.1 * (1 + 1e-9), replay.costs

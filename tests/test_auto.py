@@ -367,3 +367,16 @@ def test_the_faces_counts_are_asked_for_one_column_with_public_bounds_only():
     assert AutoMean(1.0, bounds=(0, 1)).faces_share(2000, 1) == pytest.approx(0.02)
     plan = AutoMean(1.0, bounds=(0, 1)).budget_plan(2000, 1)
     assert plan["choice faces"] == pytest.approx(0.02) and sum(plan.values()) == pytest.approx(1.0)
+
+
+def test_both_ends_are_closed_and_a_private_box_asks_nothing():
+    # Answers 2 and 4 on a 1-5 scale sit on the quarters of the range: the lowest quarter is
+    # [1, 2] and the highest [4, 5], both closed (a review: 4 fell outside an open top). A
+    # private box (no bounds) is a power of two beyond the rows, its top quarter empty: the
+    # counts are not asked there (a review: they cost their share and never fired).
+    x = np.repeat([2.0, 4.0], 150)[:, None]
+    result = dpmean.mean(x, rho=1.0, bounds=(1, 5), random_state=0)
+    assert result.diagnostics["chosen"] == "gaussian"
+    inner = AutoMean(0.1).in_box(0.09, (0.0, 4.0))
+    assert inner.box_is_private and inner.faces_share(300, 1) is None
+    assert "choice faces" not in dpmean.mean(x, rho=0.1, random_state=0).ledger

@@ -24,6 +24,7 @@ from ..mechanisms.quantiles import (
     reliable_search_steps,
     search_cost_event,
 )
+from ..rng import RandomState
 from ..transforms import IDENTITY
 from ..validation import check_fraction
 from .base import MeanEstimator
@@ -101,10 +102,14 @@ NEAR_ORIGIN_SDS = 3.0
 FACES_STAGE = "choice faces"
 FACES_REACH = 0.25
 # The share of the rows at a face the counts should see: its count clears the threshold
-# (NEAR_ORIGIN_SDS of the noise) by FACES_POWER_SDS (98%) at the share of rho taken, one of
-# the count near the origin's shares.
+# (NEAR_ORIGIN_SDS of the noise, and FACES_LEAST of the rows) by FACES_POWER_SDS (98%) at the
+# share of rho taken, one of the count near the origin's shares.
 FACES_SHARE = 0.2
 FACES_POWER_SDS = 2.0
+# Each end must hold at least this share of the rows: at large n rho a handful of rows in a
+# quarter cleared 3 sd (a review: N(50, 10) in (0, 100), n = 10^4, sent to the Gaussian
+# mechanism 98% of the time), which says nothing of where the rows lie.
+FACES_LEAST = 0.1
 # The interval's share every clipping candidate gets by default (their own default share).
 AUTO_INTERVAL_SHARE = INTERVAL_SHARE
 # PLAN is chosen over IOME when its predicted noise is at most this fraction of IOME's: its
@@ -550,6 +555,16 @@ class AutoMean(MeanEstimator):
         super().__init__(rho, **common)
         self.interval_share = None if interval_share is None else check_fraction(
             interval_share, "interval_share", low_open=False)
+        # Whether ``bounds`` is a private box found by this release (``in_box``), not the
+        # caller's: its ends are a power of two beyond the rows, where ``faces_share``'s
+        # counts see none.
+        self.box_is_private = False
+
+    def in_box(self, rho: float, bounds: Any, random_state: RandomState = None) -> AutoMean:
+        inner = super().in_box(rho, bounds, random_state)
+        assert isinstance(inner, AutoMean)
+        inner.box_is_private = True
+        return inner
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         plan = self.choice_budget_plan(n, d)
@@ -574,7 +589,8 @@ class AutoMean(MeanEstimator):
         """The share of rho for ``FACES_STAGE``, or None where it is not asked (public: n, d,
         rho, the box).
 
-        Asked for one column with public bounds: where its rows lie at both ends of the box
+        Asked for one column with bounds the caller gave (not in a private box, whose ends
+        are a power of two beyond the rows): where its rows lie at both ends of the box
         (a 0/1 flag, answers on a scale, a bimodal column), the box is as wide as the rows'
         spread and the Gaussian mechanism's noise, which follows the box, is within a small
         factor of the best; a clipping candidate's radius search, which at small n rho clips
@@ -585,7 +601,9 @@ class AutoMean(MeanEstimator):
         sqrt(2)) lets a face holding ``FACES_SHARE`` of the rows clear the threshold
         (``NEAR_ORIGIN_SDS`` sd) by ``FACES_POWER_SDS`` sd: sd <= ``FACES_SHARE`` n /
         (``NEAR_ORIGIN_SDS`` + ``FACES_POWER_SDS``)."""
-        if d != 1 or self.finds_its_box():
+        if d != 1 or self.finds_its_box() or self.box_is_private:
+            # A private box is a power of two beyond the rows (a 0/1 column gets (0, 4)):
+            # its top quarter is empty and the counts would only cost their share (a review).
             return None
         lo, hi = self.unit_box(n, d)
         if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
@@ -599,19 +617,25 @@ class AutoMean(MeanEstimator):
     def rows_at_both_faces(self, engine: Engine, ledger: PrivacyLedger,
                            rng: np.random.Generator) -> bool:
         """Whether the noisy counts of rows in the lowest and in the highest ``FACES_REACH``
-        of the box's width each exceed ``NEAR_ORIGIN_SDS`` standard deviations of their noise
-        (stage ``FACES_STAGE``, ``faces_share``). A row lies in at most one of the two
-        ranges, so replacing it moves each count by at most 1: l2 sensitivity sqrt(2), the
-        Gaussian mechanism. Public: the box, the ranges, the threshold."""
+        of the box's width (both ends closed) each exceed ``NEAR_ORIGIN_SDS`` standard
+        deviations of their noise and ``FACES_LEAST`` of the rows (stage ``FACES_STAGE``,
+        ``faces_share``). A row lies in at most one of the two ranges, so replacing it moves
+        each count by at most 1: l2 sensitivity sqrt(2), the Gaussian mechanism. Public: the
+        box, the ranges, the threshold."""
         rho = ledger.planned[FACES_STAGE]
         width = engine.hi - engine.lo
-        below = engine.coordinate_counts(IDENTITY, engine.lo + FACES_REACH * width)
-        within = engine.coordinate_counts(IDENTITY, engine.hi - FACES_REACH * width)
-        counts = np.array([below[0], engine.n - within[0]], dtype=np.float64)
+        bottom = engine.lo + FACES_REACH * width
+        below = engine.coordinate_counts(IDENTITY, bottom)
+        # x >= hi - w / 4 is x > the float below it (answers on a scale sit on the quarters);
+        # never below the lower end's threshold, so that no row is in both (a box a few
+        # floats wide).
+        top = np.maximum(np.nextafter(engine.hi - FACES_REACH * width, -np.inf), bottom)
+        counts = np.array([below[0], engine.n - engine.coordinate_counts(IDENTITY, top)[0]],
+                          dtype=np.float64)
         noisy = gaussian_mechanism(counts, math.sqrt(2.0), rho, rng, ledger=ledger,
                                    stage=FACES_STAGE, secure=self.secure_noise)
         sd = gaussian_noise_std(math.sqrt(2.0), rho)
-        return bool(np.min(noisy) > NEAR_ORIGIN_SDS * sd)
+        return bool(np.min(noisy) > max(NEAR_ORIGIN_SDS * sd, FACES_LEAST * engine.n))
 
     def near_origin_share(self, n: int, d: int) -> float | None:
         """The share of rho for ``NEAR_ORIGIN_STAGE``, or None where it is not asked (public:
