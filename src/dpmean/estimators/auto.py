@@ -96,9 +96,10 @@ NEAR_ORIGIN_SHARE = 0.75
 # near the origin NEAR_ORIGIN_SDS standard deviations above the threshold (0.13%).
 NEAR_ORIGIN_SHARES = (0.02, 0.05, 0.1, 0.2)
 NEAR_ORIGIN_SDS = 3.0
-# For one column with public bounds, two counts first (stage FACES_STAGE) ask whether rows lie
-# at both ends of the box, in its lowest and highest FACES_REACH of the width, each count above
-# NEAR_ORIGIN_SDS of its noise: then the Gaussian mechanism runs (``AutoMean.faces_share``).
+# For one column with bounds the caller gave, two counts first (stage FACES_STAGE) ask whether
+# rows lie at both ends of the box, in its lowest and highest FACES_REACH of the width, each
+# count above NEAR_ORIGIN_SDS of its noise and FACES_LEAST of the rows: then the Gaussian
+# mechanism runs (``AutoMean.faces_share``).
 FACES_STAGE = "choice faces"
 FACES_REACH = 0.25
 # The share of the rows at a face the counts should see: its count clears the threshold
@@ -433,7 +434,9 @@ class AutoMean(MeanEstimator):
     IOME first where the choice cannot be placed and PLAN would spend on variances), or the
     Gaussian mechanism where their minimum n is not met; there, with public bounds,
     where CM's minimum n is met, one count first asks whether most rows lie near the origin
-    (``near_origin_share``), and CM runs if they do.
+    (``near_origin_share``), and CM runs if they do. For one column with bounds given, two
+    counts come first in every case (``faces_share``): where a tenth of the rows or more lie
+    in each end quarter of the range, the Gaussian mechanism runs.
     Otherwise the choice spends ``choice_share`` of rho (``CHOICE_STAGES``; at most
     ``CHOICE_SHARE``, less where n and rho buy its precision for less) on private medians
     (sensitivity 1: a row is in one value each) of
@@ -523,7 +526,10 @@ class AutoMean(MeanEstimator):
     (sensitivity ||hi - lo|| / n), and the tail histogram about it (sensitivity sqrt(2));
     on sparse input two more searches for r0. Without the choice, "choice near origin"
     (``near_origin_share``, public: n, d, rho, the box) is one Gaussian count of sensitivity
-    1. "release" takes the rest: the chosen
+    1. For one column with bounds given, "choice faces" (``faces_share``, public: n, d, rho,
+    the box) comes first: the Gaussian mechanism on two counts of disjoint ranges, l2
+    sensitivity sqrt(2); the other stages take their shares of the rest. "release" takes the
+    rest: the chosen
     candidate's own plan, every stage of which is charged inside it and verified (its events
     are declared per candidate, so an (epsilon, delta) request composes the candidate that
     runs).

@@ -180,7 +180,8 @@ def bucket_draw(values: np.ndarray, q: float, edges: np.ndarray, *, rho: float,
     """``log_bucket_quantile``'s draw without its charge: the buckets [edges_b, edges_b+1) of
     log v (public, ascending), the first also holding every value below it, the last every
     value above it; the bucket chosen by the exponential mechanism (eps = sqrt(8 rho), utility
-    -dist(q m, [L_b, U_b])), and its top, as v. Its utility is a function of the
+    -dist(q m, [L_b, U_b])), and its top as v (with ``middle``, its geometric middle: post-
+    processing of the choice). Its utility is a function of the
     counts #{v < e^edges_b}, which replacing one value moves by at most 1."""
     floor = edges[0]
     buckets = edges.size - 1
