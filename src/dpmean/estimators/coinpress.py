@@ -3,6 +3,7 @@ mean, and MVCRec-then-MVMRec as IOME section 6 runs it (reference notes, part A)
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Iterator
@@ -199,6 +200,9 @@ STEPS_SLACK = 1.01
 FEWEST_STEPS = 2
 
 
+# A pure function of public numbers, asked by every plan of a release (its checks, its
+# events, an (epsilon, delta) calibration's many rhos): each answer walks 59 recursions.
+@functools.lru_cache(maxsize=256)
 def public_steps(radius: float, d: int, n: int, rho: float, beta: float) -> int:
     """The number of MVMRec steps ``t="auto"`` takes for rows in d view dimensions, an a
     priori ``radius`` (view units) and ``rho`` for the steps: the fewest within
