@@ -5,6 +5,7 @@ import pytest
 
 from dpmean.engines import InMemoryEngine
 from dpmean.engines import memory as memory_module
+from dpmean.engines.column_counts import ColumnCounter, LatticeCounter
 from dpmean.transforms import Quantizer, RandomRotation, View, clip_rows
 
 
@@ -183,6 +184,8 @@ def test_engines_without_rows_refuse_protocol_simulations():
 @pytest.mark.parametrize("dtype,d,lo,hi,compact", [
     (np.uint8, 60, 0.0, 255.0, True),       # d_pad 64 = 4^3: factor 1/8
     (np.int16, 10, -3000.0, 3000.0, True),  # d_pad 16
+    (np.uint8, 15, 0.0, 3.0, True),         # few lattice points: tables (from the int16 copy)
+    (np.int16, 60, -3.0e4, 3.0e4, True),    # sums beyond int16: the float32 copy instead
     (np.int16, 600, -2.0e6, 2.0e6, False),  # 32768 x 1024 > 2^24: float64
     (np.uint8, 30, 0.0, 255.0, False),      # d_pad 32: 1/sqrt(32) is not a power of two
     (np.uint8, 60, 0.5, 255.0, False),      # a fractional bound: clamped values not integers
@@ -207,11 +210,16 @@ def test_rotated_copy_of_small_integers_is_float32_only_where_exact(dtype, d, lo
         np.testing.assert_array_equal(small.coordinate_counts(view, threshold),
                                       (rotated <= threshold).sum(axis=0))
     assert small._counter is not None and wide._counter is not None
-    assert small._counter.values.dtype == (np.float32 if compact else np.float64)
+    assert isinstance(wide._counter, ColumnCounter)
     assert wide._counter.values.dtype == np.float64
-    # The compact copy is rotated in the column layout, in float32: the very values of the
-    # float64 rotation (each column's multiset; the counter reorders within columns), and
-    # clamping it did not write into the caller's array.
-    np.testing.assert_array_equal(np.sort(small._counter.values, axis=1),
-                                  np.sort(rotated.T, axis=1))
+    if isinstance(small._counter, LatticeCounter):  # the values' tables, the copy dropped
+        assert compact and lo == 0.0 and hi == 3.0
+    else:
+        assert small._counter.values.dtype == (np.float32 if compact else np.float64)
+        # The compact copy is rotated in the column layout, in float32 (or int16 multiples
+        # of the factor, converted): the very values of the float64 rotation (each column's
+        # multiset; the counter reorders within columns).
+        np.testing.assert_array_equal(np.sort(small._counter.values, axis=1),
+                                      np.sort(rotated.T, axis=1))
+    # Clamping did not write into the caller's array.
     np.testing.assert_array_equal(x, given)

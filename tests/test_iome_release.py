@@ -130,6 +130,25 @@ def test_lattice_counter_equals_plain_comparison(columns, rows, seed, threads):
         np.testing.assert_array_equal(counter.counts(thresholds), expected)
 
 
+@settings(max_examples=30, deadline=None)
+@given(columns=st.integers(1, 5), rows=st.integers(1, 40), seed=st.integers(0, 2**32 - 1),
+       threads=st.sampled_from([1, 2]))
+def test_lattice_counter_of_integers_counts_their_units(columns, rows, seed, threads):
+    # int16 values are counts of the unit (the int16 rotated copy): the same tables, and the
+    # same counts at the same thresholds, as the float32 values they stand for.
+    rng = np.random.default_rng(seed)
+    half = (rows - 1) // 2
+    units = rng.integers(-half, half + 1, size=(columns, rows)).astype(np.int16)
+    of_units = LatticeCounter.of(units, 1 / 32, threads)
+    of_values = LatticeCounter.of((units / 32).astype(np.float32), 1 / 32, threads)
+    assert of_units is not None and of_values is not None
+    thresholds = rng.integers(-half - 3, half + 3, size=columns) / 32 + rng.choice(
+        [0.0, 1 / 64, -1 / 64], size=columns)
+    np.testing.assert_array_equal(of_units.counts(thresholds), of_values.counts(thresholds))
+    np.testing.assert_array_equal(of_units.counts(thresholds),
+                                  (units / 32 <= thresholds[:, None]).sum(axis=1))
+
+
 def test_counters_count_nothing_below_a_nan_threshold():
     # No value is <= NaN: both counters say 0 (the lattice one never turns NaN into an index).
     values = (np.arange(-40, 40).reshape(2, 40) / 32).astype(np.float32)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.linalg import hadamard
 
-from dpmean.engines.rotation_kernels import rotate_into_columns
+from dpmean.engines.rotation_kernels import rotate_into_columns, rotate_into_int16_columns
 from dpmean.transforms import (
     Quantizer,
     RandomRotation,
@@ -70,6 +70,49 @@ def test_rotation_into_columns_is_exact_in_float32_on_small_integers(dtype, d, n
     with pytest.raises(ValueError, match="power of 4"):
         rotate_into_columns(x, lo, hi, factors, np.empty((2 * rot.padded_dim, n), np.float32),
                             slice(0, n))
+
+
+@pytest.mark.parametrize("dtype,d,n,clamps", [(np.uint8, 784, 3000, False),
+                                               (np.uint8, 3, 70000, True),
+                                               (np.int8, 1, 9, False),
+                                               (np.int16, 10, 500, True)])
+def test_int16_rotation_is_the_float32_rotation_over_its_factor(dtype, d, n, clamps):
+    # The int16 copy holds each rotated value over the rotation's factor (a power of two):
+    # the integers the lattice tables count in, exactly, where they fit int16 (these do:
+    # |sum| <= max|x| d_pad only for the narrow types; int16 rows are clamped to +-2000).
+    rng = np.random.default_rng(d)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, size=(n, d), endpoint=True).astype(dtype)
+    lo, hi = np.full(d, info.min, dtype=dtype), np.full(d, info.max, dtype=dtype)
+    if dtype == np.int16:
+        lo[:], hi[:] = -2000, 2000
+    rot = RandomRotation.draw(d, rng)
+    floats = np.empty((rot.padded_dim, n), np.float32)
+    units = np.full((rot.padded_dim, n + 2), 7, dtype=np.int16)
+    rotate_into_columns(x, lo, hi, (rot.signs[:d] * rot.scale).astype(np.float32), floats,
+                        slice(0, n), clamps=clamps or dtype == np.int16)
+    signs = rot.signs[:d].astype(np.float32)
+    for part in (slice(0, n // 3), slice(n // 3, n)):
+        assert rotate_into_int16_columns(x, lo, hi, signs, units, part,
+                                         clamps=clamps or dtype == np.int16)
+    np.testing.assert_array_equal(units[:, :n].astype(np.float64) * rot.scale, floats)
+    assert (units[:, n:] == 7).all()  # nothing written beyond the rows asked
+
+
+def test_int16_rotation_says_where_a_value_does_not_fit():
+    # Rows of 30,000 in 16 coordinates: sums up to 480,000 of the unscaled transform, far
+    # beyond int16; one row of them among small rows is enough, in any block.
+    x = np.ones((3000, 16), dtype=np.int16)
+    x[2500] = 30000
+    lo, hi = np.full(16, -30000, dtype=np.int16), np.full(16, 30000, dtype=np.int16)
+    signs = np.ones(16, dtype=np.float32)
+    units = np.empty((16, 3000), dtype=np.int16)
+    assert rotate_into_int16_columns(x, lo, hi, signs, units, slice(0, 2000), clamps=False)
+    assert not rotate_into_int16_columns(x, lo, hi, signs, units, slice(2000, 3000),
+                                         clamps=False)
+    x[2500] = 2047  # 2047 x 16 = 32,752: fits
+    assert rotate_into_int16_columns(x, lo, hi, signs, units, slice(0, 3000), clamps=False)
+    assert units[0, 2500] == 32752
 
 
 @pytest.mark.parametrize("d", [0, 3, 12, 100])

@@ -23,6 +23,7 @@ from .base import ColumnOrder, Engine, add_distances, column_slices, pairs_of
 from .blas import one_blas_thread
 
 if TYPE_CHECKING:
+    from ..transforms.hadamard import RandomRotation
     from .column_counts import ColumnCounter, LatticeCounter
 
 # Rows per block: a block and its temporaries stay in the per-core cache (measured fastest for
@@ -235,36 +236,77 @@ class InMemoryEngine(Engine):
         if self._counter is None or key != self._counter_key:
             # Imported here: numba's import and first compiled call cost a second, which only
             # rotated views should pay (not `import dpmean`, nor the CLI's start-up).
-            from .column_counts import ColumnCounter, LatticeCounter, write_columns
+            from .column_counts import ColumnCounter, write_columns
 
             # Let the old copies go before the new one is made.
             self._counter = self._magnitudes = None
             k = view.output_dim(self.d)
-            values = np.empty((k, self.n), dtype=self._rotated_type(view))
+            dtype = self._rotated_type(view)
             # Exact in float32 (``_rotated_type``): small integers rotated by compiled
             # butterflies straight into the column layout (``rotation_kernels``), no float64
-            # copy and no transpose, the same values.
-            rotation = view.rotation if values.dtype == np.float32 else None
-            if rotation is not None:
-                from .rotation_kernels import rotate_into_columns
-
-                box = self._integer_box()
-                assert box is not None  # _rotated_type found one
-                factors = (rotation.signs[: self.d] * rotation.scale).astype(np.float32)
-                clamps = not self._box_holds_values
-                self._each_run(k, lambda run: rotate_into_columns(
-                    self._x, *box, factors, values, slice(run[0].start, run[-1].stop),
-                    clamps=clamps))
+            # copy and no transpose, the same values; their multiples of the rotation's
+            # power-of-two factor first as int16 where they fit, whose tables of counts answer
+            # every halving at once.
+            if dtype == np.float32:
+                assert view.rotation is not None  # _rotated_type
+                counter = self._rotated_counter(view.rotation, k)
             else:
+                values = np.empty((k, self.n), dtype=dtype)
                 self._each_block(k, lambda rows: write_columns(
                     view.apply_base(self._clamped(rows)), values, rows.start))
-            # The float32 copy's values are integer multiples of the rotation's power-of-two
-            # factor (``_rotated_type``): tables of their counts answer every halving at once.
-            lattice = None if rotation is None else LatticeCounter.of(
-                values, rotation.scale, threads=parallel.THREADS)
-            self._counter = lattice or ColumnCounter(values, threads=parallel.THREADS)
-            self._counter_key = key
+                counter = ColumnCounter(values, threads=parallel.THREADS)
+            self._counter, self._counter_key = counter, key
         return self._counter
+
+    def _rotated_counter(self, rotation: RandomRotation,
+                         k: int) -> ColumnCounter | LatticeCounter:
+        """The counter of the rotated copy of small-integer rows (``_rotated_type`` float32):
+        its values are integer multiples of the rotation's power-of-two factor, so tables of
+        their counts (``LatticeCounter``) answer every halving at once, built from an int16
+        copy of the multiples (half the float32 copy's bytes to write and to read) where they
+        fit, else from the float32 copy; the partitioning counter where the tables would
+        outgrow the copy. Which way is taken depends on the data, the counts never (speed
+        only)."""
+        from .column_counts import ColumnCounter, LatticeCounter
+
+        units = np.empty((k, self.n), dtype=np.int16)
+        if self._rotate_small_integers(rotation, units):
+            lattice = LatticeCounter.of(units, rotation.scale, threads=parallel.THREADS)
+            if lattice is not None:
+                return lattice
+            values = units.astype(np.float32)  # exact: integers below 2^15 times 2^-k
+            values *= np.float32(rotation.scale)
+        else:
+            del units  # a value beyond int16: let it go before the float32 copy is made
+            values = np.empty((k, self.n), dtype=np.float32)
+            self._rotate_small_integers(rotation, values)
+            lattice = LatticeCounter.of(values, rotation.scale, threads=parallel.THREADS)
+            if lattice is not None:
+                return lattice
+        return ColumnCounter(values, threads=parallel.THREADS)
+
+    def _rotate_small_integers(self, rotation: RandomRotation, out: np.ndarray) -> bool:
+        """The clamped integer rows rotated into ``out`` (d_pad, n) by the compiled butterflies
+        (``rotation_kernels``), on the engine's threads: float32 values, or int16 multiples of
+        the rotation's factor. False where an int16 value did not fit (``out`` then partly
+        written)."""
+        from .rotation_kernels import rotate_into_columns, rotate_into_int16_columns
+
+        box = self._integer_box()
+        assert box is not None  # _rotated_type found one
+        signs = rotation.signs[: self.d]
+        clamps = not self._box_holds_values
+
+        def rotate(run: list[slice]) -> bool:
+            rows = slice(run[0].start, run[-1].stop)
+            if out.dtype == np.int16:
+                return rotate_into_int16_columns(self._x, *box, signs.astype(np.float32), out,
+                                                 rows, clamps=clamps)
+            rotate_into_columns(self._x, *box, (signs * rotation.scale).astype(np.float32),
+                                out, rows, clamps=clamps)
+            return True
+
+        return all(self._each_run(out.shape[0], rotate))
 
     def _rotated_type(self, view: View) -> type[np.floating]:
         """float32 where it holds the rotated values exactly, else float64. Exact when the
