@@ -237,6 +237,26 @@ def test_pair_statistics_equal_the_column_block_computation(dtype, lo, hi, scale
             clamped[orders[0][:2000:2]] - clamped[orders[0][1:2000:2]]), axis=0))
 
 
+@pytest.mark.parametrize("dtype,d", [(np.uint8, 784), (np.int16, 9), (np.uint8, 1)])
+def test_squared_norms_of_integer_rows_are_those_of_their_float_rows(dtype, d):
+    # The fused pass (no block written) sums the very values ``shifted_rows`` writes, in the
+    # order ``squared_norms`` sums any block (C or Fortran layout): the same bits; and both
+    # are the exact sums of squares up to the rounding of d additions.
+    from dpmean.engines.row_kernels import shifted_rows, shifted_squared_norms, squared_norms
+
+    rng = np.random.default_rng(d)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, size=(301, d), endpoint=True).astype(dtype)
+    factor, shift, scale = (rng.uniform(0.5, 2.0, d), rng.normal(0.0, 50.0, d),
+                            rng.uniform(0.01, 1.0, d))
+    rows = shifted_rows(x, factor, shift, scale)
+    fused = shifted_squared_norms(x, factor, shift, scale)
+    np.testing.assert_array_equal(fused, squared_norms(rows))
+    np.testing.assert_array_equal(fused, squared_norms(np.asfortranarray(rows)))
+    exact = np.einsum("ij,ij->i", rows, rows)
+    np.testing.assert_allclose(fused, exact, rtol=2 * d * np.finfo(np.float64).eps, atol=0.0)
+
+
 def test_integers_the_box_holds_are_rescaled_without_a_clamp_and_the_same():
     """uint8 data in per-column boxes of different widths that hold the type (the engine
     rescales each column by 1 / width): its rows are converted and rescaled, not clamped, and

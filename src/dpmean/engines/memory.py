@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -325,11 +325,8 @@ class InMemoryEngine(Engine):
             return np.float32
         return np.float64
 
-    def _norms_reader(
-        self, view: View,
-    ) -> tuple[int, Callable[[slice | np.ndarray], np.ndarray], float,
-               Callable[[np.ndarray, float], np.ndarray]]:
-        """(width, read, extra, finish) for the questions about row norms and clipped sums: the
+    def _norms_reader(self, view: View) -> _Rows:
+        """The reader for the questions about row norms and clipped sums (``_Rows``): the
         view row of each row read (a block as a slice, or an array of row indices) has squared
         norm ||read(rows)_i||^2 + extra, and
         ``finish(sum_i w_i read_i, sum_i w_i)`` is sum_i w_i v(x_i).
@@ -344,8 +341,11 @@ class InMemoryEngine(Engine):
             width, read = self._base_reader(view, once=True)
             if all(step is None for step in (view.preclip, view.quantizer, view.rotation,
                                              view.linear)):
-                return width, self._shifted_reader(view), 0.0, lambda total, _: total
-            return width, lambda rows: view.finish(read(rows)), 0.0, lambda total, _: total
+                return _Rows(width, *self._shifted_reader(view), 0.0, _unchanged)
+            def finished(rows: slice | np.ndarray) -> np.ndarray:
+                return view.finish(read(rows))
+
+            return _Rows(width, finished, _squares_of(finished), 0.0, _unchanged)
         shift = np.zeros(rotation.padded_dim) if view.shift is None else view.shift
         back = rotation.invert_padded(shift)
         inside, outside = back[: self.d], back[self.d:]
@@ -357,40 +357,49 @@ class InMemoryEngine(Engine):
                                      unrotated.apply_base(self._clamped(rows)))
 
         plain = (view.preclip, view.quantizer) == (None, None)
-        return (self.d, self._shifted_reader(View(shift=inside)) if plain else unrotated_rows,
-                float(outside @ outside),
-                lambda total, weight: rotation.apply(total) + weight * offset)
+        read, squares = (self._shifted_reader(View(shift=inside)) if plain
+                         else (unrotated_rows, _squares_of(unrotated_rows)))
+        return _Rows(self.d, read, squares, float(outside @ outside),
+                     lambda total, weight: rotation.apply(total) + weight * offset)
 
-    def _shifted_reader(self, view: View) -> Callable[[slice | np.ndarray], np.ndarray]:
+    def _shifted_reader(self, view: View) -> tuple[Callable[[slice | np.ndarray], np.ndarray],
+                                                   Callable[[slice | np.ndarray], np.ndarray]]:
         """A reader of row blocks clamped to the box, then shifted and scaled as ``view`` says
         (a view without base steps or linear map): ``view.finish(self._clamped(rows))``, the
-        same values. C-ordered integer rows inside the box are converted, rescaled, shifted and
-        scaled in one compiled pass (``row_kernels``) when there is a shift or scale to apply;
-        other rows are clamped into a fresh array (in their own layout, so the sums over them
-        keep their order) and shifted and scaled in place."""
+        same values; and a reader of their squared norms. C-ordered integer rows inside the box
+        are converted, rescaled, shifted and scaled in one compiled pass (``row_kernels``) when
+        there is a shift or scale to apply, their squared norms in another that writes no
+        block; other rows are clamped into a fresh array (in their own layout, so the sums over
+        them keep their order) and shifted and scaled in place."""
         if (self._box_holds_values and self._x.dtype.kind in "iu" and self._x.flags.c_contiguous
                 and (view.shift is not None or view.scale is not None)):
-            from .row_kernels import shifted_rows  # numba: imported when first needed
+            # numba: imported when first needed
+            from .row_kernels import shifted_rows, shifted_squared_norms
 
             ones, zeros = np.ones(self.d), np.zeros(self.d)
             factor = ones if self._box.scale is None else self._box.scale
             shift = zeros if view.shift is None else view.shift
             scale = ones if view.scale is None else view.scale
-            return lambda rows: shifted_rows(self._x[rows], factor, shift, scale)
+            return (lambda rows: shifted_rows(self._x[rows], factor, shift, scale),
+                    lambda rows, block=None: shifted_squared_norms(self._x[rows], factor,
+                                                                   shift, scale))
         # The clamped rows are a fresh array (or a read-only view of the data): shifted and
         # scaled in place (the same values as ``finish``'s copies, one pass fewer each).
-        return lambda rows: _shifted_in_place(view, self._clamped(rows))
+        def read(rows: slice | np.ndarray) -> np.ndarray:
+            return _shifted_in_place(view, self._clamped(rows))
+
+        return read, _squares_of(read)
 
     def row_norms(self, view: View) -> np.ndarray:
-        width, read, extra, _ = self._norms_reader(view)
+        reader = self._norms_reader(view)
         norms = np.empty(self.n)
 
         def fill(rows: slice) -> None:
-            norms[rows] = _norms(read(rows), extra)
+            norms[rows] = reader.norms(rows)
 
-        self._each_block(width, fill)
+        self._each_block(reader.width, fill)
         # Kept for the clipped sum about the same view, which every clipped mean asks next:
-        # its weights then need no second einsum over the rows.
+        # its weights then need no second norms pass over the rows.
         self._norms = (view, norms)
         return norms.copy()
 
@@ -408,7 +417,7 @@ class InMemoryEngine(Engine):
         # others' equal up to rounding). On MNIST's PLAN view: 0.008 s less than a second
         # product over every block.
         first = self._clipped_sums_in_one_pass(reader, radii[:1], known)[0]
-        width, read, _, finish = reader
+        width, read, finish = reader.width, reader.read, reader.finish
         beyond = np.flatnonzero(known > min(radii))
         inner = clip_weights(known[beyond], radii[0])
         step = self._row_blocks(width)[0].stop
@@ -421,24 +430,29 @@ class InMemoryEngine(Engine):
             out.append(first + finish(moved, float(weights.sum())))
         return out
 
-    def _clipped_sums_in_one_pass(self, reader: Any, radii: Sequence[float],
+    def _clipped_sums_in_one_pass(self, reader: _Rows, radii: Sequence[float],
                                   known: np.ndarray | None) -> list[np.ndarray]:
         # Each block (``reader``: ``_norms_reader``'s) is read once and summed at every radius
         # (per radius the same products and the same order of additions as alone: the same
         # bits).
-        width, read, extra, finish = reader
+        # An infinite radius clips nothing (every weight 1, whatever the norm): the plain sum
+        # needs no norms.
+        unclipped = all(np.isposinf(radius) for radius in radii)
 
         def block_sums(rows: slice) -> list[tuple[np.ndarray, float]]:
-            block = read(rows)
-            norms = _norms(block, extra) if known is None else known[rows]
+            block = reader.read(rows)
+            if unclipped:
+                norms = np.zeros(len(block))
+            else:
+                norms = reader.norms(rows, block) if known is None else known[rows]
             weights = [clip_weights(norms, radius) for radius in radii]
             return [(w @ block, float(w.sum())) for w in weights]
 
-        per_block = self._each_block(width, block_sums)
+        per_block = self._each_block(reader.width, block_sums)
         out = []
         for r in range(len(radii)):
             sums, weights = zip(*(block[r] for block in per_block), strict=True)
-            out.append(finish(np.sum(sums, axis=0), float(np.sum(weights))))
+            out.append(reader.finish(np.sum(sums, axis=0), float(np.sum(weights))))
         return out
 
     def stacked_clipped_sums(self, view: View, radii: Sequence[float]) -> np.ndarray:
@@ -707,10 +721,42 @@ def _shifted_in_place(view: View, block: np.ndarray) -> np.ndarray:
     return block
 
 
-def _norms(block: np.ndarray, extra: float) -> np.ndarray:
-    """sqrt(||row||^2 + extra) for each row of ``block``: the one formula for row norms, so a
-    norm kept from ``row_norms`` is the one ``clipped_sum`` would compute, bit for bit."""
-    return np.sqrt(np.einsum("ij,ij->i", block, block) + extra)
+class _Rows(NamedTuple):
+    """How the questions about row norms and clipped sums read the rows
+    (``InMemoryEngine._norms_reader``): ``read(rows)`` gives the rows to sum (a block as a
+    slice, or an array of row indices), ``width`` wide; ``squares(rows, block)`` their squared
+    norms, to which ``extra`` is added (``block``, if given, is ``read(rows)``, which a reader
+    may sum rather than read again); ``finish(sum_i w_i read_i, sum_i w_i)`` is
+    sum_i w_i v(x_i)."""
+
+    width: int
+    read: Callable[[slice | np.ndarray], np.ndarray]
+    squares: Callable[..., np.ndarray]
+    extra: float
+    finish: Callable[[np.ndarray, float], np.ndarray]
+
+    def norms(self, rows: slice | np.ndarray, block: np.ndarray | None = None) -> np.ndarray:
+        """sqrt(||row||^2 + extra) for each row read (``block``: ``read(rows)``, if at hand):
+        the one formula for row norms, so a norm kept from ``row_norms`` is the one
+        ``clipped_sum`` would compute, bit for bit."""
+        return np.sqrt(self.squares(rows, block) + self.extra)
+
+
+def _unchanged(total: np.ndarray, _: float) -> np.ndarray:
+    """The ``finish`` of rows read as they are: the sum itself."""
+    return total
+
+
+def _squares_of(read: Callable[[slice | np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """The squared norms of the rows ``read`` gives, read unless given as ``block``: by the
+    compiled sum the integer rows' norms take (``row_kernels``), so the same values give the
+    same bits on either path."""
+    def squares(rows: slice | np.ndarray, block: np.ndarray | None = None) -> np.ndarray:
+        from .row_kernels import squared_norms  # numba: imported when first needed
+
+        return squared_norms(read(rows) if block is None else block)
+
+    return squares
 
 
 def _byte_counts(values: np.ndarray) -> np.ndarray:
