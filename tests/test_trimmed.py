@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import warnings
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from hypothesis import strategies as st
 import dpmean
 from dpmean.cli import main
 from dpmean.engines import make_engine
-from dpmean.errors import InvalidParameterError
+from dpmean.errors import InsufficientDataWarning, InvalidParameterError
 from dpmean.estimators.trimmed import TrimmedMean, gaussian_trimmed_variance
 from dpmean.experiments.bun_steinke import default_tuning_excess, excess_grid, sampled_excess
 from dpmean.mechanisms.smooth_noise import NOISES
@@ -402,3 +404,31 @@ def test_tuning_all_candidates_at_once_chooses_as_one_by_one(noise, n, width, tr
         want = _tuned_one_by_one(n, candidates, width, 1e-3 * width,
                                  output_truncation=truncation, trim=trim, symmetric=symmetric)
         assert got[0] == want[0] and got[1] is want[1]
+
+
+def test_the_fallback_names_the_rows_that_would_release():
+    # The trimmed mean's minimum grows with n (its trimming, ln n / epsilon): the warning names
+    # the fewest rows whose own minimum they meet (a user trial: at n = 5,101, the number the
+    # warning gave at n = 2, it fell back again and asked for 10,363). That many run; one
+    # fewer falls back. d = 1000, rho = 0.01 in +-10.
+    estimator = TrimmedMean(rho=0.01, bounds=(-10.0, 10.0))
+    lo, hi = estimator.box(2, 1000)
+    plan = estimator.budget_plan(2, 1000)
+    needed = int(estimator.rows_needed(2, lo, hi, plan))
+    assert needed >= estimator.minimum_rows(needed, lo, hi, plan)
+    assert needed - 1 < estimator.minimum_rows(needed - 1, lo, hi, plan)
+    rng = np.random.default_rng(0)
+    for n in (2, needed // 2, needed - 1):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = dpmean.mean(rng.normal(3.0, 1.0, (n, 1000)), rho=0.01, bounds=(-10, 10),
+                                 method="trimmed", random_state=0)
+        assert result.fallback
+        message = next(str(w.message) for w in caught
+                       if issubclass(w.category, InsufficientDataWarning))
+        assert re.search(r"needs at least ([\d,]+)", message).group(1) == f"{needed:,}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InsufficientDataWarning)
+        result = dpmean.mean(rng.normal(3.0, 1.0, (needed, 1000)), rho=0.01, bounds=(-10, 10),
+                             method="trimmed", random_state=0)
+    assert not result.fallback
