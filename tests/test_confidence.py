@@ -314,6 +314,10 @@ def test_accuracy_takes_ranges_by_name_as_mean_does():
     wide = {**named, "ts": (1.6e9, 1.8e9)}
     with pytest.raises(dpmean.InvalidParameterError, match="column 'ts' comes no nearer than"):
         dpmean.rho_for_accuracy("cm", 500, 3, wide, 1.0)
+    # The Gaussian mechanism is not advised to be itself (a user trial).
+    with pytest.raises(dpmean.InvalidParameterError, match="range sets its sensitivity") as raised:
+        dpmean.rho_for_accuracy("gaussian", 10, 2, (0.0, 1.0), 1e-30)
+    assert "method='gaussian'" not in str(raised.value)
 
 
 @pytest.mark.parametrize("method", ["gaussian", "cm", "iome"])

@@ -200,11 +200,14 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
         names = list(bounds) if isinstance(bounds, Mapping) else None
         which = (f"; column {names[j]!r}" if names is not None else f"; column {j}") if (
             best.size > 1) else "; it"
+        why = ("the range sets its sensitivity; a narrower range or more rows would"
+               if method == "gaussian" else
+               "its clipping radius can be as large as its range allows; a narrower range, "
+               "more rows or method='gaussian' would")
         raise InvalidParameterError(
             f"rho_for_accuracy: {method} cannot reach half-width {half_width:g} at n={n}, "
-            f"d={d} with any rho up to 1e12{which} comes no nearer than {best[j]:.3g} (its "
-            f"clipping radius can be as large as its range allows; a narrower range, more "
-            f"rows or method='gaussian' would)")
+            f"d={d} with any rho up to 1e12{which} comes no nearer than {best[j]:.3g} "
+            f"({why})")
     if meets(math.exp(low)):
         return math.exp(low)
     while high - low > 1e-9:
