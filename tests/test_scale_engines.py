@@ -245,3 +245,27 @@ def test_cli_engines_agree(tmp_path, monkeypatch, capsys, dask_client):
     capsys.readouterr()
     assert _cli(tmp_path, "--engine", "chunked", "--scheduler", "tcp://x:1")[0] == 2
     assert "--scheduler runs on the dask engine" in capsys.readouterr().err
+
+
+def test_the_cli_sizes_a_parquet_file_by_its_data_not_its_compressed_bytes(tmp_path,
+                                                                           monkeypatch):
+    # A user trial: 28 million x 6 Parquet rows in a 486 MB file ran on the memory engine (the
+    # threshold read the file's size) and took 6.9 GB. 20,000 x 5 repeated values: 800 kB as
+    # float64, a few kB on disk.
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    import dpmean.cli.estimate as cli
+    from dpmean.cli import build_parser
+
+    table = pa.table({f"c{j}": np.full(20_000, float(j)) for j in range(5)})
+    path = tmp_path / "x.parquet"
+    pq.write_table(table, path)
+    assert path.stat().st_size < 100_000
+    args = build_parser().parse_args(["estimate", str(path), "--rho", "1"])
+    layout = cli._input_layout(args)
+    assert (layout.n, layout.d) == (20_000, 5)
+    monkeypatch.setattr(cli, "CHUNKED_ABOVE_BYTES", 500_000)
+    assert cli._choose_engine(args, layout) == "chunked"
+    monkeypatch.setattr(cli, "CHUNKED_ABOVE_BYTES", 900_000)
+    assert cli._choose_engine(args, layout) is None
