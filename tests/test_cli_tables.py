@@ -175,7 +175,7 @@ def test_a_header_of_numbers_is_refused_even_with_header_flag(capsys, folder):
     # Names are published: with --header, a headerless file's first row (a person's values)
     # became the release's column names (review).
     code, out, err = run(capsys, "estimate", folder / "numbers.csv", *GOOD, "--header", "--json")
-    assert code != 0 and out == "" and "a name that is a number" in err
+    assert code != 0 and out == "" and "a name that reads as a number" in err
 
 
 def test_baskets_run_with_the_default_method(capsys, folder):

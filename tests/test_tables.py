@@ -94,7 +94,7 @@ def test_pandas_default_names_with_index_are_a_header(tmp_path):
         open_table(path)
     # Told it is a header, it is still refused: names that are numbers cannot be told from a
     # person's row, which header=True published as the column names (review).
-    with pytest.raises(InvalidDataError, match=r"a name that is a number"):
+    with pytest.raises(InvalidDataError, match=r"a name that reads as a number"):
         open_table(path, header=True)
 
 
@@ -104,7 +104,7 @@ def test_a_header_of_numbers_is_data_or_refused(tmp_path):
     # A line of numbers is data unless told otherwise: guessing from values would make n
     # depend on one row.
     assert load_data(path).shape == (len(VALUES) + 1, 3)
-    with pytest.raises(InvalidDataError, match=r"a name that is a number"):
+    with pytest.raises(InvalidDataError, match=r"a name that reads as a number"):
         open_table(path, header=True)
     pd.DataFrame(VALUES, columns=["a", "b", "c"]).to_csv(path, index=False)
     table = open_table(path, header=True)

@@ -203,7 +203,7 @@ def test_a_first_row_with_a_missing_value_is_not_a_header(capsys, files, engine)
         code, out, err = estimate(capsys, files / name, *engine_flags(engine), "--header",
                                   "--json")
         assert_one_error_line(code, out, err, ["1.5", "2.5", "3.5"])
-        assert "a name that is a number" in err
+        assert "a name that reads as a number" in err
     code, out, err = estimate(capsys, files / "empty-first.csv", *engine_flags(engine),
                               "--no-header")
     assert_one_error_line(code, out, err, ["2.5"])

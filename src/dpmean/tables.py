@@ -504,7 +504,8 @@ class CsvTable:
             # Names are published (the result's columns, errors that list them): a row of
             # data read as a header published one person's values (review).
             raise InvalidDataError(
-                f"{self.path}: the header line has a name that is a number, so it cannot be "
+                f"{self.path}: the header line has a name that reads as a number (digits, "
+                f"nan, inf, or True and False, which are read as 1 and 0), so it cannot be "
                 f"told from a row of data; rename the columns (pandas' 0, 1, ... too), or "
                 f"pass --no-header (header=False) if the line is data")
         self.header = self._guess_header(numbers) if header is None else bool(header)
@@ -577,7 +578,9 @@ class CsvTable:
         raise InvalidDataError(
             f"{self.path}: the first line mixes numbers with text or empty cells, so it is "
             f"neither a header of names nor a row of numbers{sniffed}: pass --header "
-            f"(header=True) if it is a header, --no-header (header=False) if it is data")
+            f"(header=True) if it is a header (after renaming any name that reads as a "
+            f"number: digits, nan, inf, True or False), --no-header (header=False) if it is "
+            f"data")
 
     def _first_record(self, header: bool | None) -> str:
         """The first record as text, with its line end; sets ``data_offset`` (where the

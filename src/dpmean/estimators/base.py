@@ -571,6 +571,8 @@ class MeanEstimator(ABC):
             if rows >= need:
                 break
             rows = float(math.ceil(need))
+            if rows > 2.0**53:  # beyond any table (and numpy's integers): as good as said
+                break
         return rows
 
     def too_few_rows(self, n: int, d: int, budget: Mapping[str, float]) -> bool:
