@@ -78,7 +78,8 @@ def user_stacklevel() -> int:
 
 
 NOT_AN_ARRAY = ("data must be a numeric array of shape (n, d) or (n,); it could not be "
-                "converted to one (rows of different lengths?)")
+                "converted to one (rows of different lengths, or a cell that is not a real "
+                "number: text, a complex number, an integer beyond float64?)")
 
 
 def sequence_shape(x) -> tuple[int, ...]:
