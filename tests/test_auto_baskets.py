@@ -41,3 +41,24 @@ def test_cm_runs_on_real_valued_sparse_rows_in_a_loose_box():
     error = np.linalg.norm(result.mean - truth)
     assert error < np.linalg.norm(truth)
     assert np.linalg.norm(plan.mean - truth) > 10 * error
+
+
+def test_plan_keeps_its_place_on_counts_whose_centre_lies_near_the_rows():
+    # An adversarial review of the first version, which sent PLAN away once its centre's
+    # error e passed the rows' median norm r0: word counts capped at 20 in (0, 20), where it
+    # ran CM at 1.35x PLAN's error (PLAN's scaling gains 26% there). Within 2 r0
+    # (``PLAN_BASKET_REACH``) PLAN is predicted CM's noise times its gain, and runs.
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from sparse_auto import word_counts
+
+    x = word_counts()
+    truth = np.asarray(x.mean(axis=0)).ravel()
+    result = dpmean.mean(x, rho=0.3, method="auto", bounds=(0.0, 20.0), random_state=0)
+    predicted = result.diagnostics["predicted_noise"]
+    assert predicted["plan"] == pytest.approx(predicted["cm"] * PLAN_BASKET_GAIN, rel=1e-12)
+    assert result.diagnostics["chosen"] == "plan"
+    cm = dpmean.mean(x, rho=0.3, method="cm", bounds=(0.0, 20.0), random_state=0)
+    assert np.linalg.norm(result.mean - truth) < np.linalg.norm(cm.mean - truth)

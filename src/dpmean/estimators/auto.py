@@ -117,9 +117,11 @@ AUTO_INTERVAL_SHARE = INTERVAL_SHARE
 # variances are estimated, not known, so a small predicted gain is not worth the risk.
 PLAN_MARGIN = 0.9
 # PLAN's binary instantiation's gain over CM on baskets, which the choice cannot see (0-11% on
-# both basket files where its centre's error is below the rows' median norm): its prediction
-# is CM's, times its centre's error over that norm where larger, times this.
+# both basket files where its centre's error is below the rows' median norm, 20-26% on word
+# counts): its prediction is CM's times this, and times its centre's error over
+# ``PLAN_BASKET_REACH`` times that norm where larger.
 PLAN_BASKET_GAIN = 0.98
+PLAN_BASKET_REACH = 2.0
 CANDIDATES = {cls.method: cls for cls in (PrivateLimitAdaptedNoise, ShiftedClippedMean,
                                           ClippedMean, GaussianMean)}
 # How far (a factor) the pair medians may stray outside the range every pair's distances keep,
@@ -485,8 +487,9 @@ class AutoMean(MeanEstimator):
     than its noise at the smallest radius its search can return (``smallest_radius``).
     Sparse input (baskets) measures r0 only (every choice stage, the tail's too) and chooses
     between gaussian, cm and plan (PLAN's binary instantiation, predicted as cm times
-    ``PLAN_BASKET_GAIN``, and times e / r0 where its centre's l2 error e, the Gaussian
-    mechanism's on the mean at PLAN's preprocessing share, public, exceeds r0). The choice is a
+    ``PLAN_BASKET_GAIN``, and times e / (2 r0) where its centre's l2 error e, the Gaussian
+    mechanism's on the mean at PLAN's preprocessing share, public, exceeds 2 r0,
+    ``PLAN_BASKET_REACH``). The choice is a
     function of the private medians and public values only; the chosen estimator's whole plan
     is charged to the stage "release" (its stages are in ``diagnostics["release_ledger"]``)
     and verified.
@@ -980,18 +983,20 @@ class AutoMean(MeanEstimator):
                      "cm": cm}
         if engine.baskets:
             # PLAN's binary instantiation clips about a centre that is the Gaussian mechanism's
-            # mean, whose l2 error e grows with the box, not with the rows (public): where e
-            # exceeds the rows' median norm r0 its radius, and its noise, grow as e / r0.
-            # Below, its scaling by the item frequencies gains (on the basket files, rho 0.05
-            # to 2: 0.89-1.00 times CM's error where e < r0, 1.22 at e = 1.7 r0), credited as
-            # ``PLAN_BASKET_GAIN``. Predicted as CM alone (a tie PLAN won), it ran on
-            # real-valued sparse rows in a box of +-1000 at 570 times CM's error (a user
-            # trial: n = 20,000, d = 2,000, rho = 0.5; e = 408 against r0 = 0.49).
+            # mean, whose l2 error e grows with the box, not with the rows (public): far
+            # beyond the rows' median norm r0 its radius, and its noise, grow as e / r0.
+            # Nearer, its scaling by the item frequencies gains (on the basket files, rho 0.05
+            # to 2: 0.89-1.00 times CM's error where e < r0, 1.22 at e = 1.7 r0; on word
+            # counts capped at 20 in (0, 20) and (0, 30), 0.74-0.80 at e up to 1.8 r0: a
+            # review), credited as ``PLAN_BASKET_GAIN`` up to e = ``PLAN_BASKET_REACH`` r0.
+            # Predicted as CM alone (a tie PLAN won), it ran on real-valued sparse rows in a
+            # box of +-1000 at 570 times CM's error (a user trial: n = 20,000, d = 2,000,
+            # rho = 0.5; e = 408 against r0 = 0.49).
             plan = self.candidate("plan", rho_rest).budget_plan(n, d)
             centre_rho = sum(plan.get(stage, 0.0) for stage in (*CENTRE_STAGES,
                                                                   *VARIANCE_STAGES))
             off = gaussian_error(engine, centre_rho) if centre_rho > 0.0 else math.inf
-            apart = max(1.0, off / r0) if r0 > 0.0 else math.inf
+            apart = max(1.0, off / (PLAN_BASKET_REACH * r0)) if r0 > 0.0 else math.inf
             return {"gaussian": predicted["gaussian"], "plan": cm * apart * PLAN_BASKET_GAIN,
                     "cm": cm}
         assert pairs is not None  # dense input: measured by ``predictions``
