@@ -270,3 +270,25 @@ def test_the_command_line_refuses_key_for_a_table(tmp_path):
                            "--bounds", "0", "1", "--key", "nosuchkey"],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "--key applies to .npz files" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("method,rho,d", [("iome", 0.01, 1), ("plan", 0.1, 1),
+                                          ("plan-noscale", 1e-3, 1), ("cm", 0.01, 10),
+                                          ("trimmed", 0.01, 10), ("iome", 0.01, 1000)])
+def test_a_fallback_names_the_fewest_rows_that_release(method, rho, d):
+    # IOME's and PLAN's plans change with n (their stages and shares), the trimmed mean's
+    # minimum too: the count the warning names is where the release runs, one fewer falls
+    # back (a review found iome at d = 1, rho = 0.01 named 276 where 318 release).
+    import re
+
+    from dpmean.api import build_estimator
+
+    estimator = build_estimator(method, rho=rho, bounds=(0.0, 1.0))
+    reason = estimator.fallback_reason(2, d)
+    assert reason is not None
+    named = int(re.search(r"needs at least ([\d,]+)", reason).group(1).replace(",", ""))
+    assert estimator.fallback_reason(named, d) is None
+    assert estimator.fallback_reason(named - 1, d) is not None
+    if named < 2000:  # the fewest, by counting up
+        assert named == next(n for n in range(2, named + 1)
+                             if estimator.fallback_reason(n, d) is None)

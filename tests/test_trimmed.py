@@ -414,7 +414,7 @@ def test_the_fallback_names_the_rows_that_would_release():
     estimator = TrimmedMean(rho=0.01, bounds=(-10.0, 10.0))
     lo, hi = estimator.box(2, 1000)
     plan = estimator.budget_plan(2, 1000)
-    needed = int(estimator.rows_needed(2, lo, hi, plan))
+    needed = int(estimator.rows_needed(2, 1000))
     assert needed >= estimator.minimum_rows(needed, lo, hi, plan)
     assert needed - 1 < estimator.minimum_rows(needed - 1, lo, hi, plan)
     rng = np.random.default_rng(0)

@@ -559,18 +559,23 @@ class MeanEstimator(ABC):
         warn_if_mostly_noise(result)
         return result
 
-    def rows_needed(self, n: int, lo: np.ndarray, hi: np.ndarray,
-                    budget: Mapping[str, float]) -> float:
-        """The fewest rows m >= n with m >= ``minimum_rows(m, ...)`` for the plan ``budget``
-        (public): where the minimum grows with n (the trimmed mean's trimming, ln n / epsilon),
-        the minimum at n itself is not enough rows (at d = 1000, rho = 0.01 it said 5,101 at
-        n = 2 and 10,363 at n = 5,101; 10,8xx are needed: a user trial)."""
+    def rows_needed(self, n: int, d: int) -> float:
+        """The fewest rows m >= n that this estimator releases with (``too_few_rows`` false for
+        its plan at m; public: n, d, the box, the budget): where the minimum, or the plan
+        itself, changes with n (the trimmed mean's trimming, ln n / epsilon; IOME's and PLAN's
+        stages and shares), the minimum at n is not enough rows (the trimmed mean at d = 1000,
+        rho = 0.01 said 5,101 at n = 2 and 10,363 at n = 5,101, where 10,870 release: a user
+        trial; iome at d = 1, rho = 0.01 said 276 where 318 release: a review). Each step
+        asks the minimum at the last count, so an (epsilon, delta) budget keeps the rho
+        calibrated at n."""
         rows = float(n)
         for _ in range(64):  # a fixed point of a slowly growing minimum: a few steps
-            need = self.minimum_rows(math.ceil(rows), lo, hi, dict(budget))
-            if rows >= need:
+            m = math.ceil(rows)
+            if not self.too_few_rows(m, d, self.budget_plan(m, d)):
                 break
-            rows = float(math.ceil(need))
+            lo, hi = self.unit_box(m, d)
+            rows = float(max(m + 1, math.ceil(self.minimum_rows(m, lo, hi,
+                                                                self.budget_plan(m, d)))))
             if rows > 2.0**53:  # beyond any table (and numpy's integers): as good as said
                 break
         return rows
@@ -596,7 +601,7 @@ class MeanEstimator(ABC):
         if offset is not None:
             return self._moved(n, d, offset).fallback_reason(n, d)
         plan = self.budget_plan(n, d)
-        return self.fallback_message(n, d, plan) if self.too_few_rows(n, d, plan) else None
+        return self.fallback_message(n, d) if self.too_few_rows(n, d, plan) else None
 
     def far_box_offset(self, n: int, d: int) -> np.ndarray | None:
         """The public shift a release runs at, or None: where a column's box lies farther from
@@ -779,12 +784,11 @@ class MeanEstimator(ABC):
             out["box_scale"] = scale
         return out
 
-    def fallback_message(self, n: int, d: int, budget: Mapping[str, float]) -> str:
+    def fallback_message(self, n: int, d: int) -> str:
         """The warning of a release that n rows are too few for (public: n, d, the box, the
-        plan ``budget``)."""
-        lo, hi = self.box(n, d)
+        budget)."""
         return (f"{self.method}: n={n} rows is too few for {self.budget} in d={d} dimensions "
-                f"(needs at least {_row_count(self.rows_needed(n, lo, hi, budget))}); "
+                f"(needs at least {_row_count(self.rows_needed(n, d))}); "
                 f"releasing the zero vector (projected onto the box), as the paper does. Give a "
                 f"larger budget or more rows.")
 
@@ -792,7 +796,7 @@ class MeanEstimator(ABC):
         self, n: int, d: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float],
         ledger: PrivacyLedger,
     ) -> MeanResult:
-        warnings.warn(self.fallback_message(n, d, budget), InsufficientDataWarning,
+        warnings.warn(self.fallback_message(n, d), InsufficientDataWarning,
                       stacklevel=user_stacklevel())
         return MeanResult(mean=self.project(np.zeros(d), n, d), method=self.method, n=n, d=d,
                           budget=self.budget, ledger=ledger.spent,
