@@ -367,12 +367,12 @@ class InMemoryEngine(Engine):
         """A reader of row blocks clamped to the box, then shifted and scaled as ``view`` says
         (a view without base steps or linear map): ``view.finish(self._clamped(rows))``, the
         same values; and a reader of their squared norms. C-ordered integer rows inside the box
-        are converted, rescaled, shifted and scaled in one compiled pass (``row_kernels``) when
-        there is a shift or scale to apply, their squared norms in another that writes no
-        block; other rows are clamped into a fresh array (in their own layout, so the sums over
-        them keep their order) and shifted and scaled in place."""
-        if (self._box_holds_values and self._x.dtype.kind in "iu" and self._x.flags.c_contiguous
-                and (view.shift is not None or view.scale is not None)):
+        are converted, rescaled, shifted and scaled in one compiled pass (``row_kernels``),
+        their squared norms in another that writes no block (cm's norms about the origin of
+        MNIST too, where the conversion alone was the read); other rows are clamped into a
+        fresh array (in their own layout, so the sums over them keep their order) and shifted
+        and scaled in place."""
+        if self._box_holds_values and self._x.dtype.kind in "iu" and self._x.flags.c_contiguous:
             # numba: imported when first needed
             from .row_kernels import shifted_rows, shifted_squared_norms
 
