@@ -112,15 +112,17 @@ def test_write_columns_is_the_transposing_copy(rows, k, first):
 
 @settings(max_examples=60, deadline=None)
 @given(columns=st.integers(1, 5), rows=st.integers(1, 40), seed=st.integers(0, 2**32 - 1),
-       threads=st.sampled_from([1, 2]))
-def test_lattice_counter_equals_plain_comparison(columns, rows, seed, threads):
-    # Values on the lattice of 1/32 (the float32 rotated copy of small integers), thresholds
-    # on it, between its points, beyond the values and infinite.
+       threads=st.sampled_from([1, 2]), form=st.sampled_from(["float32", "int16"]))
+def test_lattice_counter_equals_plain_comparison(columns, rows, seed, threads, form):
+    # Values on the lattice of 1/32 (the float32 rotated copy of small integers), or given as
+    # int16 counts of 1/32 (the int16 copy: integers are counts of the unit), thresholds on
+    # it, between its points, beyond the values and infinite.
     # At most ``rows`` lattice points a column: tables no larger than the values.
     rng = np.random.default_rng(seed)
     half = (rows - 1) // 2
-    values = (rng.integers(-half, half + 1, size=(columns, rows)) / 32).astype(np.float32)
-    counter = LatticeCounter.of(values, 1 / 32, threads)
+    units = rng.integers(-half, half + 1, size=(columns, rows)).astype(np.int16)
+    values = (units / 32).astype(np.float32)
+    counter = LatticeCounter.of(values if form == "float32" else units, 1 / 32, threads)
     assert counter is not None
     for _ in range(30):
         thresholds = rng.integers(-half - 3, half + 3, size=columns) / 32 + rng.choice(
@@ -128,25 +130,6 @@ def test_lattice_counter_equals_plain_comparison(columns, rows, seed, threads):
         thresholds[rng.random(columns) < 0.05] = rng.choice([-np.inf, np.inf])
         expected = (values <= thresholds[:, None]).sum(axis=1)
         np.testing.assert_array_equal(counter.counts(thresholds), expected)
-
-
-@settings(max_examples=30, deadline=None)
-@given(columns=st.integers(1, 5), rows=st.integers(1, 40), seed=st.integers(0, 2**32 - 1),
-       threads=st.sampled_from([1, 2]))
-def test_lattice_counter_of_integers_counts_their_units(columns, rows, seed, threads):
-    # int16 values are counts of the unit (the int16 rotated copy): the same tables, and the
-    # same counts at the same thresholds, as the float32 values they stand for.
-    rng = np.random.default_rng(seed)
-    half = (rows - 1) // 2
-    units = rng.integers(-half, half + 1, size=(columns, rows)).astype(np.int16)
-    of_units = LatticeCounter.of(units, 1 / 32, threads)
-    of_values = LatticeCounter.of((units / 32).astype(np.float32), 1 / 32, threads)
-    assert of_units is not None and of_values is not None
-    thresholds = rng.integers(-half - 3, half + 3, size=columns) / 32 + rng.choice(
-        [0.0, 1 / 64, -1 / 64], size=columns)
-    np.testing.assert_array_equal(of_units.counts(thresholds), of_values.counts(thresholds))
-    np.testing.assert_array_equal(of_units.counts(thresholds),
-                                  (units / 32 <= thresholds[:, None]).sum(axis=1))
 
 
 def test_counters_count_nothing_below_a_nan_threshold():
