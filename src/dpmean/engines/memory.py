@@ -342,6 +342,7 @@ class InMemoryEngine(Engine):
             if all(step is None for step in (view.preclip, view.quantizer, view.rotation,
                                              view.linear)):
                 return _Rows(width, *self._shifted_reader(view), 0.0, _unchanged)
+
             def finished(rows: slice | np.ndarray) -> np.ndarray:
                 return view.finish(read(rows))
 

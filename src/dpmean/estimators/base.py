@@ -571,11 +571,11 @@ class MeanEstimator(ABC):
         rows = float(n)
         for _ in range(64):  # a fixed point of a slowly growing minimum: a few steps
             m = math.ceil(rows)
-            if not self.too_few_rows(m, d, self.budget_plan(m, d)):
+            plan = self.budget_plan(m, d)
+            if not self.too_few_rows(m, d, plan):
                 break
             lo, hi = self.unit_box(m, d)
-            rows = float(max(m + 1, math.ceil(self.minimum_rows(m, lo, hi,
-                                                                self.budget_plan(m, d)))))
+            rows = float(max(m + 1, math.ceil(self.minimum_rows(m, lo, hi, plan))))
             if rows > 2.0**53:  # beyond any table (and numpy's integers): as good as said
                 break
         return rows
