@@ -269,3 +269,25 @@ def test_the_cli_sizes_a_parquet_file_by_its_data_not_its_compressed_bytes(tmp_p
     assert cli._choose_engine(args, layout) == "chunked"
     monkeypatch.setattr(cli, "CHUNKED_ABOVE_BYTES", 900_000)
     assert cli._choose_engine(args, layout) is None
+
+
+def test_the_cli_sizes_a_csv_file_by_its_rows_where_its_cells_could_outgrow_it(tmp_path,
+                                                                              monkeypatch):
+    # One-digit cells: 4 bytes a row of two ("1,0\n"), 16 as float64 (the review of the
+    # Parquet change: CSV was still sized by its bytes). Counted only where the cells could
+    # outgrow the threshold; the values are never read.
+    import dpmean.cli.estimate as cli
+    from dpmean.cli import build_parser
+
+    path = tmp_path / "x.csv"
+    path.write_text("a,b\n" + "1,0\n" * 50_000)
+    args = build_parser().parse_args(["estimate", str(path), "--rho", "1"])
+    layout = cli._input_layout(args)
+    size = path.stat().st_size
+    monkeypatch.setattr(cli, "CHUNKED_ABOVE_BYTES", 2 * size)  # 16 x 50,000 = 4 x size
+    assert cli._choose_engine(args, layout) == "chunked"
+    monkeypatch.setattr(cli, "CHUNKED_ABOVE_BYTES", 5 * size)
+    counted = []
+    monkeypatch.setattr(cli, "_counted_rows", lambda a: counted.append(1) or 50_000)
+    assert cli._choose_engine(args, layout) is None
+    assert not counted  # 4 x size cannot pass 5 x size: no count

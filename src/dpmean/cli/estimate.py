@@ -140,8 +140,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", choices=ENGINES,
                    help="how the data is read: memory, chunked (bounded row chunks, one pass per "
                    "aggregate; chosen automatically for .npy/.csv/.parquet files above "
-                   f"{CHUNKED_ABOVE_BYTES >> 30} GiB, a Parquet file's by its rows x columns "
-                   "as float64), sparse (.dat/.npz sparse input, any "
+                   f"{CHUNKED_ABOVE_BYTES >> 30} GiB of float64 values: a Parquet file's "
+                   "rows x columns from its metadata, a large CSV file's rows counted), sparse "
+                   "(.dat/.npz sparse input, any "
                    "method that supports it), dask (a dask.distributed cluster, see --scheduler)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a dask.distributed scheduler, e.g. tcp://host:8786 (implies --engine "
@@ -425,9 +426,11 @@ def _release_label(args: argparse.Namespace) -> str:
 
 def _choose_engine(args: argparse.Namespace, layout: _Layout) -> str | None:
     """--engine, else dask with --scheduler, else chunked for a chunkable file whose data
-    takes more than ``CHUNKED_ABOVE_BYTES``: a Parquet file's rows times columns as float64
-    (its metadata: compressed, a 486 MB file of 28 million rows x 6 held 1.3 GB and took 6.9 GB
-    on the memory engine, a user trial), else the file's size. Public: the layout."""
+    takes more than ``CHUNKED_ABOVE_BYTES``: its rows times columns as float64 (a Parquet
+    file's from its metadata: compressed, a 486 MB file of 28 million rows x 6 held 1.3 GB and
+    took 6.9 GB on the memory engine, a user trial; a CSV file's rows counted, without reading
+    a value, where its cells could take that much: one-digit cells take 4 times their bytes),
+    else the file's size. Public: the layout and the number of rows."""
     if args.scheduler is not None and args.engine not in (None, "dask"):
         raise UsageError(f"--scheduler runs on the dask engine, not --engine {args.engine}")
     if args.engine is not None or args.scheduler is not None:
@@ -439,7 +442,14 @@ def _choose_engine(args: argparse.Namespace, layout: _Layout) -> str | None:
     size = path.stat().st_size
     if ext == ".parquet" and layout.n is not None:
         size = max(size, layout.n * layout.d * 8)
+    elif ext == ".csv" and size * _CSV_EXPANSION > CHUNKED_ABOVE_BYTES:
+        size = max(size, _counted_rows(args) * layout.d * 8)
     return "chunked" if size > CHUNKED_ABOVE_BYTES else None
+
+
+# The most a CSV cell's bytes grow as float64: a one-character number and its delimiter (2
+# bytes) become 8.
+_CSV_EXPANSION = 4
 
 
 # The flags of one input format, and the formats they apply to.
