@@ -30,7 +30,7 @@ from ..validation import check_fraction
 from .base import MeanEstimator
 from .baselines import GaussianMean
 from .clipped import INTERVAL_SHARE, box_reach
-from .iome import ClippedMean, ShiftedClippedMean
+from .iome import ClippedMean, ShiftedClippedMean, plans_a_centre
 from .plan import CENTRE_STAGES, LOG_RANGE, VARIANCE_STAGES, PrivateLimitAdaptedNoise
 from .variance import noisy_mean, pair_distances
 
@@ -116,9 +116,10 @@ AUTO_INTERVAL_SHARE = INTERVAL_SHARE
 # PLAN is chosen over IOME when its predicted noise is at most this fraction of IOME's: its
 # variances are estimated, not known, so a small predicted gain is not worth the risk.
 PLAN_MARGIN = 0.9
-# PLAN's binary instantiation's gain over CM on baskets, which the choice cannot see (0-11% on
-# both basket files where its centre's error is below the rows' median norm, 20-26% on word
-# counts): its prediction is CM's times this, and times its centre's error over
+# PLAN's binary instantiation's gain over CM on baskets where it scales, which the choice cannot
+# see (0-11% on both basket files where its centre's error is below the rows' median norm,
+# 20-26% on word counts; without a variance stage it lost 3-18% on 0/1 rows): its prediction
+# is CM's times this where it scales, and times its centre's error over
 # ``PLAN_BASKET_REACH`` times that norm where larger.
 PLAN_BASKET_GAIN = 0.98
 PLAN_BASKET_REACH = 2.0
@@ -486,10 +487,10 @@ class AutoMean(MeanEstimator):
     that left its data is replaced from the other), and no clipping candidate is predicted less
     than its noise at the smallest radius its search can return (``smallest_radius``).
     Sparse input (baskets) measures r0 only (every choice stage, the tail's too) and chooses
-    between gaussian, cm and plan (PLAN's binary instantiation, predicted as cm times
-    ``PLAN_BASKET_GAIN``, and times e / (2 r0) where its centre's l2 error e, the Gaussian
-    mechanism's on the mean at PLAN's preprocessing share, public, exceeds 2 r0,
-    ``PLAN_BASKET_REACH``). The choice is a
+    between gaussian, cm and plan (PLAN's binary instantiation, predicted as cm, times
+    ``PLAN_BASKET_GAIN`` where it scales, and times e / (2 r0) where its centre's l2 error e,
+    the Gaussian mechanism's on the mean at PLAN's preprocessing share, public, exceeds 2 r0,
+    ``PLAN_BASKET_REACH``; cm wins a tie). The choice is a
     function of the private medians and public values only; the chosen estimator's whole plan
     is charged to the stage "release" (its stages are in ``diagnostics["release_ledger"]``)
     and verified.
@@ -991,14 +992,16 @@ class AutoMean(MeanEstimator):
             # review), credited as ``PLAN_BASKET_GAIN`` up to e = ``PLAN_BASKET_REACH`` r0.
             # Predicted as CM alone (a tie PLAN won), it ran on real-valued sparse rows in a
             # box of +-1000 at 570 times CM's error (a user trial: n = 20,000, d = 2,000,
-            # rho = 0.5; e = 408 against r0 = 0.49).
+            # rho = 0.5; e = 408 against r0 = 0.49). Where its plan has no centre stage the
+            # centre is the box's point nearest the origin (``public_centre``), which r0 is
+            # measured from (e = 0); where it has no variance stage it does not scale, and
+            # CM, listed first, wins the tie.
             plan = self.candidate("plan", rho_rest).budget_plan(n, d)
-            centre_rho = sum(plan.get(stage, 0.0) for stage in (*CENTRE_STAGES,
-                                                                  *VARIANCE_STAGES))
-            off = gaussian_error(engine, centre_rho) if centre_rho > 0.0 else math.inf
+            pooled = sum(plan.get(stage, 0.0) for stage in (*CENTRE_STAGES, *VARIANCE_STAGES))
+            off = gaussian_error(engine, pooled) if plans_a_centre(plan) else 0.0
             apart = max(1.0, off / (PLAN_BASKET_REACH * r0)) if r0 > 0.0 else math.inf
-            return {"gaussian": predicted["gaussian"], "plan": cm * apart * PLAN_BASKET_GAIN,
-                    "cm": cm}
+            gain = PLAN_BASKET_GAIN if "variance" in plan else 1.0
+            return {"gaussian": predicted["gaussian"], "cm": cm, "plan": cm * apart * gain}
         assert pairs is not None  # dense input: measured by ``predictions``
         l2_med, l1_med = pairs
         skew = float(np.sqrt(np.pi / 2.0) * l1_med / (np.sqrt(d) * l2_med))
