@@ -294,16 +294,18 @@ class InMemoryEngine(Engine):
 
         box = self._integer_box()
         assert box is not None  # _rotated_type found one
-        signs = rotation.signs[: self.d]
+        units = out.dtype == np.int16
+        # The int16 copy counts the rotation's factor: its rows are multiplied by the signs.
+        factors = (rotation.signs[: self.d] * (1.0 if units else rotation.scale)).astype(
+            np.float32)
         clamps = not self._box_holds_values
 
         def rotate(run: list[slice]) -> bool:
             rows = slice(run[0].start, run[-1].stop)
-            if out.dtype == np.int16:
-                return rotate_into_int16_columns(self._x, *box, signs.astype(np.float32), out,
-                                                 rows, clamps=clamps)
-            rotate_into_columns(self._x, *box, (signs * rotation.scale).astype(np.float32),
-                                out, rows, clamps=clamps)
+            if units:
+                return rotate_into_int16_columns(self._x, *box, factors, out, rows,
+                                                 clamps=clamps)
+            rotate_into_columns(self._x, *box, factors, out, rows, clamps=clamps)
             return True
 
         return all(self._each_run(out.shape[0], rotate))
