@@ -28,27 +28,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from measure import timed_calls, wrapped
+
 METHODS = ("cm", "plan", "trimmed")
+# The Dask engine's aggregate questions, each timed with ``--calls``.
+ENGINE_QUESTIONS = ("row_norms", "clipped_sum", "clipped_sums", "coordinate_counts",
+                    "coordinate_count_table", "pair_distances", "pair_value_order",
+                    "column_order", "clipped_outer_sum")
 
 
 def client_peak_mib() -> float:
     """The client process's peak resident set so far (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-@contextmanager
-def wrapped(owner: Any, names: tuple[str, ...],
-            wrap: Callable[[str, Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
-    """Each attribute ``names`` of ``owner`` replaced by ``wrap(name, original)`` while
-    inside, and put back after."""
-    originals = {name: getattr(owner, name) for name in names}
-    for name, original in originals.items():
-        setattr(owner, name, wrap(name, original))
-    try:
-        yield
-    finally:
-        for name, original in originals.items():
-            setattr(owner, name, original)
 
 
 @contextmanager
@@ -71,30 +62,6 @@ def counted_tempfiles() -> Iterator[Counter]:
 
     with wrapped(tempfile, ("TemporaryFile", "NamedTemporaryFile", "SpooledTemporaryFile",
                             "mkstemp", "mkdtemp", "TemporaryDirectory"), counting):
-        yield calls
-
-
-@contextmanager
-def timed_engine_calls() -> Iterator[list[tuple[str, float]]]:
-    """Record (question, seconds) for every call of the Dask engine's aggregate questions made
-    by this process (the client: each call's wall time, the workers' part included), in
-    order: where a release's time goes, question by question."""
-    from dpmean.engines.dask import DaskEngine
-
-    calls: list[tuple[str, float]] = []
-
-    def timing(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                calls.append((name, time.perf_counter() - start))
-        return call
-
-    with wrapped(DaskEngine, ("row_norms", "clipped_sum", "clipped_sums", "coordinate_counts",
-                              "coordinate_count_table", "pair_distances", "pair_value_order",
-                              "column_order", "clipped_outer_sum"), timing):
         yield calls
 
 
@@ -131,6 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     dask.config.set({"temporary-directory": str(worker_dir)})
 
     import dpmean
+    from dpmean.engines.dask import DaskEngine
 
     n = int(args.gigabytes * 1e9 / (8 * args.d))
     rows = max(1, (64 << 20) // (8 * args.d))
@@ -150,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
             peaks["mean"] = client_peak_mib()
             for method in args.methods:
                 start = time.perf_counter()
-                with timed_engine_calls() as engine_calls:
+                with timed_calls({DaskEngine: ENGINE_QUESTIONS}) as engine_calls:
                     dpmean.mean(x, rho=args.rho, method=method, bounds=(-20.0, 20.0),
                                 random_state=args.seed)
                 times[method] = time.perf_counter() - start

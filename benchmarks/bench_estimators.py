@@ -5,8 +5,9 @@ the Kosarak prefix (36,682 sparse baskets; only the methods that take sparse inp
 method's wall time (best of --repeat runs) and its ratio to the non-private mean of the same
 array (``numpy.mean`` dense, ``X.mean(axis=0)`` sparse). Not a test: nothing is asserted.
 
-    python benchmarks/bench_estimators.py                      # everything (about an hour)
-    python benchmarks/bench_estimators.py --quick              # small slices, a few minutes
+    python benchmarks/bench_estimators.py                      # everything (a few minutes)
+    python benchmarks/bench_estimators.py --quick              # small slices
+    python benchmarks/bench_estimators.py --data mnist --methods plan --calls  # where time goes
     python benchmarks/bench_estimators.py --methods iome cm --data mnist
     python benchmarks/bench_estimators.py --data boxes --methods cm plan   # per-column boxes
     python benchmarks/bench_estimators.py --data mnist --methods cm --no-bounds   # private box
@@ -15,14 +16,18 @@ array (``numpy.mean`` dense, ``X.mean(axis=0)`` sparse). Not a test: nothing is 
 from __future__ import annotations
 
 import argparse
+import inspect
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from measure import best_time
+from measure import best_time, timed_calls
 
 import dpmean
+from dpmean.engines.memory import InMemoryEngine
+from dpmean.engines.sparse import SparseEngine
 from dpmean.errors import DPMeanError
 from dpmean.experiments.data import basket_data
 
@@ -69,6 +74,33 @@ def datasets(quick: bool) -> Iterator[tuple[str, Any, Any, dict[str, Any]]]:
            {method: options.get(method, {"engine": "sparse"}) for method in CENTRAL})
 
 
+def engine_questions(engine: type) -> list[str]:
+    """The public methods of an engine class (its questions), for ``--calls``."""
+    return [name for name in dir(engine) if not name.startswith("_")
+            and inspect.isfunction(inspect.getattr_static(engine, name))]
+
+
+def where_time_goes(run: Callable[[], object]) -> str:
+    """One more run of ``run``, its time split by engine question (outermost calls, summed
+    by name, largest first; under half a millisecond left out) and the rest ("elsewhere":
+    the mechanisms' draws and searches, the estimator's own arithmetic)."""
+    owners = {engine: engine_questions(engine) for engine in (InMemoryEngine, SparseEngine)}
+    start = time.perf_counter()
+    with timed_calls(owners) as calls:
+        run()
+    total = time.perf_counter() - start
+    by_name: dict[str, list[float]] = {}
+    for name, seconds in calls:
+        by_name.setdefault(name, []).append(seconds)
+    parts = sorted(by_name.items(), key=lambda item: -sum(item[1]))
+    # A view's first question builds what the rest reuse (a rotated copy, sorted norms).
+    shown = [f"{name} {sum(times):.3f}" + (f" ({len(times)} calls, the first {times[0]:.3f})"
+                                            if len(times) > 1 else "")
+             for name, times in parts if sum(times) >= 0.0005]
+    rest = total - sum(seconds for _, seconds in calls)
+    return f"of {total:.3f} s: " + ", ".join([*shown, f"elsewhere {rest:.3f}"])
+
+
 def plain_mean(x: Any) -> Callable[[], object]:
     if isinstance(x, np.ndarray):
         return lambda: np.mean(x, axis=0)
@@ -85,6 +117,10 @@ def main() -> None:
     parser.add_argument("--no-bounds", action="store_true",
                         help="give no bounds: each release first buys a private box (10%% of "
                         "rho); sparse data need bounds and are skipped")
+    parser.add_argument("--calls", action="store_true",
+                        help="also print where each method's time goes: one more run, split "
+                        "by engine question (seconds; where asked more than once, the number "
+                        "of calls and the first's seconds)")
     args = parser.parse_args()
 
     # Warm up imports, caches and compiled kernels so the first timing is not charged for them
@@ -119,6 +155,8 @@ def main() -> None:
                 print(f"{name:36} {method:14} {'n/a':>9} {'':9} {str(exc)[:60]}", flush=True)
                 continue
             print(f"{name:36} {method:14} {seconds:9.3f} {seconds / floor:9.1f}", flush=True)
+            if args.calls:
+                print(f"    {where_time_goes(run)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import time
 import tracemalloc
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
 
 
 def best_time(fn: Callable[[], object], repeat: int) -> float:
@@ -25,3 +28,58 @@ def peak_memory(fn: Callable[[], object]) -> float:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return peak / 2**20
+
+
+@contextmanager
+def wrapped(owner: Any, names: Iterable[str],
+            wrap: Callable[[str, Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
+    """Each attribute ``names`` of ``owner`` replaced by ``wrap(name, original)`` while
+    inside, and put back after."""
+    originals = {name: getattr(owner, name) for name in names}
+    for name, original in originals.items():
+        setattr(owner, name, wrap(name, original))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(owner, name, original)
+
+
+@contextmanager
+def timed_calls(owners: dict[Any, Iterable[str]]) -> Iterator[list[tuple[str, float]]]:
+    """(name, seconds) of every outermost call of the methods ``owners[cls]`` of each class
+    while inside, in order: where a run's time goes, question by question. A method called
+    from inside another is not listed apart (its time is its caller's), and one that returns
+    a generator is charged for producing each item (the work happens there)."""
+    calls: list[tuple[str, float]] = []
+    depth = 0
+
+    def charged(name: str, step: Callable[[], Any]) -> Any:
+        nonlocal depth
+        start = time.perf_counter()
+        depth += 1
+        try:
+            return step()
+        finally:
+            depth -= 1
+            if depth == 0:
+                calls.append((name, time.perf_counter() - start))
+
+    def items(name: str, generator: Iterator[Any]) -> Iterator[Any]:
+        while True:
+            try:
+                item = charged(name, lambda: next(generator))
+            except StopIteration:
+                return
+            yield item
+
+    def timing(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            answer = charged(name, lambda: original(*args, **kwargs))
+            return items(name, answer) if isinstance(answer, types.GeneratorType) else answer
+        return call
+
+    with ExitStack() as stack:
+        for owner, names in owners.items():
+            stack.enter_context(wrapped(owner, names, timing))
+        yield calls
