@@ -250,7 +250,7 @@ def test_the_private_box_is_neither_stretched_nor_missing():
         for seed in range(boxes):
             ledger = PrivacyLedger(1.0)
             ledger.plan({"bounds": 0.025})
-            lo, hi, _ = private_box(engine, 0.025, np.random.default_rng(seed), ledger=ledger)
+            lo, hi, _, _ = private_box(engine, 0.025, np.random.default_rng(seed), ledger=ledger)
             assert not np.isnan(lo).any(), (d, seed)
             assert np.all(lo >= -64.0) and np.all(hi <= 64.0), (d, seed)
             assert np.all(lo < 0.0) and np.all(hi > 0.0), (d, seed)
@@ -274,7 +274,7 @@ def test_columns_alike_share_the_pooled_box_and_a_wider_column_keeps_its_own():
         for seed in range(20):
             ledger = PrivacyLedger(1.0)
             ledger.plan({"bounds": 0.025})
-            lo, hi, _ = private_box(engine, 0.025, np.random.default_rng(seed), ledger=ledger)
+            lo, hi, _, _ = private_box(engine, 0.025, np.random.default_rng(seed), ledger=ledger)
             assert np.all(lo[1:] == -8.0) and np.all(hi[1:] == 8.0), (d, seed)
             assert (lo[0], hi[0]) == ((-8.0, 8.0) if wide == 1.0 else (-4096.0, 4096.0))
 

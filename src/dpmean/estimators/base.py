@@ -157,6 +157,12 @@ class MeanEstimator(ABC):
                                               "own values did not clear the noise, in a table "
                                               "of scales 2^10 apart), else 0; absent when "
                                               "none was or the box was given."),
+        "private_bounds_lifted": Diagnostic(Kind.COUNTS, "For each column, the powers of two "
+                                            "by which its private box reaches beyond its own "
+                                            "values' reach (it shares the wider columns' box "
+                                            "and their noise), 0 where it set its own; absent "
+                                            "when no column was lifted by 5 or more, or the "
+                                            "box was given."),
         "box_offset": Diagnostic(Kind.VECTOR, "The public shift the release ran at, in the "
                                  "data's units: the centre of each column's box that lies "
                                  "farther from the origin than 1024 widths, else 0 (absent when "
@@ -514,6 +520,7 @@ class MeanEstimator(ABC):
         except InvalidDataError as exc:
             raise named_column(exc, names) from None
         warn_if_box_borrowed(result)
+        warn_if_box_lifted(result)
         warn_if_on_the_faces(result)
         return result
 
@@ -697,7 +704,7 @@ class MeanEstimator(ABC):
         range (stage "bounds", ``private_bounds.private_box``); the same estimator then runs
         in it with the rest (its stages keep their names in the ledger). The box is a DP
         output: the result carries it (``bounds_lo``, ``bounds_hi``, ``private_bounds``)."""
-        from .private_bounds import BOUNDS_SHARE, private_box
+        from .private_bounds import BOUNDS_SHARE, LIFT_WARN_LEVELS, private_box
 
         self.check_private_box_input(x)
         rho_box = self.rho * BOUNDS_SHARE
@@ -706,8 +713,9 @@ class MeanEstimator(ABC):
         data = x if is_deferred(x) else check_data(x)
         unbounded = np.full(d, np.inf)
         rng = make_rng(self.random_state)
-        lo, hi, borrowed = private_box(make_engine(data, -unbounded, unbounded, self.engine),
-                                       rho_box, rng, ledger=ledger, secure=self.secure_noise)
+        lo, hi, borrowed, lifted = private_box(
+            make_engine(data, -unbounded, unbounded, self.engine), rho_box, rng, ledger=ledger,
+            secure=self.secure_noise)
         ledger.verify()
         none_found = bool(np.isnan(lo).any())  # no bin cleared the threshold somewhere
         with np.errstate(over="ignore", invalid="ignore"):
@@ -748,6 +756,8 @@ class MeanEstimator(ABC):
                     f"leave")
         result = inner.estimate(data)
         extra = {"private_bounds_borrowed": borrowed.astype(np.int64)} if borrowed.any() else {}
+        if (lifted >= LIFT_WARN_LEVELS).any():
+            extra["private_bounds_lifted"] = lifted.astype(np.int64)
         return MeanResult(mean=result.mean, method=self.method, n=n, d=d, budget=self.budget,
                           ledger={**ledger.spent, **result.ledger},
                           diagnostics={**result.diagnostics, "private_bounds": True, **extra},
@@ -850,8 +860,43 @@ def warn_if_box_borrowed(result: MeanResult) -> None:
         f"{result.method}: column{'s' if len(which) > 1 else ''} {shown} got the widest "
         f"columns' private box [{lo:.3g}, {hi:.3g}]: too few of {its} values cleared the noise "
         f"to place {its} own (e.g. a rare 0/1 flag), and {its} release carries that box's "
-        f"noise. Give bounds for {them} (bounds={{name: (lo, hi)}}), a larger budget or more "
-        f"rows.", NoisyReleaseWarning, stacklevel=user_stacklevel())
+        f"noise. {_BOX_ADVICE.format(them=them, its=its)}", NoisyReleaseWarning,
+        stacklevel=user_stacklevel())
+
+
+# What helps a column whose private box is far wider than its values (``bounds`` must name
+# every column used: a column alone, with ``columns=``, gets a private box of its own scale).
+_BOX_ADVICE = ("Give bounds for every column (bounds={{name: (lo, hi), ...}}; on the command "
+               "line --range NAME=LO:HI for each), or release {them} apart (columns=[...]; "
+               "--columns) for a box of {its} own scale; a larger budget or more rows also "
+               "help.")
+
+
+def warn_if_box_lifted(result: MeanResult) -> None:
+    """A ``NoisyReleaseWarning`` naming the columns whose private box reaches at least
+    ``LIFT_WARN_LEVELS`` powers of two beyond their own values (``private_box``: they share
+    the widest columns' box, within 2^10 of them), with the box and the factor. Post-processing
+    of the private box's counts."""
+    lifted = result.diagnostics.get("private_bounds_lifted")
+    if lifted is None:
+        return
+    from .private_bounds import LIFT_WARN_LEVELS
+
+    which = np.flatnonzero(np.asarray(lifted) >= LIFT_WARN_LEVELS)
+    if not which.size:
+        return
+    worst = which[np.argmax(np.asarray(lifted)[which])]
+    lo = float(np.asarray(result.diagnostics["bounds_lo"])[worst])
+    hi = float(np.asarray(result.diagnostics["bounds_hi"])[worst])
+    many = len(which) > 1
+    its, them = ("their", "them") if many else ("its", "it")
+    warnings.warn(
+        f"{result.method}: column{'s' if many else ''} {shown_columns(result, which)} got the "
+        f"private box of wider columns ([{lo:.3g}, {hi:.3g}]"
+        f"{' for ' + shown_columns(result, np.array([worst])) if many else ''}, "
+        f"2^{int(np.asarray(lifted)[worst])} times the reach of {its} own values): {its} "
+        f"release carries that box's noise. {_BOX_ADVICE.format(them=them, its=its)}",
+        NoisyReleaseWarning, stacklevel=user_stacklevel())
 
 
 def shown_columns(result: MeanResult, which: np.ndarray) -> str:
