@@ -291,3 +291,25 @@ def test_the_cli_sizes_a_csv_file_by_its_rows_where_its_cells_could_outgrow_it(t
     monkeypatch.setattr(cli, "_counted_rows", lambda a: counted.append(1) or 50_000)
     assert cli._choose_engine(args, layout) is None
     assert not counted  # 4 x size cannot pass 5 x size: no count
+
+
+def test_the_cli_chooses_the_engine_by_rows_and_columns_never_by_the_values_bytes(tmp_path,
+                                                                                 monkeypatch):
+    # A review: the threshold read max(bytes, rows x columns x 8), so one cell written with
+    # more digits could move a file across it, and the engines' clip residuals differ by
+    # rounding. Two files of the same 2,000 x 2 rows, one of long cells (about 4x the bytes).
+    import dpmean.cli.estimate as cli
+    from dpmean.cli import build_parser
+
+    short, long = tmp_path / "short.csv", tmp_path / "long.csv"
+    short.write_text("a,b\n" + "1,0\n" * 2000)
+    long.write_text("a,b\n" + "1.000000000000001,0.000000000000001\n" * 2000)
+    monkeypatch.setattr(cli, "CHUNKED_ABOVE_BYTES", 2000 * 2 * 8 + 1)  # just above the rows
+    for path in (short, long):
+        args = build_parser().parse_args(["estimate", str(path), "--rho", "1"])
+        assert path.stat().st_size * cli._CSV_EXPANSION > cli.CHUNKED_ABOVE_BYTES
+        assert cli._choose_engine(args, cli._input_layout(args)) is None, path.name
+    monkeypatch.setattr(cli, "CHUNKED_ABOVE_BYTES", 2000 * 2 * 8 - 1)  # just below
+    for path in (short, long):
+        args = build_parser().parse_args(["estimate", str(path), "--rho", "1"])
+        assert cli._choose_engine(args, cli._input_layout(args)) == "chunked", path.name

@@ -430,7 +430,10 @@ def _choose_engine(args: argparse.Namespace, layout: _Layout) -> str | None:
     file's from its metadata: compressed, a 486 MB file of 28 million rows x 6 held 1.3 GB and
     took 6.9 GB on the memory engine, a user trial; a CSV file's rows counted, without reading
     a value, where its cells could take that much: one-digit cells take 4 times their bytes),
-    else the file's size. Public: the layout and the number of rows."""
+    a ``.npy`` file's size (its rows times columns times the dtype's size). Public: the
+    layout and the number of rows, never the bytes that the values take (a review: one cell
+    written with more digits moved a file across the threshold, and the chunked engine's clip
+    residual differs from the memory engine's by rounding)."""
     if args.scheduler is not None and args.engine not in (None, "dask"):
         raise UsageError(f"--scheduler runs on the dask engine, not --engine {args.engine}")
     if args.engine is not None or args.scheduler is not None:
@@ -441,14 +444,17 @@ def _choose_engine(args: argparse.Namespace, layout: _Layout) -> str | None:
         return None
     size = path.stat().st_size
     if ext == ".parquet" and layout.n is not None:
-        size = max(size, layout.n * layout.d * 8)
-    elif ext == ".csv" and size * _CSV_EXPANSION > CHUNKED_ABOVE_BYTES:
-        size = max(size, _counted_rows(args) * layout.d * 8)
+        size = layout.n * layout.d * 8
+    elif ext == ".csv":
+        # Counted only where the rows could take that much; elsewhere they cannot, so the
+        # choice is the same as counting would give.
+        size = (_counted_rows(args) * layout.d * 8
+                if size * _CSV_EXPANSION > CHUNKED_ABOVE_BYTES else 0)
     return "chunked" if size > CHUNKED_ABOVE_BYTES else None
 
 
-# The most a CSV cell's bytes grow as float64: a one-character number and its delimiter (2
-# bytes) become 8.
+# The most a CSV cell's bytes grow as float64: a row of d cells takes at least 2d bytes (a
+# character and a delimiter or line end a cell) and d x 8 as float64.
 _CSV_EXPANSION = 4
 
 
