@@ -29,6 +29,28 @@ def test_half_width_is_the_library_accuracy(capsys, method):
     assert plan["rho"] == 0.5 and plan["level"] == 0.95
 
 
+def test_clip_radius_plans_for_the_radius_a_user_expects(capsys):
+    # A user trial: the worst-case bound was 5-18x a release's noise in a loose box.
+    code, out, _ = run(capsys, "--method", "iome", *SHAPE, "--rho", 0.5, "--clip-radius", 0.8,
+                       "--json")
+    assert code == 0
+    plan = json.loads(out)
+    assert plan["clip_radius"] == 0.8
+    assert plan["half_width"] == dpmean.accuracy("iome", 5000, 16, (0, 1), 0.5,
+                                                 clip_radius=0.8)
+    assert plan["half_width"] < dpmean.accuracy("iome", 5000, 16, (0, 1), 0.5)
+    code, out, _ = run(capsys, "--method", "cm", *SHAPE, "--half-width", 0.01,
+                       "--clip-radius", 0.8, "--json")
+    assert code == 0
+    assert dpmean.accuracy("cm", 5000, 16, (0, 1), json.loads(out)["rho"],
+                           clip_radius=0.8) <= 0.01
+    code, out, _ = run(capsys, "--method", "cm", *SHAPE, "--rho", 0.5, "--clip-radius", 0.8)
+    assert "clipping radius is 0.8" in out
+    code, _, err = run(capsys, "--method", "gaussian", *SHAPE, "--rho", 0.5,
+                       "--clip-radius", 0.8)
+    assert code == 2 and "clips nothing" in err
+
+
 def test_half_width_round_trips_through_the_budget(capsys):
     code, out, _ = run(capsys, "--method", "cm", *SHAPE, "--half-width", 0.01, "--delta", 1e-6,
                        "--json")

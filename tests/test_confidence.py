@@ -291,6 +291,41 @@ def test_accuracy_bounds_the_noise_of_clipped_releases(method, data):
         assert np.all(planned >= 1.6448536269514722 * result.diagnostics["noise_std"])
 
 
+@pytest.mark.parametrize("method", ["cm", "cm-fixed", "iome", "plan-noscale"])
+@pytest.mark.parametrize("box", ["equal", "per column"])
+def test_accuracy_at_a_releases_own_radius_is_its_noise(method, box):
+    """The worst case is far above a release's noise in a loose box (a user trial: 5-18x);
+    planned at the radius the release's search returned (``clip_radius``, in the space it
+    runs in, as its "threshold" reports), the half-width is its own noise's, to rounding."""
+    x = gaussian_rows(11)
+    bounds = BOX if box == "equal" else (np.full(D, BOX[0]), np.linspace(BOX[1], 3 * BOX[1], D))
+    options = {"quantile": "binary-search"} if method == "plan-noscale" else {}
+    for seed in range(3):
+        result = dpmean.mean(x, rho=1.0, method=method, bounds=bounds, random_state=seed,
+                             **options)
+        radius = result.diagnostics["threshold"]
+        planned = dpmean.accuracy(method, N, D, bounds, 1.0, level=0.9, clip_radius=radius,
+                                  **options)
+        np.testing.assert_allclose(planned, 1.6448536269514722 * result.diagnostics[
+            "noise_std"], rtol=1e-12)
+        worst = dpmean.accuracy(method, N, D, bounds, 1.0, level=0.9, **options)
+        assert np.all(planned < worst)
+    # A radius beyond the box's largest is the worst case; the inverse takes it too.
+    assert dpmean.accuracy(method, N, D, bounds, 1.0, clip_radius=1e9, **options) == (
+        pytest.approx(dpmean.accuracy(method, N, D, bounds, 1.0, **options)))
+    rho = dpmean.rho_for_accuracy(method, N, D, bounds, 0.05, clip_radius=radius, **options)
+    assert np.max(dpmean.accuracy(method, N, D, bounds, rho, clip_radius=radius,
+                                  **options)) <= 0.05
+
+
+def test_accuracy_refuses_a_clip_radius_it_cannot_use():
+    with pytest.raises(dpmean.InvalidParameterError, match="clips nothing"):
+        dpmean.accuracy("gaussian", N, D, BOX, 1.0, clip_radius=1.0)
+    for bad in (0.0, -1.0, float("nan"), float("inf"), "3"):
+        with pytest.raises(dpmean.InvalidParameterError, match="clip_radius"):
+            dpmean.accuracy("cm", N, D, BOX, 1.0, clip_radius=bad)
+
+
 def test_accuracy_with_epsilon_delta_and_refusals():
     by_eps = dpmean.accuracy("gaussian", N, D, BOX, epsilon=1.0, delta=1e-6)
     rho = dpmean.GaussianMean(epsilon=1.0, delta=1e-6, bounds=BOX).rho

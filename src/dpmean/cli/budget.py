@@ -71,6 +71,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "also print the epsilon the rho found gives at this delta")
     planned.add_argument("--half-width", type=float, metavar="H",
                          help="target half-width of each coordinate's noise interval")
+    p.add_argument("--clip-radius", type=float, metavar="C",
+                   help="plan for a private clipping radius of at most C (the clipped "
+                   "methods; in the space the release runs in, the box-normalised one for "
+                   "columns of unequal ranges: what 'threshold' reports): the radius follows "
+                   "the rows' spread about the centre, so this gives the noise to expect "
+                   "where the default, the largest radius the box allows, is a loose bound")
     add_level_argument(p, "each coordinate's interval")
     add_option_argument(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
@@ -102,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
     options = parse_options(args.option)
     shape: dict[str, Any] = {"method": args.method, "n": args.n, "d": args.d,
                              "level": args.level}
+    if args.clip_radius is not None:
+        shape["clip_radius"] = args.clip_radius
     # The names the ranges were given for (--range, a bounds file's header), in their order:
     # the order of the per-coordinate half-widths.
     names = bounds_names(args)
@@ -112,10 +120,10 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("give either a budget (--rho, or --epsilon and --delta) or "
                              "--half-width, not both")
         rho = rho_for_accuracy(args.method, args.n, args.d, bounds, args.half_width,
-                               level=args.level, **options)
+                               level=args.level, clip_radius=args.clip_radius, **options)
         plan = {**shape, "half_width": args.half_width, "rho": rho}
         reached = accuracy(args.method, args.n, args.d, bounds, rho, level=args.level,
-                           **options)
+                           clip_radius=args.clip_radius, **options)
         if getattr(reached, "ndim", 0):
             # Columns of unequal widths: the widest binds; say what the others get.
             plan["half_widths"] = reached
@@ -124,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         budget: dict[str, float] = _budget(args)
         half_width = accuracy(args.method, args.n, args.d, bounds, level=args.level,
-                              **budget, **options)
+                              clip_radius=args.clip_radius, **budget, **options)
         if "rho" not in budget:
             # The rho an (epsilon, delta) budget grants a release of this shape, as
             # ``accuracy`` converted it (the generic conversion, or the calibration to the
@@ -197,11 +205,15 @@ def _print(plan: dict, as_json: bool, epsilon_budget: bool = False) -> None:
               f"{budget}; per coordinate {_first(plan['half_widths'])}")
     else:
         print(f"{setting}: half-width {half_width:.6g} at {budget}")
-    if plan["method"] != "gaussian":
+    if "clip_radius" in plan:
+        print(f"the noise of a release whose private clipping radius is {plan['clip_radius']:g} "
+              f"(or the largest the box allows, if smaller); a larger radius, more noise")
+    elif plan["method"] != "gaussian":
         # ``accuracy``: the noise at the largest radius the search can return, which a
         # release's own radius (about its data) is usually far below.
         print("an upper bound: the noise at the largest clipping radius the method's search can "
-              "return; a release's own noise is usually smaller (its diagnostics' noise_std)")
+              "return; a release's own noise is usually smaller (its diagnostics' noise_std; "
+              "--clip-radius plans for the radius you expect)")
     print("public values only: no data was read and no budget was spent; the clipping bias of "
           "a release is not included (its confidence_interval adds it)")
 
