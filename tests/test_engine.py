@@ -236,3 +236,35 @@ def test_rotated_copy_of_small_integers_is_float32_only_where_exact(dtype, d, lo
                                       np.sort(rotated.T, axis=1))
     # Clamping did not write into the caller's array.
     np.testing.assert_array_equal(x, given)
+
+
+def test_fixed_malloc_thresholds_are_raised_for_the_engines_blocks(monkeypatch):
+    """Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which fixes glibc's
+    thresholds: every 1 MiB temporary of a row block was then mmapped and faulted in afresh
+    (3-5x slower on a worker). Where the environment fixes them, the engine raises the mmap
+    threshold to 8 MiB and the trim threshold to 16 MiB, never lowering a larger setting, and
+    leaves an unfixed process to glibc's own adjustment."""
+    import ctypes
+
+    from dpmean.engines import memory
+
+    calls: list[tuple[int, int]] = []
+
+    class FakeLibc:
+        def mallopt(self, parameter: int, value: int) -> int:
+            calls.append((parameter, value))
+            return 1
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: FakeLibc())
+    for name in memory._FIXED_THRESHOLDS:
+        monkeypatch.delenv(name, raising=False)
+    memory._raise_fixed_thresholds()
+    assert calls == []
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    memory._raise_fixed_thresholds()
+    assert calls == [(memory._M_MMAP_THRESHOLD, 8 << 20), (memory._M_TRIM_THRESHOLD, 16 << 20)]
+    calls.clear()
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", str(32 << 20))
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "not a number")
+    memory._raise_fixed_thresholds()
+    assert calls == [(memory._M_MMAP_THRESHOLD, 32 << 20), (memory._M_TRIM_THRESHOLD, 16 << 20)]

@@ -10,6 +10,8 @@ rotated once, into a column-major copy that answers the medians' coordinate coun
 
 from __future__ import annotations
 
+import ctypes
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -38,14 +40,49 @@ _BLOCK_BYTES = 1 << 20
 # (under other allocators it is one allocation and one free).
 _ALLOCATOR_WARM_BYTES = 8 << 20
 _allocator_warm = False
+# Settings that fix glibc's thresholds in the environment, which stops their adjustment for the
+# process's life: Dask's nanny starts every worker with MALLOC_TRIM_THRESHOLD_=65536, so each
+# 1 MiB temporary was mmapped afresh and its pages faulted in every time (a worker's row
+# blocks rotated 128 rows at a time: 0.205 s a 64 MiB block, 0.041 s with the thresholds
+# below; the engine's own pass over such a block 0.12 -> 0.03 s).
+_FIXED_THRESHOLDS = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_",
+                     "MALLOC_MMAP_MAX_")
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
 
 
 def _warm_allocator() -> None:
-    """Raise glibc's mmap threshold once per process (``_ALLOCATOR_WARM_BYTES``)."""
+    """Raise glibc's mmap threshold once per process (``_ALLOCATOR_WARM_BYTES``), also where
+    the environment fixed it lower (``_FIXED_THRESHOLDS``)."""
     global _allocator_warm
     if not _allocator_warm:
+        _raise_fixed_thresholds()
         np.empty(_ALLOCATOR_WARM_BYTES, dtype=np.uint8)
         _allocator_warm = True
+
+
+def _raise_fixed_thresholds() -> None:
+    """Where the environment fixed glibc's thresholds, the mmap threshold raised to
+    ``_ALLOCATOR_WARM_BYTES`` and the trim threshold to twice that (what a freed block of that
+    size sets when they adjust), never lowered: the process then keeps at most that much freed
+    memory at the top of a heap. Nothing elsewhere (another C library, or no fixed setting)."""
+    fixed = {name: os.environ.get(name) for name in _FIXED_THRESHOLDS}
+    if not any(fixed.values()):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+
+    def setting(name: str) -> int:
+        try:
+            return int(fixed[name] or 0)
+        except ValueError:
+            return 0
+
+    mallopt(_M_MMAP_THRESHOLD, max(setting("MALLOC_MMAP_THRESHOLD_"), _ALLOCATOR_WARM_BYTES))
+    mallopt(_M_TRIM_THRESHOLD,
+            max(setting("MALLOC_TRIM_THRESHOLD_"), 2 * _ALLOCATOR_WARM_BYTES))
 
 
 class InMemoryEngine(Engine):
@@ -157,11 +194,13 @@ class InMemoryEngine(Engine):
             return self.d, self._clamped
         if once and self._base_key != (view.preclip, view.quantizer, view.rotation):
             return view.output_dim(self.d), lambda rows: view.apply_base(self._clamped(rows))
-        base = self._cached_base(view)
+        base = self.base_rows(view)
         return base.shape[1], lambda rows: base[rows]
 
-    def _cached_base(self, view: View) -> np.ndarray:
-        """The view's base over all rows, computed once per base (the last one asked is kept)."""
+    def base_rows(self, view: View) -> np.ndarray:
+        """The view's base (clip, quantize, rotate) of every row, (n, output_dim) row-major:
+        computed once per base (the last one asked is kept), block by block on the engine's
+        threads with BLAS held to one thread."""
         key = (view.preclip, view.quantizer, view.rotation)
         if self._base is None or key != self._base_key:
             self._base = self._magnitudes = None  # let the old copies go first
@@ -532,7 +571,7 @@ class InMemoryEngine(Engine):
         if (view.preclip, view.quantizer, view.rotation) == (None, None, None):
             return _clamped_on_cores(self._x[:, cols], *self._box_columns(cols),
                                      clamps=not self._box_holds_values)
-        return np.array(self._cached_base(view)[:, cols])
+        return np.array(self.base_rows(view)[:, cols])
 
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
         width, read = self._base_reader(view, once=True)
