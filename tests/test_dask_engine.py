@@ -183,3 +183,35 @@ def test_pairs_gathered_from_merged_blocks_are_the_same(rows, gather_bytes, merg
     # Same decisions and draws; the final sum adds its blocks in another order (a few ulps).
     np.testing.assert_allclose(dpmean.mean(da.from_array(x, chunks=(rows, 12)), **options).mean,
                                dpmean.mean(x, **options).mean, rtol=0, atol=1e-12)
+
+
+def test_distinct_runs_and_their_merge_equal_each_querys_unique_values():
+    """The collecting pass's runs (compiled: each query's sorted distinct values and counts,
+    and two blocks' runs merged) against ``np.unique`` per query, on ties, empty queries and
+    zeros of both signs."""
+    from dpmean.engines import order_kernels as kernels
+
+    rng = np.random.default_rng(3)
+
+    def runs(segments):
+        ends = np.cumsum([len(s) for s in segments])
+        flat = np.concatenate(segments) if ends.size and ends[-1] else np.empty(0)
+        return kernels.distinct_runs(flat, ends)
+
+    def by_query(found, queries):
+        query, values, counts = found
+        assert np.all(np.diff(query) >= 0) and np.all(counts > 0)
+        return [(values[query == q], counts[query == q]) for q in range(queries)]
+
+    for _ in range(20):
+        queries = int(rng.integers(0, 6))
+        a = [rng.choice([-1.5, -0.0, 0.0, 2.0, 7.25], int(rng.integers(0, 30))) for _ in
+             range(queries)]
+        b = [np.round(rng.normal(0, 2, int(rng.integers(0, 30))), 1) for _ in range(queries)]
+        merged = by_query(kernels.merged_runs(*runs(a), *runs(b)), queries)
+        for q in range(queries):
+            for got, segment in ((by_query(runs(a), queries)[q], a[q]),
+                                 (merged[q], np.concatenate([a[q], b[q]]))):
+                values, counts = np.unique(segment, return_counts=True)
+                np.testing.assert_array_equal(got[0], values)
+                np.testing.assert_array_equal(got[1], counts)

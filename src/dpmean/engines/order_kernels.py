@@ -105,3 +105,50 @@ def between_sums(columns, column, side, low, high, divisor):  # pragma: no cover
             if side[low[p], i] == 1 and side[high[p], i] == -1:
                 sums[p] += values[i] / divisor
     return sums
+
+
+@njit(nogil=True, cache=True)
+def distinct_runs(flat, ends):  # pragma: no cover - compiled
+    """Each query's inside values (``inside_values``: query q's are flat[ends[q - 1]:ends[q]])
+    sorted, equal values counted: (query, value, count) runs in query then value order."""
+    query = np.empty(flat.size, dtype=np.int64)
+    values = np.empty(flat.size)
+    counts = np.empty(flat.size, dtype=np.int64)
+    m = 0
+    start = 0
+    for q in range(ends.size):
+        run_start = m
+        for value in np.sort(flat[start:ends[q]]):
+            if m > run_start and value == values[m - 1]:
+                counts[m - 1] += 1
+            else:
+                query[m], values[m], counts[m] = q, value, 1
+                m += 1
+        start = ends[q]
+    return query[:m], values[:m], counts[:m]
+
+
+@njit(nogil=True, cache=True)
+def merged_runs(qa, va, ca, qb, vb, cb):  # pragma: no cover - compiled
+    """Two blocks' ``distinct_runs`` as one, in one linear merge: runs of the same query and
+    value added (the first block's value kept where two compare equal, as -0.0 and 0.0 do)."""
+    size = qa.size + qb.size
+    query = np.empty(size, dtype=np.int64)
+    values = np.empty(size)
+    counts = np.empty(size, dtype=np.int64)
+    i = j = m = 0
+    while i < qa.size or j < qb.size:
+        take_a = j >= qb.size or (i < qa.size and (
+            qa[i] < qb[j] or (qa[i] == qb[j] and va[i] <= vb[j])))
+        if take_a:
+            q, v, c = qa[i], va[i], ca[i]
+            i += 1
+        else:
+            q, v, c = qb[j], vb[j], cb[j]
+            j += 1
+        if m > 0 and query[m - 1] == q and values[m - 1] == v:
+            counts[m - 1] += c
+        else:
+            query[m], values[m], counts[m] = q, v, c
+            m += 1
+    return query[:m], values[:m], counts[:m]
