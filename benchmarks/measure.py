@@ -46,37 +46,42 @@ def wrapped(owner: Any, names: Iterable[str],
 
 
 @contextmanager
-def timed_calls(owners: dict[Any, Iterable[str]]) -> Iterator[list[tuple[str, float]]]:
-    """(name, seconds) of every outermost call of the methods ``owners[cls]`` of each class
+def timed_calls(owners: dict[Any, Iterable[str]]) -> Iterator[list[list[Any]]]:
+    """[name, seconds] of every outermost call of the methods ``owners[cls]`` of each class
     while inside, in order: where a run's time goes, question by question. A method called
     from inside another is not listed apart (its time is its caller's), and one that returns
-    a generator is charged for producing each item (the work happens there)."""
-    calls: list[tuple[str, float]] = []
+    a generator is also charged for producing its items (the work happens there)."""
+    calls: list[list[Any]] = []
     depth = 0
 
-    def charged(name: str, step: Callable[[], Any]) -> Any:
+    def timed(step: Callable[[], Any], entry: list[Any]) -> Any:
+        # ``step()``, its seconds added to ``entry`` when no timed call is running already.
         nonlocal depth
-        start = time.perf_counter()
+        outermost = depth == 0
         depth += 1
+        start = time.perf_counter()
         try:
             return step()
         finally:
             depth -= 1
-            if depth == 0:
-                calls.append((name, time.perf_counter() - start))
+            if outermost:
+                entry[1] += time.perf_counter() - start
 
-    def items(name: str, generator: Iterator[Any]) -> Iterator[Any]:
+    def items(generator: Iterator[Any], entry: list[Any]) -> Iterator[Any]:
         while True:
             try:
-                item = charged(name, lambda: next(generator))
+                item = timed(lambda: next(generator), entry)
             except StopIteration:
                 return
             yield item
 
     def timing(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            answer = charged(name, lambda: original(*args, **kwargs))
-            return items(name, answer) if isinstance(answer, types.GeneratorType) else answer
+            entry = [name, 0.0]
+            if depth == 0:
+                calls.append(entry)
+            answer = timed(lambda: original(*args, **kwargs), entry)
+            return items(answer, entry) if isinstance(answer, types.GeneratorType) else answer
         return call
 
     with ExitStack() as stack:
