@@ -250,10 +250,16 @@ def test_fixed_malloc_thresholds_are_raised_for_the_engines_blocks(monkeypatch):
 
     calls: list[tuple[int, int]] = []
 
-    class FakeLibc:
-        def mallopt(self, parameter: int, value: int) -> int:
+    class Mallopt:
+        argtypes: list = []
+        restype = None
+
+        def __call__(self, parameter: int, value: int) -> int:
             calls.append((parameter, value))
             return 1
+
+    class FakeLibc:
+        mallopt = Mallopt()
 
     monkeypatch.setattr(ctypes, "CDLL", lambda name: FakeLibc())
     for name in memory._FIXED_THRESHOLDS:
@@ -263,8 +269,17 @@ def test_fixed_malloc_thresholds_are_raised_for_the_engines_blocks(monkeypatch):
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
     memory._raise_fixed_thresholds()
     assert calls == [(memory._M_MMAP_THRESHOLD, 8 << 20), (memory._M_TRIM_THRESHOLD, 16 << 20)]
-    calls.clear()
-    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", str(32 << 20))
-    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "not a number")
-    memory._raise_fixed_thresholds()
-    assert calls == [(memory._M_MMAP_THRESHOLD, 32 << 20), (memory._M_TRIM_THRESHOLD, 16 << 20)]
+    # A review: glibc reads hex too; -1 turns trimming off; a value beyond a C int was
+    # truncated by ctypes (4 GiB became 0) or made every release fail (an OverflowError).
+    # Such settings, and one at least as large as ours, are left as they are.
+    for mmap, trim, expected in (
+            (str(32 << 20), "not a number", []),
+            ("0x10000", "-1", [(memory._M_MMAP_THRESHOLD, 8 << 20)]),
+            (str(1 << 32), "99999999999999999999999", []),
+            ("", "0o200", [(memory._M_MMAP_THRESHOLD, 8 << 20),
+                           (memory._M_TRIM_THRESHOLD, 16 << 20)])):
+        calls.clear()
+        monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", mmap)
+        monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", trim)
+        memory._raise_fixed_thresholds()
+        assert calls == expected, (mmap, trim)

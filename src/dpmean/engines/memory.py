@@ -64,25 +64,28 @@ def _raise_fixed_thresholds() -> None:
     """Where the environment fixed glibc's thresholds, the mmap threshold raised to
     ``_ALLOCATOR_WARM_BYTES`` and the trim threshold to twice that (what a freed block of that
     size sets when they adjust), never lowered: the process then keeps at most that much freed
-    memory at the top of a heap. Nothing elsewhere (another C library, or no fixed setting)."""
+    memory at the top of a heap. A setting this cannot read as glibc does (decimal, hex or
+    octal), a negative one (-1 turns trimming off) or one beyond a C int is left as it is;
+    nothing happens under another C library or without a fixed setting."""
     fixed = {name: os.environ.get(name) for name in _FIXED_THRESHOLDS}
     if not any(fixed.values()):
         return
     try:
-        libc = ctypes.CDLL("libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
     except (OSError, AttributeError):
         return
-
-    def setting(name: str) -> int:
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    for name, parameter, ours in (
+            ("MALLOC_MMAP_THRESHOLD_", _M_MMAP_THRESHOLD, _ALLOCATOR_WARM_BYTES),
+            ("MALLOC_TRIM_THRESHOLD_", _M_TRIM_THRESHOLD, 2 * _ALLOCATOR_WARM_BYTES)):
+        text = fixed[name]
         try:
-            return int(fixed[name] or 0)
+            theirs = int(text.strip(), 0) if text else 0
         except ValueError:
-            return 0
-
-    mallopt(_M_MMAP_THRESHOLD, max(setting("MALLOC_MMAP_THRESHOLD_"), _ALLOCATOR_WARM_BYTES))
-    mallopt(_M_TRIM_THRESHOLD,
-            max(setting("MALLOC_TRIM_THRESHOLD_"), 2 * _ALLOCATOR_WARM_BYTES))
+            continue
+        if 0 <= theirs < ours:
+            mallopt(parameter, ours)
 
 
 class InMemoryEngine(Engine):
