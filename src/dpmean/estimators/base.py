@@ -158,9 +158,9 @@ class MeanEstimator(ABC):
                                               "of scales 2^10 apart), else 0; absent when "
                                               "none was or the box was given."),
         "private_bounds_lifted": Diagnostic(Kind.COUNTS, "For each column, the powers of two "
-                                            "by which its private box reaches beyond its own "
-                                            "values' reach (it shares the wider columns' box "
-                                            "and their noise), 0 where it set its own; absent "
+                                            "by which wider columns lifted its private box "
+                                            "above its own values' reach (it shares their box "
+                                            "and its noise), 0 where it set its own; absent "
                                             "when no column was lifted by 5 or more, or the "
                                             "box was given."),
         "box_offset": Diagnostic(Kind.VECTOR, "The public shift the release ran at, in the "
@@ -1014,8 +1014,12 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
     if 2 * loud <= result.d:
         return
     factor = float(np.median(ratio))
-    more_rho = (f"rho >= {result.rho * factor**2:.3g}" if result.rho is not None
-                else f"{factor**2:.3g} times the budget")
+    # A radius near float64's largest makes the factor's square overflow (CoinPress at
+    # radius 1e200 with its interval's profile): inf, said as such.
+    squared = factor * factor if factor < 1e154 else math.inf
+    more_rho = ("a budget beyond float64's range" if math.isinf(squared * (result.rho or 1.0))
+                else f"rho >= {result.rho * squared:.3g}" if result.rho is not None
+                else f"{squared:.3g} times the budget")
     percent = f"{NOISY_LEVEL:.0%}"
     warnings.warn(
         f"{result.method}: the noise's {percent} interval is wider than half the box on {loud} "
