@@ -57,6 +57,8 @@ CASES = {
     "plan-noscale + profile 5%": ("plan-noscale", {"interval_share": 0.05}),
     "coinpress": ("coinpress", {"radius": 5.0}),
     "coinpress + profile 5%": ("coinpress", {"radius": 5.0, "interval_share": 0.05}),
+    "coinpress + profile 1%": ("coinpress", {"radius": 5.0, "interval_share": 0.01}),
+    "coinpress (no share)": ("coinpress", {"radius": 5.0, "interval_share": 0}),
     "auto": ("auto", {}),  # its candidates that clip get a 1% profile by default
     "auto (no share)": ("auto", {"interval_share": 0}),
     "auto + profile 5%": ("auto", {"interval_share": 0.05}),

@@ -480,7 +480,7 @@ def test_installed_command(tmp_path):
 
 
 @pytest.mark.parametrize("method, options, stages", [
-    ("coinpress", ["sigma=3", "t=3"], 3),
+    ("coinpress", ["sigma=3", "t=3"], 4),  # its steps and, with bounds, the clip profile
     ("coinpress-cov", ["t_cov=3"], 13),
 ])
 def test_estimate_coinpress(capsys, data, method, options, stages):

@@ -62,10 +62,22 @@ def test_every_clipping_estimator_buys_the_interval_stages_by_default(method, op
 
 def test_coinpress_buys_an_interval_with_a_profile_and_needs_bounds():
     x = rows(4)
-    plain = dpmean.mean(x, rho=1.0, method="coinpress", bounds=BOX, radius=5.0, random_state=0)
+    plain = dpmean.mean(x, rho=1.0, method="coinpress", bounds=BOX, radius=5.0, random_state=0,
+                        interval_share=0)
     with pytest.warns(dpmean.BoxIntervalWarning, match="interval_share"):
         lo, hi = plain.confidence_interval(0.9)
     assert np.all(hi - lo == BOX[1] - BOX[0])
+    # With bounds the default buys a 1% profile (a user trial: the box was the interval).
+    default = dpmean.mean(x, rho=1.0, method="coinpress", bounds=BOX, radius=5.0,
+                          random_state=0)
+    assert default.ledger["clip profile"] == pytest.approx(0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dpmean.BoxIntervalWarning)
+        lo, hi = default.confidence_interval(0.9)
+    assert np.all(hi - lo < 0.2 * (BOX[1] - BOX[0]))
+    # Without bounds there is nothing to end the profile's shells: no share, no error.
+    assert "clip profile" not in dpmean.mean(x, rho=1.0, method="coinpress", radius=5.0,
+                                             random_state=0).ledger
     profiled = dpmean.mean(x, rho=1.0, method="coinpress", bounds=BOX, radius=5.0,
                            random_state=0, interval_share=0.05)
     assert profiled.ledger["clip profile"] == pytest.approx(0.05)

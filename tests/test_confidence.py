@@ -220,7 +220,7 @@ def test_auto_delegates_to_the_chosen_estimator():
 
 @pytest.mark.parametrize("method, options", [
     ("trimmed", {"truncation": "output"}),
-    ("coinpress", {"radius": 10.0}),
+    ("coinpress", {"radius": 10.0, "interval_share": 0}),
     ("plan", {"interval_share": 0}),
     ("iome-local", {}),
 ])

@@ -20,6 +20,7 @@ from ..transforms import View
 from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
 from .clipped import (
+    INTERVAL_SHARE,
     PROFILE_DIAGNOSTICS,
     PROFILE_STAGE,
     clip_profile,
@@ -487,14 +488,17 @@ class CoinPressMean(_CoinPress):
         c, a number or a length-d vector: the a priori centre of the ball.
     beta : float, default 0.01
         The failure probability of each step's Gaussian tail bound, in (0, 1).
-    interval_share : float or None, default 0
+    interval_share : float or None, default None
         The fraction of rho spent first on a clip profile of the last step's clip (stage "clip
-        profile", as in :class:`~dpmean.estimators.iome.ClippedMean`), in [0, 1) (None: the
-        default, 0); needs
-        ``bounds``. With it the release has a confidence interval; without it the interval is
-        the public box (nothing bounds how many rows the last step clipped). All of the share
-        buys the profile (no clip residual: the last ball clips few rows, so it would only
-        take budget from the profile).
+        profile", as in :class:`~dpmean.estimators.iome.ClippedMean`), in [0, 1); needs
+        ``bounds``. None, the default: ``clipped.INTERVAL_SHARE`` (1%, as for cm, IOME and
+        PLAN) where ``bounds`` are given, else 0. With it the release has a confidence
+        interval; without it (0) the interval is the public box (nothing bounds how many rows
+        the last step clipped). All of the share buys the profile (no clip residual: the last
+        ball clips few rows, so it would only take budget from the profile). N(0.5, I) rows,
+        n = 2000, d = 8, box +-5, radius 5, rho = 1 (``scripts/interval_widths.py``, 100
+        releases): the 90% interval 28.9 times the error with 1%, the whole box (2,286 times)
+        with 0, for an error 0.5% larger (0.004397 against 0.004375).
     center : float or array_like, optional
         Deprecated spelling of ``centre`` (a FutureWarning, for one release).
     **options
@@ -529,14 +533,15 @@ class CoinPressMean(_CoinPress):
 
     def __init__(
         self, rho: float | None = None, *, t: int | str = "auto", sigma: float = 1.0,
-        interval_share: float | None = 0.0, **options: Any,
+        interval_share: float | None = None, **options: Any,
     ) -> None:
         super().__init__(rho, **options)
         self.t: int | str = "auto" if isinstance(t, str) and t == "auto" else check_steps(
             t, "t", also='or "auto"')
         self.sigma = check_positive(sigma, "sigma")
-        self.interval_share = check_fraction(
-            0.0 if interval_share is None else interval_share, "interval_share", low_open=False)
+        if interval_share is None:  # the default: the interval's stages where they can run
+            interval_share = INTERVAL_SHARE if self.bounds is not None else 0.0
+        self.interval_share = check_fraction(interval_share, "interval_share", low_open=False)
         if self.interval_share and self.bounds is None:
             raise InvalidParameterError(
                 "interval_share needs bounds: the clip profile's shells end at the box's "
