@@ -3,6 +3,7 @@ then on the import path)."""
 
 from __future__ import annotations
 
+import threading
 import time
 import tracemalloc
 import types
@@ -52,19 +53,21 @@ def timed_calls(owners: dict[Any, Iterable[str]]) -> Iterator[list[list[Any]]]:
     from inside another is not listed apart (its time is its caller's), and one that returns
     a generator is also charged for producing its items (the work happens there)."""
     calls: list[list[Any]] = []
-    depth = 0
+    nesting = threading.local()  # per thread: engines may be asked from several threads
+
+    def depth() -> int:
+        return getattr(nesting, "depth", 0)
 
     def timed(step: Callable[[], Any], entry: list[Any]) -> Any:
         # ``step()``, its seconds added to ``entry`` when no timed call is running already.
-        nonlocal depth
-        outermost = depth == 0
-        depth += 1
+        outer = depth()
+        nesting.depth = outer + 1
         start = time.perf_counter()
         try:
             return step()
         finally:
-            depth -= 1
-            if outermost:
+            nesting.depth = outer
+            if outer == 0:
                 entry[1] += time.perf_counter() - start
 
     def items(generator: Iterator[Any], entry: list[Any]) -> Iterator[Any]:
@@ -78,7 +81,7 @@ def timed_calls(owners: dict[Any, Iterable[str]]) -> Iterator[list[list[Any]]]:
     def timing(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             entry = [name, 0.0]
-            if depth == 0:
+            if depth() == 0:
                 calls.append(entry)
             answer = timed(lambda: original(*args, **kwargs), entry)
             return items(answer, entry) if isinstance(answer, types.GeneratorType) else answer

@@ -100,7 +100,9 @@ def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None,
         Plan for a private clipping radius of at most this (finite, positive), in the space
         the release runs in (the data's units for a box of equal widths, else the
         box-normalised one; what ``diagnostics["threshold"]`` reports). The search's radius
-        follows the rows' spread about the centre (the origin for "cm"), so a radius that
+        follows the rows' spread about the centre (for "cm" the origin, or the public point
+        the release is shifted to, ``diagnostics["box_offset"]``, in a box far from the
+        origin), so a radius that
         holds nearly all rows gives the noise to expect, far below the worst case in a loose
         box. Not for "gaussian", which clips nothing.
     **options
