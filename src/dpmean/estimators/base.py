@@ -873,8 +873,8 @@ _BOX_ADVICE = ("Give bounds for every column (bounds={{name: (lo, hi), ...}}; on
 
 
 def warn_if_box_lifted(result: MeanResult) -> None:
-    """A ``NoisyReleaseWarning`` naming the columns whose private box reaches at least
-    ``LIFT_WARN_LEVELS`` powers of two beyond their own values (``private_box``: they share
+    """A ``NoisyReleaseWarning`` naming the columns that wider columns lifted at least
+    ``LIFT_WARN_LEVELS`` powers of two above their own values (``private_box``: they share
     the widest columns' box, within 2^10 of them), with the box and the factor. Post-processing
     of the private box's counts."""
     lifted = result.diagnostics.get("private_bounds_lifted")

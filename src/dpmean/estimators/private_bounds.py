@@ -49,10 +49,10 @@ SIGN_BETA = 0.01
 # where the shared reach was measured; beyond it the columns are apart (a table of ages, 0/1
 # flags, incomes and timestamps) and each keeps its own.
 OWN_SCALE_LEVELS = 10
-# Powers of two by which a column's box may reach beyond its own values' reach before the
-# release warns (``lifted``): 2^5 = 32 times the noise its own box would carry. Gaussian C's
-# columns at d = 16 (standard deviations 16 to 1) are lifted by up to 4 and say nothing; an
-# age column beside incomes at a small budget was lifted by 11 (a user trial).
+# Powers of two by which wider columns may lift a column's box above its own values' reach
+# before the release warns (``lifted``): 2^5 = 32 times the noise its own box would carry.
+# Gaussian C's columns at d = 16 (standard deviations 16 to 1) are lifted by up to 4 and say
+# nothing; an age column beside incomes at a small budget was lifted by 10 (a user trial).
 LIFT_WARN_LEVELS = 5
 SIGN_WINDOW = 8
 # Binary exponents of float64 magnitudes: |v| in [2^(e-1), 2^e) for e = frexp(v)[1], from the
@@ -115,7 +115,7 @@ def private_box(engine: Engine, rho: float, rng: np.random.Generator, *,
                 secure: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A private box (lo, hi) for the d coordinates of ``engine`` (which must not clamp them),
     one-sided where the data show no values of one sign, which columns borrowed it, and by how
-    many powers of two each column's box reaches beyond its own values' reach.
+    many powers of two wider columns lifted each column's reach above its own.
 
     Each coordinate's histogram of signed magnitudes: the LEVELS public bins of negative
     values and the LEVELS of positive ones (zeros are counted on neither side: they make no
