@@ -57,7 +57,17 @@ def test_half_width_round_trips_through_the_budget(capsys):
     assert code == 0
     plan = json.loads(out)
     assert dpmean.accuracy("cm", 5000, 16, (0, 1), plan["rho"]) <= 0.01
-    assert plan["epsilon"] == zcdp_to_approx_dp(plan["rho"], 1e-6)
+    # The epsilon a release calibrates exactly to that rho (a user trial: the generic
+    # conversion printed 7-8% more, and a release at it came out narrower than planned).
+    assert plan["epsilon"] < zcdp_to_approx_dp(plan["rho"], 1e-6)
+    for method in ("cm", "gaussian"):
+        code, out, _ = run(capsys, "--method", method, *SHAPE, "--half-width", 0.01,
+                           "--delta", 1e-6, "--json")
+        plan = json.loads(out)
+        at = dpmean.accuracy(method, 5000, 16, (0, 1), epsilon=plan["epsilon"], delta=1e-6)
+        below = dpmean.accuracy(method, 5000, 16, (0, 1), epsilon=plan["epsilon"] * 0.999,
+                                delta=1e-6)
+        assert at <= 0.01 < below, method
 
 
 def test_text_output_names_the_setting_and_what_it_leaves_out(capsys):
