@@ -52,7 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "is spent): with --rho (or --epsilon and --delta), the half-width of the noise part "
         "of each coordinate's confidence interval; with --half-width H, the rho that makes it "
         "at most H (and, with --delta, the smallest epsilon a release calibrates to that "
-        "rho). The clipping bias of a release is not part of this number: the release's own interval adds it. Methods: "
+        "rho). The clipping bias of a release is not part of this number: the release's own "
+        "interval adds it. Methods: "
         f"{', '.join(PLANNED)}; not auto (the default of dpmean estimate) nor plan, whose "
         "noise depends on private values (auto's choice, PLAN's scales): plan the method the "
         "release will name with --method.",
