@@ -74,6 +74,11 @@ def test_a_delta_near_one_warns_once_and_a_small_one_does_not():
         warnings.simplefilter("error", LargeDeltaWarning)
         dpmean.mean(x, method="plan", epsilon=1.0, delta=1e-6, bounds=(-5, 5), random_state=1)
         dpmean.mean(x, method="plan", epsilon=1.0, delta=0.01, bounds=(-5, 5), random_state=1)
+        dpmean.Session(epsilon=1.0, delta=1e-6)
+    # A session (and so a ledger file) of such a delta warns when it is made (a user trial:
+    # it did not, and releases charged to it at rho never warn).
+    with pytest.warns(LargeDeltaWarning, match=r"delta=0\.5 is large"):
+        dpmean.Session(epsilon=1.0, delta=0.5)
 
 
 def test_the_pld_grid_follows_rho_where_it_exceeds_epsilon(monkeypatch):

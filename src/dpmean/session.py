@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import _exceeds, pure_dp_to_zcdp, zcdp_to_approx_dp
+from .accounting import _exceeds, check_budget_request, pure_dp_to_zcdp, zcdp_to_approx_dp
 from .api import build_estimator, check_bounds_names
 from .budget import Budget
 from .errors import (
@@ -408,6 +408,9 @@ class Session:
                 raise InvalidParameterError("a session takes rho, or epsilon with delta, not both")
             self._budget = Budget.zcdp(rho)
         elif epsilon is not None and delta is not None:
+            # A delta above 0.01 draws the warning a release's own request draws (a user
+            # trial: a session or ledger of delta 0.5 was made without a word).
+            check_budget_request(None, epsilon=epsilon, delta=delta)
             self._budget = Budget.approx_dp(epsilon, delta)
         else:
             raise InvalidParameterError(
