@@ -313,3 +313,14 @@ def test_the_cli_chooses_the_engine_by_rows_and_columns_never_by_the_values_byte
     for path in (short, long):
         args = build_parser().parse_args(["estimate", str(path), "--rho", "1"])
         assert cli._choose_engine(args, cli._input_layout(args)) == "chunked", path.name
+
+
+def test_an_npz_path_is_refused_with_the_way_to_load_it(tmp_path):
+    # A user trial: the refusal named the formats the chunked engine reads, not how to read
+    # an archive of several arrays.
+    import dpmean
+
+    path = tmp_path / "a.npz"
+    np.savez(path, x=np.ones((10, 2)))
+    with pytest.raises(dpmean.InvalidDataError, match=r"load_data\(path, key=NAME\)"):
+        dpmean.mean(str(path), rho=1.0, bounds=(0, 1))
