@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .api import build_estimator
+from .bisection import narrowed
 from .errors import InvalidParameterError
 from .estimators.clipped import box_reach
 from .intervals import check_level
@@ -240,13 +241,7 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
             f"({why})")
     if meets(math.exp(low)):
         return math.exp(low)
-    while high - low > 1e-9:
-        mid = (low + high) / 2.0
-        if meets(math.exp(mid)):
-            high = mid
-        else:
-            low = mid
-    return math.exp(high)
+    return narrowed(meets, math.exp(high), math.exp(low), 1e-9)
 
 
 __all__ = ["accuracy", "rho_for_accuracy"]

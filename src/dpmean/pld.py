@@ -80,6 +80,7 @@ import numpy as np
 from scipy import special
 
 from .accounting import _delta, _positive, approx_dp_to_zcdp
+from .bisection import narrowed
 from .budget import Budget
 from .errors import InvalidParameterError
 from .events import (
@@ -827,10 +828,4 @@ def calibrate_scale(
             if meets(lo):
                 break
             hi = lo
-    while hi > lo * (1.0 + rtol):
-        mid = math.sqrt(lo * hi)
-        if meets(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return narrowed(meets, lo, hi, rtol)

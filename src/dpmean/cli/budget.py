@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from typing import Any
@@ -157,6 +156,7 @@ def _epsilon_for(args: argparse.Namespace, bounds: Any, options: dict[str, Any],
     between a tenth of the generic conversion's epsilon and that epsilon, which always
     grants at least rho; the epsilon returned grants it (the upper end is kept)."""
     from ..accounting import zcdp_to_approx_dp
+    from ..bisection import narrowed
 
     def grants(epsilon: float) -> bool:
         budget = {"epsilon": epsilon, "delta": delta}
@@ -164,17 +164,7 @@ def _epsilon_for(args: argparse.Namespace, bounds: Any, options: dict[str, Any],
 
     high = zcdp_to_approx_dp(rho, delta)
     low = high / 10.0
-    if grants(low):
-        return low
-    for _ in range(60):
-        if high - low <= 1e-9 * high:
-            break
-        mid = math.sqrt(low * high)
-        if grants(mid):
-            high = mid
-        else:
-            low = mid
-    return high
+    return low if grants(low) else narrowed(grants, high, low, 1e-9)
 
 
 def _granted_rho(args: argparse.Namespace, bounds: Any, budget: dict[str, float],
