@@ -70,6 +70,17 @@ def test_epsilon_delta_ledger_composes_gaussian_releases_exactly(capsys, tmp_pat
     assert out.count(f"      of {data}, 20") == 3
     assert "next release: at most rho = " in out  # an (epsilon, delta) ledger says it
     assert "spent: 0.901" in out
+    # The same as JSON, for a script that audits the ledger (a user trial had only the text).
+    code, out, _ = run(capsys, "ledger", "show", ledger, "--json")
+    shown = json.loads(out)
+    session = ledger_file.read(ledger)
+    assert code == 0 and shown["budget"] == {"notion": "approx-DP", "epsilon": 1.0,
+                                             "delta": 1e-6}
+    assert shown["unit"] == "epsilon" and shown["spent"] == session.spent
+    assert shown["remaining"] == session.remaining
+    assert shown["next_release_max_rho"] == session.largest_rho()
+    assert [r["events"] for r in shown["releases"]] == [r["events"] for r in saved["releases"]]
+    assert [r["status"] for r in shown["releases"]] == ["released"] * 3
 
 
 def test_version_1_ledger_files_are_read(capsys, tmp_path, data):

@@ -7,9 +7,12 @@ creates and prints ledgers (``estimate --ledger`` charges them).
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from typing import Any
 
 from .arguments import add_budget_arguments, budget_from, printing
+from .output import json_default
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                               description="Verify FILE and print its budget, each release and "
                               "what remains.")
     show.add_argument("file", metavar="FILE")
+    show.add_argument("--json", action="store_true",
+                      help="print the ledger as JSON: its budget, each release with its events, "
+                      "and what is spent and remains")
     show.set_defaults(run=run_show)
 
 
@@ -80,6 +86,11 @@ def run_show(args: argparse.Namespace) -> int:
     from .. import ledger_file
 
     session = ledger_file.read(args.file)
+    if args.json:
+        with printing():
+            json.dump(_as_dict(args.file, session), sys.stdout, indent=2, default=json_default)
+            print()
+        return 0
     lines = [f"ledger {args.file}: budget {session.budget}"]
     if session.ledger:
         lines.append("releases:")
@@ -103,6 +114,24 @@ def run_show(args: argparse.Namespace) -> int:
     with printing():
         print("\n".join(lines))
     return 0
+
+
+def _as_dict(path: str, session: Any) -> dict[str, Any]:
+    """What ``ledger show`` prints, as JSON values (a user trial: scripts auditing a ledger had
+    only the text): the budget, each release with its events as the file keeps them, and the
+    composed totals in the ledger's unit."""
+    from ..session import event_to_dict
+
+    shown: dict[str, Any] = {
+        "file": path, "budget": session.budget.to_dict(), "unit": session.unit,
+        "releases": [{"index": r.index, "method": r.method, "budget": r.budget.to_dict(),
+                      "status": r.status, "spent": r.spent, "label": r.label,
+                      "events": [event_to_dict(e) for e in r.events]}
+                     for r in session.ledger],
+        "spent": session.spent, "remaining": session.remaining}
+    if session.unit != "rho":
+        shown["next_release_max_rho"] = session.largest_rho()
+    return shown
 
 
 def _describe_event(event: Any) -> str:
