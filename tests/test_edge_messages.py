@@ -78,7 +78,13 @@ def test_a_delta_near_one_warns_once_and_a_small_one_does_not():
     # A session (and so a ledger file) of such a delta warns when it is made (a user trial:
     # it did not, and releases charged to it at rho never warn).
     with pytest.warns(LargeDeltaWarning, match=r"delta=0\.5 is large"):
-        dpmean.Session(epsilon=1.0, delta=0.5)
+        session = dpmean.Session(epsilon=1.0, delta=0.5)
+    # Read back (a ledger file), it says nothing: it warned when it was made (a review: three
+    # warnings a release); a 0-d array is still a number.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LargeDeltaWarning)
+        dpmean.Session.from_dict(session.to_dict())
+        dpmean.Session(epsilon=1.0, delta=np.array(1e-6))
 
 
 def test_the_pld_grid_follows_rho_where_it_exceeds_epsilon(monkeypatch):

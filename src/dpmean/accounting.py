@@ -40,6 +40,7 @@ __all__ = [
     "gaussian_sigma",
     "pure_dp_to_zcdp",
     "resolve_budget",
+    "warn_if_large_delta",
     "zcdp_to_approx_dp",
 ]
 
@@ -441,11 +442,18 @@ def check_budget_request(
         data set of 100 rows or more. The request is accepted (delta in (0, 1) is valid).
     """
     _check_request(rho, epsilon, delta)
-    if rho is None and delta is not None and float(delta) > LARGE_DELTA:
+    if rho is None and delta is not None:
+        warn_if_large_delta(float(delta))
+
+
+def warn_if_large_delta(delta: float) -> None:
+    """A ``LargeDeltaWarning`` where ``delta`` (a checked number) exceeds ``LARGE_DELTA``:
+    ``check_budget_request``'s, also for a session's or a ledger's total when it is made."""
+    if delta > LARGE_DELTA:
         from .validation import user_stacklevel  # validation imports numpy: only when warning
 
         warnings.warn(
-            f"delta={float(delta):g} is large: delta is the probability that the release fails "
+            f"delta={delta:g} is large: delta is the probability that the release fails "
             f"completely (a mechanism that publishes each row as it is with probability delta "
             f"is (0, delta)-DP), so it should be far below 1/n, e.g. 1e-6; above "
             f"{LARGE_DELTA:g} it is at least 1/n for every data set of "

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import _exceeds, check_budget_request, pure_dp_to_zcdp, zcdp_to_approx_dp
+from .accounting import _exceeds, pure_dp_to_zcdp, warn_if_large_delta, zcdp_to_approx_dp
 from .api import build_estimator, check_bounds_names
 from .budget import Budget
 from .errors import (
@@ -345,6 +345,9 @@ class Session:
         The session's total zCDP budget.
     epsilon, delta : float, optional
         The session's total (epsilon, delta)-DP budget, instead of ``rho``.
+    warn_delta : bool, default True
+        Warn (``LargeDeltaWarning``) where ``delta`` exceeds 0.01, as a release's request
+        does; a ledger file read back passes False (it warned when it was made).
 
     Raises
     ------
@@ -402,16 +405,18 @@ class Session:
     """
 
     def __init__(self, rho: float | None = None, *, epsilon: float | None = None,
-                 delta: float | None = None) -> None:
+                 delta: float | None = None, warn_delta: bool = True) -> None:
         if rho is not None:
             if epsilon is not None or delta is not None:
                 raise InvalidParameterError("a session takes rho, or epsilon with delta, not both")
             self._budget = Budget.zcdp(rho)
         elif epsilon is not None and delta is not None:
-            # A delta above 0.01 draws the warning a release's own request draws (a user
-            # trial: a session or ledger of delta 0.5 was made without a word).
-            check_budget_request(None, epsilon=epsilon, delta=delta)
             self._budget = Budget.approx_dp(epsilon, delta)
+            if warn_delta:
+                # A delta above 0.01 draws the warning a release's own request draws (a user
+                # trial: a session or ledger of delta 0.5 was made without a word).
+                assert self._budget.delta is not None  # an approx-DP budget has one
+                warn_if_large_delta(self._budget.delta)
         else:
             raise InvalidParameterError(
                 "a session needs its total budget: Session(rho=R) for zCDP, or "
@@ -787,7 +792,8 @@ class Session:
         if budget.notion == "zCDP":
             session = cls(rho=budget.rho)
         elif budget.notion == "approx-DP":
-            session = cls(epsilon=budget.epsilon, delta=budget.delta)
+            # A ledger read back warned when it was made, not at every read (a review).
+            session = cls(epsilon=budget.epsilon, delta=budget.delta, warn_delta=False)
         else:
             raise bad(f"a session's budget is zCDP or approx-DP, not {budget.notion}")
         releases = data["releases"]

@@ -63,7 +63,9 @@ def run_init(args: argparse.Namespace) -> int:
     from .. import ledger_file
     from ..session import Session
 
-    session = Session(**budget_from(args))
+    budget = budget_from(args)
+    session = Session(budget.get("rho"), epsilon=budget.get("epsilon"),
+                      delta=budget.get("delta"))
     ledger_file.create(args.file, session)
     with printing(f"the ledger {args.file} was created"):
         print(f"created ledger {args.file}: budget {session.budget}")
