@@ -68,6 +68,20 @@ def test_half_width_round_trips_through_the_budget(capsys):
         below = dpmean.accuracy(method, 5000, 16, (0, 1), epsilon=plan["epsilon"] * 0.999,
                                 delta=1e-6)
         assert at <= 0.01 < below, method
+        # The text rounds it up: never below what meets the target (a review).
+        code, out, _ = run(capsys, "--method", method, *SHAPE, "--half-width", 0.01,
+                           "--delta", 1e-6)
+        shown = float(out.split("(epsilon = ")[1].split(" ")[0])
+        assert plan["epsilon"] <= shown <= plan["epsilon"] * 1.001
+    # A target so loose that its rho is (0, delta)-DP already: every epsilon > 0 meets it
+    # (the search asked for epsilon = 0 and failed, a review).
+    code, out, _ = run(capsys, "--method", "gaussian", "--n", 1000, "--d", 4, "--bounds", -1, 1,
+                       "--half-width", 100, "--delta", 1e-3, "--json")
+    plan = json.loads(out)
+    assert code == 0 and plan["epsilon"] == 0.0 and "any epsilon > 0" in plan["epsilon_note"]
+    code, out, _ = run(capsys, "--method", "gaussian", "--n", 1000, "--d", 4, "--bounds", -1, 1,
+                       "--half-width", 100, "--delta", 1e-3)
+    assert code == 0 and "any epsilon > 0 at delta = 0.001" in out
 
 
 def test_text_output_names_the_setting_and_what_it_leaves_out(capsys):

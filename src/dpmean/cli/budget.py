@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from typing import Any
@@ -129,8 +130,10 @@ def run(args: argparse.Namespace) -> int:
             # Columns of unequal widths: the widest binds; say what the others get.
             plan["half_widths"] = reached
         if args.delta is not None:
-            plan.update(delta=args.delta,
-                        epsilon=_epsilon_for(args, bounds, options, rho, args.delta))
+            epsilon = _epsilon_for(args, bounds, options, rho, args.delta)
+            plan.update(delta=args.delta, epsilon=epsilon)
+            if epsilon == 0.0:
+                plan["epsilon_note"] = "any epsilon > 0 meets the target at this delta"
     else:
         budget: dict[str, float] = _budget(args)
         half_width = accuracy(args.method, args.n, args.d, bounds, level=args.level,
@@ -163,6 +166,10 @@ def _epsilon_for(args: argparse.Namespace, bounds: Any, options: dict[str, Any],
         return _granted_rho(args, bounds, budget, options) >= rho
 
     high = zcdp_to_approx_dp(rho, delta)
+    if high == 0.0:
+        # rho this small is (0, delta)-DP already: every epsilon > 0 is granted at least it
+        # (a review: the search asked for epsilon = 0, which a release refuses).
+        return 0.0
     low = high / 10.0
     return low if grants(low) else narrowed(grants, high, low, 1e-9)
 
@@ -215,8 +222,13 @@ def _print(plan: dict, as_json: bool, epsilon_budget: bool = False) -> None:
                   f"{plan['rho']:.6g})")
     else:
         budget = f"rho = {plan['rho']:.6g}"
-        if "epsilon" in plan:
-            budget += f" (epsilon = {plan['epsilon']:.4g} at delta = {plan['delta']:g})"
+        if "epsilon" in plan and plan["epsilon"] == 0.0:
+            budget += f" (any epsilon > 0 at delta = {plan['delta']:g})"
+        elif "epsilon" in plan:
+            # Rounded up: the epsilon is the smallest that meets the width, and one rounded
+            # down missed it (a review: 11 of 25 targets).
+            budget += (f" (epsilon = {_rounded_up(plan['epsilon'])} at delta = "
+                       f"{plan['delta']:g})")
     # Per coordinate (an array) when the box's widths differ: each column's noise is
     # proportional to its width, and a target binds on the widest column.
     half_width = plan["half_width"]
@@ -238,6 +250,15 @@ def _print(plan: dict, as_json: bool, epsilon_budget: bool = False) -> None:
               "--clip-radius plans for the radius you expect)")
     print("public values only: no data was read and no budget was spent; the clipping bias of "
           "a release is not included (its confidence_interval adds it)")
+
+
+def _rounded_up(value: float, digits: int = 4) -> str:
+    """``value`` (positive) to ``digits`` significant digits, rounded up: never below it."""
+    text = f"{value:.{digits}g}"
+    if float(text) >= value:
+        return text
+    step = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
+    return f"{float(text) + step:.{digits}g}"
 
 
 def _first(values: Any) -> str:
