@@ -320,3 +320,13 @@ def test_a_plans_round_off_residue_keeps_the_choice_in_its_pld():
     assert np.all(np.diff(deltas) >= 0.0)
     granted = auto.granted(4000, 2048).budget.rho
     assert granted > 1.1 * auto.budget.rho  # 0.349 against the generic 0.311
+
+
+def test_the_bisection_narrows_at_the_ends_of_float64():
+    """``bisection.narrowed``'s midpoint where good x bad underflows or overflows (a review:
+    1e-170 x 4e-170 never narrowed); within the normal range it is pld's sqrt(good x bad)."""
+    from dpmean.bisection import narrowed
+
+    assert narrowed(lambda x: x <= 2e-170, 1e-170, 4e-170, 1e-4) <= 2e-170
+    assert narrowed(lambda x: x <= 2e200, 1e200, 4e200, 1e-4) == pytest.approx(2e200, rel=1e-4)
+    assert narrowed(lambda x: x >= 3.0, 8.0, 1.0, 1e-9) == pytest.approx(3.0, rel=1e-9)

@@ -26,7 +26,12 @@ def narrowed(meets: Callable[[float], bool], good: float, bad: float, rtol: floa
         A point where ``meets`` is True, within ``rtol`` of the point where it turns False.
     """
     while max(good, bad) > min(good, bad) * (1.0 + rtol):
-        mid = math.sqrt(good * bad)
+        product = good * bad
+        # The product's square root where it is a normal number (as ``pld`` always took it),
+        # the roots' product where it underflows or overflows (1e-170 x 4e-170: the loop
+        # never narrowed, a review).
+        mid = (math.sqrt(product) if 0.0 < product < math.inf
+               else math.sqrt(good) * math.sqrt(bad))
         if meets(mid):
             good = mid
         else:
