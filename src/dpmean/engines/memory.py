@@ -311,20 +311,17 @@ class InMemoryEngine(Engine):
         only)."""
         from .column_counts import ColumnCounter, LatticeCounter
 
-        units = np.empty((k, self.n), dtype=np.int16)
-        if self._rotate_small_integers(rotation, units):
-            lattice = LatticeCounter.of(units, rotation.scale, threads=parallel.THREADS)
-            if lattice is not None:
-                return lattice
-            values = units.astype(np.float32)  # exact: integers below 2^15 times 2^-k
-            values *= np.float32(rotation.scale)
-        else:
-            del units  # a value beyond int16: let it go before the float32 copy is made
+        values = np.empty((k, self.n), dtype=np.int16)
+        if not self._rotate_small_integers(rotation, values):
+            del values  # a value beyond int16: let it go before the float32 copy is made
             values = np.empty((k, self.n), dtype=np.float32)
             self._rotate_small_integers(rotation, values)
-            lattice = LatticeCounter.of(values, rotation.scale, threads=parallel.THREADS)
-            if lattice is not None:
-                return lattice
+        lattice = LatticeCounter.of(values, rotation.scale, threads=parallel.THREADS)
+        if lattice is not None:
+            return lattice
+        if values.dtype == np.int16:  # the partitioning counter compares values
+            # One float32 copy, exact: integers below 2^15 times 2^-k.
+            values = np.multiply(values, np.float32(rotation.scale), dtype=np.float32)
         return ColumnCounter(values, threads=parallel.THREADS)
 
     def _rotate_small_integers(self, rotation: RandomRotation, out: np.ndarray) -> bool:
