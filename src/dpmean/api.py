@@ -156,6 +156,9 @@ READER_OPTIONS = {
     **{name: f"{name} is the CSV reader's option: open the file with "
              f"dpmean.engines.open_source(path, {name}=...) and pass that in place of the path"
        for name in ("delimiter", "header", "index_col")},
+    "fill": "fill is the CSV and Parquet readers' option: open the file with "
+            "dpmean.engines.open_source(path, fill={NAME: VALUE}) and pass that in place of "
+            "the path",
 }
 
 

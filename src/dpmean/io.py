@@ -65,6 +65,7 @@ def load_data(
     path: str | os.PathLike, *, key: str | None = None, n_items: int | None = None,
     columns: Sequence[str] | str | None = None, delimiter: str | None = None,
     header: bool | None = None, index_col: bool | None = None, decimal: str | None = None,
+    fill: Mapping[str, float] | None = None,
 ) -> np.ndarray | scipy.sparse.csr_matrix:
     """Read a data file, choosing the reader by the file's extension.
 
@@ -85,6 +86,12 @@ def load_data(
       (1,5), as European spreadsheets write them with ``;`` between cells. Details:
       ``dpmean.tables.CsvTable``.
     - ``.parquet``: a table of numeric (or boolean) columns (a pandas index is not a column).
+    - ``fill`` (``.csv`` with a header, and ``.parquet``): a public value for each named
+      column's missing cells (an empty CSV cell, quoted or not; a Parquet null; a NaN), given
+      before the file is read. Each such cell takes its column's value, row by row, and n is
+      unchanged, so the privacy of a release on the filled rows is as stated; the number of
+      cells filled is not reported (it is not private). An empty cell of a column without a
+      fill is refused, as without any.
     - ``.dat``: a transaction file, one basket per line, space-separated item ids from 0 to
       ``n_items - 1``; returns a ``scipy.sparse.csr_matrix`` of 0/1 float64 of shape
       (n_baskets, n_items). ``n_items`` is required: the number of columns d is public (it is
@@ -105,6 +112,9 @@ def load_data(
         default all (each must then be numeric).
     delimiter, header, index_col, decimal : optional
         For ``.csv`` only, as described above.
+    fill : mapping of str to float, optional
+        For ``.csv`` and ``.parquet``: each named column's public value for its missing
+        cells, as described above.
 
     Returns
     -------
@@ -124,10 +134,10 @@ def load_data(
     p = Path(path)
     ext = p.suffix.lower()
     _check_options(p, n_items=n_items, key=key, columns=columns, delimiter=delimiter,
-                   header=header, index_col=index_col, decimal=decimal)
+                   header=header, index_col=index_col, decimal=decimal, fill=fill)
     if ext in (".csv", ".parquet"):
         return open_table(p, columns=columns, delimiter=delimiter, header=header,
-                          index_col=index_col, decimal=decimal).read()
+                          index_col=index_col, decimal=decimal, fill=fill).read()
     check_readable(p)
     if ext == ".npz":
         return _load_npz(p, key)
@@ -140,7 +150,7 @@ def load_data(
 # The formats each reader option applies to.
 _OPTION_FORMATS = {"key": (".npz",), "n_items": (".dat",), "columns": (".csv", ".parquet"),
                    "delimiter": (".csv",), "header": (".csv",), "index_col": (".csv",),
-                   "decimal": (".csv",)}
+                   "decimal": (".csv",), "fill": (".csv", ".parquet")}
 
 
 def _check_options(p: Path, **options) -> None:
@@ -162,6 +172,7 @@ def open_table(
     path: str | os.PathLike, *, columns: Sequence[str] | str | None = None,
     delimiter: str | None = None, header: bool | None = None, index_col: bool | None = None,
     key: str | None = None, n_items: int | None = None, decimal: str | None = None,
+    fill: Mapping[str, float] | None = None,
 ) -> CsvTable | ParquetTable:
     """A ``.csv`` or ``.parquet`` file opened for reading (layout and chosen columns checked, no
     rows read yet); options as in ``load_data``. ``.names`` are the chosen columns' names
@@ -176,12 +187,12 @@ def open_table(
     if ext not in (".csv", ".parquet"):
         raise InvalidParameterError(f"{p}: open_table reads .csv and .parquet files")
     _check_options(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col,
-                   key=key, n_items=n_items, decimal=decimal)
+                   key=key, n_items=n_items, decimal=decimal, fill=fill)
     check_readable(p)
     if ext == ".parquet":
-        return ParquetTable(p, columns=columns)
+        return ParquetTable(p, columns=columns, fill=fill)
     return CsvTable(p, columns=columns, delimiter=delimiter, header=header, index_col=index_col,
-                    decimal=decimal)
+                    decimal=decimal, fill=fill)
 
 
 def check_readable(p: Path) -> None:

@@ -10,6 +10,8 @@ Errors say what and where (a column's name, a line and column number), never a c
 from __future__ import annotations
 
 import io
+import math
+import numbers
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from os import PathLike
@@ -42,6 +44,9 @@ _FIRST_READ_BYTES = 1 << 16
 # float parse trims a number).
 _BOOLEAN_WORDS = {"true": "1", "false": "0"}
 _CELL_SPACE = " \t"
+# How a missing value of a file can be filled, for the refusals that find one.
+_FILL_HINT = ("; a .csv or .parquet file's reader can fill a missing value (empty, or NaN) "
+              "with a public one: --fill NAME=VALUE, fill={NAME: VALUE}")
 
 
 def is_table(x: Any) -> bool:
@@ -414,12 +419,59 @@ def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> Non
             # ("NaN or infinite" as the estimators say it: the same advice, a different cause.)
             raise InvalidDataError(f"{label} holds an empty cell (null): like NaN or infinite "
                                    f"values, it must be removed or imputed before a private "
-                                   f"release")
+                                   f"release{_FILL_HINT}")
         if pa.types.is_floating(column.type) and not pc.all(pc.is_finite(column),
                                                             min_count=0).as_py():
             raise InvalidDataError(f"{label} holds NaN or infinite values (nan or inf, or a "
                                    f"number too large for a float64); remove or impute them "
-                                   f"before a private release")
+                                   f"before a private release{_FILL_HINT}")
+
+
+def check_fill(fill: Any, names: Sequence[str], where: str) -> dict[str, float]:
+    """``fill`` (a mapping of column name to a public value, or None) checked against the
+    chosen columns ``names``: each name one of them, each value a finite real number.
+
+    A fill value is public, given before the rows are read, and replaces each missing cell of
+    its column, row by row (``fill_missing``): a row's value depends on that row alone, so
+    neighbouring files stay neighbours and n is unchanged.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``fill`` is not a mapping, names a column that is not read, or gives a value that
+        is not a finite real number.
+    """
+    if fill is None:
+        return {}
+    if not hasattr(fill, "items") or isinstance(fill, str):
+        raise InvalidParameterError(f"fill must be a mapping of column name to value, e.g. "
+                                    f"{{'income': 0.0}}, got {type(fill).__name__}")
+    checked: dict[str, float] = {}
+    for name, value in fill.items():
+        if str(name) not in names:
+            raise InvalidParameterError(f"{where}: fill names {name!r}, not one of the "
+                                        f"columns read ({_list_names(list(names))})")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+                math.isfinite(value)):
+            raise InvalidParameterError(f"the fill value of column {name!r} must be a finite "
+                                        f"number, got {value!r}")
+        checked[str(name)] = float(value)
+    return checked
+
+
+def fill_missing(rows: Any, fill: dict[str, float]) -> Any:
+    """``rows`` (a pyarrow Table or RecordBatch) with each column of ``fill`` as float64, its
+    missing cells (null, an empty CSV cell, and NaN, pandas' missing float) replaced by the
+    column's public value. Infinite values stay, for ``check_values`` to refuse."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name, value in fill.items():
+        at = rows.schema.get_field_index(name)
+        column = rows.column(at).cast(pa.float64(), safe=False)
+        filled = pc.fill_null(pc.if_else(pc.is_nan(column), value, column), value)
+        rows = rows.set_column(at, name, filled)
+    return rows
 
 
 # ------------------------------------------------------------------------------------- CSV
@@ -468,10 +520,12 @@ class CsvTable:
 
     def __init__(self, path: str | Path, *, columns: Sequence[str] | str | None = None,
                  delimiter: str | None = None, header: bool | None = None,
-                 index_col: bool | None = None, decimal: str | None = None) -> None:
+                 index_col: bool | None = None, decimal: str | None = None,
+                 fill: Any = None) -> None:
         import pyarrow.csv as pcsv
 
         self.path = Path(path)
+        self.fill: dict[str, float] = {}
         if decimal not in (None, ".", ","):
             raise InvalidParameterError(f"the decimal mark must be '.' or ',', got {decimal!r}")
         self.decimal = decimal or "."
@@ -536,6 +590,10 @@ class CsvTable:
             raise InvalidParameterError(f"{where}: columns are chosen by header name, and the "
                                         f"file is read without a header")
         chosen = choose_columns(data_names, columns, where)
+        if fill is not None and not self.header:
+            raise InvalidParameterError(f"{where}: fill names columns by header name, and the "
+                                        f"file is read without a header")
+        self.fill = check_fill(fill, chosen, where)
         for name in chosen:  # pyarrow picks columns by name: an index's name must differ
             if all_names.count(name) > 1:
                 raise InvalidDataError(f"{where}: the header names two columns {name!r}; "
@@ -665,18 +723,22 @@ class CsvTable:
     def _number_options(self, **options: Any) -> Any:
         """pyarrow's conversion options for this file's cells: its decimal mark, no
         missing-value words (an empty cell is not a number), and ``options``. Every cell is
-        read through them, a worded column's others too (``_parse_cells``)."""
+        read through them, a worded column's others too (``_parse_cells``). With a ``fill``,
+        an empty cell (quoted or not) is read as missing: a filled column's is filled
+        (``_numbers``), another's is refused as a null (``check_values``)."""
         import pyarrow.csv as pcsv
 
-        return pcsv.ConvertOptions(decimal_point=self.decimal, null_values=[],
-                                   strings_can_be_null=False, quoted_strings_can_be_null=False,
+        blank = bool(self.fill)
+        return pcsv.ConvertOptions(decimal_point=self.decimal, null_values=[""] if blank else [],
+                                   strings_can_be_null=False, quoted_strings_can_be_null=blank,
                                    **options)
 
     def _numbers(self, rows: Any) -> Any:
         """``rows`` with every worded column as float64: True and False (any case, as pandas
         writes a bool column) as 1 and 0, every other cell parsed by the float parse that reads
-        the other columns (``_parse_cells``). The value of a cell depends on the cell alone,
-        whichever block found the column's first word."""
+        the other columns (``_parse_cells``); then the missing cells of the ``fill`` columns
+        filled (``fill_missing``). The value of a cell depends on the cell alone, whichever
+        block found the column's first word."""
         import pyarrow.compute as pc
 
         for name in (name for name in self._column_of if name in self._worded):  # file order
@@ -686,7 +748,7 @@ class CsvTable:
             for spelled, number in _BOOLEAN_WORDS.items():
                 digits = pc.if_else(pc.equal(word, spelled), number, digits)
             rows = rows.set_column(at, name, self._parse_cells(digits, name))
-        return rows
+        return fill_missing(rows, self.fill)
 
     def _parse_cells(self, cells: Any, name: str) -> Any:
         """Text cells as float64 by pyarrow's CSV float parse itself (each cell quoted, one a
@@ -877,7 +939,8 @@ class CsvTable:
         return InvalidDataError(
             f"{self.path}: column {number} holds a cell that is not a number ({named}empty, "
             f"text, or a malformed number; True and False are read as 1 and 0); fix the "
-            f"cell, remove the row, or choose other columns{hint}")
+            f"cell, remove the row, or choose other columns{hint}; an empty cell can take a "
+            f"public value with --fill NAME=VALUE (fill=)")
 
 
 def _first_record_bounds(data: bytes, last: bool) -> tuple[int, int, int, int] | None:
@@ -938,9 +1001,12 @@ class ParquetTable:
     ``name[i]`` (``element_names``).
 
     ``columns`` are the chosen columns of the file, ``names`` those of the data (d of them).
+    ``fill`` maps a chosen column of numbers to the public value of its missing cells (null
+    or NaN; ``fill_missing``).
     """
 
-    def __init__(self, path: str | Path, *, columns: Sequence[str] | str | None = None) -> None:
+    def __init__(self, path: str | Path, *, columns: Sequence[str] | str | None = None,
+                 fill: Any = None) -> None:
         self.path = Path(path)
         self._file, available = open_parquet(self.path)
         schema = self._file.schema_arrow
@@ -956,6 +1022,16 @@ class ParquetTable:
             raise InvalidDataError(f"{self.path}: the file holds columns but no rows")
         self.width = len(self.names)
         self.labels = [f"column {name!r}" for name in self.columns]
+        lists = [name for name in self.columns if is_list_column(schema.field(name).type)]
+        listed = [name for name in (fill or {}) if name in lists]
+        if listed:
+            raise InvalidParameterError(f"{self.path}: fill applies to columns of numbers, not "
+                                        f"to the list column {listed[0]!r}")
+        self.fill = check_fill(fill, self.columns, str(self.path))
+
+    def _rows(self, rows: Any) -> Any:
+        """Rows read from the file with the missing cells of the ``fill`` columns filled."""
+        return fill_missing(rows, self.fill)
 
     def batches(self, rows: int = 1 << 16) -> Iterator[np.ndarray]:
         """The chosen columns as consecutive float64 blocks of at most ``rows`` rows, for a
@@ -964,13 +1040,14 @@ class ParquetTable:
         for batch in self._file.iter_batches(batch_size=rows, columns=list(self.columns)):
             # Without the path: the blocks are read during a release (the chunked engine's
             # passes), whose caller names its input, as for the estimators' own errors.
+            batch = self._rows(batch)
             check_values(batch, self.columns, self.labels)
             yield _as_array(batch, self.columns)
 
     def table(self) -> Any:
         """All rows of the chosen columns as a pyarrow Table, for a release: a null, NaN or
         infinite value is refused, naming its column (``check_values``)."""
-        table = self._file.read(columns=list(self.columns))
+        table = self._rows(self._file.read(columns=list(self.columns)))
         try:
             check_values(table, self.columns, self.labels)
         except InvalidDataError as exc:
@@ -978,9 +1055,9 @@ class ParquetTable:
         return table
 
     def read(self) -> np.ndarray:
-        """All rows of the chosen columns, (n, d) float64, as they are (nulls become NaN,
-        which the estimators refuse)."""
-        return _as_array(self._file.read(columns=list(self.columns)), self.columns)
+        """All rows of the chosen columns, (n, d) float64, as they are but for the ``fill``
+        columns (other nulls become NaN, which the estimators refuse)."""
+        return _as_array(self._rows(self._file.read(columns=list(self.columns))), self.columns)
 
     def row_group_rows(self) -> list[int]:
         """The number of rows of each of the file's row groups (its metadata: no value read)."""
@@ -991,6 +1068,6 @@ class ParquetTable:
         """Row groups ``groups`` of the chosen columns, (rows, d) float64, for a release (the
         Dask engine's blocks): a null, NaN or infinite value is refused, naming its column,
         without the path, as in ``batches``."""
-        rows = self._file.read_row_groups(list(groups), columns=list(self.columns))
+        rows = self._rows(self._file.read_row_groups(list(groups), columns=list(self.columns)))
         check_values(rows, self.columns, self.labels)
         return _as_array(rows, self.columns)

@@ -300,7 +300,33 @@ def table_options(args: argparse.Namespace) -> dict[str, Any]:
     delimiter = "\t" if args.delimiter in ("tab", "\\t") else args.delimiter
     return {"columns": args.columns, "delimiter": delimiter, "header": args.header,
             "decimal": getattr(args, "decimal", None),
-            "index_col": args.index_col}
+            "index_col": args.index_col, "fill": fill_values(getattr(args, "fill", None))}
+
+
+def fill_values(pairs: list[tuple[str, float]] | None) -> dict[str, float] | None:
+    """The --fill NAME=VALUE flags as the readers' ``fill`` mapping (None without any); a
+    column named twice is refused."""
+    if not pairs:
+        return None
+    fill: dict[str, float] = {}
+    for name, value in pairs:
+        if name in fill:
+            raise UsageError(f"--fill names column {name!r} twice")
+        fill[name] = value
+    return fill
+
+
+def fill_pair(text: str) -> tuple[str, float]:
+    """One --fill flag, NAME=VALUE (the last '=' splits: a name may hold one)."""
+    name, equals, value = text.rpartition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = None
+    if not equals or not name.strip() or number is None:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE (a column name and a number), "
+                                         f"got {text!r}")
+    return name.strip(), number
 
 
 def check_ranges(args: argparse.Namespace, bounds: tuple[Any, Any], d: int, whose: str) -> None:

@@ -41,6 +41,7 @@ from .arguments import (
     budget_from,
     check_ranges,
     check_writable,
+    fill_pair,
     input_columns,
     insufficient_data_error,
     parse_options,
@@ -130,6 +131,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "--header: it cannot be told from a person's row")
     table.add_argument("--index-col", action="store_true", default=None,
                        help="drop the first CSV column (an index), whatever its header cell")
+    table.add_argument("--fill", metavar="NAME=VALUE", type=fill_pair, action="append",
+                       help="a public value for the missing cells of column NAME (an empty "
+                       "CSV cell, a Parquet null, a NaN), chosen without looking at the data; "
+                       "repeat for other columns. n is unchanged and the count of cells filled "
+                       "is not reported. Without it an empty cell is refused (after the "
+                       "charge, as the rows are read)")
     add_output_arguments(p)
     add_level_argument(p, "the confidence interval of each coordinate and of the l2 radius "
                        "printed and written with the release")
@@ -461,6 +468,7 @@ _CSV_EXPANSION = 4
 # The flags of one input format, and the formats they apply to.
 _FORMAT_FLAGS = {"items": (".dat",), "columns": (".csv", ".parquet"), "delimiter": (".csv",),
                  "header": (".csv",), "index_col": (".csv",), "decimal": (".csv",),
+                 "fill": (".csv", ".parquet"),
                  "key": (".npz",)}
 
 

@@ -133,8 +133,8 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None,
         For ``.dat`` basket files only, and required for them: the public number of items,
         the width d of the rows (item ids must lie in 0 .. n_items - 1).
     **table_options
-        For ``.csv`` and ``.parquet`` files: ``columns``, and for CSV ``delimiter``,
-        ``header``, ``index_col``, ``decimal``, as ``io.load_data`` takes them.
+        For ``.csv`` and ``.parquet`` files: ``columns`` and ``fill``, and for CSV
+        ``delimiter``, ``header``, ``index_col``, ``decimal``, as ``io.load_data`` takes them.
 
     Raises
     ------

@@ -481,14 +481,16 @@ def _parquet_array(table: Any, path: str) -> Any:
     if not runs:
         raise InvalidDataError(f"{table.path}: the file holds a header but no rows")
     read = dask.delayed(_parquet_rows)
-    blocks = [da.from_delayed(read(path, table.columns, groups),
+    blocks = [da.from_delayed(read(path, table.columns, groups, table.fill),
                               shape=(rows, table.width), dtype=np.float64)
               for groups, rows in runs]
     return da.concatenate(blocks, axis=0)
 
 
-def _parquet_rows(path: str, names: Sequence[str], groups: list[int]) -> np.ndarray:
-    """Row groups ``groups`` of a Parquet file's columns ``names``, as (rows, d) float64."""
+def _parquet_rows(path: str, names: Sequence[str], groups: list[int],
+                  fill: dict[str, float]) -> np.ndarray:
+    """Row groups ``groups`` of a Parquet file's columns ``names``, as (rows, d) float64, the
+    missing cells of the ``fill`` columns filled."""
     from ..tables import ParquetTable
 
-    return ParquetTable(path, columns=list(names)).row_groups(groups)
+    return ParquetTable(path, columns=list(names), fill=fill).row_groups(groups)

@@ -1,0 +1,182 @@
+"""Public fill values for missing cells of CSV and Parquet files (``fill=``, ``--fill``): each
+missing cell of a named column takes its column's value, row by row, on every engine, so a file
+with a blank is released exactly as the same file with the value written in its place."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import dpmean
+from dpmean.cli import main
+from dpmean.engines import open_source
+from dpmean.errors import InvalidDataError, InvalidParameterError
+from dpmean.io import load_data, open_table
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+RNG = np.random.default_rng(31)
+N = 900
+AGE = RNG.integers(18, 90, N).astype(float)
+INCOME = np.round(RNG.lognormal(10.0, 1.0, N), 2)
+FLAG = (RNG.uniform(size=N) < 0.3).astype(float)
+# Which rows miss which cell: the age unquoted-empty, the income quoted-empty (or NaN in
+# Parquet), the flag (a column of True/False words) empty.
+NO_AGE, NO_INCOME, NO_FLAG = np.arange(N) % 50 == 3, np.arange(N) % 70 == 5, np.arange(N) % 90 == 7
+FILL = {"age": 50.0, "income": 30000.0, "flag": 0.0}
+RANGES = {"age": (0.0, 120.0), "income": (0.0, 1e6), "flag": (0.0, 1.0)}
+
+
+def filled() -> np.ndarray:
+    """The rows as a reader with ``FILL`` gives them."""
+    x = np.column_stack([AGE, INCOME, FLAG])
+    for j, (missing, value) in enumerate(zip((NO_AGE, NO_INCOME, NO_FLAG), FILL.values(),
+                                             strict=True)):
+        x[missing, j] = value
+    return x
+
+
+def csv_text(written: bool = False) -> str:
+    """The table as CSV with blank cells, or (``written``) with the fill values written in."""
+    lines = ["age,income,flag,name"]
+    for i in range(N):
+        age = "50" if NO_AGE[i] and written else "" if NO_AGE[i] else f"{AGE[i]:.0f}"
+        income = ("30000" if written else '""') if NO_INCOME[i] else f"{INCOME[i]:.2f}"
+        flag = "False" if NO_FLAG[i] and written else "" if NO_FLAG[i] else str(bool(FLAG[i]))
+        lines.append(f"{age},{income},{flag},person{i}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fill")
+    (folder / "blanks.csv").write_text(csv_text())
+    (folder / "written.csv").write_text(csv_text(written=True))
+    table = pa.table({
+        "age": pa.array([None if m else v for m, v in zip(NO_AGE, AGE, strict=True)]),
+        "income": pa.array(np.where(NO_INCOME, np.nan, INCOME)),
+        "flag": pa.array([None if m else bool(v) for m, v in zip(NO_FLAG, FLAG, strict=True)]),
+        "emb": pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(2 * N)), 2),
+    })
+    pq.write_table(table, folder / "blanks.parquet", row_group_size=200)
+    return folder
+
+
+@pytest.mark.parametrize("name", ["blanks.csv", "blanks.parquet"])
+def test_every_reader_fills_the_missing_cells_alone(files, name):
+    path = files / name
+    columns = ["age", "income", "flag"]
+    expected = filled()
+    np.testing.assert_array_equal(load_data(path, columns=columns, fill=FILL), expected)
+    table = open_table(path, columns=columns, fill=FILL)
+    np.testing.assert_array_equal(np.concatenate(list(table.batches())), expected)
+    np.testing.assert_array_equal(open_source(path, columns=columns, fill=FILL).read_all(),
+                                  expected)
+
+
+@pytest.mark.parametrize("name", ["blanks.csv", "blanks.parquet"])
+def test_a_column_without_a_fill_is_still_refused_and_told_how(files, name):
+    # ``read`` gives an unfilled column's missing cells as NaN, which the estimators refuse.
+    read = load_data(files / name, columns=["age", "income"], fill={"age": 50})
+    np.testing.assert_array_equal(np.isnan(read), np.column_stack([NO_AGE & False, NO_INCOME]))
+    with pytest.raises(InvalidDataError, match="'income'.*--fill NAME=VALUE"):
+        open_table(files / name, columns=["age", "income"], fill={"age": 50}).table()
+    with pytest.raises(InvalidDataError, match="--fill NAME=VALUE"):
+        next(iter(open_table(files / name, columns=["age"]).batches()))
+
+
+def release_json(capsys, path, *flags, engine="memory"):
+    ranges = [arg for name, (lo, hi) in RANGES.items() for arg in ("--range", f"{name}={lo}:{hi}")]
+    code = main(["estimate", str(path), "--columns", "age,income,flag", "--rho", "0.5",
+                 "--seed", "4", "--engine", engine, "--json", *ranges, *flags])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out), err
+
+
+@pytest.mark.parametrize("engine", ["memory", "chunked", "dask"])
+def test_a_blank_filled_is_released_as_the_value_written(capsys, files, engine):
+    # The neighbouring-file view of a fill: a row's filled cell is that row's alone, so the
+    # file with blanks and the file with the values written in give one release, bit for bit,
+    # and no output says how many cells were filled.
+    if engine == "dask":
+        pytest.importorskip("dask")
+    fills = [arg for name, value in FILL.items() for arg in ("--fill", f"{name}={value:g}")]
+    got, got_err = release_json(capsys, files / "blanks.csv", *fills, engine=engine)
+    written, written_err = release_json(capsys, files / "written.csv", engine=engine)
+    assert got == written
+    assert got_err == written_err.replace("written.csv", "blanks.csv")
+    assert got["n"] == N
+    library = dpmean.mean(filled(), rho=0.5, random_state=4,
+                          bounds=([lo for lo, _ in RANGES.values()],
+                                  [hi for _, hi in RANGES.values()]))
+    np.testing.assert_allclose(got["mean"], library.mean, rtol=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["memory", "chunked", "dask"])
+def test_parquet_fill_on_every_engine(capsys, files, engine):
+    if engine == "dask":
+        pytest.importorskip("dask")
+    fills = [arg for name, value in FILL.items() for arg in ("--fill", f"{name}={value:g}")]
+    got, _ = release_json(capsys, files / "blanks.parquet", *fills, engine=engine)
+    memory, _ = release_json(capsys, files / "blanks.parquet", *fills)
+    assert got["mean"] == memory["mean"]
+
+
+@pytest.mark.parametrize("fill, message", [
+    ({"agee": 1.0}, "fill names 'agee', not one of the columns read"),
+    ({"name": 1.0}, "fill names 'name', not one of the columns read"),
+    ({"age": float("nan")}, "finite number"),
+    ({"age": float("inf")}, "finite number"),
+    ({"age": True}, "finite number"),
+    ({"age": "50"}, "finite number"),
+    ([("age", 50.0)], "must be a mapping"),
+])
+@pytest.mark.parametrize("name", ["blanks.csv", "blanks.parquet"])
+def test_a_bad_fill_is_refused_before_any_row_is_read(files, fill, message, name):
+    with pytest.raises(InvalidParameterError, match=message):
+        open_table(files / name, columns=["age", "income"], fill=fill)
+
+
+def test_fill_needs_a_named_column_of_numbers(files, tmp_path):
+    with pytest.raises(InvalidParameterError, match="not to the list column 'emb'"):
+        open_table(files / "blanks.parquet", fill={"emb": 0.0})
+    headerless = tmp_path / "headerless.csv"
+    headerless.write_text("1,2\n3,4\n")
+    with pytest.raises(InvalidParameterError, match="without a header"):
+        open_table(headerless, fill={"f0": 0.0})
+    array = tmp_path / "x.npy"
+    np.save(array, np.zeros((3, 2)))
+    with pytest.raises(InvalidParameterError, match="fill .* only applies to .csv and .parquet"):
+        load_data(array, fill={"a": 0.0})
+    with pytest.raises(InvalidParameterError, match="fill is the CSV and Parquet readers'"):
+        dpmean.mean(str(files / "blanks.csv"), rho=1.0, fill={"age": 50.0})
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--fill", "age"], "expected NAME=VALUE"),
+    (["--fill", "age=old"], "expected NAME=VALUE"),
+    (["--fill", "=5"], "expected NAME=VALUE"),
+    (["--fill", "age=1", "--fill", "age=2"], "names column 'age' twice"),
+    (["--fill", "age=nan"], "finite number"),
+])
+def test_cli_refuses_a_malformed_fill_without_a_charge(capsys, files, tmp_path, flags, message):
+    ledger = tmp_path / "ledger.json"
+    assert main(["ledger", "init", str(ledger), "--rho", "1"]) == 0
+    capsys.readouterr()
+    code = main(["estimate", str(files / "blanks.csv"), "--columns", "age,income", "--rho",
+                 "0.5", "--ledger", str(ledger), *flags])
+    err = capsys.readouterr().err
+    assert code != 0 and message in err
+    assert main(["ledger", "show", str(ledger), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["releases"] == []
+
+
+def test_fill_on_a_npy_input_is_a_usage_error(capsys, tmp_path):
+    path = tmp_path / "x.npy"
+    np.save(path, np.zeros((10, 2)))
+    assert main(["estimate", str(path), "--rho", "1", "--fill", "a=1"]) != 0
+    assert "--fill applies to .csv and .parquet files" in capsys.readouterr().err
