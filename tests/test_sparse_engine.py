@@ -80,9 +80,18 @@ def test_estimators_validate_sparse_input():
     with pytest.raises(InvalidDataError, match="sparse input is not supported"):
         dpmean.mean(scipy.sparse.csr_matrix(np.eye(3)), rho=1.0, method="trimmed",
                     bounds=(0, 1))
-    inf = scipy.sparse.csr_matrix(np.array([[np.inf, 0.0], [0.0, 1.0]]))
-    with pytest.raises(InvalidDataError, match="infinite"):
-        dpmean.mean(inf, rho=1.0, method="plan-noscale", bounds=(0, 1))
+    # An infinity is a number beyond the box, clamped like one (as the largest float, then to
+    # the box): the release of the matrix with the largest float in its place.
+    largest = np.finfo(np.float64).max
+    for stored in ([np.inf, 1.0], [largest, 1.0]):
+        # (The second: two entries of one cell whose sum overflows.)
+        x = scipy.sparse.csr_matrix((np.array([*stored, 1.0]), np.array([0, 0, 1]),
+                                     np.array([0, 2, 3])), shape=(2, 2))
+        same = scipy.sparse.csr_matrix(np.array([[largest, 0.0], [0.0, 1.0]]))
+        for method in ("plan-noscale", "cm"):
+            got = dpmean.mean(x, rho=1.0, method=method, bounds=(0, 1), random_state=3)
+            expected = dpmean.mean(same, rho=1.0, method=method, bounds=(0, 1), random_state=3)
+            np.testing.assert_array_equal(got.mean, expected.mean)
 
 
 def test_repeated_entries_are_summed_before_clamping():

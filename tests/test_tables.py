@@ -71,7 +71,7 @@ def test_columns_apply_only_to_tables():
 
 def test_null_cells_are_refused_as_nan():
     df = pl.DataFrame({"a": [0.5, None, 0.2]})
-    with pytest.raises(InvalidDataError, match=r"NaN or infinite"):
+    with pytest.raises(InvalidDataError, match=r"NaN values"):
         release(df)
 
 

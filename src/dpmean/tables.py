@@ -387,7 +387,7 @@ def _list_values(column: Any) -> Any:
 
 
 def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> None:
-    """Refuse a null, NaN or infinite value in the named columns of a pyarrow Table or
+    """Refuse a null or a NaN in the named columns of a pyarrow Table or
     RecordBatch, naming the first column that holds one (``labels[j]``, e.g. "column 'age'")
     and neither the value, nor where, nor how many: what the estimators refuse, said in the
     table's own terms (a null is an empty cell, not a NaN). Integer, decimal and boolean
@@ -405,8 +405,8 @@ def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> Non
     Raises
     ------
     InvalidDataError
-        A column holds a null, or a NaN or infinite value (a CSV number too large for a
-        float64 is read as infinite).
+        A column holds a null or a NaN (an infinite value, or a CSV number too large for a
+        float64, is a number: clamped to the box, as the estimators clamp it).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -416,14 +416,15 @@ def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> Non
         if is_list_column(column.type):
             column = _list_values(column)
         if column.null_count:
-            # ("NaN or infinite" as the estimators say it: the same advice, a different cause.)
-            raise InvalidDataError(f"{label} holds an empty cell (null): like NaN or infinite "
-                                   f"values, it must be removed or imputed before a private "
+            # ("NaN" as the estimators say it: the same advice, a different cause.)
+            raise InvalidDataError(f"{label} holds an empty cell (null): like NaN values, it "
+                                   f"must be removed or imputed before a private "
                                    f"release{_FILL_HINT}")
-        if pa.types.is_floating(column.type) and not pc.all(pc.is_finite(column),
-                                                            min_count=0).as_py():
-            raise InvalidDataError(f"{label} holds NaN or infinite values (nan or inf, or a "
-                                   f"number too large for a float64); remove or impute them "
+        if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column),
+                                                        min_count=1).as_py():
+            # (An infinite value, or a CSV number too large for a float64, is a number beyond
+            # the range: clamped, ``validation.beyond_range_clamped``.)
+            raise InvalidDataError(f"{label} holds NaN values (nan); remove or impute them "
                                    f"before a private release{_FILL_HINT}")
 
 
@@ -514,8 +515,10 @@ class CsvTable:
     Every chosen cell must be a number (with a decimal comma where ``decimal=","``), or a
     boolean word (True, false, ... as pandas writes a bool column), read as 1 or 0.
     ``read()`` gives ``nan``/``inf`` cells (and numbers too large for a float64, as inf) as
-    they are; ``table()`` and ``batches()``, which feed a release, refuse them naming the
-    column (``check_values``), as the estimators would.
+    they are; ``table()`` and ``batches()``, which feed a release, refuse a NaN naming the
+    column (``check_values``), as the estimators would, and the estimators clamp an inf to
+    the box like any number beyond it. ``fill`` maps chosen columns to the public value of
+    their missing cells (``fill_missing``).
     """
 
     def __init__(self, path: str | Path, *, columns: Sequence[str] | str | None = None,
@@ -876,7 +879,7 @@ class CsvTable:
 
     def batches(self) -> Iterator[np.ndarray]:
         """The chosen columns as consecutive float64 row blocks, front to back, for a release:
-        a NaN or infinite value is refused, naming its column (``check_values``)."""
+        a NaN is refused, naming its column (``check_values``)."""
         for batch in self._record_batches():
             self._check(batch)
             yield _as_array(batch, list(self._column_of))
@@ -884,7 +887,7 @@ class CsvTable:
     def table(self) -> Any:
         """All rows of the chosen columns as a pyarrow Table of float64 columns (named by the
         header; ``f0``, ``f1`` ... without one, when ``names`` is None), for a release: a NaN
-        or infinite value is refused, naming its column (``check_values``)."""
+        is refused, naming its column (``check_values``)."""
         table = self._table()
         self._check(table)
         return table
@@ -1035,7 +1038,7 @@ class ParquetTable:
 
     def batches(self, rows: int = 1 << 16) -> Iterator[np.ndarray]:
         """The chosen columns as consecutive float64 blocks of at most ``rows`` rows, for a
-        release: a null, NaN or infinite value is refused, naming its column
+        release: a null or NaN is refused, naming its column
         (``check_values``)."""
         for batch in self._file.iter_batches(batch_size=rows, columns=list(self.columns)):
             # Without the path: the blocks are read during a release (the chunked engine's
@@ -1045,8 +1048,8 @@ class ParquetTable:
             yield _as_array(batch, self.columns)
 
     def table(self) -> Any:
-        """All rows of the chosen columns as a pyarrow Table, for a release: a null, NaN or
-        infinite value is refused, naming its column (``check_values``)."""
+        """All rows of the chosen columns as a pyarrow Table, for a release: a null or NaN is
+        refused, naming its column (``check_values``)."""
         table = self._rows(self._file.read(columns=list(self.columns)))
         try:
             check_values(table, self.columns, self.labels)
@@ -1066,7 +1069,7 @@ class ParquetTable:
 
     def row_groups(self, groups: Sequence[int]) -> np.ndarray:
         """Row groups ``groups`` of the chosen columns, (rows, d) float64, for a release (the
-        Dask engine's blocks): a null, NaN or infinite value is refused, naming its column,
+        Dask engine's blocks): a null or NaN is refused, naming its column,
         without the path, as in ``batches``."""
         rows = self._rows(self._file.read_row_groups(list(groups), columns=list(self.columns)))
         check_values(rows, self.columns, self.labels)

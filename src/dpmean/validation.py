@@ -156,15 +156,31 @@ def check_data(x) -> np.ndarray:
         raise InvalidDataError("data has no columns")
     if np.issubdtype(arr.dtype, np.floating):
         # A NaN or an infinity makes its column's sum NaN or infinite: summing (a read, as
-        # fast as the mean) clears the data at a third of the cost of isfinite's n x d mask,
+        # fast as the mean) clears the data at a third of the cost of isnan's n x d mask,
         # which is taken only when some sum is not finite (a bad value, or finite values
         # whose sum overflows).
         with np.errstate(over="ignore", invalid="ignore"):
             sums = np.add.reduce(arr, axis=0)
         if not np.isfinite(sums).all():
-            bad_columns = ~np.isfinite(arr).all(axis=0)
-            if bad_columns.any():
-                raise non_finite_error(int(np.argmax(bad_columns)))
+            arr = beyond_range_clamped(arr)
+    return arr
+
+
+def beyond_range_clamped(arr: np.ndarray) -> np.ndarray:
+    """``arr`` (floating) with +-inf as the largest finite number of its type and sign (a
+    copy where it holds one); a NaN is refused, naming its column (``non_finite_error``).
+
+    An infinity is a number beyond the range, as a long double or a CSV number too large for
+    float64 is (``native_dtype``): it is clamped like any value outside the box, which the
+    box's clamp then makes the box's bound. Refused, it told its neighbour apart after the
+    charge (1e300 released, 1e400 refused: a review). A NaN has no value to clamp: it is
+    refused, and a file's reader can fill it with a public value (``fill=``, ``--fill``)."""
+    nan_columns = np.isnan(arr).any(axis=0)
+    if nan_columns.any():
+        raise non_finite_error(int(np.argmax(nan_columns)))
+    if np.isinf(arr).any():
+        largest = np.finfo(arr.dtype).max
+        return np.clip(arr, -largest, largest)
     return arr
 
 
@@ -179,8 +195,9 @@ def native_dtype(arr: np.ndarray) -> np.ndarray:
     changes no value. A long double is rounded to float64, losing the digits beyond float64's
     16: the arithmetic is float64 in any case (documented), and values beyond float64's range
     are first clamped to its largest number, which the box's clamp then makes the box's bound
-    as it would have (both clamps are monotone, the box lies inside float64's range). A NaN or
-    inf stays one and is refused after. Native inputs are returned as they are (no copy), so
+    as it would have (both clamps are monotone, the box lies inside float64's range). A NaN
+    stays one and is refused after; an inf is clamped after (``beyond_range_clamped``).
+    Native inputs are returned as they are (no copy), so
     their releases are unchanged.
     """
     dtype = arr.dtype
@@ -195,12 +212,14 @@ def native_dtype(arr: np.ndarray) -> np.ndarray:
 
 
 def non_finite_error(column: int) -> InvalidDataError:
-    """The error for NaN or inf in the data. It names the first column holding one (a position)
-    but neither how many there are nor where else: a service that forwards error messages would
-    leak what it says about the data."""
+    """The error for NaN in the data. It names the first column holding one (a position) but
+    neither how many there are nor where else: a service that forwards error messages would
+    leak what it says about the data. (Whether some row holds one is told, after the charge:
+    a row's value must be a number, as its columns must be numeric; docs/privacy.md.)"""
     error = InvalidDataError(
-        f"data contains NaN or infinite values (the first in column {column}, counting from 0); "
-        f"remove or impute them before a private release")
+        f"data contains NaN values (the first in column {column}, counting from 0); remove or "
+        f"impute them before a private release, or give a file's reader a public fill value "
+        f"(fill=, --fill NAME=VALUE)")
     # Where the data's columns have names, the release says the name (``named_column``).
     error.column = column  # type: ignore[attr-defined]
     return error
@@ -217,8 +236,9 @@ def named_column(error: InvalidDataError, names: Sequence[str] | None) -> Invali
     which = (f"column {name.column!r} (element {name.position})"
              if isinstance(name, ElementName) else f"column {name!r}")
     return InvalidDataError(
-        f"{which} holds NaN or infinite values or empty cells (nulls); remove or impute them "
-        f"before a private release")
+        f"{which} holds NaN values or empty cells (nulls); remove or impute them before a "
+        f"private release, or give a file's reader a public fill value (fill=, --fill "
+        f"NAME=VALUE)")
 
 
 def dtype_kind(dtype: np.dtype) -> str:
@@ -251,13 +271,20 @@ def check_sparse_data(x):
         raise InvalidDataError(f"sparse data must be real numbers, got {dtype_kind(dtype)} "
                                f"values")
     if np.issubdtype(dtype, np.floating) and not np.isfinite(csr.data).all():
-        bad = ~np.isfinite(csr.data)
-        raise non_finite_error(int(csr.indices[bad].min()))
+        bad = np.isnan(csr.data)
+        if bad.any():
+            raise non_finite_error(int(csr.indices[bad].min()))
+        # An infinity is clamped as a dense one is (``beyond_range_clamped``), on a copy.
+        csr = csr.copy()
+        csr.data = beyond_range_clamped(csr.data[:, None])[:, 0]
     if not csr.has_canonical_format:
         # Repeated (row, column) entries mean their sum; merge them on a copy so that clamping
         # and norms see one value per cell (the caller's matrix is left as it is).
         csr = csr.copy()
         csr.sum_duplicates()
+        if np.issubdtype(dtype, np.floating) and not np.isfinite(csr.data).all():
+            # Entries near the largest float whose sum overflows: a number beyond the range.
+            csr.data = beyond_range_clamped(csr.data[:, None])[:, 0]
     return csr
 
 

@@ -344,7 +344,7 @@ def _csv_array(table: Any, path: str, options: dict[str, Any]) -> Any:
     the other engines' options (``_csv_rows``), so that they refuse what those refuse, in
     their words: a line with more or fewer values than the first, a cell that is not a
     number (pandas, through ``dask.dataframe`` before, dropped extra values and read
-    true/false as 1/0), a NaN or infinite value."""
+    true/false as 1/0), a NaN."""
     import dask
     import dask.array as da
 
@@ -419,7 +419,7 @@ def _csv_rows(path: str, first: int, start: int, stop: int, options: dict[str, A
               rows: int) -> np.ndarray:
     """A block's ``rows`` records (``_csv_lines``: no header), (rows, d) float64, parsed as
     ``CsvTable`` parses the file (``CsvTable.parse_block``) on the table ``options``
-    describe. What that reader refuses, and a NaN or infinite value, is refused in its words
+    describe. What that reader refuses, and a NaN, is refused in its words
     (``_csv_refusal``)."""
     import pyarrow as pa
 
@@ -433,7 +433,7 @@ def _csv_rows(path: str, first: int, start: int, stop: int, options: dict[str, A
         # pyarrow's message quotes the cell or the line, and counts records in this block.
         raise _csv_refusal(table) from None
     values = _as_array(parsed, list(table._column_of))
-    if values.shape[0] != rows or not np.isfinite(values).all():
+    if values.shape[0] != rows or np.isnan(values).any():
         raise _csv_refusal(table)
     return values
 
