@@ -153,3 +153,28 @@ def test_a_randomiser_charging_an_unplanned_stage_cannot_release(method, targets
     monkeypatch.setattr(f"dpmean.protocols.{targets[0]}", _misnamed(honest))
     with pytest.raises(PrivacyAccountingError, match="never planned"):
         _release(method)
+
+
+def test_shuffle_summation_refuses_fewer_than_four_users_before_any_round():
+    # IKOS summation needs 4 users: the check ran in round 3, after the centre and threshold
+    # rounds had read every row and been charged (a review). It is now the plan's, public.
+    from dpmean.errors import InvalidDataError
+    from dpmean.protocols import range_counting
+
+    calls = []
+    original = range_counting.hadamard_response
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(range_counting, "hadamard_response", spy)
+        with pytest.raises(InvalidDataError, match="at least 4 users, got n=3"):
+            dpmean.mean(np.zeros((3, 2)), epsilon=1.0, delta=1e-6, method="iome-shuffle",
+                        bounds=(-1, 1))
+        assert calls == []
+        # Four users run (the plan's check is the summation's own), through the spied round.
+        dpmean.mean(np.zeros((4, 2)), epsilon=1.0, delta=1e-6, method="iome-shuffle",
+                    bounds=(-1, 1), random_state=0)
+    assert calls

@@ -381,6 +381,9 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         self._check_delta_shares(d)
         self._check_reports(n)
+        # IKOS summation needs 4 users; asked here (public: n), before the centre and
+        # threshold rounds read every row and were charged (a review).
+        ikos_parts(n, 1.0)
         self._check_summation(n, d)
         return self._split(self.epsilon)
 
