@@ -581,6 +581,10 @@ class AutoMean(MeanEstimator):
         inner.box_is_private = True
         return inner
 
+    def floating_point_stages(self) -> str | None:
+        return ("auto's choice medians of pair distances (exponential mechanisms) and, where "
+                "PLAN runs, PLAN's exponential-mechanism stages")
+
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         plan = self.choice_budget_plan(n, d)
         faces = self.faces_share(n, d)

@@ -26,6 +26,7 @@ from ..errors import (
     InvalidParameterError,
     NoisyReleaseWarning,
     PrivacyAccountingError,
+    SecureNoiseWarning,
 )
 from ..result import MeanResult
 from ..rng import RandomState, check_random_state, make_rng
@@ -508,6 +509,12 @@ class MeanEstimator(ABC):
         table (pandas, polars, pyarrow) whose numeric ``columns`` (default all) are used, by
         name; the result then carries the names (``MeanResult.columns``)."""
         x, names = data_columns(x, columns)
+        floating = self.floating_point_stages() if self.secure_noise else None
+        if floating:
+            warnings.warn(
+                f"secure_noise=True makes the Gaussian-mechanism stages exact; {floating} "
+                f"still draw in floating point (see docs/privacy.md, 'Randomness and floating "
+                f"point')", SecureNoiseWarning, stacklevel=user_stacklevel())
         estimator = self
         if isinstance(self.bounds, Mapping):
             # Ranges by column name: this release's box in the data's column order, judged
@@ -523,6 +530,11 @@ class MeanEstimator(ABC):
         warn_if_box_lifted(result)
         warn_if_on_the_faces(result)
         return result
+
+    def floating_point_stages(self) -> str | None:
+        """With ``secure_noise``, the stages that still draw in floating point, as the
+        ``SecureNoiseWarning`` of ``estimate`` names them (None: every stage is exact)."""
+        return None
 
     def _estimate(self, x: Any) -> MeanResult:
         # Each release validates its bounds afresh (``box`` keeps them for this release only:

@@ -153,6 +153,12 @@ class _PlanBase(MeanEstimator):
         self.steps = check_steps(steps, "steps")
         self.beta = check_fraction(beta, "beta")
 
+    def floating_point_stages(self) -> str | None:
+        if self.quantile != "exponential":
+            return None
+        return ("PLAN's exponential-mechanism stages (its centre, variances and threshold; "
+                "quantile='binary-search' makes every stage exact)")
+
     def preprocess_stages(self, rho_pre: float, n: int, d: int) -> dict[str, float]:
         """How the preprocessing budget splits into stages."""
         return self.centre_budget(rho_pre, n, d)
