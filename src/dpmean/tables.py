@@ -54,6 +54,10 @@ def is_table(x: Any) -> bool:
     ``columns`` and speaks the Arrow stream or dataframe-interchange protocol, or is pyarrow's."""
     if type(x).__module__.split(".")[0] == "pyarrow":
         return hasattr(x, "column_names")
+    if type(x).__name__ == "LazyFrame":
+        # Not read as a table (``data_columns`` refuses it): its ``columns`` would resolve the
+        # query's schema, with polars' PerformanceWarning, printed twice (a user trial).
+        return False
     return hasattr(x, "columns") and (hasattr(x, "__arrow_c_stream__")
                                       or hasattr(x, "__dataframe__"))
 

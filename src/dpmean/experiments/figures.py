@@ -350,8 +350,8 @@ def _basket_spec(key: str) -> Spec:
                  Method("PLAN-noscale", "plan-noscale", {"bounds": (0.0, 1.0)}), NON_PRIVATE),
         note=f"bundled {BASKETS[key]} stands in for the paper's "
              f"{'POS' if key == 'retail' else 'full Kosarak'}; " + (
-                 "IOME (about 7 minutes a release on sparse input) not run" if key == "retail"
-                 else "IOME (about 3 minutes a release) in ours-baskets, at rho = 1/2"),
+                 "IOME not run here (ours-baskets runs it on the Kosarak prefix)" if key == "retail"
+                 else "IOME in ours-baskets, at rho = 1/2"),
         quick={"settings": tuple({"rho": r, "rows": 5000} for r in (0.125, 1.0))})
 
 
@@ -549,8 +549,8 @@ def _ours_baskets(s: Setting, rng: np.random.Generator) -> Dataset:
     return basket_data(BASKETS[s["data"]], s.get("rows"))
 
 
-# IOME on sparse baskets rotates every undecided row at every median step (d_pad = 32,768):
-# about 3 minutes a release on the Kosarak prefix (7 on retail, too slow for 20 trials here).
+# IOME on sparse baskets: about 1-4 s a release on the Kosarak prefix since its compact
+# per-coordinate histograms (issue 20; docs/performance.md); 3 minutes before.
 OURS_BASKETS_SPEC = Spec(
     name="ours-baskets", title="PLAN vs IOME on the bundled Kosarak prefix (ours)",
     claim="(no paper claim; PLAN's paper: PLAN beats IOME on Kosarak for large enough rho) "
@@ -559,8 +559,7 @@ OURS_BASKETS_SPEC = Spec(
     aggregation="mean", data=_ours_baskets,
     methods=(Method("PLAN", "plan", {"p": 1.0, "bounds": (0.0, 1.0)}),
              Method("IOME", "iome", {"bounds": (0.0, 1.0), "engine": "sparse"}), NON_PRIVATE),
-    note="TVD against the data's own item frequencies; IOME on the sparse engine, about 3 "
-    "minutes a release",
+    note="TVD against the data's own item frequencies; IOME on the sparse engine",
     quick={"settings": ({"data": "kosarak-prefix", "rho": 0.5, "rows": 5000},), "trials": 2})
 
 
