@@ -4,10 +4,11 @@ means).
 
     PYTHONPATH=src python scripts/one_column.py KINDS [RUNS]
 
-KINDS is comma-separated (see ``rows``); prints, for n = 50 ... 2000 and rho = 0.1 and 1, the
+KINDS is comma-separated (see ``rows``); prints, for n = 50 ... 5000 and rho = 0.1 and 1, the
 mean absolute error over RUNS releases (seed 500 + s for the rows, s for the noise) and which
 estimator ``auto`` ran how often. Before/after a change: the same command with the other
-checkout's src on PYTHONPATH. docs/results.md, "One column at both ends of its range".
+checkout's src on PYTHONPATH. docs/results.md, "One column at both ends of its range" and "A
+rare value at a face".
 """
 
 import sys
@@ -36,6 +37,14 @@ def rows(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, tuple
         return rng.choice([1, 2, 3, 4, 5], n, p=[.1, .15, .2, .3, .25]).astype(float), (1, 5)
     if kind == "flag3":
         return (rng.random(n) < 0.03).astype(float), (0, 1)
+    if kind == "flag1":
+        return (rng.random(n) < 0.01).astype(float), (0, 1)
+    if kind == "ones99":
+        return (rng.random(n) < 0.99).astype(float), (0, 1)
+    if kind == "zeroinfl":
+        return np.where(rng.random(n) < 0.9, 0.0, rng.uniform(0, 0.2, n)), (0, 1)
+    if kind == "pois05":
+        return rng.poisson(0.05, n).astype(float), (0, 20)
     if kind == "flag30":
         return (rng.random(n) < 0.3).astype(float), (0, 1)
     if kind == "bimodal":
@@ -50,7 +59,7 @@ def main() -> None:
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     warnings.simplefilter("ignore")
     for kind in kinds:
-        for n in (50, 100, 200, 500, 2000):
+        for n in (50, 100, 200, 500, 2000, 5000):
             cells = []
             for rho in (0.1, 1.0):
                 errors, chosen = [], {}

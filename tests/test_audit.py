@@ -444,7 +444,7 @@ def test_replay_catches_an_understated_tail_sensitivity(monkeypatch, centred):
 
 @pytest.mark.parametrize("options", [{}, {"secure_noise": True}], ids=["real", "secure"])
 def test_replay_of_autos_counts_at_the_faces(options, monkeypatch):
-    # One 0/1 column, n = 200, rho = 0.1 in (0, 1): auto's two counts (stage "choice faces",
+    # One 0/1 column, n = 200, rho = 0.1 in (0, 1): auto's four counts (stage "choice faces",
     # l2 sensitivity sqrt(2)) pick the Gaussian mechanism or the choice; a row moved between
     # the ends, to a quarter point, or clamped from far away.
     rows = (np.random.default_rng(3).random((200, 1)) < 0.225).astype(float)

@@ -99,8 +99,18 @@ NEAR_ORIGIN_SDS = 3.0
 # For one column with bounds the caller gave, two counts first (stage FACES_STAGE) ask whether
 # rows lie at both ends of the box, in its lowest and highest FACES_REACH of the width, each
 # count above NEAR_ORIGIN_SDS of its noise and FACES_LEAST of the rows: then the Gaussian
-# mechanism runs (``AutoMean.faces_share``).
+# mechanism runs (``AutoMean.faces_share``). Two more (stage FACE_MASS_STAGE, FACE_MASS_SHARE
+# of rho) count the rows on each face, which tell whether most rows sit on one face with too
+# few off it, or too many at its far end, for a clipping candidate to gain
+# (``AutoMean.loses_to_the_face``). A candidate's clip count k grows as 1 / sqrt(rho) (about
+# 28 / sqrt(rho) for cm at n = 2000 to 50,000), as the counts' noise does: 2% of rho keeps it
+# near k / 4 at every rho (at 10% of the faces' share, 0.2-2% of rho, its noise let Poisson
+# counts of mean 0.05 in (0, 20), 250 rows off the face against cm's k of 90, be sent to the
+# Gaussian mechanism at 4x cm's error).
 FACES_STAGE = "choice faces"
+FACE_MASS_STAGE = "choice face mass"
+FACE_MASS_SHARE = 0.02
+FACE_STAGES = (FACES_STAGE, FACE_MASS_STAGE)
 FACES_REACH = 0.25
 # The share of the rows at a face the counts should see: its count clears the threshold
 # (NEAR_ORIGIN_SDS of the noise, and FACES_LEAST of the rows) by FACES_POWER_SDS (98%) at the
@@ -125,6 +135,8 @@ PLAN_BASKET_GAIN = 0.98
 PLAN_BASKET_REACH = 2.0
 CANDIDATES = {cls.method: cls for cls in (PrivateLimitAdaptedNoise, ShiftedClippedMean,
                                           ClippedMean, GaussianMean)}
+# The candidates that clip (``AutoMean.clip_counts``).
+CLIPPING = ("cm", "iome", "plan")
 # How far (a factor) the pair medians may stray outside the range every pair's distances keep,
 # l2 <= l1 <= sqrt(d) l2, before one of them is taken to have left its data
 # (``consistent_pair_medians``): a nat, far above the rank error the choice's share buys (a few
@@ -443,7 +455,10 @@ class AutoMean(MeanEstimator):
     where CM's minimum n is met, one count first asks whether most rows lie near the origin
     (``near_origin_share``), and CM runs if they do. For one column with bounds given, two
     counts come first in every case (``faces_share``): where a tenth of the rows or more lie
-    in each end quarter of the range, the Gaussian mechanism runs.
+    in each end quarter of the range, the Gaussian mechanism runs; and two more count the rows
+    on each face (``face_mass``): where most rows sit on one face, a clipping candidate that
+    would clip every row off it, or whose interval about it meets rows in the far quarter, is
+    left out (``loses_to_the_face``).
     Otherwise the choice spends ``choice_share`` of rho (``CHOICE_STAGES``; at most
     ``CHOICE_SHARE``, less where n and rho buy its precision for less) on private medians
     (sensitivity 1: a row is in one value each) of
@@ -537,7 +552,9 @@ class AutoMean(MeanEstimator):
     (``near_origin_share``, public: n, d, rho, the box) is one Gaussian count of sensitivity
     1. For one column with bounds given, "choice faces" (``faces_share``, public: n, d, rho,
     the box) comes first: the Gaussian mechanism on two counts of disjoint ranges, l2
-    sensitivity sqrt(2); the other stages take their shares of the rest. "release" takes the
+    sensitivity sqrt(2); then "choice face mass" (``FACE_MASS_SHARE`` of rho): the
+    Gaussian mechanism on the counts of the rows on each face, disjoint, l2 sensitivity
+    sqrt(2); the other stages take their shares of the rest. "release" takes the
     rest: the chosen
     candidate's own plan, every stage of which is charged inside it and verified (its events
     are declared per candidate, so an (epsilon, delta) request composes the candidate that
@@ -591,8 +608,9 @@ class AutoMean(MeanEstimator):
         if faces is None:
             return plan
         # The faces' counts first; every other stage keeps its share of the rest.
-        return {FACES_STAGE: faces * self.rho,
-                **{stage: (1.0 - faces) * rho for stage, rho in plan.items()}}
+        return {FACES_STAGE: faces * self.rho, FACE_MASS_STAGE: FACE_MASS_SHARE * self.rho,
+                **{stage: (1.0 - faces - FACE_MASS_SHARE) * rho
+                   for stage, rho in plan.items()}}
 
     def choice_budget_plan(self, n: int, d: int) -> dict[str, float]:
         """The plan without ``FACES_STAGE``: the choice's stages (``choice_plan``), or the
@@ -633,15 +651,12 @@ class AutoMean(MeanEstimator):
                 return share
         return None
 
-    def rows_at_both_faces(self, engine: Engine, ledger: PrivacyLedger,
-                           rng: np.random.Generator) -> bool:
-        """Whether the noisy counts of rows in the lowest and in the highest ``FACES_REACH``
-        of the box's width (both ends closed) each exceed ``NEAR_ORIGIN_SDS`` standard
-        deviations of their noise and ``FACES_LEAST`` of the rows (stage ``FACES_STAGE``,
-        ``faces_share``). A row lies in at most one of the two ranges, so replacing it moves
-        each count by at most 1: l2 sensitivity sqrt(2), the Gaussian mechanism. Public: the
-        box, the ranges, the threshold."""
-        rho = ledger.planned[FACES_STAGE]
+    def end_counts(self, engine: Engine, ledger: PrivacyLedger,
+                   rng: np.random.Generator) -> np.ndarray:
+        """The noisy counts of rows in the lowest and in the highest ``FACES_REACH`` of the
+        box's width, both ends closed (stage ``FACES_STAGE``, ``faces_share``). A row lies in
+        at most one of the two ranges, so replacing it moves each count by at most 1: l2
+        sensitivity sqrt(2), the Gaussian mechanism. Public: the box, the ranges."""
         width = engine.hi - engine.lo
         bottom = engine.lo + FACES_REACH * width
         below = engine.coordinate_counts(IDENTITY, bottom)
@@ -651,10 +666,54 @@ class AutoMean(MeanEstimator):
         top = np.maximum(np.nextafter(engine.hi - FACES_REACH * width, -np.inf), bottom)
         counts = np.array([below[0], engine.n - engine.coordinate_counts(IDENTITY, top)[0]],
                           dtype=np.float64)
-        noisy = gaussian_mechanism(counts, math.sqrt(2.0), rho, rng, ledger=ledger,
-                                   stage=FACES_STAGE, secure=self.secure_noise)
+        return gaussian_mechanism(counts, math.sqrt(2.0), ledger.planned[FACES_STAGE], rng,
+                                  ledger=ledger, stage=FACES_STAGE, secure=self.secure_noise)
+
+    def rows_at_both_faces(self, ends: np.ndarray, n: int, rho: float) -> bool:
+        """Whether both noisy ``end_counts`` (noise ``rho``) exceed ``NEAR_ORIGIN_SDS``
+        standard deviations of their noise and ``FACES_LEAST`` of the rows.
+        Post-processing."""
         sd = gaussian_noise_std(math.sqrt(2.0), rho)
-        return bool(np.min(noisy) > max(NEAR_ORIGIN_SDS * sd, FACES_LEAST * engine.n))
+        return bool(np.min(ends) > max(NEAR_ORIGIN_SDS * sd, FACES_LEAST * n))
+
+    def face_mass(self, engine: Engine, ledger: PrivacyLedger,
+                  rng: np.random.Generator) -> np.ndarray:
+        """The noisy counts of rows on the box's lower face and on its upper face (x = lo,
+        x = hi, as clamped; stage ``FACE_MASS_STAGE``). A row lies on at most one: l2
+        sensitivity sqrt(2), the Gaussian mechanism. Public: the box."""
+        below = engine.coordinate_counts(IDENTITY, engine.lo)[0]
+        above = engine.n - engine.coordinate_counts(
+            IDENTITY, np.maximum(np.nextafter(engine.hi, -np.inf), engine.lo))[0]
+        return gaussian_mechanism(np.array([below, above], dtype=np.float64), math.sqrt(2.0),
+                                  ledger.planned[FACE_MASS_STAGE], rng, ledger=ledger,
+                                  stage=FACE_MASS_STAGE, secure=self.secure_noise)
+
+    def loses_to_the_face(self, ends: np.ndarray, faces: np.ndarray, n: int, rho_ends: float,
+                          rho_faces: float, clipped: float) -> bool:
+        """Whether a candidate that aims to clip ``clipped`` rows (public, ``clip_counts``)
+        cannot gain on the Gaussian mechanism because most rows sit on one face (its noisy
+        count in ``faces``, ``face_mass`` at noise ``rho_faces``, above n / 2) and either
+
+        - the rows off it (n less that count) are at most ``clipped`` and one sd of that
+          count's noise: its centre and radius then sit on the face, every row off it is
+          clipped onto it, and the release with them. A 0/1 flag with 1% ones, n = 5000, rho
+          = 0.05, was released as 1e-83 by cm, whose search aims to clip 126 rows, and by
+          auto, which chose cm (a user trial); with 3% ones, 26% low. Too few for the tail
+          histogram or the radius search to see, those rows are the mean;
+        - or the far end's quarter (its count in ``ends``, ``end_counts`` at noise
+          ``rho_ends``) holds rows beyond ``NEAR_ORIGIN_SDS`` of its noise: in one column, an
+          interval about the face either clips them, each moved by at least half the width,
+          or reaches over three quarters of it, whose noise is the Gaussian mechanism's or
+          more (a 3% flag at rho = 0.5: cm at 2.2 times its error).
+
+        Post-processing of the counts."""
+        lower = faces[0] >= faces[1]
+        face = float(faces[0] if lower else faces[1])
+        far = float(ends[1] if lower else ends[0])
+        if not face > n / 2.0:
+            return False
+        return bool(n - face <= clipped + gaussian_noise_std(math.sqrt(2.0), rho_faces)
+                    or far > NEAR_ORIGIN_SDS * gaussian_noise_std(math.sqrt(2.0), rho_ends))
 
     def near_origin_share(self, n: int, d: int) -> float | None:
         """The share of rho for ``NEAR_ORIGIN_STAGE``, or None where it is not asked (public:
@@ -804,9 +863,9 @@ class AutoMean(MeanEstimator):
             options.append(tuple(candidate.plan_events(n, d, sparse)))
         norms = norm_stages(sparse)
         choice = {stage: gaussian_event(plan[stage], self.secure_noise)
-                  if stage in (*norms, *TAIL_STAGES, NEAR_ORIGIN_STAGE, FACES_STAGE)
+                  if stage in (*norms, *TAIL_STAGES, NEAR_ORIGIN_STAGE, *FACE_STAGES)
                   else exponential_event(plan[stage])
-                  for stage in (*CHOICE_STAGES, *TAIL_STAGES, NEAR_ORIGIN_STAGE, FACES_STAGE)
+                  for stage in (*CHOICE_STAGES, *TAIL_STAGES, NEAR_ORIGIN_STAGE, *FACE_STAGES)
                   if stage in plan}
         return {**choice, "release": ChoiceEvent(tuple(options))}
 
@@ -1026,8 +1085,10 @@ class AutoMean(MeanEstimator):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         n, d = engine.n, engine.d
         rho_rest = budget["release"]
-        at_faces = (self.rows_at_both_faces(engine, ledger, rng)
-                    if FACES_STAGE in budget else False)
+        ends = (self.end_counts(engine, ledger, rng) if FACES_STAGE in budget else None)
+        faces = (self.face_mass(engine, ledger, rng) if FACE_MASS_STAGE in budget else None)
+        at_faces = (ends is not None
+                    and self.rows_at_both_faces(ends, n, ledger.planned[FACES_STAGE]))
         resolved = "choice norms" in budget  # public (choice_resolves)
         predicted, bias, robust = (self.predictions(engine, rho_rest, ledger, rng) if resolved
                                    else (None, {}, False))
@@ -1039,6 +1100,15 @@ class AutoMean(MeanEstimator):
         plans = {name: c.budget_plan(n, d) for name, c in candidates.items()}
         runnable = [name for name, c in candidates.items()  # a public check
                     if n >= c.minimum_rows(n, engine.lo, engine.hi, plans[name])]
+        if ends is not None and faces is not None and any(name in CLIPPING
+                                                          for name in runnable):
+            # A candidate that cannot gain where most rows sit on a face is left out
+            # (post-processing of the face counts and its public clip count).
+            clips = self.clip_counts(engine, rho_rest, robust)
+            runnable = [name for name in runnable if name not in CLIPPING
+                        or not self.loses_to_the_face(
+                            ends, faces, n, ledger.planned[FACES_STAGE],
+                            ledger.planned[FACE_MASS_STAGE], clips[name])]
         if not runnable or at_faces:
             # Rows at both ends of the box (``faces_share``), or no candidate meets its n.
             name = "gaussian"
