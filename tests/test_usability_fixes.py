@@ -397,3 +397,23 @@ def test_a_range_for_a_column_not_chosen_is_named(capsys, tmp_path):
     with pytest.raises(InvalidParameterError,
                        match=r"no range for column\(s\) 'ink'; 'inc' is not one of the columns"):
         dpmean.mean(frame, rho=1, bounds={"digit": (0, 9), "inc": (0, 1)}, method="cm")
+
+
+@pytest.mark.parametrize("method", ["cm", "iome"])
+def test_a_radius_at_the_bottom_of_its_search_is_said(method):
+    # A 1% flag (n = 5000, rho = 0.05): cm's and IOME's searches aim to clip more rows than
+    # the 50 ones, so the radius falls to the smallest the search can reach and the ones are
+    # clipped onto the zeros (a release of 4e-83, silently: a user trial). The warning reads
+    # the released radius and public values only; rows spread over the box never draw it.
+    flag = (np.random.default_rng(1).random((5000, 1)) < 0.01).astype(float)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = dpmean.mean(flag, rho=0.05, bounds=(0, 1), method=method, random_state=0)
+    said = [w for w in caught if issubclass(w.category, NoisyReleaseWarning)
+            and "smallest its search can reach" in str(w.message)]
+    assert result.mean[0] < 1e-60 and len(said) == 1
+    spread = np.random.default_rng(2).normal(size=(5000, 3))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dpmean.mean(spread, rho=0.05, bounds=(-10, 10), method=method, random_state=0)
+    assert not [w for w in caught if "smallest its search" in str(w.message)]

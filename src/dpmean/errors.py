@@ -31,8 +31,9 @@ class InsufficientDataWarning(UserWarning):
 
 
 class SecureNoiseWarning(UserWarning):
-    """``secure_noise=True`` was asked of an estimator none of whose stages is a Gaussian
-    mechanism (the trimmed mean's smooth-sensitivity noise): nothing in it is drawn exactly."""
+    """``secure_noise=True`` was asked of an estimator with stages that are not Gaussian
+    mechanisms (the trimmed mean's smooth-sensitivity noise; PLAN's and auto's exponential
+    mechanisms): those are drawn in floating point, as without it. The message names them."""
 
 
 class BoxIntervalWarning(UserWarning):
@@ -42,8 +43,10 @@ class BoxIntervalWarning(UserWarning):
 
 
 class NoisyReleaseWarning(UserWarning):
-    """The noise's 95% interval is wider than half the public box on most coordinates: the
-    answer is mostly noise. The message says what budget or n would help."""
+    """The release says little about the rows: the noise's 95% interval is wider than half the
+    public box on most coordinates, a column's private box was lifted far above its own rows
+    by wider columns, or the clipping radius is the smallest its search can reach (the rows
+    clipped onto one point). The message says which, and what would help."""
 
 
 class BoxFaceWarning(UserWarning):

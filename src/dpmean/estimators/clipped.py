@@ -4,6 +4,7 @@ it spends, before it draws."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -11,6 +12,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
+from ..errors import NoisyReleaseWarning
 from ..events import gaussian_event
 from ..mechanisms import (
     gaussian_mechanism,
@@ -26,9 +28,11 @@ from ..mechanisms.quantiles import (
     check_octave_search,
     noisy_count,
     octave_search,
+    octave_search_lowest,
     search_cost_event,
 )
 from ..transforms import View
+from ..validation import user_stacklevel
 
 # The failure probability the radius search's margin below n is sized for. A search over many
 # halvings decides at many midpoints above all the data, where the true count is n; a single
@@ -221,7 +225,23 @@ def private_radius(
     _, right = private_quantile_octaves(count, rank, norm_bound, steps=steps, rho=rho,
                                         rng=rng, ledger=ledger, stage="threshold",
                                         secure=secure)
+    if right <= octave_search_lowest(norm_bound, steps):
+        warn_radius_at_the_bottom(right, norm_bound)
     return right
+
+
+def warn_radius_at_the_bottom(radius: float, norm_bound: float) -> None:
+    """Say that a radius search ended at the smallest radius it can reach: every noisy count
+    found its target of rows within each radius asked, so the rows sit at the centre, and any
+    row away from it (fewer than the search's margin, too few to see) was clipped onto it. A
+    0/1 column with 1% ones (n = 5000, rho = 0.05) was released as 1e-83 by cm so, silently (a
+    user trial). Post-processing of the released radius and public values."""
+    warnings.warn(
+        f"the clipping radius is the smallest its search can reach ({radius:.3g}, against a "
+        f"norm bound of {norm_bound:.3g}): the rows sit at one point, and any row away from it, "
+        f"too few for the search to see, was clipped onto it. For a column of a rare value "
+        f"(a 0/1 flag), use method='gaussian' or 'auto'", NoisyReleaseWarning,
+        stacklevel=user_stacklevel())
 
 
 def noisy_clipped_mean(
