@@ -97,14 +97,19 @@ def release_json(capsys, path, *flags, engine="memory"):
     return json.loads(out), err
 
 
+def fill_flags(engine: str) -> list[str]:
+    """The --fill flags of ``FILL``; skips a Dask engine where dask is not installed."""
+    if engine == "dask":
+        pytest.importorskip("dask")
+    return [arg for name, value in FILL.items() for arg in ("--fill", f"{name}={value:g}")]
+
+
 @pytest.mark.parametrize("engine", ["memory", "chunked", "dask"])
 def test_a_blank_filled_is_released_as_the_value_written(capsys, files, engine):
     # The neighbouring-file view of a fill: a row's filled cell is that row's alone, so the
     # file with blanks and the file with the values written in give one release, bit for bit,
     # and no output says how many cells were filled.
-    if engine == "dask":
-        pytest.importorskip("dask")
-    fills = [arg for name, value in FILL.items() for arg in ("--fill", f"{name}={value:g}")]
+    fills = fill_flags(engine)
     got, got_err = release_json(capsys, files / "blanks.csv", *fills, engine=engine)
     written, written_err = release_json(capsys, files / "written.csv", engine=engine)
     assert got == written
@@ -118,9 +123,7 @@ def test_a_blank_filled_is_released_as_the_value_written(capsys, files, engine):
 
 @pytest.mark.parametrize("engine", ["memory", "chunked", "dask"])
 def test_parquet_fill_on_every_engine(capsys, files, engine):
-    if engine == "dask":
-        pytest.importorskip("dask")
-    fills = [arg for name, value in FILL.items() for arg in ("--fill", f"{name}={value:g}")]
+    fills = fill_flags(engine)
     got, _ = release_json(capsys, files / "blanks.parquet", *fills, engine=engine)
     memory, _ = release_json(capsys, files / "blanks.parquet", *fills)
     assert got["mean"] == memory["mean"]
