@@ -55,6 +55,16 @@ def main() -> None:
         g.uniform(size=(N, 1)) < 0.9, 0.0, g.uniform(0, 0.2, size=(N, 1))), (0, 1), 0.5, seeds)
     compare("Poisson(0.05) in (0, 20)", lambda g: g.poisson(0.05, size=(N, 1)).astype(float),
             (0, 20), 0.5, seeds)
+    compare("Poisson(0.05) in (0, 20)", lambda g: g.poisson(0.05, size=(N, 1)).astype(float),
+            (0, 20), 0.1, seeds)
+    compare("Poisson(0.01) in (0, 100)", lambda g: g.poisson(0.01, size=(N, 1)).astype(float),
+            (0, 100), 0.5, seeds)
+    for top in (10, 1000):
+        compare(f"99% 0, 1% U(0, 1) in (0, {top})", lambda g: np.where(
+            g.uniform(size=(N, 1)) < 0.99, 0.0, g.uniform(0, 1, size=(N, 1))), (0, top), 0.1,
+            seeds)
+    compare("95% 0, 5% U(0, 1) in (0, 100)", lambda g: np.where(
+        g.uniform(size=(N, 1)) < 0.95, 0.0, g.uniform(0, 1, size=(N, 1))), (0, 100), 0.01, seeds)
 
 
 if __name__ == "__main__":

@@ -183,3 +183,18 @@ def test_fill_on_a_npy_input_is_a_usage_error(capsys, tmp_path):
     np.save(path, np.zeros((10, 2)))
     assert main(["estimate", str(path), "--rho", "1", "--fill", "a=1"]) != 0
     assert "--fill applies to .csv and .parquet files" in capsys.readouterr().err
+
+
+def test_the_missing_words_of_other_writers_are_filled_and_spaces_are_told(tmp_path):
+    # R, spreadsheets and pandas write NA, N/A, NULL, None, #N/A or <NA> for a missing value:
+    # with a fill they are missing, as an empty cell is (a user trial: NA cells were refused
+    # with --fill given, and told to use --fill). A cell of spaces is text, said so.
+    path = tmp_path / "words.csv"
+    words = ["NA", "N/A", "n/a", "NULL", "null", "None", "#N/A", "<NA>", '""', ""]
+    path.write_text("a,b\n" + "".join(f"{i},{word}\n" for i, word in enumerate(words)) + "9,2\n")
+    got = load_data(path, fill={"b": 5.0})
+    np.testing.assert_array_equal(got[:, 1], [5.0] * len(words) + [2.0])
+    spaces = tmp_path / "spaces.csv"
+    spaces.write_text("a,b\n1, \n2,3\n")
+    with pytest.raises(InvalidDataError, match="its fill takes empty cells and NA"):
+        load_data(spaces, fill={"b": 5.0})

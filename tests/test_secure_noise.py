@@ -184,3 +184,20 @@ def test_floating_point_stages_are_said_with_secure_noise(method, options, warns
                     random_state=0, **options)
     said = [w for w in caught if issubclass(w.category, SecureNoiseWarning)]
     assert len(said) == (1 if warns else 0), [str(w.message) for w in caught]
+
+
+def test_the_floating_point_warning_follows_the_plan_and_comes_once():
+    # Without bounds the estimator runs again in its private box: one warning, not two. And
+    # where auto's plan has no pair medians and PLAN cannot run first (one column, n = 300,
+    # rho = 0.02: IOME runs), every stage is exact and nothing is said (a user trial).
+    def said(x, **options):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dpmean.mean(x, rho=options.pop("rho", 0.5), secure_noise=True, random_state=0,
+                        **options)
+        return [w for w in caught if issubclass(w.category, SecureNoiseWarning)]
+
+    rows = np.random.default_rng(5).normal(size=(2000, 20))
+    assert len(said(rows)) == 1
+    flag = (np.random.default_rng(0).random((300, 1)) < 0.05).astype(float)
+    assert said(flag, rho=0.02, bounds=(0, 1)) == []

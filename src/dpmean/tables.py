@@ -47,6 +47,10 @@ _CELL_SPACE = " \t"
 # How a missing value of a file can be filled, for the refusals that find one.
 _FILL_HINT = ("; a .csv or .parquet file's reader can fill a missing value (empty, or NaN) "
               "with a public one: --fill NAME=VALUE, fill={NAME: VALUE}")
+# What a CSV cell of a column read with a fill may say for "missing", besides being empty:
+# the spellings of R, spreadsheets and pandas' writers (a user trial: NA cells were refused
+# with --fill given). Only where some column has a fill; a cell of spaces is not one of them.
+_MISSING_WORDS = ["", "NA", "N/A", "n/a", "NULL", "null", "None", "#N/A", "<NA>"]
 
 
 def is_table(x: Any) -> bool:
@@ -731,12 +735,14 @@ class CsvTable:
         """pyarrow's conversion options for this file's cells: its decimal mark, no
         missing-value words (an empty cell is not a number), and ``options``. Every cell is
         read through them, a worded column's others too (``_parse_cells``). With a ``fill``,
-        an empty cell (quoted or not) is read as missing: a filled column's is filled
-        (``_numbers``), another's is refused as a null (``check_values``)."""
+        an empty cell (quoted or not) or one of ``_MISSING_WORDS`` is read as missing: a filled
+        column's is filled (``_numbers``), another's is refused as a null
+        (``check_values``)."""
         import pyarrow.csv as pcsv
 
         blank = bool(self.fill)
-        return pcsv.ConvertOptions(decimal_point=self.decimal, null_values=[""] if blank else [],
+        return pcsv.ConvertOptions(decimal_point=self.decimal,
+                                   null_values=_MISSING_WORDS if blank else [],
                                    strings_can_be_null=False, quoted_strings_can_be_null=blank,
                                    **options)
 
@@ -943,11 +949,14 @@ class CsvTable:
         if not hint and self.delimiter != "," and self.decimal == ".":
             # Layout only: a ';' file is how spreadsheets with a decimal comma write.
             hint = "; numbers written with a decimal comma (1,5) need --decimal , (decimal=',')"
+        filled = name in self.fill
         return InvalidDataError(
-            f"{self.path}: column {number} holds a cell that is not a number ({named}empty, "
-            f"text, or a malformed number; True and False are read as 1 and 0); fix the "
-            f"cell, remove the row, or choose other columns{hint}; an empty cell can take a "
-            f"public value with --fill NAME=VALUE (fill=)")
+            f"{self.path}: column {number} holds a cell that is not a number ({named}"
+            f"{'' if filled else 'empty, '}text, or a malformed number; True and False are read "
+            f"as 1 and 0); fix the cell, remove the row, or choose other columns{hint}"
+            + ("; its fill takes empty cells and NA, N/A, NULL, None, #N/A, <NA>, not a cell "
+               "of spaces" if filled else
+               "; an empty cell can take a public value with --fill NAME=VALUE (fill=)"))
 
 
 def _first_record_bounds(data: bytes, last: bool) -> tuple[int, int, int, int] | None:

@@ -103,13 +103,21 @@ NEAR_ORIGIN_SDS = 3.0
 # of rho) count the rows on each face, which tell whether most rows sit on one face with too
 # few off it, or too many at its far end, for a clipping candidate to gain
 # (``AutoMean.loses_to_the_face``). A candidate's clip count k grows as 1 / sqrt(rho) (about
-# 28 / sqrt(rho) for cm at n = 2000 to 50,000), as the counts' noise does: 2% of rho keeps it
-# near k / 4 at every rho (at 10% of the faces' share, 0.2-2% of rho, its noise let Poisson
+# 28 / sqrt(rho) for cm at n = 2000 to 50,000), as the counts' noise does: 5% of rho keeps it
+# near k / 6 at every rho (at 10% of the faces' share, 0.2-2% of rho, its noise let Poisson
 # counts of mean 0.05 in (0, 20), 250 rows off the face against cm's k of 90, be sent to the
-# Gaussian mechanism at 4x cm's error).
+# Gaussian mechanism at 4x cm's error), and lets the rows at the far face show (below).
 FACES_STAGE = "choice faces"
 FACE_MASS_STAGE = "choice face mass"
-FACE_MASS_SHARE = 0.02
+FACE_MASS_SHARE = 0.05
+# How many standard deviations of their noise the rows far from the face (the far quarter's
+# and the far face's counts, weighted by their noise) must clear before a candidate that would
+# clip every row off the face is left out: rows off the face but near it cost a clip little,
+# and the Gaussian mechanism's noise grows with the range (a review: 99% zeros and 1% U(0, 1)
+# in (0, 1000), n = 5000, rho = 0.1, sent to it at 51x cm's error). A 1% flag at n = 5000,
+# rho = 0.05 (50 ones at the far face, the weighted noise 16 rows) clears 1.5 sd in 93% of
+# releases; rows near the face do in 7%.
+FAR_EVIDENCE_SDS = 1.5
 FACE_STAGES = (FACES_STAGE, FACE_MASS_STAGE)
 FACES_REACH = 0.25
 # The share of the rows at a face the counts should see: its count clears the threshold
@@ -598,9 +606,22 @@ class AutoMean(MeanEstimator):
         inner.box_is_private = True
         return inner
 
-    def floating_point_stages(self) -> str | None:
-        return ("auto's choice medians of pair distances (exponential mechanisms) and, where "
-                "PLAN runs, PLAN's exponential-mechanism stages")
+    def floating_point_stages(self, n: int, d: int) -> str | None:
+        # From the plan (public): the pair medians where the choice is made, PLAN's stages
+        # where it is a candidate that meets its n (a false warning before: a review).
+        plan = self.budget_plan(n, d)
+        rest = plan["release"]
+        if "choice norms" in plan:
+            plan_may_run = self.runs("plan", rest, n, d)
+        else:  # the first candidate that meets its n runs
+            first = [name for name in self.unresolved_choice(n, d, sparse=False)
+                     if name == "gaussian" or self.runs(name, rest, n, d)][:1]
+            plan_may_run = first == ["plan"]
+        parts = (["auto's choice medians of pair distances (exponential mechanisms)"]
+                 if "choice pair l2" in plan else [])
+        if plan_may_run:
+            parts.append("PLAN's exponential-mechanism stages, where PLAN runs,")
+        return " and ".join(parts) or None
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         plan = self.choice_budget_plan(n, d)
@@ -695,11 +716,15 @@ class AutoMean(MeanEstimator):
         count in ``faces``, ``face_mass`` at noise ``rho_faces``, above n / 2) and either
 
         - the rows off it (n less that count) are at most ``clipped`` and one sd of that
-          count's noise: its centre and radius then sit on the face, every row off it is
-          clipped onto it, and the release with them. A 0/1 flag with 1% ones, n = 5000, rho
-          = 0.05, was released as 1e-83 by cm, whose search aims to clip 126 rows, and by
-          auto, which chose cm (a user trial); with 3% ones, 26% low. Too few for the tail
-          histogram or the radius search to see, those rows are the mean;
+          count's noise, and the rows far from it show: their estimate, the far quarter's
+          count in ``ends`` and the far face's in ``faces`` weighted by the inverse of their
+          noise's variance, clears ``FAR_EVIDENCE_SDS`` of its noise. The candidate's centre
+          and radius then sit on the face, every row off it is clipped onto it, and the
+          release with them. A 0/1 flag with 1% ones, n = 5000, rho = 0.05, was released as
+          1e-83 by cm, whose search aims to clip 126 rows, and by auto, which chose cm (a user
+          trial); with 3% ones, 26% low. Too few for the tail histogram or the radius search
+          to see, those rows are the mean. (Rows off the face but near it, small counts in a
+          wide range, cost a clip little: there the rule does not apply);
         - or the far end's quarter (its count in ``ends``, ``end_counts`` at noise
           ``rho_ends``) holds rows beyond ``NEAR_ORIGIN_SDS`` of its noise: in one column, an
           interval about the face either clips them, each moved by at least half the width,
@@ -708,12 +733,18 @@ class AutoMean(MeanEstimator):
 
         Post-processing of the counts."""
         lower = faces[0] >= faces[1]
-        face = float(faces[0] if lower else faces[1])
+        face, far_face = (float(faces[0]), float(faces[1])) if lower else (
+            float(faces[1]), float(faces[0]))
         far = float(ends[1] if lower else ends[0])
         if not face > n / 2.0:
             return False
-        return bool(n - face <= clipped + gaussian_noise_std(math.sqrt(2.0), rho_faces)
-                    or far > NEAR_ORIGIN_SDS * gaussian_noise_std(math.sqrt(2.0), rho_ends))
+        sd_faces = gaussian_noise_std(math.sqrt(2.0), rho_faces)
+        sd_ends = gaussian_noise_std(math.sqrt(2.0), rho_ends)
+        weights = np.array([sd_ends ** -2.0, sd_faces ** -2.0])
+        far_rows = float(weights @ np.array([far, far_face]) / weights.sum())
+        shows = far_rows > FAR_EVIDENCE_SDS * float(weights.sum() ** -0.5)
+        return bool((n - face <= clipped + sd_faces and shows)
+                    or far > NEAR_ORIGIN_SDS * sd_ends)
 
     def near_origin_share(self, n: int, d: int) -> float | None:
         """The share of rho for ``NEAR_ORIGIN_STAGE``, or None where it is not asked (public:

@@ -509,12 +509,6 @@ class MeanEstimator(ABC):
         table (pandas, polars, pyarrow) whose numeric ``columns`` (default all) are used, by
         name; the result then carries the names (``MeanResult.columns``)."""
         x, names = data_columns(x, columns)
-        floating = self.floating_point_stages() if self.secure_noise else None
-        if floating:
-            warnings.warn(
-                f"secure_noise=True makes the Gaussian-mechanism stages exact; {floating} "
-                f"still draw in floating point (see docs/privacy.md, 'Randomness and floating "
-                f"point')", SecureNoiseWarning, stacklevel=user_stacklevel())
         estimator = self
         if isinstance(self.bounds, Mapping):
             # Ranges by column name: this release's box in the data's column order, judged
@@ -531,10 +525,22 @@ class MeanEstimator(ABC):
         warn_if_on_the_faces(result)
         return result
 
-    def floating_point_stages(self) -> str | None:
-        """With ``secure_noise``, the stages that still draw in floating point, as the
-        ``SecureNoiseWarning`` of ``estimate`` names them (None: every stage is exact)."""
+    def floating_point_stages(self, n: int, d: int) -> str | None:
+        """With ``secure_noise``, the stages a release of n rows of d columns may still draw in
+        floating point, as its ``SecureNoiseWarning`` names them (None: every stage is exact).
+        Public: n, d, the plan."""
         return None
+
+    def warn_if_floating_stages(self, n: int, d: int) -> None:
+        """With ``secure_noise``, a ``SecureNoiseWarning`` naming the stages that still draw in
+        floating point (``floating_point_stages``), once a release: from ``_estimate`` where the
+        estimator runs in its box, after a private box or a budget's calibration."""
+        floating = self.floating_point_stages(n, d) if self.secure_noise else None
+        if floating:
+            warnings.warn(
+                f"secure_noise=True makes the Gaussian-mechanism stages exact; {floating} "
+                f"still draw in floating point (see docs/privacy.md, 'Randomness and floating "
+                f"point')", SecureNoiseWarning, stacklevel=user_stacklevel())
 
     def _estimate(self, x: Any) -> MeanResult:
         # Each release validates its bounds afresh (``box`` keeps them for this release only:
@@ -557,6 +563,7 @@ class MeanEstimator(ABC):
         lo, hi = self.box(n, d)
         scale = self.box_scale(n, d)
         unit_lo, unit_hi = self.unit_box(n, d)
+        self.warn_if_floating_stages(n, d)
         ledger = PrivacyLedger(self.total, self.budget.unit)
         # The split is fixed from public values and checked against the budget before any data
         # value is read.

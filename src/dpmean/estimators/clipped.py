@@ -240,7 +240,7 @@ def warn_radius_at_the_bottom(radius: float, norm_bound: float) -> None:
         f"the clipping radius is the smallest its search can reach ({radius:.3g}, against a "
         f"norm bound of {norm_bound:.3g}): the rows sit at one point, and any row away from it, "
         f"too few for the search to see, was clipped onto it. For a column of a rare value "
-        f"(a 0/1 flag), use method='gaussian' or 'auto'", NoisyReleaseWarning,
+        f"(a 0/1 flag), name method='gaussian'", NoisyReleaseWarning,
         stacklevel=user_stacklevel())
 
 

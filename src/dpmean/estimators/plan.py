@@ -153,7 +153,7 @@ class _PlanBase(MeanEstimator):
         self.steps = check_steps(steps, "steps")
         self.beta = check_fraction(beta, "beta")
 
-    def floating_point_stages(self) -> str | None:
+    def floating_point_stages(self, n: int, d: int) -> str | None:
         if self.quantile != "exponential":
             return None
         return ("PLAN's exponential-mechanism stages (its centre, variances and threshold; "
