@@ -198,3 +198,14 @@ def test_the_missing_words_of_other_writers_are_filled_and_spaces_are_told(tmp_p
     spaces.write_text("a,b\n1, \n2,3\n")
     with pytest.raises(InvalidDataError, match="its fill takes empty cells and NA"):
         load_data(spaces, fill={"b": 5.0})
+
+
+def test_cli_says_when_a_fill_lies_outside_its_range(capsys, files):
+    # A sentinel (-1 for a missing age in 0:120) is clamped to the range's end like any value
+    # beyond it: said before anything is read (public values), and nothing said otherwise.
+    fills = ["--fill", "age=-1", "--fill", "income=30000", "--fill", "flag=0"]
+    _, err = release_json(capsys, files / "blanks.csv", *fills)
+    assert "--fill age=-1 lies outside the column's range 0:120" in err
+    assert "income" not in err.split("lies outside")[0].split("\n")[-1]
+    _, err = release_json(capsys, files / "blanks.csv", *fill_flags("memory"))
+    assert "lies outside" not in err

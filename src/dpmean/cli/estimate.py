@@ -42,6 +42,7 @@ from .arguments import (
     check_ranges,
     check_writable,
     fill_pair,
+    fill_values,
     input_columns,
     insufficient_data_error,
     parse_options,
@@ -289,7 +290,32 @@ def _bounds(args: argparse.Namespace, layout: _Layout) -> tuple[Any, Any] | None
     from ..validation import check_bounds
 
     check_bounds(bounds, layout.d, layout.names)
+    _warn_fills_outside(args, bounds, layout)
     return bounds
+
+
+def _warn_fills_outside(args: argparse.Namespace, bounds: tuple[Any, Any],
+                        layout: _Layout) -> None:
+    """Say, before anything is read, where a --fill value lies outside its column's range: the
+    filled cells are then clamped to the range's end like any value beyond it, so a sentinel
+    (-1 for a missing age in 0:120) becomes the range's end (a user trial). Public values."""
+    import warnings
+
+    import numpy as np
+
+    fills = fill_values(getattr(args, "fill", None)) or {}
+    if not fills or layout.names is None:
+        return
+    lo = np.broadcast_to(np.asarray(bounds[0], dtype=np.float64), (layout.d,))
+    hi = np.broadcast_to(np.asarray(bounds[1], dtype=np.float64), (layout.d,))
+    for name, value in fills.items():
+        if name in layout.names:
+            j = layout.names.index(name)
+            if not lo[j] <= value <= hi[j]:
+                warnings.warn(f"--fill {name}={value:g} lies outside the column's range "
+                              f"{lo[j]:g}:{hi[j]:g}: its filled cells are clamped to "
+                              f"{min(max(value, lo[j]), hi[j]):g}, as any value beyond the "
+                              f"range is", UserWarning, stacklevel=2)
 
 
 def _bounds_by_name(args: argparse.Namespace, bounds: tuple[Any, Any], named: list[str],
