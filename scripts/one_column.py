@@ -49,6 +49,10 @@ def rows(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, tuple
         return (rng.random(n) < 0.3).astype(float), (0, 1)
     if kind == "bimodal":
         return np.where(rng.random(n) < 0.7, rng.normal(20, 2, n), rng.normal(80, 2, n)), (0, 100)
+    if kind == "age18":
+        return np.clip(np.round(rng.normal(45, 15, n)), 18, 99), (0, 120)
+    if kind == "capped":
+        return np.minimum(rng.lognormal(10.5, 1, n), 1e6), (0, 1e6)
     if kind == "age":
         return np.clip(rng.normal(45, 15, n), 0, 120), (0, 120)
     raise SystemExit(f"unknown kind {kind!r}")

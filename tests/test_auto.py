@@ -413,6 +413,26 @@ def test_a_rare_value_at_a_face_is_not_clipped_onto_the_other(share, ones, rho):
             assert result.diagnostics["threshold"] >= 0.5
 
 
+def test_one_column_in_its_own_range_needs_a_clear_gain_to_clip():
+    # Ages floored at 18 in (0, 120), n = 2000, rho = 1: IOME was predicted 1.25x better than
+    # the Gaussian mechanism, with no bias, and was 6x worse (0.24 against 0.039 over 20
+    # seeds: it clips the long upper tail, nothing balances it below; a user trial). For one
+    # column with public bounds a clipping candidate must be predicted ONE_COLUMN_MARGIN (2)
+    # times better: the Gaussian mechanism runs, its error its noise, sd 120 / (n sqrt(2
+    # rho_release)), within 4 sd in every release (1 in 16,000 each). A loose range still
+    # clips (``test_one_column_near_one_end_is_not_sent_to_the_gaussian_mechanism``).
+    n = 2000
+    auto = AutoMean(1.0, bounds=(0, 120))
+    rho_release = auto.budget_plan(n, 1)["release"]
+    sd = 120.0 / (n * np.sqrt(2 * rho_release))
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        x = np.clip(np.round(rng.normal(45, 15, (n, 1))), 18, 99)
+        result = dpmean.mean(x, rho=1.0, bounds=(0, 120), random_state=seed)
+        assert result.diagnostics["chosen"] == "gaussian"
+        assert abs(result.mean[0] - x.mean()) <= 4 * sd
+
+
 def test_rows_near_a_face_off_it_still_choose_a_clipping_candidate():
     # 90% zeros and 10% spread over (0, 0.2) in (0, 1): 500 rows off the face, far more than
     # any candidate clips, and none in the far quarter: the choice runs as before (cm, at

@@ -426,8 +426,9 @@ def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> Non
         if column.null_count:
             # ("NaN" as the estimators say it: the same advice, a different cause.)
             raise InvalidDataError(f"{label} holds an empty cell (null): like NaN values, it "
-                                   f"must be removed or imputed before a private "
-                                   f"release{_FILL_HINT}")
+                                   f"must be removed or imputed before a private release "
+                                   f"(where another column has a fill, a CSV cell NA, N/A, "
+                                   f"NULL, None, #N/A or <NA> is empty too){_FILL_HINT}")
         if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column),
                                                         min_count=1).as_py():
             # (An infinite value, or a CSV number too large for a float64, is a number beyond

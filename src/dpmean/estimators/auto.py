@@ -118,6 +118,9 @@ FACE_MASS_SHARE = 0.05
 # rho = 0.05 (50 ones at the far face, the weighted noise 16 rows) clears 1.5 sd in 93% of
 # releases; rows near the face do in 7%.
 FAR_EVIDENCE_SDS = 1.5
+# How much better than the Gaussian mechanism a clipping candidate must be predicted, for one
+# column with public bounds, to be chosen (``AutoMean.one_column_margin``).
+ONE_COLUMN_MARGIN = 2.0
 FACE_STAGES = (FACES_STAGE, FACE_MASS_STAGE)
 FACES_REACH = 0.25
 # The share of the rows at a face the counts should see: its count clears the threshold
@@ -709,6 +712,19 @@ class AutoMean(MeanEstimator):
                                   ledger.planned[FACE_MASS_STAGE], rng, ledger=ledger,
                                   stage=FACE_MASS_STAGE, secure=self.secure_noise)
 
+    def one_column_margin(self, noise: dict[str, float], one_column: bool) -> dict[str, float]:
+        """The predicted noise the choice compares: for one column with public bounds, a
+        clipping candidate's times ``ONE_COLUMN_MARGIN``. There the range is the column's own
+        (an age's 0-120, a capped income, a scale), a clip gains at most the range over its
+        interval's width, and the bias predictions, lower bounds from noisy histograms, miss a
+        sparse far tail and a one-sided floor (a user trial: ages floored at 18 in (0, 120),
+        IOME predicted 1.25x better than the Gaussian mechanism and 7-11x worse; incomes capped
+        at 10^6, cm predicted 2x better and 7.6x worse). Post-processing."""
+        if not one_column:
+            return noise
+        return {name: value * (ONE_COLUMN_MARGIN if name in CLIPPING else 1.0)
+                for name, value in noise.items()}
+
     def loses_to_the_face(self, ends: np.ndarray, faces: np.ndarray, n: int, rho_ends: float,
                           rho_faces: float, clipped: float) -> bool:
         """Whether a candidate that aims to clip ``clipped`` rows (public, ``clip_counts``)
@@ -1148,7 +1164,8 @@ class AutoMean(MeanEstimator):
         elif predicted is None:
             name = runnable[0]  # ``unresolved_choice``'s order
         else:
-            name = best_predicted(runnable, predicted, bias)
+            name = best_predicted(runnable, self.one_column_margin(predicted, ends is not None),
+                                  bias)
         chosen = candidates[name]
         inner = PrivacyLedger(rho_rest)
         inner_budget = inner.plan(plans[name])

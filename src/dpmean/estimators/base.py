@@ -563,7 +563,6 @@ class MeanEstimator(ABC):
         lo, hi = self.box(n, d)
         scale = self.box_scale(n, d)
         unit_lo, unit_hi = self.unit_box(n, d)
-        self.warn_if_floating_stages(n, d)
         ledger = PrivacyLedger(self.total, self.budget.unit)
         # The split is fixed from public values and checked against the budget before any data
         # value is read.
@@ -572,6 +571,7 @@ class MeanEstimator(ABC):
         data = check_sparse_data(x) if sparse else x if is_deferred(x) else check_data(x)
         if self.too_few_rows(n, d, budget):
             return self._fallback(n, d, lo, hi, budget, ledger)
+        self.warn_if_floating_stages(n, d)  # (a fallback draws nothing: a review)
         engine = make_engine(data, lo, hi, self.engine, scale=scale)
         mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
         # Every stage must have been charged its plan by the mechanism that spent it.
