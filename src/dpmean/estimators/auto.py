@@ -469,7 +469,9 @@ class AutoMean(MeanEstimator):
     in each end quarter of the range, the Gaussian mechanism runs; and two more count the rows
     on each face (``face_mass``): where most rows sit on one face, a clipping candidate that
     would clip every row off it, or whose interval about it meets rows in the far quarter, is
-    left out (``loses_to_the_face``).
+    left out (``loses_to_the_face``); and a clipping candidate must be predicted
+    ``ONE_COLUMN_MARGIN`` times better than the Gaussian mechanism to run
+    (``one_column_margin``).
     Otherwise the choice spends ``choice_share`` of rho (``CHOICE_STAGES``; at most
     ``CHOICE_SHARE``, less where n and rho buy its precision for less) on private medians
     (sensitivity 1: a row is in one value each) of
