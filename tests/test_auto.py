@@ -404,6 +404,9 @@ def test_a_rare_value_at_a_face_is_not_clipped_onto_the_other(share, ones, rho):
         result = dpmean.mean(x, rho=rho, bounds=(0, 1), random_state=seed)
         if result.diagnostics["chosen"] == "gaussian":
             assert abs(result.mean[0] - x.mean()) <= 4 * sd
+            # The diagnostics say which candidates the face counts left out.
+            assert set(result.diagnostics["left_out_at_face"].split(", ")) <= {
+                "cm", "iome", "plan"}
         else:
             # Only where the rows off the face outnumber the candidate's clip count (the
             # 3% flag, 150 ones against cm's 126 at noise 20: a release in about 40% leaves
@@ -445,3 +448,4 @@ def test_rows_near_a_face_off_it_still_choose_a_clipping_candidate():
         for x in (zero_inflated, tight):
             result = dpmean.mean(x, rho=0.5, bounds=(0, 1), random_state=seed)
             assert result.diagnostics["chosen"] != "gaussian"
+            assert "left_out_at_face" not in result.diagnostics

@@ -587,6 +587,10 @@ class AutoMean(MeanEstimator):
                                      "and where no choice was made)."),
         "release_ledger": Diagnostic(Kind.AMOUNTS, "The chosen estimator's stages, within the "
                                      "stage \"release\"."),
+        "left_out_at_face": Diagnostic(Kind.TEXT, "The clipping candidates left out because most "
+                                       "rows sit on a face of one column's range "
+                                       "(``loses_to_the_face``; private: from the face "
+                                       "counts), comma-separated; absent where none was."),
         "robust_iome": Diagnostic(Kind.BOOL, "IOME was a candidate with its search share "
                                   "ROBUST_IOME_SHARE, the rows beyond its radius leaning one way "
                                   "(private: from the histogram about the centre)."),
@@ -1149,15 +1153,16 @@ class AutoMean(MeanEstimator):
         plans = {name: c.budget_plan(n, d) for name, c in candidates.items()}
         runnable = [name for name, c in candidates.items()  # a public check
                     if n >= c.minimum_rows(n, engine.lo, engine.hi, plans[name])]
+        left_out: list[str] = []
         if ends is not None and faces is not None and any(name in CLIPPING
                                                           for name in runnable):
             # A candidate that cannot gain where most rows sit on a face is left out
             # (post-processing of the face counts and its public clip count).
             clips = self.clip_counts(engine, rho_rest, robust)
-            runnable = [name for name in runnable if name not in CLIPPING
-                        or not self.loses_to_the_face(
-                            ends, faces, n, ledger.planned[FACES_STAGE],
-                            ledger.planned[FACE_MASS_STAGE], clips[name])]
+            left_out = [name for name in runnable if name in CLIPPING and self.loses_to_the_face(
+                ends, faces, n, ledger.planned[FACES_STAGE], ledger.planned[FACE_MASS_STAGE],
+                clips[name])]
+            runnable = [name for name in runnable if name not in left_out]
         if not runnable or at_faces:
             # Rows at both ends of the box (``faces_share``), or no candidate meets its n.
             name = "gaussian"
@@ -1178,6 +1183,8 @@ class AutoMean(MeanEstimator):
         inner.verify()
         chosen.check_events(inner, n, d, sparse)  # it ran one of the choice's options
         extra: dict[str, Any] = {"predicted_bias": bias} if bias else {}
+        if left_out:
+            extra["left_out_at_face"] = ", ".join(left_out)
         if robust:
             extra["robust_iome"] = True
         return mean, {**diagnostics, "chosen": name, "predicted_noise": predicted, **extra,
