@@ -472,7 +472,8 @@ def check_fill(fill: Any, names: Sequence[str], where: str) -> dict[str, float]:
 def fill_missing(rows: Any, fill: dict[str, float]) -> Any:
     """``rows`` (a pyarrow Table or RecordBatch) with each column of ``fill`` as float64, its
     missing cells (null, an empty CSV cell, and NaN, pandas' missing float) replaced by the
-    column's public value. Infinite values stay, for ``check_values`` to refuse."""
+    column's public value. Infinite values stay: a number beyond the box, clamped like one
+    (``validation.beyond_range_clamped``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -537,7 +538,6 @@ class CsvTable:
         import pyarrow.csv as pcsv
 
         self.path = Path(path)
-        self.fill: dict[str, float] = {}
         if decimal not in (None, ".", ","):
             raise InvalidParameterError(f"the decimal mark must be '.' or ',', got {decimal!r}")
         self.decimal = decimal or "."
@@ -605,7 +605,7 @@ class CsvTable:
         if fill is not None and not self.header:
             raise InvalidParameterError(f"{where}: fill names columns by header name, and the "
                                         f"file is read without a header")
-        self.fill = check_fill(fill, chosen, where)
+        self.fill: dict[str, float] = check_fill(fill, chosen, where)
         for name in chosen:  # pyarrow picks columns by name: an index's name must differ
             if all_names.count(name) > 1:
                 raise InvalidDataError(f"{where}: the header names two columns {name!r}; "

@@ -122,14 +122,9 @@ def _as_dict(path: str, session: Any) -> dict[str, Any]:
     """What ``ledger show`` prints, as JSON values (a user trial: scripts auditing a ledger had
     only the text): the budget, each release with its events as the file keeps them, and the
     composed totals in the ledger's unit."""
-    from ..session import event_to_dict
-
     shown: dict[str, Any] = {
         "file": path, "budget": session.budget.to_dict(), "unit": session.unit,
-        "releases": [{"index": r.index, "method": r.method, "budget": r.budget.to_dict(),
-                      "status": r.status, "spent": r.spent, "label": r.label,
-                      "events": [event_to_dict(e) for e in r.events]}
-                     for r in session.ledger],
+        "releases": [release.to_dict() for release in session.ledger],  # as the file keeps them
         "spent": session.spent, "remaining": session.remaining}
     if session.unit != "rho":
         shown["next_release_max_rho"] = session.largest_rho()

@@ -1050,7 +1050,7 @@ class AutoMean(MeanEstimator):
         ``robust`` variant's where asked), PLAN's ``clip_count``."""
         n, d = engine.n, engine.d
         clips = {}
-        for name in ("cm", "iome", "plan"):
+        for name in CLIPPING:
             candidate = self.candidate(name, rho_rest, robust)
             plan = candidate.budget_plan(n, d)
             if isinstance(candidate, PrivateLimitAdaptedNoise):
