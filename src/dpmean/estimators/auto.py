@@ -25,7 +25,7 @@ from ..mechanisms.quantiles import (
     search_cost_event,
 )
 from ..rng import RandomState
-from ..transforms import IDENTITY
+from ..transforms import IDENTITY, View
 from ..validation import check_fraction
 from .base import MeanEstimator
 from .baselines import GaussianMean
@@ -99,25 +99,32 @@ NEAR_ORIGIN_SDS = 3.0
 # For one column with bounds the caller gave, two counts first (stage FACES_STAGE) ask whether
 # rows lie at both ends of the box, in its lowest and highest FACES_REACH of the width, each
 # count above NEAR_ORIGIN_SDS of its noise and FACES_LEAST of the rows: then the Gaussian
-# mechanism runs (``AutoMean.faces_share``). Two more (stage FACE_MASS_STAGE, FACE_MASS_SHARE
-# of rho) count the rows on each face, which tell whether most rows sit on one face with too
-# few off it, or too many at its far end, for a clipping candidate to gain
-# (``AutoMean.loses_to_the_face``). A candidate's clip count k grows as 1 / sqrt(rho) (about
-# 28 / sqrt(rho) for cm at n = 2000 to 50,000), as the counts' noise does: 5% of rho keeps it
-# near k / 6 at every rho (at 10% of the faces' share, 0.2-2% of rho, its noise let Poisson
-# counts of mean 0.05 in (0, 20), 250 rows off the face against cm's k of 90, be sent to the
-# Gaussian mechanism at 4x cm's error), and lets the rows at the far face show (below).
+# mechanism runs (``AutoMean.faces_share``). Stage FACE_MASS_STAGE (FACE_MASS_SHARE of rho)
+# counts the rows on each face and sums the rows' distances from the lower face, which tell
+# whether most rows sit on one face with too few off it, or too many at its far end, for a
+# clipping candidate to gain (``AutoMean.loses_to_the_face``). A candidate's clip count k
+# grows as 1 / sqrt(rho) (about 28 / sqrt(rho) for cm at n = 2000 to 50,000), as the counts'
+# noise does: 5% of rho keeps it near k / 5 at every rho (at 10% of the faces' share, 0.2-2%
+# of rho, its noise let Poisson counts of mean 0.05 in (0, 20), 250 rows off the face against
+# cm's k of 90, be sent to the Gaussian mechanism at 4x cm's error), and lets the rows far
+# from the face show (below).
 FACES_STAGE = "choice faces"
 FACE_MASS_STAGE = "choice face mass"
 FACE_MASS_SHARE = 0.05
-# How many standard deviations of their noise the rows far from the face (the far quarter's
-# and the far face's counts, weighted by their noise) must clear before a candidate that would
-# clip every row off the face is left out: rows off the face but near it cost a clip little,
+# How many standard deviations of its noise the rows' distance from the face must clear, beyond
+# the Gaussian mechanism's noise, before a candidate that would clip every row off the face is
+# left out (``AutoMean.far_from_the_face``): rows off the face but near it cost a clip little,
 # and the Gaussian mechanism's noise grows with the range (a review: 99% zeros and 1% U(0, 1)
-# in (0, 1000), n = 5000, rho = 0.1, sent to it at 51x cm's error). A 1% flag at n = 5000,
-# rho = 0.05 (50 ones at the far face, the weighted noise 16 rows) clears 1.5 sd in 93% of
-# releases; rows near the face do in 7%.
-FAR_EVIDENCE_SDS = 1.5
+# in (0, 1000), n = 5000, rho = 0.1, sent to it at 51x cm's error). By the arithmetic of the
+# noise (scripts/rare_faces.py measures the releases), at n = 5000 and rho = 0.05 a 1% flag
+# (50 ones at the far face) clears it in 93% of releases, 5% of the rows at U(2, 5) in (0, 10)
+# in 97%, rows near the face in 8%.
+FAR_EVIDENCE_SDS = 1.8
+# How many standard deviations of its noise the count of rows off the face may exceed a
+# candidate's clip count by, for the candidate to be taken to clip them all: a search that
+# aims to clip k rows may clip more, and with one sd a 1% flag (27 ones, n = 2000, rho = 1)
+# was taken for more than cm's 29 in 8% of releases and clipped onto the zeros all the same.
+OFF_FACE_SDS = 2.0
 # How much better than the Gaussian mechanism a clipping candidate must be predicted, for one
 # column with public bounds, to be chosen (``AutoMean.one_column_margin``).
 ONE_COLUMN_MARGIN = 2.0
@@ -566,12 +573,11 @@ class AutoMean(MeanEstimator):
     1. For one column with bounds given, "choice faces" (``faces_share``, public: n, d, rho,
     the box) comes first: the Gaussian mechanism on two counts of disjoint ranges, l2
     sensitivity sqrt(2); then "choice face mass" (``FACE_MASS_SHARE`` of rho): the
-    Gaussian mechanism on the counts of the rows on each face, disjoint, l2 sensitivity
-    sqrt(2); the other stages take their shares of the rest. "release" takes the
-    rest: the chosen
-    candidate's own plan, every stage of which is charged inside it and verified (its events
-    are declared per candidate, so an (epsilon, delta) request composes the candidate that
-    runs).
+    Gaussian mechanism on the counts of the rows on each face, disjoint, and the sum of the
+    rows' distances from the lower face in widths, l2 sensitivity sqrt(3); the other stages
+    take their shares of the rest. "release" takes the rest: the chosen candidate's own plan,
+    every stage of which is charged inside it and verified (its events are declared per
+    candidate, so an (epsilon, delta) request composes the candidate that runs).
     """
 
     method = "auto"
@@ -708,15 +714,23 @@ class AutoMean(MeanEstimator):
 
     def face_mass(self, engine: Engine, ledger: PrivacyLedger,
                   rng: np.random.Generator) -> np.ndarray:
-        """The noisy counts of rows on the box's lower face and on its upper face (x = lo,
-        x = hi, as clamped; stage ``FACE_MASS_STAGE``). A row lies on at most one: l2
-        sensitivity sqrt(2), the Gaussian mechanism. Public: the box."""
+        """Three noisy sums (stage ``FACE_MASS_STAGE``): the counts of rows on the box's lower
+        face and on its upper face (x = lo, x = hi, as clamped), and the rows' distances from
+        the lower face in widths of the box, sum_i (x_i - lo) / (hi - lo) (the distances from
+        the upper face sum to n less it). Replacing a row moves each count by at most 1 (a
+        row lies on at most one face) and the distances by at most 1 (each lies in [0, 1]):
+        l2 sensitivity sqrt(3), the Gaussian mechanism. Public: the box."""
         below = engine.coordinate_counts(IDENTITY, engine.lo)[0]
         above = engine.n - engine.coordinate_counts(
             IDENTITY, np.maximum(np.nextafter(engine.hi, -np.inf), engine.lo))[0]
-        return gaussian_mechanism(np.array([below, above], dtype=np.float64), math.sqrt(2.0),
-                                  ledger.planned[FACE_MASS_STAGE], rng, ledger=ledger,
-                                  stage=FACE_MASS_STAGE, secure=self.secure_noise)
+        # Each row's distance taken before the sum (x - lo is exact near lo, where the sum of
+        # the rows less n lo would cancel in a box far from the origin).
+        in_widths = View(shift=engine.lo, scale=1.0 / (engine.hi - engine.lo))
+        distance = float(engine.clipped_sum(in_widths, np.inf)[0])
+        return gaussian_mechanism(np.array([below, above, distance], dtype=np.float64),
+                                  math.sqrt(3.0), ledger.planned[FACE_MASS_STAGE], rng,
+                                  ledger=ledger, stage=FACE_MASS_STAGE,
+                                  secure=self.secure_noise)
 
     def one_column_margin(self, noise: dict[str, float], one_column: bool) -> dict[str, float]:
         """The predicted noise the choice compares: for one column with public bounds, a
@@ -732,21 +746,20 @@ class AutoMean(MeanEstimator):
                 for name, value in noise.items()}
 
     def loses_to_the_face(self, ends: np.ndarray, faces: np.ndarray, n: int, rho_ends: float,
-                          rho_faces: float, clipped: float) -> bool:
+                          rho_faces: float, rho_release: float, clipped: float) -> bool:
         """Whether a candidate that aims to clip ``clipped`` rows (public, ``clip_counts``)
         cannot gain on the Gaussian mechanism because most rows sit on one face (its noisy
         count in ``faces``, ``face_mass`` at noise ``rho_faces``, above n / 2) and either
 
-        - the rows off it (n less that count) are at most ``clipped`` and one sd of that
-          count's noise, and the rows far from it show: their estimate, the far quarter's
-          count in ``ends`` and the far face's in ``faces`` weighted by the inverse of their
-          noise's variance, clears ``FAR_EVIDENCE_SDS`` of its noise. The candidate's centre
-          and radius then sit on the face, every row off it is clipped onto it, and the
-          release with them. A 0/1 flag with 1% ones, n = 5000, rho = 0.05, was released as
-          1e-83 by cm, whose search aims to clip 126 rows, and by auto, which chose cm (a user
-          trial); with 3% ones, 26% low. Too few for the tail histogram or the radius search
-          to see, those rows are the mean. (Rows off the face but near it, small counts in a
-          wide range, cost a clip little: there the rule does not apply);
+        - the rows off it (n less that count) are at most ``clipped`` and ``OFF_FACE_SDS``
+          sd of that count's noise, and they lie far from it (``far_from_the_face``). The
+          candidate's centre and radius then sit on the face, every row off it is clipped
+          onto it, and the release with them. A 0/1 flag with 1% ones, n = 5000,
+          rho = 0.05, was released as 1e-83 by cm, whose search aims to clip 126 rows, and by
+          auto, which chose cm (a user trial); with 3% ones, 26% low. Too few for the tail
+          histogram or the radius search to see, those rows are the mean. (Rows off the face
+          but near it, small counts in a wide range, cost a clip little: there the rule does
+          not apply);
         - or the far end's quarter (its count in ``ends``, ``end_counts`` at noise
           ``rho_ends``) holds rows beyond ``NEAR_ORIGIN_SDS`` of its noise: in one column, an
           interval about the face either clips them, each moved by at least half the width,
@@ -755,18 +768,39 @@ class AutoMean(MeanEstimator):
 
         Post-processing of the counts."""
         lower = faces[0] >= faces[1]
-        face, far_face = (float(faces[0]), float(faces[1])) if lower else (
-            float(faces[1]), float(faces[0]))
+        face = float(faces[0] if lower else faces[1])
         far = float(ends[1] if lower else ends[0])
         if not face > n / 2.0:
             return False
-        sd_faces = gaussian_noise_std(math.sqrt(2.0), rho_faces)
+        sd_faces = gaussian_noise_std(math.sqrt(3.0), rho_faces)
         sd_ends = gaussian_noise_std(math.sqrt(2.0), rho_ends)
-        weights = np.array([sd_ends ** -2.0, sd_faces ** -2.0])
-        far_rows = float(weights @ np.array([far, far_face]) / weights.sum())
-        shows = far_rows > FAR_EVIDENCE_SDS * float(weights.sum() ** -0.5)
-        return bool((n - face <= clipped + sd_faces and shows)
+        return bool((n - face <= clipped + OFF_FACE_SDS * sd_faces
+                     and self.far_from_the_face(ends, faces, n, sd_ends, sd_faces,
+                                                rho_release))
                     or far > NEAR_ORIGIN_SDS * sd_ends)
+
+    @staticmethod
+    def far_from_the_face(ends: np.ndarray, faces: np.ndarray, n: int, sd_ends: float,
+                          sd_faces: float, rho_release: float) -> bool:
+        """Whether the rows' distance from the face most rows sit on (``face_mass``, in widths
+        of the box: clipped onto the face, they move the mean by it over n) credibly exceeds
+        the Gaussian mechanism's noise on ``rho_release`` (1 / sqrt(2 rho_release) in the same
+        units): by ``FAR_EVIDENCE_SDS`` of the noise of the distance itself, or of an
+        estimate that never exceeds it, the distance, the far face's count and the far
+        quarter's count times 1 - ``FACES_REACH`` (each row there is at least that far)
+        weighted by the inverse of their noise's variance, which sees a rare flag at the far
+        face with less noise. The first sees rows mid-range (5% of the rows at U(2, 5) in
+        (0, 10): cm clipped them onto the face at 6.4x the Gaussian mechanism's error,
+        a review), the second rows at the far end. Post-processing of the counts."""
+        lower = faces[0] >= faces[1]
+        distance = float(faces[2] if lower else n - faces[2])
+        far_face = float(faces[1] if lower else faces[0])
+        quarter = (1.0 - FACES_REACH) * float(ends[1] if lower else ends[0])
+        hidden = gaussian_noise_std(1.0, rho_release)
+        weights = np.array([sd_faces, sd_faces, (1.0 - FACES_REACH) * sd_ends]) ** -2.0
+        least = float(weights @ np.array([distance, far_face, quarter]) / weights.sum())
+        return bool(distance - hidden > FAR_EVIDENCE_SDS * sd_faces
+                    or least - hidden > FAR_EVIDENCE_SDS * float(weights.sum() ** -0.5))
 
     def near_origin_share(self, n: int, d: int) -> float | None:
         """The share of rho for ``NEAR_ORIGIN_STAGE``, or None where it is not asked (public:
@@ -1161,7 +1195,7 @@ class AutoMean(MeanEstimator):
             clips = self.clip_counts(engine, rho_rest, robust)
             left_out = [name for name in runnable if name in CLIPPING and self.loses_to_the_face(
                 ends, faces, n, ledger.planned[FACES_STAGE], ledger.planned[FACE_MASS_STAGE],
-                clips[name])]
+                rho_rest, clips[name])]
             runnable = [name for name in runnable if name not in left_out]
         if not runnable or at_faces:
             # Rows at both ends of the box (``faces_share``), or no candidate meets its n.
