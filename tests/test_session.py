@@ -53,6 +53,31 @@ def test_zcdp_session_composes_three_thirds_and_refuses_a_fourth_before_reading(
     assert len(session.ledger) == 3
 
 
+def test_a_seed_given_again_is_refused_before_the_charge(x):
+    # Two gaussian releases with seed 7 on data differing in one row differed by exactly the
+    # true means' difference (a user trial): the same seed draws the same noise, which the
+    # session's composition does not allow for. Refused before the charge and before the
+    # data is read, as an int, a numpy integer or the same SeedSequence.
+    session = Session(rho=1.0)
+    session.mean(x, rho=0.1, method="gaussian", bounds=(0, 1), random_state=7)
+    session.mean(x, rho=0.1, method="gaussian", bounds=(0, 1),
+                 random_state=np.random.SeedSequence(7))
+    for again in (7, np.int64(7), np.random.SeedSequence(7)):
+        with pytest.raises(InvalidParameterError, match="earlier release of this session"):
+            session.mean(Untouchable(), rho=0.1, method="gaussian", bounds=(0, 1),
+                         random_state=again)
+    assert len(session.ledger) == 2 and session.spent == pytest.approx(0.2)
+    # Other seeds, a Generator threaded through (its stream moves on) and None are taken.
+    generator = np.random.default_rng(1)
+    for seed in (8, generator, generator, None):
+        session.mean(x, rho=0.1, method="gaussian", bounds=(0, 1), random_state=seed)
+    assert len(session.ledger) == 6
+    # A refused release (over the budget) does not use its seed up.
+    with pytest.raises(BudgetExceededError):
+        session.mean(x, rho=0.5, method="gaussian", bounds=(0, 1), random_state=9)
+    session.mean(x, rho=0.1, method="gaussian", bounds=(0, 1), random_state=9)
+
+
 def test_refusal_never_calls_estimate(monkeypatch, x):
     session = Session(rho=0.5)
     session.mean(x, rho=0.4, method="gaussian", bounds=(0, 1), random_state=1)
@@ -68,7 +93,7 @@ def test_refusal_never_calls_estimate(monkeypatch, x):
 def test_ledger_and_remaining_contents(x):
     session = Session(rho=1.0)
     result = session.mean(x, rho=0.25, method="cm", bounds=(0, 1), random_state=0)
-    session.mean(x, rho=0.5, method="gaussian", bounds=(0, 1), random_state=0)
+    session.mean(x, rho=0.5, method="gaussian", bounds=(0, 1), random_state=1)
     ledger = session.ledger
     assert [r.index for r in ledger] == [0, 1]
     assert [r.method for r in ledger] == ["cm", "gaussian"]
@@ -95,7 +120,7 @@ def test_a_failed_release_stays_charged(x):
 def test_releases_keep_their_labels_and_version_2_files_are_read(x):
     session = Session(rho=1.0)
     session.mean(x, rho=0.1, method="cm", bounds=(0, 1), random_state=0, label="survey wave 3")
-    session.mean(x, rho=0.1, method="cm", bounds=(0, 1), random_state=0)
+    session.mean(x, rho=0.1, method="cm", bounds=(0, 1), random_state=1)
     data = session.to_dict()
     assert data["version"] == 3
     assert [r["label"] for r in data["releases"]] == ["survey wave 3", None]
@@ -326,7 +351,7 @@ def test_a_release_that_overspends_under_pld_is_refused_before_reading(x):
 def test_secure_noise_and_non_gaussian_releases_are_zcdp_events(x):
     session = Session(epsilon=2.0, delta=1e-6)
     session.mean(x, rho=0.02, method="cm", bounds=(0, 1), random_state=0, secure_noise=True)
-    session.mean(x, rho=0.02, method="plan", bounds=(0, 1), random_state=0)
+    session.mean(x, rho=0.02, method="plan", bounds=(0, 1), random_state=1)
     assert [r.events for r in session.ledger] == [(ZCDPEvent(0.02),), (ZCDPEvent(0.02),)]
     # No exact PLD for them: the CKS conversion of the summed rho, as before.
     assert session.spent == pytest.approx(zcdp_to_approx_dp(0.04, 1e-6))
@@ -362,7 +387,7 @@ def test_deltas_that_use_up_the_session_leave_no_room_for_gaussians():
 def test_round_trip_with_events_and_the_ledger_file(tmp_path, x):
     session = Session(epsilon=3.0, delta=1e-5)
     session.mean(x, epsilon=0.5, delta=1e-6, method="gaussian", bounds=(0, 1), random_state=0)
-    session.mean(x, rho=0.01, method="plan", bounds=(0, 1), random_state=0)
+    session.mean(x, rho=0.01, method="plan", bounds=(0, 1), random_state=1)
     session.reserve("trimmed", Budget.approx_dp(0.3, 1e-7))
     session.reserve("m", Budget("pure-DP", epsilon=0.2))
     data = session.to_dict()
@@ -457,12 +482,12 @@ def test_bounds_by_column_name_for_a_csv_file(tmp_path):
     path = tmp_path / "rows.csv"
     frame.to_csv(path, index=False)
     s = Session(epsilon=3.0, delta=1e-6)
-    for request in ({"rho": 0.05, "method": "cm"},
-                    {"epsilon": 0.5, "delta": 1e-7, "method": "plan"}):
+    for seed, request in enumerate(({"rho": 0.05, "method": "cm"},
+                                    {"epsilon": 0.5, "delta": 1e-7, "method": "plan"})):
         result = s.mean(str(path), **request, bounds=_BY_NAME, columns=["b", "a"],
-                        random_state=3)
+                        random_state=seed)
         expected = dpmean.mean(str(path), **request, bounds=_BY_NAME, columns=["b", "a"],
-                               random_state=3)
+                               random_state=seed)
         np.testing.assert_array_equal(result.mean, expected.mean)
         assert result.columns == ("b", "a") and result.budget == expected.budget
     assert [r.status for r in s.ledger] == ["released", "released"]

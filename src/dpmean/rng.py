@@ -57,3 +57,15 @@ def check_random_state(random_state: RandomState) -> None:
         )
     if random_state < 0:
         raise InvalidParameterError(f"random_state must be non-negative, got {random_state}")
+
+
+def seed_key(random_state: RandomState) -> tuple | None:
+    """What makes two ``random_state`` values draw the same noise: the integer, or a
+    SeedSequence's entropy and spawn key; None for a fresh secure generator (None) and for a
+    Generator, whose stream moves on as it draws. Refuses what ``check_random_state`` does."""
+    check_random_state(random_state)
+    if isinstance(random_state, np.random.SeedSequence):
+        return ("seed sequence", random_state.entropy, tuple(random_state.spawn_key))
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return None
+    return ("int", int(random_state))

@@ -47,6 +47,7 @@ from .pld import (
     compose_epsilon,
 )
 from .registry import DEFAULT_METHOD, ESTIMATORS
+from .rng import seed_key
 from .result import MeanResult
 from .tables import data_columns, is_table, table_data
 from .validation import bounds_by_name, check_data, check_sparse_data, is_sparse
@@ -431,6 +432,9 @@ class Session:
         # Composed totals by the releases' (budget, events): PLD composition takes a fraction
         # of a second, and ``spent`` / ``remaining`` / ``check`` ask for the same total often.
         self._totals: dict[tuple, float] = {}
+        # The seeds of the releases charged so far (``seed_key``): a seed given again would
+        # draw the same noise, which composition does not allow for.
+        self._seeds: set[tuple] = set()
 
     def __getstate__(self) -> dict[str, Any]:
         # Copied and pickled as before the lock (which cannot be): a copy gets its own.
@@ -438,11 +442,13 @@ class Session:
             state = self.__dict__.copy()
             state["_releases"] = list(self._releases)
             state["_totals"] = dict(self._totals)
+            state["_seeds"] = set(self._seeds)
         del state["_lock"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("_seeds", set())
         self._lock = threading.RLock()
 
     # ----------------------------------------------------------------------------------------
@@ -538,12 +544,27 @@ class Session:
         numbers: ``public_release``) is refused before the charge, with the release's own
         error. If the estimator raises after the charge (an error that may depend on the
         data's values, such as NaN), the release stays charged (status "failed").
+
+        A ``random_state`` seed (an integer or SeedSequence) that an earlier release of this
+        session was charged with is refused before the charge: the same seed draws the same
+        noise, and two releases with the same noise on data that differ in one row differ by
+        exactly that row's effect (a user trial), which the composed budget does not allow
+        for. Seeds are for experiments; real releases leave ``random_state`` None.
         """
         if rho is None and epsilon is None and delta is None:
             raise InvalidParameterError(
                 "give this release's own budget (rho=, or epsilon= and delta=); a session never "
                 "spends 'all that remains' by default"
             )
+        seed = seed_key(options.get("random_state"))
+        with self._lock:
+            if seed is not None and seed in self._seeds:
+                raise InvalidParameterError(
+                    f"random_state={options['random_state']!r} was given to an earlier release "
+                    f"of this session: the same seed draws the same noise, and releases with "
+                    f"the same noise on data that differ in one row tell that row apart, "
+                    f"which the session's composed budget does not allow for. Give each "
+                    f"release its own seed, or none (real releases use none)")
         estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, **options)
         if estimator.calibrates_to_shape():
             # Its budget follows the plan for the data's shape: checked once granted, below.
@@ -559,6 +580,9 @@ class Session:
         estimator, data, columns = public_release(estimator, x, columns)
         index = self.reserve(estimator.method, estimator.budget, release_events(estimator),
                              label)
+        if seed is not None:
+            with self._lock:
+                self._seeds.add(seed)
         try:
             result = estimator.estimate(data, columns)
             if result.budget != estimator.budget:
