@@ -47,8 +47,8 @@ from .pld import (
     compose_epsilon,
 )
 from .registry import DEFAULT_METHOD, ESTIMATORS
-from .rng import seed_key
 from .result import MeanResult
+from .rng import seed_key
 from .tables import data_columns, is_table, table_data
 from .validation import bounds_by_name, check_data, check_sparse_data, is_sparse
 
