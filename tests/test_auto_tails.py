@@ -24,6 +24,7 @@ from dpmean.estimators.auto import (
     private_tail,
     radius_floor,
     tail_edges,
+    tail_pair_std,
 )
 
 
@@ -73,6 +74,29 @@ def test_clip_bias_counts_the_one_sided_far_tail_above_the_radius_at_lower_edges
     # A symmetric far tail (nothing one-sided) or no rows beyond the radius: nothing.
     assert bias(0.0, 150) == 0.0
     assert bias(1.0, 5, np.zeros(8)) == 0.0
+
+
+def test_a_shell_holds_the_radius_only_where_its_rows_clear_the_clip_count_beyond_noise():
+    # A 1% subgroup carrying the mean (200 rows of 20,000 at 30 times the others' norm, d =
+    # 1000) against IOME's 202 clipped rows: where the far shell's noisy count came out above
+    # 202, the radius was placed in it, the subgroup's move predicted 0, and IOME ran, erasing
+    # 90-96% of the mean (a user trial). The radius lies in a shell only where the rows
+    # beyond its lower edge exceed the clip count by their noise's margin at TAIL_BETA.
+    edges = 2.0 ** (np.arange(8) / 2.0)
+    totals = np.array([19000.0, 500, 0, 0, 0, 0, 210, 0])
+    n, rho, clipped = 20000, 0.005, 202.5
+    margin = float(ndtri(1.0 - TAIL_BETA)) * tail_pair_std(rho)
+    assert 210 - margin < clipped < 210                    # clears it by its noise only
+    up, down = sided(totals, 1.0)
+    # With exact counts the 210 rows hold the radius and nothing lies above it ...
+    assert clip_bias(edges, up, down, clipped, n, EXACT) == 0.0
+    # ... with these counts' noise the radius lies below them (shell 1, whose 710 rows clear
+    # the clip count), and the subgroup's move is counted at its shell's lower edge, less the
+    # one-sided share's own margin.
+    full = 210 * (edges[6] - edges[1]) / n
+    assert 0.8 * full < clip_bias(edges, up, down, clipped, n, rho) < full
+    assert radius_floor(edges, totals, rho, clipped) == edges[1]
+    assert centred_clip_bias(edges, up, down, clipped, n, rho, 0.0) > 0.8 * full
 
 
 def test_the_centred_bias_counts_every_one_sided_row_beyond_the_radius():
