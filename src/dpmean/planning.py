@@ -32,6 +32,7 @@ import numpy as np
 from .api import build_estimator
 from .bisection import narrowed
 from .errors import InvalidParameterError
+from .estimators.baselines import GaussianMean, clipped_sensitivity
 from .estimators.clipped import box_reach
 from .intervals import check_level
 from .mechanisms.gaussian import normal_isf
@@ -64,7 +65,9 @@ def _unit_noise_std(estimator: Any, n: int, d: int, clip_radius: float | None) -
             raise InvalidParameterError(
                 "accuracy: the Gaussian mechanism clips nothing (its noise follows the box); "
                 "clip_radius applies to the clipped estimators")
-        return float(np.linalg.norm(hi - lo)) / n / math.sqrt(2.0 * plan["noise"])
+        assert isinstance(estimator, GaussianMean)
+        sensitivity = clipped_sensitivity(lo, hi, estimator.norm_bound)
+        return sensitivity / n / math.sqrt(2.0 * plan["noise"])
     if method in ("cm", "cm-fixed"):
         top = box_reach(lo, hi)
     elif method == "plan-noscale":
