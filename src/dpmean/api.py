@@ -46,10 +46,12 @@ def mean(
         to the largest rho that implies it (Canonne-Kamath-Steinke).
     method : str, default "auto"
         One of ``available_methods()``: ``"auto"`` (a private choice between plan, iome, cm and
-        gaussian: at most 4% of the budget buys three private medians and histograms of the
-        rows' far tail that predict each one's noise and clipping bias, 7-25% more for one
-        column with bounds its counts at the range's ends; the rest runs the one predicted
-        best; it takes only the options common to all,
+        gaussian: a small share of the budget, at most 4% in most settings (docs/privacy.md
+        gives each stage's), buys three private medians and histograms of the rows' far tail
+        that predict each one's noise and clipping bias, where n rho is too small for them a
+        count of 2-20% that decides between cm and the default, and for one column with bounds
+        7-25% more its counts at the range's ends; the rest runs the one predicted best; it
+        takes only the options common to all,
         ``engine``, ``secure_noise`` and ``interval_share``), ``"iome"`` (instance-optimal),
         ``"plan"`` (variance-aware), the baselines and the local and shuffle protocols
         (README).

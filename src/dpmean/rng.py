@@ -60,12 +60,26 @@ def check_random_state(random_state: RandomState) -> None:
 
 
 def seed_key(random_state: RandomState) -> tuple | None:
-    """What makes two ``random_state`` values draw the same noise: the integer, or a
-    SeedSequence's entropy and spawn key; None for a fresh secure generator (None) and for a
-    Generator, whose stream moves on as it draws. Refuses what ``check_random_state`` does."""
-    check_random_state(random_state)
-    if isinstance(random_state, np.random.SeedSequence):
-        return ("seed sequence", random_state.entropy, tuple(random_state.spawn_key))
-    if random_state is None or isinstance(random_state, np.random.Generator):
+    """What makes two ``random_state`` values draw the same noise: the state of the generator
+    ``make_rng`` would draw from, frozen (hashable), so that an integer, its SeedSequence and
+    a fresh Generator seeded alike all give one key (a review: keyed on the argument, seed 5
+    and SeedSequence(5) drew the same noise under two keys); None for the secure default
+    (None), whose key is fresh for every release. A Generator threaded through several calls
+    has moved on, and gives another key each time. Refuses what ``check_random_state``
+    does."""
+    if random_state is None:
+        check_random_state(random_state)
         return None
-    return ("int", int(random_state))
+    generator = make_rng(random_state)
+    return _frozen(generator.bit_generator.state)
+
+
+def _frozen(value: object) -> object:
+    """A nested state (dicts, lists, arrays, numbers) as nested tuples: hashable."""
+    if isinstance(value, dict):
+        return tuple((key, _frozen(item)) for key, item in sorted(value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(item) for item in value)
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes())
+    return value

@@ -432,9 +432,9 @@ class Session:
         # Composed totals by the releases' (budget, events): PLD composition takes a fraction
         # of a second, and ``spent`` / ``remaining`` / ``check`` ask for the same total often.
         self._totals: dict[tuple, float] = {}
-        # The seeds of the releases charged so far (``seed_key``): a seed given again would
-        # draw the same noise, which composition does not allow for.
-        self._seeds: set[tuple] = set()
+        # The noise states of the releases charged or being checked (``seed_key``): a seed
+        # given again would draw the same noise, which composition does not allow for.
+        self._seeds: set[Any] = set()
 
     def __getstate__(self) -> dict[str, Any]:
         # Copied and pickled as before the lock (which cannot be): a copy gets its own.
@@ -545,44 +545,40 @@ class Session:
         error. If the estimator raises after the charge (an error that may depend on the
         data's values, such as NaN), the release stays charged (status "failed").
 
-        A ``random_state`` seed (an integer or SeedSequence) that an earlier release of this
-        session was charged with is refused before the charge: the same seed draws the same
-        noise, and two releases with the same noise on data that differ in one row differ by
-        exactly that row's effect (a user trial), which the composed budget does not allow
-        for. Seeds are for experiments; real releases leave ``random_state`` None.
+        A ``random_state`` that would draw the noise an earlier release of this session drew
+        (the same integer, its SeedSequence, a Generator freshly seeded alike: the generator's
+        state decides) is refused before the charge: two releases with the same noise on data
+        that differ in one row differ by exactly that row's effect (a user trial), which the
+        composed budget does not allow for. Seeds are for experiments; real releases leave
+        ``random_state`` None.
         """
         if rho is None and epsilon is None and delta is None:
             raise InvalidParameterError(
                 "give this release's own budget (rho=, or epsilon= and delta=); a session never "
                 "spends 'all that remains' by default"
             )
-        seed = seed_key(options.get("random_state"))
-        with self._lock:
-            if seed is not None and seed in self._seeds:
-                raise InvalidParameterError(
-                    f"random_state={options['random_state']!r} was given to an earlier release "
-                    f"of this session: the same seed draws the same noise, and releases with "
-                    f"the same noise on data that differ in one row tell that row apart, "
-                    f"which the session's composed budget does not allow for. Give each "
-                    f"release its own seed, or none (real releases use none)")
-        estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, **options)
-        if estimator.calibrates_to_shape():
-            # Its budget follows the plan for the data's shape: checked once granted, below.
-            self._admit(estimator.budget)
-        else:
-            # Refused before anything of x is looked at, its shape included.
-            self.check(estimator.budget, release_events(estimator), estimator.method)
-        # What is wrong from public information is refused before the charge; the budget of
-        # an (epsilon, delta) release may be calibrated to its plan for the data's shape
-        # (``MeanEstimator.granted``): charge what will run.
-        if isinstance(options.get("bounds"), Mapping):
-            check_bounds_names(options["bounds"], x, columns)  # a typo, as dpmean.mean
-        estimator, data, columns = public_release(estimator, x, columns)
-        index = self.reserve(estimator.method, estimator.budget, release_events(estimator),
-                             label)
-        if seed is not None:
+        seed = self._claim_seed(options.get("random_state"))
+        try:
+            estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, **options)
+            if estimator.calibrates_to_shape():
+                # Its budget follows the plan for the data's shape: checked once granted.
+                self._admit(estimator.budget)
+            else:
+                # Refused before anything of x is looked at, its shape included.
+                self.check(estimator.budget, release_events(estimator), estimator.method)
+            # What is wrong from public information is refused before the charge; the budget
+            # of an (epsilon, delta) release may be calibrated to its plan for the data's
+            # shape (``MeanEstimator.granted``): charge what will run.
+            if isinstance(options.get("bounds"), Mapping):
+                check_bounds_names(options["bounds"], x, columns)  # a typo, as dpmean.mean
+            estimator, data, columns = public_release(estimator, x, columns)
+            index = self.reserve(estimator.method, estimator.budget,
+                                 release_events(estimator), label)
+        except BaseException:
+            # Refused before the charge: the seed drew nothing and may be given again.
             with self._lock:
-                self._seeds.add(seed)
+                self._seeds.discard(seed)
+            raise
         try:
             result = estimator.estimate(data, columns)
             if result.budget != estimator.budget:
@@ -601,6 +597,27 @@ class Session:
             raise
         self.settle(index, "released", result.spent)
         return result
+
+    def _claim_seed(self, random_state: Any) -> Any:
+        """Record the noise ``random_state`` would draw (``seed_key``) for a release about to
+        be checked, or refuse it (InvalidParameterError) where an earlier release of this
+        session claimed it: one step under the lock, so two threads given the same seed
+        cannot both pass (a review: 9 releases of 12 did, checked first and recorded after
+        the charge). The caller discards the claim if the release is refused before its
+        charge. Returns the key (None for the secure default, never claimed)."""
+        seed = seed_key(random_state)
+        if seed is None:
+            return None
+        with self._lock:
+            if seed in self._seeds:
+                raise InvalidParameterError(
+                    f"random_state={random_state!r} draws the noise an earlier release of this "
+                    f"session drew: releases with the same noise on data that differ in one "
+                    f"row tell that row apart, which the session's composed budget does not "
+                    f"allow for. Give each release its own seed, or none (real releases use "
+                    f"none)")
+            self._seeds.add(seed)
+        return seed
 
     def check(self, budget: Budget, events: Sequence[Event] | None = None,
               method: str | None = None) -> None:
