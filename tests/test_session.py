@@ -89,7 +89,7 @@ def test_threads_given_one_seed_release_once(x):
     # claim is one step under the session's lock.
     import threading
 
-    for trial in range(5):
+    for _ in range(5):
         session = Session(epsilon=5.0, delta=1e-6)
         barrier = threading.Barrier(2)
         outcomes = []

@@ -59,7 +59,7 @@ def check_random_state(random_state: RandomState) -> None:
         raise InvalidParameterError(f"random_state must be non-negative, got {random_state}")
 
 
-def seed_key(random_state: RandomState) -> tuple | None:
+def seed_key(random_state: RandomState) -> object:
     """What makes two ``random_state`` values draw the same noise: the state of the generator
     ``make_rng`` would draw from, frozen (hashable), so that an integer, its SeedSequence and
     a fresh Generator seeded alike all give one key (a review: keyed on the argument, seed 5
