@@ -117,8 +117,9 @@ FACE_MASS_SHARE = 0.05
 # and the Gaussian mechanism's noise grows with the range (a review: 99% zeros and 1% U(0, 1)
 # in (0, 1000), n = 5000, rho = 0.1, sent to it at 51x cm's error). By the arithmetic of the
 # noise (scripts/rare_faces.py measures the releases), at n = 5000 and rho = 0.05 a 1% flag
-# (50 ones at the far face) clears it in 93% of releases, 5% of the rows at U(2, 5) in (0, 10)
-# in 97%, rows near the face in 8%.
+# (50 ones at the far face) clears it in 88% of releases, 5% of the rows at U(2, 5) in (0, 10)
+# in 95%, rows near the face in 4% (two tests at 1.8 sd: at most the 7% one test at 1.5 sd
+# allowed before).
 FAR_EVIDENCE_SDS = 1.8
 # How many standard deviations of its noise the count of rows off the face may exceed a
 # candidate's clip count by, for the candidate to be taken to clip them all: a search that
