@@ -121,6 +121,15 @@ def test_columns_of_unequal_widths_get_a_half_width_each(capsys, tmp_path):
     assert code == 0 and "at most 100 on every coordinate" in out
 
 
+def test_a_known_norm_bound_plans_the_gaussian_mechanism_without_a_box(capsys):
+    # ``norm_bound`` implies the box (-R, R)^d: no --bounds needed, the library's accuracy.
+    code, out, _ = run(capsys, "--method", "gaussian", "--n", 5000, "--d", 16, "--rho", 0.5,
+                       "--option", "norm_bound=1", "--json")
+    assert code == 0
+    assert json.loads(out)["half_width"] == dpmean.accuracy("gaussian", 5000, 16, None, 0.5,
+                                                            norm_bound=1.0)
+
+
 @pytest.mark.parametrize("argv, message", [
     (SHAPE, "nothing to plan"),
     ((*SHAPE, "--rho", 1, "--half-width", 0.1), "not both"),

@@ -102,12 +102,14 @@ def run(args: argparse.Namespace) -> int:
     from ..planning import accuracy, rho_for_accuracy
 
     bounds = bounds_from(args)
-    if bounds is None:
-        raise UsageError("budget needs the public box: --bounds LO HI, --bounds-file FILE or "
-                         "--range NAME=LO:HI for each column")
-    _check_d(args.d)
-    check_ranges(args, bounds, args.d, f"--d is {args.d}")
     options = parse_options(args.option)
+    if bounds is None and "norm_bound" not in options:
+        raise UsageError("budget needs the public box: --bounds LO HI, --bounds-file FILE or "
+                         "--range NAME=LO:HI for each column (or, for gaussian, --option "
+                         "norm_bound=R)")
+    _check_d(args.d)
+    if bounds is not None:
+        check_ranges(args, bounds, args.d, f"--d is {args.d}")
     shape: dict[str, Any] = {"method": args.method, "n": args.n, "d": args.d,
                              "level": args.level}
     if args.clip_radius is not None:
