@@ -50,7 +50,10 @@ def test_without_bounds_the_box_is_the_ball_s_and_no_private_box_is_bought():
                         random_state=3)
     assert alone == boxed
     assert "bounds" not in alone.ledger and "private_bounds" not in alone.diagnostics
-    assert alone.confidence_basis() == "noise"
+    # What the interval covers says the rows were scaled to R (a user trial set R too small
+    # and read a "noise" interval that missed the raw rows' mean).
+    assert alone.diagnostics["row_norm_bound"] == 1.0
+    assert alone.confidence_basis().startswith("noise; of the rows scaled to l2 norm at most 1")
 
 
 @pytest.mark.parametrize("lo, hi, radius, expected", [

@@ -1135,6 +1135,13 @@ def interval_summary(result: Any, level: float = 0.95) -> dict[str, Any]:
                       f"{result.d} coordinates")
     else:
         basis = "noise and trimming bias"
+    if result.diagnostics.get("row_norm_bound") is not None:
+        # The rows beyond the public bound are scaled to it, as values beyond the box are
+        # clamped: the interval is about their mean (a user trial set R too small and read a
+        # "noise" interval that missed).
+        basis += (f"; of the rows scaled to l2 norm at most "
+                  f"{result.diagnostics['row_norm_bound']:g} (norm_bound: rows beyond it are "
+                  f"moved to it, and that move is not included)")
     if result.diagnostics.get("private_bounds"):
         # The box is a release of its own: the interval is about the rows clamped to it, and
         # the rows beyond it (a tail past its power of two, a column given a wider one's box

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..accounting import PrivacyLedger
-from ..diagnostics import NOISE_STD
+from ..diagnostics import NOISE_STD, Diagnostic, Kind
 from ..engines import Engine
 from ..mechanisms import gaussian_mechanism, gaussian_noise_std
 from ..transforms import IDENTITY
@@ -61,7 +61,11 @@ class GaussianMean(MeanEstimator):
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
 
     method = "gaussian"
-    declared_diagnostics = {"noise_std": NOISE_STD}
+    declared_diagnostics = {
+        "noise_std": NOISE_STD,
+        "row_norm_bound": Diagnostic(Kind.FLOAT, "The public l2 bound R the rows were scaled "
+                                     "to (``norm_bound``); absent without one."),
+    }
     supports_secure_noise = True
     supports_sparse = True  # one plain sum
 
@@ -90,7 +94,11 @@ class GaussianMean(MeanEstimator):
         exact_mean = engine.clipped_sum(IDENTITY, radius) / engine.n
         mean = gaussian_mechanism(exact_mean, sensitivity, budget["noise"], rng, ledger=ledger,
                                   stage="noise", secure=self.secure_noise)
-        return mean, {"noise_std": gaussian_noise_std(sensitivity, budget["noise"])}
+        diagnostics: dict[str, Any] = {"noise_std": gaussian_noise_std(sensitivity,
+                                                                        budget["noise"])}
+        if self.norm_bound is not None:
+            diagnostics["row_norm_bound"] = self.norm_bound
+        return mean, diagnostics
 
 
 def clipped_sensitivity(lo: np.ndarray, hi: np.ndarray, norm_bound: float | None) -> float:
