@@ -283,8 +283,8 @@ def test_auto_release_charges_its_choice_and_checks_the_chosen_candidate(x, monk
     monkeypatch.setattr(PrivateLimitAdaptedNoise, "exponential_stages",
                         lambda self, d, sparse: {})
     monkeypatch.setattr(AutoMean, "predictions",
-                        lambda self, engine, rho, ledger, rng: ({"plan": 0.0, "cm": 1.0}, {},
-                                                                False))
+                        lambda self, engine, rho, ledger, rng, one_column=False: (
+                            {"plan": 0.0, "cm": 1.0}, {}, False))
     monkeypatch.setattr(AutoMean, "stage_events", lambda self, plan, n, d, sparse=False: None)
     with pytest.raises(PrivacyAccountingError, match="declares"):
         build_estimator("auto", 0.5, bounds=BOUNDS).estimate(x)
