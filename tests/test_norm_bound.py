@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse
 from scipy.special import ndtri
@@ -59,8 +60,8 @@ def test_without_bounds_the_box_is_the_ball_s_and_no_private_box_is_bought():
 @pytest.mark.parametrize("lo, hi, radius, expected", [
     (-2.5, 2.5, 1.0, 2.0),                       # the ball inside the box: 2R
     (-0.1, 0.1, 1.0, 0.2 * math.sqrt(6)),        # the box inside the ball: its diameter
-    (1.0, 3.0, 1.0, 2.0),                        # the box off the origin: 2R, always
-    (1.0, 3.0, 10.0, 20.0),
+    (0.0, 3.0, 1.0, 2.0),                        # the origin a corner of the box
+    (-3.0, 0.5, 10.0, 3.5 * math.sqrt(6)),
 ])
 def test_sensitivity_is_the_largest_move_of_a_clipped_row(lo, hi, radius, expected):
     d = 6
@@ -72,7 +73,7 @@ def test_sensitivity_is_the_largest_move_of_a_clipped_row(lo, hi, radius, expect
     corners = np.array([[lo if (k >> j) & 1 else hi for j in range(d)] for k in range(2 ** d)])
     points = np.vstack([corners, rng.uniform(lo - 5, hi + 5, (500, d))])
     y = np.clip(points, lo, hi)
-    y *= np.minimum(1.0, radius / np.linalg.norm(y, axis=1, keepdims=True))
+    y *= np.minimum(1.0, radius / np.maximum(np.linalg.norm(y, axis=1, keepdims=True), 1e-300))
     gaps = np.linalg.norm(y[:, None, :] - y[None, :, :], axis=2)
     assert gaps.max() <= bound * (1 + 1e-12)
 
@@ -114,7 +115,23 @@ def test_sparse_rows_and_the_chunked_engine_give_the_same_release(tmp_path):
     np.testing.assert_allclose(sparse.mean, dense.mean, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("bad", [0, -1.0, math.inf, math.nan, True, "1"])
-def test_a_bound_that_is_not_a_finite_positive_number_is_refused(bad):
+@pytest.mark.parametrize("bad", [0, -1.0, math.inf, math.nan, True, "1", 1e-320, 1e-101,
+                                 1e151, 1e308])
+def test_a_bound_that_is_not_a_number_one_can_compute_with_is_refused(bad):
+    # A subnormal bound's sensitivity 2R / n rounded to 0 and released the clipped mean
+    # without noise; a huge one's overflowed after a session's charge (a review).
     with pytest.raises(InvalidParameterError, match="norm_bound"):
-        dpmean.mean(rows(), rho=0.5, method="gaussian", norm_bound=bad)
+        dpmean.mean(rows(), rho=0.5, method="gaussian", norm_bound=bad, bounds=(-1, 1))
+
+
+def test_a_box_without_the_origin_is_refused_before_the_charge():
+    # Rows scaled toward an origin outside the box leave it, and the release was projected
+    # onto its faces whatever the data (rows in (1, 3)^2, R = 1: (1, 1); a review). Refused
+    # from the public box, before a session charges anything.
+    x = np.random.default_rng(0).uniform(1, 3, (500, 2))
+    session = dpmean.Session(rho=1.0)
+    for bounds in ((1, 3), {"a": (1, 3), "b": (-1, 1)}):
+        data = x if not isinstance(bounds, dict) else pd.DataFrame(x, columns=["a", "b"])
+        with pytest.raises(InvalidParameterError, match="must hold"):
+            session.mean(data, rho=0.5, method="gaussian", norm_bound=1.0, bounds=bounds)
+    assert session.spent == 0.0

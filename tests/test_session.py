@@ -83,6 +83,22 @@ def test_a_seed_given_again_is_refused_before_the_charge(x):
     session.mean(x, rho=0.1, method="gaussian", bounds=(0, 1), random_state=9)
 
 
+def test_a_generator_a_fallback_drew_nothing_from_is_given_back(x):
+    # A release that falls back (too few rows for its budget: public) draws no noise; the
+    # Generator it was given is unchanged, and a review found it refused on the next release
+    # as though it had drawn. Its claim is given back; an integer seed's is kept.
+    session = Session(rho=10.0)
+    generator = np.random.default_rng(3)
+    with pytest.warns(dpmean.InsufficientDataWarning):
+        assert session.mean(x[:40], rho=0.001, method="cm", bounds=(0, 1),
+                            random_state=generator).fallback
+    session.mean(x, rho=0.5, method="gaussian", bounds=(0, 1), random_state=generator)
+    with pytest.warns(dpmean.InsufficientDataWarning):
+        session.mean(x[:40], rho=0.001, method="cm", bounds=(0, 1), random_state=4)
+    with pytest.raises(InvalidParameterError, match="earlier release"):
+        session.mean(x, rho=0.5, method="gaussian", bounds=(0, 1), random_state=4)
+
+
 def test_threads_given_one_seed_release_once(x):
     # Checked first and recorded after the charge, two threads given one seed both passed in
     # 9 releases of 12 (a review, (epsilon, delta) calibration widening the window): the

@@ -11,11 +11,15 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..diagnostics import NOISE_STD, Diagnostic, Kind
 from ..engines import Engine
+from ..errors import InvalidParameterError
 from ..mechanisms import gaussian_mechanism, gaussian_noise_std
 from ..transforms import IDENTITY
-from ..validation import check_fraction, check_positive
+from ..validation import NARROWEST_WIDTH, check_fraction, check_positive
 from .base import MeanEstimator
 from .iome import ClippedMean
+
+# The largest ``norm_bound``: its ball's diameter, and its square, stay finite.
+WIDEST_NORM_BOUND = 1e150
 
 
 class GaussianMean(MeanEstimator):
@@ -45,8 +49,8 @@ class GaussianMean(MeanEstimator):
     Raises
     ------
     InvalidParameterError
-        A ``norm_bound`` that is not a finite positive number, or a common parameter
-        :class:`MeanEstimator` refuses.
+        A ``norm_bound`` that is not a number from 1e-100 to 1e150, a box that does not hold
+        the origin with one, or a common parameter :class:`MeanEstimator` refuses.
 
     Privacy
     -------
@@ -54,8 +58,8 @@ class GaussianMean(MeanEstimator):
     when neither ``bounds`` nor ``norm_bound`` is given): the Gaussian mechanism on the clamped
     (or clipped) mean. Sensitivity under replace-one: one row moves anywhere in the box, so
     the mean moves by at most ||hi - lo||_2 / n; with ``norm_bound`` anywhere in the ball of
-    radius R, 2R / n, or the box's diameter where that is smaller and the box holds the origin
-    (scaling a row toward the origin then keeps it in the box): ``clipped_sensitivity``.
+    radius R, 2R / n, or the box's diameter where that is smaller (the box must hold the
+    origin, so that scaling a row toward it keeps it in the box): ``clipped_sensitivity``.
     """
 
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
@@ -74,9 +78,27 @@ class GaussianMean(MeanEstimator):
         self.norm_bound = (None if norm_bound is None
                            else check_positive(norm_bound, "norm_bound"))
         if self.norm_bound is not None:
+            if not NARROWEST_WIDTH <= self.norm_bound <= WIDEST_NORM_BOUND:
+                # A subnormal bound's sensitivity 2R / n rounds to 0: a release without noise
+                # (a review); a huge one's overflows.
+                raise InvalidParameterError(
+                    f"norm_bound must lie between {NARROWEST_WIDTH:g} and "
+                    f"{WIDEST_NORM_BOUND:g} to compute with in floating point, got "
+                    f"{self.norm_bound:g}; rescale the data, e.g. to other units")
             if common.get("bounds") is None:
                 common["bounds"] = (-self.norm_bound, self.norm_bound)
         super().__init__(rho, **common)
+
+    def box(self, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = super().box(n, d)
+        if self.norm_bound is not None and not (np.all(lo <= 0.0) and np.all(hi >= 0.0)):
+            # Rows scaled toward an origin outside the box leave it, and the release is
+            # projected back onto its faces whatever the data (a review: rows in (1, 3)^2,
+            # R = 1, released (1, 1)). Public: refused before the charge.
+            raise InvalidParameterError(
+                "norm_bound scales each row toward the origin, which the box must hold (lo <= 0 "
+                "<= hi in every column); shift the data so that it does, or give no norm_bound")
+        return lo, hi
 
     def box_scale(self, n: int, d: int) -> np.ndarray | None:
         # The norm bound is an l2 ball in the data's units: no box-normalised space.
@@ -103,14 +125,12 @@ class GaussianMean(MeanEstimator):
 
 def clipped_sensitivity(lo: np.ndarray, hi: np.ndarray, norm_bound: float | None) -> float:
     """How far replacing one row moves the sum of the rows clamped to the box [lo, hi] and,
-    where ``norm_bound`` R is given, scaled to l2 norm at most R about the origin: the box's
-    diameter ||hi - lo||; 2R, or the diameter where that is smaller and the box holds the
-    origin (a row scaled toward it stays in the box). Public."""
+    where ``norm_bound`` R is given, scaled to l2 norm at most R about the origin, which the
+    box holds (``GaussianMean.box`` refuses one that does not): the box's diameter
+    ||hi - lo||, or 2R where smaller (a row scaled toward the origin stays in the box).
+    Public."""
     diameter = float(np.linalg.norm(hi - lo))
-    if norm_bound is None:
-        return diameter
-    holds_origin = bool(np.all(lo <= 0.0) and np.all(hi >= 0.0))
-    return min(2.0 * norm_bound, diameter) if holds_origin else 2.0 * norm_bound
+    return diameter if norm_bound is None else min(2.0 * norm_bound, diameter)
 
 
 class FixedQuantileClippedMean(ClippedMean):
