@@ -418,22 +418,32 @@ def test_a_rare_value_at_a_face_is_not_clipped_onto_the_other(share, ones, rho):
 
 
 def test_rare_rows_mid_range_are_not_clipped_onto_the_face():
-    # 98% zeros and 2% of the rows at U(4, 6) in (0, 10), n = 5000, rho = 0.5: no row in the
-    # far quarter or on the far face, so counts of the far end do not see them (before
-    # ``far_from_the_face``, 5% at U(2, 5) was clipped onto the face at 6.4x the Gaussian
-    # mechanism's error, a review). PLAN aims to clip 257 rows, more than the 100 off the
-    # face (its count's noise 7.7); their distance, 100 x 0.5 widths, less the Gaussian
-    # mechanism's noise (1.04) clears 1.8 sd (of 7.7) by 4.6 sd: it is left out in every
-    # release (a miss is 1 in 500,000). cm aims to clip 40, and IOME (one column: its robust
-    # share) 47: the rows off the face outnumber those and 2 sd (``OFF_FACE_SDS``) by 5.8 and
-    # 5.0 sd, and the far quarter is empty (its count clears 3 sd in 0.13% of releases), so
-    # they stay, and clip 40-47 of the 100 by part of their distance.
-    n = 5000
-    for seed in range(5):
-        rng = np.random.default_rng(seed)
-        x = np.where(rng.random((n, 1)) < 0.98, 0.0, rng.uniform(4, 6, (n, 1)))
-        result = dpmean.mean(x, rho=0.5, bounds=(0, 10), random_state=seed)
-        assert result.diagnostics["left_out_at_face"] == "plan"
+    # Rows off the face but mid-range (5% at U(2, 5) in (0, 10)): no row in the far quarter or
+    # on the far face, so counts of the far end cannot see them, and cm clipped them onto the
+    # face at 6.4x the Gaussian mechanism's error (a review). The rule reads their distance
+    # from the face (``face_mass``'s third value). On given counts (post-processing: the rule
+    # is a function of them), n = 5000, rho = 0.05 (the plan's shares), a candidate that
+    # clips 129 rows: 120 rows off the face at distance 0.5 each (60 widths) clear 1.8 sd
+    # (24.5) beyond the Gaussian mechanism's noise (3.3): left out; the same rows near the
+    # face (distance 0.01 each, 1.2 widths), or more rows off it than the candidate clips and
+    # two sd, are not.
+    n, rho = 5000, 0.05
+    auto = AutoMean(rho, bounds=(0, 10))
+    plan = auto.budget_plan(n, 1)
+    shares = (plan["choice faces"], plan["choice face mass"], plan["release"])
+
+    def loses(off, distance, far=0.0):
+        faces = np.array([n - off, far, distance])
+        ends = np.array([n - far, far])
+        return auto.loses_to_the_face(ends, faces, n, *shares, 129.0)
+
+    assert loses(120, 60.0)
+    assert not loses(120, 1.2)
+    assert not loses(300, 150.0)
+    # 40 ones of a flag at the far face: their distance alone (40 less 3.3, against 1.8 sd of
+    # 24.5) would not clear, the far face's and far quarter's counts with it do.
+    assert loses(40, 40.0, far=40.0)
+    assert not loses(40, 40.0)
 
 
 def test_one_column_in_its_own_range_needs_a_clear_gain_to_clip():
