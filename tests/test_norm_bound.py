@@ -60,7 +60,8 @@ def test_without_bounds_the_box_is_the_ball_s_and_no_private_box_is_bought():
 @pytest.mark.parametrize("lo, hi, radius, expected", [
     (-2.5, 2.5, 1.0, 2.0),                       # the ball inside the box: 2R
     (-0.1, 0.1, 1.0, 0.2 * math.sqrt(6)),        # the box inside the ball: its diameter
-    (0.0, 3.0, 1.0, 2.0),                        # the origin a corner of the box
+    (0.0, 3.0, 1.0, math.sqrt(2)),               # one orthant: a right angle at most
+    (-3.0, 0.0, 1.0, math.sqrt(2)),
     (-3.0, 0.5, 10.0, 3.5 * math.sqrt(6)),
 ])
 def test_sensitivity_is_the_largest_move_of_a_clipped_row(lo, hi, radius, expected):
@@ -76,6 +77,16 @@ def test_sensitivity_is_the_largest_move_of_a_clipped_row(lo, hi, radius, expect
     y *= np.minimum(1.0, radius / np.maximum(np.linalg.norm(y, axis=1, keepdims=True), 1e-300))
     gaps = np.linalg.norm(y[:, None, :] - y[None, :, :], axis=2)
     assert gaps.max() <= bound * (1 + 1e-12)
+
+
+def test_one_column_on_one_side_of_the_origin_moves_by_r_at_most():
+    assert clipped_sensitivity(np.zeros(1), np.full(1, 5.0), 2.0) == 2.0
+    assert clipped_sensitivity(np.full(1, -5.0), np.full(1, 5.0), 2.0) == 4.0
+    # Counts in (0, 50) with a known norm bound: noise sqrt(2) R / n, not 2R / n.
+    x = np.random.default_rng(0).poisson(1.0, (1000, 4)).astype(float)
+    result = dpmean.mean(x, rho=0.5, method="gaussian", norm_bound=5.0, bounds=(0, 50),
+                         random_state=0)
+    np.testing.assert_allclose(result.diagnostics["noise_std"], math.sqrt(2) * 5.0 / 1000)
 
 
 def test_accuracy_plans_the_bound_s_noise():

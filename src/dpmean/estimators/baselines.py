@@ -4,6 +4,7 @@ norms (IOME Figure 9)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -57,9 +58,10 @@ class GaussianMean(MeanEstimator):
     rho-zCDP: one stage, "noise", all of rho (after ``BOUNDS_SHARE``, 1/10, on a private box
     when neither ``bounds`` nor ``norm_bound`` is given): the Gaussian mechanism on the clamped
     (or clipped) mean. Sensitivity under replace-one: one row moves anywhere in the box, so
-    the mean moves by at most ||hi - lo||_2 / n; with ``norm_bound`` anywhere in the ball of
-    radius R, 2R / n, or the box's diameter where that is smaller (the box must hold the
-    origin, so that scaling a row toward it keeps it in the box): ``clipped_sensitivity``.
+    the mean moves by at most ||hi - lo||_2 / n; with ``norm_bound`` anywhere in the part of
+    the ball of radius R the box holds, 2R / n (sqrt(2) R / n where the box lies in one
+    orthant), or the box's diameter where that is smaller (the box must hold the origin, so
+    that scaling a row toward it keeps it in the box): ``clipped_sensitivity``.
     """
 
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
@@ -127,10 +129,17 @@ def clipped_sensitivity(lo: np.ndarray, hi: np.ndarray, norm_bound: float | None
     """How far replacing one row moves the sum of the rows clamped to the box [lo, hi] and,
     where ``norm_bound`` R is given, scaled to l2 norm at most R about the origin, which the
     box holds (``GaussianMean.box`` refuses one that does not): the box's diameter
-    ||hi - lo||, or 2R where smaller (a row scaled toward the origin stays in the box).
-    Public."""
+    ||hi - lo||, or the diameter of the part of the ball of radius R the box holds where
+    smaller (a row scaled toward the origin stays in the box). That part's diameter is 2R,
+    or sqrt(2) R where the box lies in one orthant (every column's range on one side of 0:
+    counts, non-negative embeddings), whose points are at most a right angle apart (R for
+    one column), as a review noted. Public."""
     diameter = float(np.linalg.norm(hi - lo))
-    return diameter if norm_bound is None else min(2.0 * norm_bound, diameter)
+    if norm_bound is None:
+        return diameter
+    one_orthant = bool(np.all((lo >= 0.0) | (hi <= 0.0)))
+    ball = (1.0 if lo.size == 1 else math.sqrt(2.0)) if one_orthant else 2.0
+    return min(ball * norm_bound, diameter)
 
 
 class FixedQuantileClippedMean(ClippedMean):
