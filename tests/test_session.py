@@ -83,20 +83,21 @@ def test_a_seed_given_again_is_refused_before_the_charge(x):
     session.mean(x, rho=0.1, method="gaussian", bounds=(0, 1), random_state=9)
 
 
-def test_a_generator_a_fallback_drew_nothing_from_is_given_back(x):
-    # A release that falls back (too few rows for its budget: public) draws no noise; the
-    # Generator it was given is unchanged, and a review found it refused on the next release
-    # as though it had drawn. Its claim is given back; an integer seed's is kept.
+def test_a_release_that_could_only_fall_back_is_refused_before_the_charge(x):
+    # Too few rows for the budget (public: n, d, the box, the budget): the release could only
+    # be the zero vector, which a session charged (a user trial: 0.01 for the box's corner)
+    # where the command line refuses it at no cost. Refused before the charge and before the
+    # data is read, its seed given back (a Generator or an integer: nothing was drawn).
     session = Session(rho=10.0)
     generator = np.random.default_rng(3)
+    for seed in (generator, 4):
+        with pytest.raises(InvalidParameterError, match="nothing was charged"):
+            session.mean(x[:40], rho=0.001, method="cm", bounds=(0, 1), random_state=seed)
+        session.mean(x, rho=0.5, method="gaussian", bounds=(0, 1), random_state=seed)
+    assert session.spent == pytest.approx(1.0) and len(session.ledger) == 2
+    # dpmean.mean itself still releases the fallback, with its warning.
     with pytest.warns(dpmean.InsufficientDataWarning):
-        assert session.mean(x[:40], rho=0.001, method="cm", bounds=(0, 1),
-                            random_state=generator).fallback
-    session.mean(x, rho=0.5, method="gaussian", bounds=(0, 1), random_state=generator)
-    with pytest.warns(dpmean.InsufficientDataWarning):
-        session.mean(x[:40], rho=0.001, method="cm", bounds=(0, 1), random_state=4)
-    with pytest.raises(InvalidParameterError, match="earlier release"):
-        session.mean(x, rho=0.5, method="gaussian", bounds=(0, 1), random_state=4)
+        assert dpmean.mean(x[:40], rho=0.001, method="cm", bounds=(0, 1)).fallback
 
 
 def test_threads_given_one_seed_release_once(x):

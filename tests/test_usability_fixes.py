@@ -247,9 +247,6 @@ def _recorded(call):
                          random_state=0), InsufficientDataWarning),
     (lambda: build_estimator("iome", 0.001, bounds=(0, 1), random_state=0).estimate(
         np.zeros((20, 4))), InsufficientDataWarning),
-    (lambda: dpmean.Session(rho=1).mean(np.zeros((20, 4)), rho=0.001, bounds=(0, 1),
-                                        method="plan", random_state=0),
-     InsufficientDataWarning),
     # No private box found (a deeper path: the private box's own fallback).
     (lambda: dpmean.mean(np.zeros((50, 4)), rho=1e-6, method="cm", random_state=0),
      InsufficientDataWarning),

@@ -175,7 +175,8 @@ def public_release(estimator: Any, x: Any, columns: Sequence[str] | str | None =
     InvalidParameterError, InvalidDataError
         What the release would refuse from public information alone: bounds of the wrong
         length, a column that is not in the table or not numeric, data that is not 1-D or 2-D
-        or has no rows, a dtype that is not real numbers, a parameter the shape rules out.
+        or has no rows, a dtype that is not real numbers, a parameter the shape rules out;
+        and too few rows for the budget (the release could only be the fallback).
     """
     from .estimators.base import MeanEstimator
 
@@ -236,7 +237,17 @@ def _checked(estimator: Any, x: Any, columns: Sequence[str] | str | None
         estimator.box(n, d)
         estimator.budget_plan(n, d)
     _check_type(estimator, data, d)
-    return estimator.granted(n, d, estimator.reads_baskets(data)), run, run_columns
+    baskets = estimator.reads_baskets(data)
+    reason = estimator.fallback_reason(n, d, baskets)
+    if reason is not None:
+        # Too few rows for the budget (public: n, d, the box, the budget): the release could
+        # only be the zero vector. Refused before the charge, as the command line refuses it
+        # (a user trial: a session charged 0.01 for the box's corner).
+        raise InvalidParameterError(
+            f"{reason.split('; releasing')[0]}: a session does not charge a release that "
+            f"could only be the zero-vector fallback (nothing was charged). Give a larger "
+            f"budget or more rows, or call dpmean.mean for the fallback itself")
+    return estimator.granted(n, d, baskets), run, run_columns
 
 
 def _no_rows(table: Any) -> Any:
@@ -542,7 +553,9 @@ class Session:
         What public information shows wrong (bounds for another number of columns, a column
         the table does not have, data that is not 1-D or 2-D, a dtype that is not real
         numbers: ``public_release``) is refused before the charge, with the release's own
-        error. If the estimator raises after the charge (an error that may depend on the
+        error; so is a release with too few rows for its budget, which could only be the
+        zero-vector fallback (InvalidParameterError; ``dpmean.mean`` releases that fallback
+        with an InsufficientDataWarning). If the estimator raises after the charge (an error that may depend on the
         data's values, such as NaN), the release stays charged (status "failed").
 
         A ``random_state`` that would draw the noise an earlier release of this session drew
