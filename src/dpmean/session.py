@@ -555,8 +555,9 @@ class Session:
         numbers: ``public_release``) is refused before the charge, with the release's own
         error; so is a release with too few rows for its budget, which could only be the
         zero-vector fallback (InvalidParameterError; ``dpmean.mean`` releases that fallback
-        with an InsufficientDataWarning). If the estimator raises after the charge (an error that may depend on the
-        data's values, such as NaN), the release stays charged (status "failed").
+        with an InsufficientDataWarning). If the estimator raises after the charge (an error
+        that may depend on the data's values, such as NaN), the release stays charged
+        (status "failed").
 
         A ``random_state`` that would draw the noise an earlier release of this session drew
         (the same integer, its SeedSequence, a Generator freshly seeded alike: the generator's
