@@ -644,7 +644,8 @@ class AutoMean(MeanEstimator):
         plan = self.budget_plan(n, d)
         rest = plan["release"]
         if "choice norms" in plan:
-            plan_may_run = self.runs("plan", rest, n, d)
+            # Not for one column with bounds, whose choice leaves PLAN out (``release``).
+            plan_may_run = FACES_STAGE not in plan and self.runs("plan", rest, n, d)
         else:  # the first candidate that meets its n runs
             first = [name for name in self.unresolved_choice(n, d, sparse=False)
                      if name == "gaussian" or self.runs(name, rest, n, d)][:1]
@@ -1258,7 +1259,7 @@ class AutoMean(MeanEstimator):
         ledger.charge("release", rho_rest, None if declared is None else declared["release"])
         mean, diagnostics = chosen.release(engine, inner_budget, inner, rng)
         inner.verify()
-        chosen.check_events(inner, n, d, sparse)  # it ran one of the choice's options
+        chosen.check_events(inner, n, d, sparse)  # it ran its own declaration
         extra: dict[str, Any] = {"predicted_bias": bias} if bias else {}
         if left_out:
             extra["left_out_at_face"] = ", ".join(left_out)
