@@ -60,8 +60,9 @@ class GaussianMean(MeanEstimator):
     (or clipped) mean. Sensitivity under replace-one: one row moves anywhere in the box, so
     the mean moves by at most ||hi - lo||_2 / n; with ``norm_bound`` anywhere in the part of
     the ball of radius R the box holds, 2R / n (sqrt(2) R / n where the box lies in one
-    orthant), or the box's diameter where that is smaller (the box must hold the origin, so
-    that scaling a row toward it keeps it in the box): ``clipped_sensitivity``.
+    orthant, R / n for one such column), or the box's diameter where that is smaller (the
+    box must hold the origin, so that scaling a row toward it keeps it in the box):
+    ``clipped_sensitivity``.
     """
 
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
