@@ -290,6 +290,26 @@ def test_auto_release_charges_its_choice_and_checks_the_chosen_candidate(x, monk
         build_estimator("auto", 0.5, bounds=BOUNDS).estimate(x)
 
 
+def test_auto_refuses_a_candidate_whose_plan_is_not_a_declared_option(x, monkeypatch):
+    # The choice's options are what an (epsilon, delta) request is calibrated to; a candidate
+    # that runs must be one of them, checked at run time (a review: only the candidate's own
+    # declaration was). Declaring the Gaussian mechanism's option alone while PLAN is chosen
+    # is refused before the release leaves.
+    real = AutoMean.stage_events
+
+    def gaussian_only(self, plan, n, d, sparse=False):
+        events = real(self, plan, n, d, sparse)
+        gaussian = self.candidate("gaussian", plan["release"])
+        return {**events, "release": ChoiceEvent((tuple(gaussian.plan_events(n, d, sparse)),))}
+
+    monkeypatch.setattr(AutoMean, "predictions",
+                        lambda self, engine, rho, ledger, rng, one_column=False: (
+                            {"plan": 0.0, "cm": 1.0, "gaussian": 2.0}, {}, False))
+    monkeypatch.setattr(AutoMean, "stage_events", gaussian_only)
+    with pytest.raises(PrivacyAccountingError, match="not one of the choice's declared"):
+        build_estimator("auto", 0.5, bounds=BOUNDS).estimate(x)
+
+
 def test_session_records_and_reloads_an_auto_release(x):
     session = dpmean.Session(epsilon=3.0, delta=1e-5)
     session.mean(x, epsilon=EPSILON, delta=DELTA, method="auto", bounds=BOUNDS, random_state=3)

@@ -13,7 +13,14 @@ from scipy.special import ndtri
 from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
-from ..events import ChoiceEvent, Event, exponential_event, gaussian_event
+from ..errors import PrivacyAccountingError
+from ..events import (
+    ChoiceEvent,
+    Event,
+    equivalent_events,
+    exponential_event,
+    gaussian_event,
+)
 from ..mechanisms import gaussian_mechanism, gaussian_noise_std, log_domain_quantile
 from ..mechanisms.quantiles import (
     check_octave_search,
@@ -1259,7 +1266,16 @@ class AutoMean(MeanEstimator):
         ledger.charge("release", rho_rest, None if declared is None else declared["release"])
         mean, diagnostics = chosen.release(engine, inner_budget, inner, rng)
         inner.verify()
-        chosen.check_events(inner, n, d, sparse)  # it ran its own declaration
+        chosen.check_events(inner, n, d, sparse)  # it ran its own declaration ...
+        choice = None if declared is None else declared["release"]
+        if isinstance(choice, ChoiceEvent) and not any(
+                equivalent_events(chosen.plan_events(n, d, sparse), option)
+                for option in choice.options):
+            # ... and that declaration is one of the choice's options, which an (epsilon,
+            # delta) request was calibrated to (a review: nothing checked it).
+            raise PrivacyAccountingError(
+                f"auto: {name}'s plan is not one of the choice's declared options; the release "
+                f"must not leave")
         extra: dict[str, Any] = {"predicted_bias": bias} if bias else {}
         if left_out:
             extra["left_out_at_face"] = ", ".join(left_out)
