@@ -118,6 +118,10 @@ NEAR_ORIGIN_SDS = 3.0
 FACES_STAGE = "choice faces"
 FACE_MASS_STAGE = "choice face mass"
 FACE_MASS_SHARE = 0.05
+# The l2 sensitivities of the two stages' releases (``AutoMean.end_counts``,
+# ``AutoMean.face_mass``), which the rules reading them take their noise from.
+ENDS_SENSITIVITY = math.sqrt(2.0)
+FACE_MASS_SENSITIVITY = math.sqrt(3.0)
 # How many standard deviations of its noise the rows' distance from the face must clear, beyond
 # the Gaussian mechanism's noise, before a candidate that would clip every row off the face is
 # left out (``AutoMean.far_from_the_face``): rows off the face but near it cost a clip little,
@@ -708,7 +712,7 @@ class AutoMean(MeanEstimator):
             return None
         margin = FACES_SHARE * n / (NEAR_ORIGIN_SDS + FACES_POWER_SDS)
         for share in NEAR_ORIGIN_SHARES:
-            if gaussian_noise_std(math.sqrt(2.0), share * self.rho) <= margin:
+            if gaussian_noise_std(ENDS_SENSITIVITY, share * self.rho) <= margin:
                 return share
         return None
 
@@ -727,14 +731,14 @@ class AutoMean(MeanEstimator):
         top = np.maximum(np.nextafter(engine.hi - FACES_REACH * width, -np.inf), bottom)
         counts = np.array([below[0], engine.n - engine.coordinate_counts(IDENTITY, top)[0]],
                           dtype=np.float64)
-        return gaussian_mechanism(counts, math.sqrt(2.0), ledger.planned[FACES_STAGE], rng,
+        return gaussian_mechanism(counts, ENDS_SENSITIVITY, ledger.planned[FACES_STAGE], rng,
                                   ledger=ledger, stage=FACES_STAGE, secure=self.secure_noise)
 
     def rows_at_both_faces(self, ends: np.ndarray, n: int, rho: float) -> bool:
         """Whether both noisy ``end_counts`` (noise ``rho``) exceed ``NEAR_ORIGIN_SDS``
         standard deviations of their noise and ``FACES_LEAST`` of the rows.
         Post-processing."""
-        sd = gaussian_noise_std(math.sqrt(2.0), rho)
+        sd = gaussian_noise_std(ENDS_SENSITIVITY, rho)
         return bool(np.min(ends) > max(NEAR_ORIGIN_SDS * sd, FACES_LEAST * n))
 
     def face_mass(self, engine: Engine, ledger: PrivacyLedger,
@@ -753,7 +757,7 @@ class AutoMean(MeanEstimator):
         in_widths = View(shift=engine.lo, scale=1.0 / (engine.hi - engine.lo))
         distance = float(engine.clipped_sum(in_widths, np.inf)[0])
         return gaussian_mechanism(np.array([below, above, distance], dtype=np.float64),
-                                  math.sqrt(3.0), ledger.planned[FACE_MASS_STAGE], rng,
+                                  FACE_MASS_SENSITIVITY, ledger.planned[FACE_MASS_STAGE], rng,
                                   ledger=ledger, stage=FACE_MASS_STAGE,
                                   secure=self.secure_noise)
 
@@ -804,35 +808,37 @@ class AutoMean(MeanEstimator):
           more (a 3% flag at rho = 0.5: cm at 2.2 times its error).
 
         Post-processing of the counts."""
+        # Oriented to the face most rows sit on: its count, the far face's, the far quarter's
+        # and the rows' distance from it (from the upper face they sum to n less the lower's).
         lower = faces[0] >= faces[1]
-        face = float(faces[0] if lower else faces[1])
+        face, far_face = (float(faces[0]), float(faces[1])) if lower else (
+            float(faces[1]), float(faces[0]))
         far = float(ends[1] if lower else ends[0])
+        distance = float(faces[2] if lower else n - faces[2])
         if not face > n / 2.0:
             return False
-        sd_faces = gaussian_noise_std(math.sqrt(3.0), rho_faces)
-        sd_ends = gaussian_noise_std(math.sqrt(2.0), rho_ends)
+        sd_faces = gaussian_noise_std(FACE_MASS_SENSITIVITY, rho_faces)
+        sd_ends = gaussian_noise_std(ENDS_SENSITIVITY, rho_ends)
         return bool((n - face <= clipped + OFF_FACE_SDS * sd_faces
-                     and self.far_from_the_face(ends, faces, n, sd_ends, sd_faces,
+                     and self.far_from_the_face(distance, far_face, far, sd_ends, sd_faces,
                                                 rho_release))
                     or far > NEAR_ORIGIN_SDS * sd_ends)
 
     @staticmethod
-    def far_from_the_face(ends: np.ndarray, faces: np.ndarray, n: int, sd_ends: float,
+    def far_from_the_face(distance: float, far_face: float, far: float, sd_ends: float,
                           sd_faces: float, rho_release: float) -> bool:
-        """Whether the rows' distance from the face most rows sit on (``face_mass``, in widths
-        of the box: clipped onto the face, they move the mean by it over n) credibly exceeds
-        the Gaussian mechanism's noise on ``rho_release`` (1 / sqrt(2 rho_release) in the same
-        units): by ``FAR_EVIDENCE_SDS`` of the noise of the distance itself, or of an
+        """Whether the rows' ``distance`` from the face most rows sit on (``face_mass``, in
+        widths of the box: clipped onto the face, they move the mean by it over n) credibly
+        exceeds the Gaussian mechanism's noise on ``rho_release`` (1 / sqrt(2 rho_release) in
+        the same units): by ``FAR_EVIDENCE_SDS`` of the noise of the distance itself, or of an
         estimate that never exceeds it, the distance, the far face's count and the far
         quarter's count times 1 - ``FACES_REACH`` (each row there is at least that far)
         weighted by the inverse of their noise's variance, which sees a rare flag at the far
-        face with less noise. The first sees rows mid-range (5% of the rows at U(2, 5) in
-        (0, 10): cm clipped them onto the face at 6.4x the Gaussian mechanism's error,
-        a review), the second rows at the far end. Post-processing of the counts."""
-        lower = faces[0] >= faces[1]
-        distance = float(faces[2] if lower else n - faces[2])
-        far_face = float(faces[1] if lower else faces[0])
-        quarter = (1.0 - FACES_REACH) * float(ends[1] if lower else ends[0])
+        face with less noise (``far_face``, ``far``: the noisy counts). The first sees rows
+        mid-range (5% of the rows at U(2, 5) in (0, 10): cm clipped them onto the face at 6.4x
+        the Gaussian mechanism's error, a review), the second rows at the far end.
+        Post-processing of the counts."""
+        quarter = (1.0 - FACES_REACH) * far
         hidden = gaussian_noise_std(1.0, rho_release)
         weights = np.array([sd_faces, sd_faces, (1.0 - FACES_REACH) * sd_ends]) ** -2.0
         least = float(weights @ np.array([distance, far_face, quarter]) / weights.sum())
