@@ -4,6 +4,8 @@ Every error a user can cause is a subclass of DPMeanError, so callers (and the c
 catch one type and print one clear line.
 """
 
+import re
+
 
 class DPMeanError(Exception):
     """Base class of every error dpmean raises on purpose."""
@@ -28,6 +30,17 @@ class PrivacyAccountingError(DPMeanError, RuntimeError):
 
 class InsufficientDataWarning(UserWarning):
     """n is too small for the budget (a public check); the estimator released the zero vector."""
+
+
+def fallback_parts(message: str) -> tuple[str, str | None]:
+    """An ``InsufficientDataWarning``'s message ("<reason>; releasing the zero vector ...
+    <advice>", ``MeanEstimator.fallback_message``) split into its reason and its advice, for
+    a caller that refuses the release rather than publish the fallback (the command line, a
+    ``Session``). The whole message, whitespace collapsed, and None where it has no such
+    clause."""
+    text = " ".join(message.split())
+    found = re.fullmatch(r"(.*?); releasing the zero vector[^.]*\.\s*(.*)", text)
+    return (text, None) if found is None else (found.group(1), found.group(2))
 
 
 class SecureNoiseWarning(UserWarning):

@@ -34,6 +34,7 @@ from .errors import (
     InvalidDataError,
     InvalidParameterError,
     PrivacyAccountingError,
+    fallback_parts,
 )
 from .events import zcdp_cost
 from .pld import (
@@ -244,7 +245,7 @@ def _checked(estimator: Any, x: Any, columns: Sequence[str] | str | None
         # only be the zero vector. Refused before the charge, as the command line refuses it
         # (a user trial: a session charged 0.01 for the box's corner).
         raise InvalidParameterError(
-            f"{reason.split('; releasing')[0]}: a session does not charge a release that "
+            f"{fallback_parts(reason)[0]}: a session does not charge a release that "
             f"could only be the zero-vector fallback (nothing was charged). Give a larger "
             f"budget or more rows, or call dpmean.mean for the fallback itself")
     return estimator.granted(n, d, baskets), run, run_columns

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidDataError, InvalidParameterError
+from ..errors import InvalidDataError, InvalidParameterError, fallback_parts
 from ..registry import DEFAULT_METHOD, available_methods
 
 if TYPE_CHECKING:
@@ -69,15 +69,8 @@ def insufficient_data_error(warning: Warning) -> UsageError:
     """The error for an ``InsufficientDataWarning`` turned into one (a command publishes no
     fallback): the library's reason, without its "releasing the zero vector" (a command
     releases nothing), and what the command did instead, in one consistent line."""
-    text = " ".join(str(warning).split())
-    # "<method>: n=... rows is too few for ...; releasing the zero vector[ (projected onto the
-    # box)][, as the paper does]. <advice>"
-    found = re.fullmatch(r"(.*?); releasing the zero vector[^.]*\.\s*(.*)", text)
-    if found is None:
-        reason, advice = text, ""
-    else:
-        reason, advice = found.group(1), " " + found.group(2).replace("bounds=(lo, hi)",
-                                                                       "--bounds LO HI")
+    reason, rest = fallback_parts(str(warning))
+    advice = "" if rest is None else " " + rest.replace("bounds=(lo, hi)", "--bounds LO HI")
     return UsageError(f"too few rows for this budget: {reason}. The library would release the "
                       f"zero vector (projected onto the box) in place of a mean; the command "
                       f"line publishes no such fallback, and wrote no output.{advice}")
