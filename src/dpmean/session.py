@@ -596,7 +596,6 @@ class Session:
             raise
         try:
             result = estimator.estimate(data, columns)
-            self._unclaim_if_unused(seed, options.get("random_state"))
             if result.budget != estimator.budget:
                 # An estimator charged before its budget was calibrated to the shape (the
                 # checks above could not read it) would release under another guarantee.
@@ -634,16 +633,6 @@ class Session:
                     f"none)")
             self._seeds.add(seed)
         return seed
-
-    def _unclaim_if_unused(self, seed: Any, random_state: Any) -> None:
-        """Give back the claim of a Generator the release drew nothing from (a fallback: its
-        state is the claimed one), so that it can be threaded on to the next release (a
-        review found it refused there). Integer seeds keep their claim: a seed names a
-        stream."""
-        if seed is not None and isinstance(random_state, np.random.Generator) and (
-                seed_key(random_state) == seed):
-            with self._lock:
-                self._seeds.discard(seed)
 
     def check(self, budget: Budget, events: Sequence[Event] | None = None,
               method: str | None = None) -> None:
