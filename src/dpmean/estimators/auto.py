@@ -655,8 +655,7 @@ class AutoMean(MeanEstimator):
         plan = self.budget_plan(n, d)
         rest = plan["release"]
         if "choice norms" in plan:
-            # Not for one column with bounds, whose choice leaves PLAN out (``release``).
-            plan_may_run = FACES_STAGE not in plan and self.runs("plan", rest, n, d)
+            plan_may_run = not self.leaves_plan_out(plan) and self.runs("plan", rest, n, d)
         else:  # the first candidate that meets its n runs
             first = [name for name in self.unresolved_choice(n, d, sparse=False)
                      if name == "gaussian" or self.runs(name, rest, n, d)][:1]
@@ -844,6 +843,15 @@ class AutoMean(MeanEstimator):
         least = float(weights @ np.array([distance, far_face, quarter]) / weights.sum())
         return bool(distance - hidden > FAR_EVIDENCE_SDS * sd_faces
                     or least - hidden > FAR_EVIDENCE_SDS * float(weights.sum() ** -0.5))
+
+    @staticmethod
+    def leaves_plan_out(plan: Mapping[str, float]) -> bool:
+        """Whether the choice of the plan ``plan`` (public) leaves PLAN out: where it is made
+        for one column with bounds, PLAN's scaling of the one coordinate gains nothing on IOME,
+        and its clip of sqrt(n) rows and its rank error over 47,104 buckets (hundreds of rows)
+        biased counts (Poisson(1) in (0, 30), n = 20,000, rho = 0.2: PLAN in 34 of 40 releases
+        at 6.5x the Gaussian mechanism's error, a user trial; IOME's robust share 0.67x)."""
+        return FACES_STAGE in plan and "choice norms" in plan
 
     def near_origin_share(self, n: int, d: int) -> float | None:
         """The share of rho for ``NEAR_ORIGIN_STAGE``, or None where it is not asked (public:
@@ -1235,15 +1243,10 @@ class AutoMean(MeanEstimator):
                  ("cm",) if near_origin else self.unresolved_choice(n, d, engine.baskets))
         candidates = {name: self.candidate(name, rho_rest, robust) for name in names}
         plans = {name: c.budget_plan(n, d) for name, c in candidates.items()}
-        # Public checks: each candidate's minimum n; and no PLAN in the choice for one column
-        # with bounds, where its scaling of the one coordinate gains nothing on IOME, and its
-        # clip of sqrt(n) rows and its rank error over 47,104 buckets (hundreds of rows)
-        # biased counts (Poisson(1) in (0, 30), n = 20,000, rho = 0.2: PLAN in 34 of 40
-        # releases at 6.5x the Gaussian mechanism's error, a user trial; IOME's robust share
-        # 0.67x).
+        # Public checks: each candidate's minimum n, and PLAN left out (``leaves_plan_out``).
         runnable = [name for name, c in candidates.items()
                     if n >= c.minimum_rows(n, engine.lo, engine.hi, plans[name])
-                    and not (name == "plan" and ends is not None and predicted is not None)]
+                    and not (name == "plan" and self.leaves_plan_out(budget))]
         left_out: list[str] = []
         if ends is not None and faces is not None and any(name in CLIPPING
                                                           for name in runnable):
