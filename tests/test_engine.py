@@ -79,6 +79,32 @@ def test_answers_match_direct_computation(setting, monkeypatch):
                                    rows[order[0:-1:2]] - rows[order[1::2]], atol=1e-12)
 
 
+def test_sums_added_a_wave_at_a_time_have_the_bits_of_one_list(monkeypatch):
+    # Per-block answers wait in waves of at most _ANSWER_BYTES (here one or two blocks a
+    # thread, on two threads): the bits of one wave of every block (what summing the list of
+    # every block's answer gave) and the direct sums up to rounding; the same counts. Blocks
+    # of one row, as where rows are wider than _BLOCK_BYTES.
+    rng = np.random.default_rng(5)
+    x = rng.normal(0.0, 1.0, size=(203, 9)) * np.exp(rng.normal(0.0, 4.0, size=(203, 9)))
+    lo, hi = np.full(9, -50.0), np.full(9, 60.0)
+    monkeypatch.setattr(memory_module, "_BLOCK_BYTES", 8 * 9)
+    monkeypatch.setattr(memory_module.parallel, "THREADS", 2)
+    view, thresholds = View(), rng.normal(size=9)
+    norms = np.sort(InMemoryEngine(x, lo, hi).row_norms(view))
+    radii = (norms[50], norms[180], np.inf)
+    clamped = np.clip(x, lo, hi)
+    one_wave = InMemoryEngine(x, lo, hi).clipped_sums(view, radii)
+    for got, radius in zip(one_wave, radii, strict=True):
+        np.testing.assert_allclose(got, clip_rows(clamped, radius).sum(axis=0), rtol=1e-12)
+    for answer_bytes in (1, 8 * 9 * 3 * 2):
+        monkeypatch.setattr(memory_module, "_ANSWER_BYTES", answer_bytes)
+        engine = InMemoryEngine(x, lo, hi)
+        for got, expected in zip(engine.clipped_sums(view, radii), one_wave, strict=True):
+            np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(engine.coordinate_counts(view, thresholds),
+                                      np.count_nonzero(clamped <= thresholds, axis=0))
+
+
 def test_engine_never_modifies_the_callers_array():
     x = np.random.default_rng(0).normal(size=(100, 3)) * 10
     before = x.copy()
