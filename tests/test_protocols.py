@@ -317,3 +317,26 @@ def test_knownvar_refuses_a_box_too_many_sigmas_wide(bounds):
     x = np.random.default_rng(0).random((500, 3))
     with pytest.raises(InvalidParameterError, match="bins per coordinate"):
         dpmean.mean(x, rho=0.5, bounds=bounds, method="grs-knownvar", random_state=0)
+
+
+def test_shuffle_summation_shares_cover_the_coordinate_delta():
+    # A sum within statistical distance T = 2^-sigma of an eps'-DP one is only
+    # (eps', (1 + e^eps') T)-DP, so the shares must reach T = delta' / (1 + e^eps') for each
+    # coordinate's (eps', delta') (an adversarial review: T = delta' stated delta' 1.5-2x too
+    # low). n = 300, d = 8: the parts that T needs (BBGN20's bound, written out here) are one
+    # more than those T = delta' would give.
+    n, d = 300, 8
+    x = np.random.default_rng(0).uniform(0.2, 0.8, size=(n, d))
+    result = dpmean.mean(x, epsilon=4.0, delta=1e-6, method="iome-shuffle", bounds=(0, 1),
+                         random_state=1)
+    diagnostics = result.diagnostics
+    eps, delta = diagnostics["coordinate_epsilon"], diagnostics["coordinate_delta"]
+    k = 8  # the rotated coordinates: d padded to a power of two
+
+    def parts(distance):
+        sigma = math.log2(1.0 / distance)
+        return max(3, math.ceil((2.0 * sigma + 64.0) / (math.log2(n) - math.log2(math.e)) + 1))
+
+    needed = parts(delta / (1.0 + math.exp(eps)))
+    assert needed > parts(delta)
+    assert diagnostics["messages_per_user"] == k * needed + 2

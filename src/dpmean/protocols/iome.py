@@ -23,6 +23,7 @@ from .randomisers import (
     POLYA_SCALE_LIMIT,
     RoundBudget,
     ikos_parts,
+    ikos_sigma,
     local_gaussian,
     polya_noise_fits,
     reports_carry_signal,
@@ -454,7 +455,9 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
         second = RandomRotation.draw(k, rng)  # public coins
         bound = radius * self._coordinate_clip(engine, k)
         precision = _precision(engine.n)
-        parts = ikos_parts(engine.n, math.log2(1.0 / delta))
+        # Within statistical distance T of an eps-DP sum is (eps, (1 + e^eps) T)-DP (an
+        # adversarial review: T = delta made each coordinate (eps, 2.05 delta)-DP here).
+        parts = ikos_parts(engine.n, ikos_sigma(eps, delta))
         chunk = max(1, _SHARES_AT_ONCE // (engine.n * parts))
         sums = np.empty(k)
         for start in range(0, k, chunk):

@@ -360,7 +360,8 @@ def summation_randomiser(values: np.ndarray, precision: int, budget: RoundBudget
     Sensitivity: a value in {0..precision} may become any other, so the integer sum changes by
     at most ``precision``. Guarantee (shuffle model): the shuffled shares of all n users reveal
     only the noisy sum (statistical distance 2^-sigma, ``ikos_parts``), which is eps-DP
-    (eps = ``budget.report_epsilon``), so the protocol is (eps, 2^-sigma)-DP per value; a user's
+    (eps = ``budget.report_epsilon``), so the protocol is (eps, (1 + e^eps) 2^-sigma)-DP per
+    value (``ikos_sigma`` gives the sigma for a delta); a user's
     ``budget.reports`` values (one per coordinate) compose to ``budget.cost``, charged to
     ``stage`` before anything is drawn. Returns uint64 shares, shape (*values.shape, parts).
     """
@@ -370,6 +371,14 @@ def summation_randomiser(values: np.ndarray, precision: int, budget: RoundBudget
     rounded = low.astype(np.int64) + (rng.random(scaled.shape) < scaled - low)
     noisy = rounded + _polya_draw(scaled.shape, n, budget.report_epsilon, precision, rng)
     return additive_shares(noisy, parts, rng)
+
+
+def ikos_sigma(epsilon: float, delta: float) -> float:
+    """The sigma for which IKOS summation of an epsilon-DP noisy sum is (epsilon, delta)-DP:
+    a release within statistical distance T of an epsilon-DP one is (epsilon,
+    (1 + e^epsilon) T)-DP (for any event S, P[M(D) in S] <= P[M*(D) in S] + T <=
+    e^epsilon (P[M(D') in S] + T) + T), so T = 2^-sigma = delta / (1 + e^epsilon)."""
+    return math.log2((1.0 + math.exp(epsilon)) / delta)
 
 
 def ikos_parts(n: int, sigma: float) -> int:
