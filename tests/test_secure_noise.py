@@ -165,6 +165,17 @@ def test_secure_symmetric_matrix_mechanism_is_symmetric_and_on_a_grid():
     assert ledger.spent == {"cov": 1.0}
 
 
+def test_secure_symmetric_matrix_mechanism_refuses_an_undrawable_variance_before_the_charge():
+    # A variance beyond the exact sampler's is refused from public values, as
+    # ``gaussian_mechanism`` refuses it, before anything is charged (an adversarial review).
+    ledger = PrivacyLedger(1.0, "rho")
+    ledger.plan({"cov": 1e-30})
+    with pytest.raises(InvalidParameterError):
+        symmetric_gaussian_mechanism(np.eye(3), 1.0, 1e-30, np.random.default_rng(0),
+                                     ledger=ledger, stage="cov", secure=True)
+    assert ledger.spent == {}
+
+
 @pytest.mark.parametrize("method, options, warns", [
     ("auto", {}, True),
     ("plan", {}, True),

@@ -10,7 +10,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..errors import InvalidParameterError
 from ..events import gaussian_event
-from .gaussian import gaussian_noise, gaussian_noise_std
+from .gaussian import check_secure_noise, gaussian_noise, gaussian_noise_std
 
 
 def symmetric_gaussian_mechanism(
@@ -36,10 +36,13 @@ def symmetric_gaussian_mechanism(
     if value.ndim != 2 or value.shape[0] != value.shape[1]:
         raise InvalidParameterError(f"expected a square matrix, got shape {value.shape}")
     std = gaussian_noise_std(sensitivity, rho)
+    upper = np.triu_indices(value.shape[0])
+    if secure:
+        # Refused before the charge, as ``gaussian_mechanism`` refuses (public values only).
+        check_secure_noise(sensitivity, rho, len(upper[0]))
     # Delta^2 / (2 std^2): the Gaussian mechanism's cost.
     ledger.charge(stage, rho, gaussian_event(rho, secure))
     if secure:
-        upper = np.triu_indices(value.shape[0])
         out = np.zeros_like(value)
         out[upper] = gaussian_noise(value[upper], sensitivity, rho, rng, secure=True)
         return out + np.triu(out, 1).T
