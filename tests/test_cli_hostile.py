@@ -393,11 +393,19 @@ def test_a_seed_is_a_non_negative_integer_for_every_command(capsys):
 
 
 def test_a_scheduler_address_dask_cannot_parse_is_one_error_line(capsys, folder):
-    """--scheduler notanaddress gave a ValueError traceback."""
-    pytest.importorskip("distributed")
+    """--scheduler notanaddress gave a ValueError traceback. And it left a default client,
+    still "connecting", that every later computation of the process waited on forever (the
+    test suite hung in one run of four)."""
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    scheduler = dask.config.get("scheduler", None)
     code, out, err = run(capsys, "estimate", "a.npy", "--rho", 1, "--bounds", 0, 10,
                          "--scheduler", "notanaddress")
     assert one_error_line(code, err) and "not a Dask scheduler address" in err, err
+    assert dask.config.get("scheduler", None) == scheduler
+    with pytest.raises(ValueError, match="No clients found"):
+        distributed.default_client()
 
 
 def test_a_scheduler_alone_runs_a_basket_file_densely_as_engine_dask_does():

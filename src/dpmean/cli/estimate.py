@@ -672,7 +672,12 @@ def _array_layout(path: Path, f: IO[bytes], what: str) -> _Layout:
 @contextlib.contextmanager
 def _dask_client(address: str | None) -> Iterator[Any]:
     """A dask.distributed client for the run (it becomes Dask's scheduler) once the scheduler
-    has a worker, or nothing. Its event loop's own logs are quiet meanwhile (``_quiet``)."""
+    has a worker, or nothing. Its event loop's own logs are quiet meanwhile (``_quiet``).
+
+    Made Dask's scheduler inside this context only, not as distributed's default client: a
+    default client registers itself before it connects, so one whose address failed to parse
+    stayed registered, "connecting", and every later computation of the process waited on it
+    forever (``main`` called in-process, as the tests call it: a hang in one run of four)."""
     if address is None:
         yield None
         return
@@ -682,7 +687,7 @@ def _dask_client(address: str | None) -> Iterator[Any]:
         raise UsageError('--scheduler needs dask.distributed: pip install "dpmean[dask]"') \
             from None
     try:
-        client = Client(address, timeout="10s")
+        client = Client(address, timeout="10s", set_as_default=False)
     except OSError as exc:
         raise UsageError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     except (ValueError, TypeError) as exc:  # not an address dask can parse
@@ -699,7 +704,10 @@ def _dask_client(address: str | None) -> Iterator[Any]:
                              f"within {SCHEDULER_WORKERS_TIMEOUT:g} s): start one, e.g. "
                              f"'dask worker {address}'") from None
         _check_same_dpmean(client, address)
-        yield client
+        import dask
+
+        with dask.config.set(scheduler=client):
+            yield client
 
 
 def _check_same_dpmean(client: Any, address: str) -> None:
