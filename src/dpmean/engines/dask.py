@@ -209,7 +209,7 @@ class DaskEngine(Engine):
             # graph, and distributed advises "loading the data with Dask directly", which a
             # user cannot act on (a user trial): the index is O(n), as the row norms are.
             warnings.filterwarnings("ignore", message="Sending large graph")
-            diffs = (rows[pairs[:, 0]] - rows[pairs[:, 1]]).persist()
+            diffs = _pair_gather(rows, pairs, first_sorted=any_order).persist()
         self._pairs = [*self._pairs[-1:], (order, any_order, diffs, which)]
         return diffs, which
 
@@ -247,6 +247,66 @@ def _gather_source(rows: Any) -> Any:
     n, k = rows.shape
     step = min(-(-n // _GATHER_BLOCKS), max(1, _GATHER_BLOCK_BYTES // (8 * k)))
     return rows.rechunk({0: step}) if step > max(rows.chunks[0]) else rows
+
+
+def _pair_gather(rows: Any, pairs: np.ndarray, *, first_sorted: bool) -> Any:
+    """``rows[pairs[:, 0]] - rows[pairs[:, 1]]`` (``rows`` a dask.array, n x k), each block of
+    pairs made from one piece of rows per source block and side (``_rows_at``) and put back in
+    the pairs' order (``_difference``): the same values as dask's fancy indexing, which sorts
+    a random index, takes and un-sorts it in separate passes (PLAN's pair distances, 2 GB on
+    two workers: 6.8 and 8.9 s with it, 4.8 and 4.9 s so). Where ``first_sorted`` (the first
+    rows ascending),
+    the blocks of pairs follow the first rows' source blocks, so that side is one local
+    piece; else the pairs are cut into as many equal blocks as ``rows`` has."""
+    import dask
+    import dask.array as da
+    from dask.highlevelgraph import HighLevelGraph
+
+    edges = np.cumsum((0, *rows.chunks[0]))
+    m = len(pairs)
+    cuts = (np.searchsorted(pairs[:, 0], edges) if first_sorted
+            else np.linspace(0, m, len(edges)).astype(np.intp))
+    token = dask.base.tokenize(rows, pairs)
+    name, piece = f"pair-differences-{token}", f"pair-rows-{token}"
+    graph: dict[Any, Any] = {}
+    sizes: list[int] = []
+    for start, stop in zip(cuts[:-1], cuts[1:], strict=True):
+        if stop == start:  # a source block that holds no pair's first row
+            continue
+        t = len(sizes)
+        sides = []
+        for side in (0, 1):
+            index = pairs[start:stop, side]
+            source = np.searchsorted(edges, index, side="right") - 1
+            by_source = np.argsort(source, kind="stable")
+            keys = []
+            for s in np.unique(source):
+                graph[(piece, side, s, t)] = (_rows_at, (rows.name, s, 0),
+                                              index[by_source[source[by_source] == s]] - edges[s])
+                keys.append((piece, side, s, t))
+            sides.append((by_source, keys))
+        graph[(name, t, 0)] = (_difference, *sides[0], *sides[1])
+        sizes.append(stop - start)
+    layer = HighLevelGraph.from_collections(name, graph, dependencies=[rows])
+    return da.Array(layer, name, chunks=(tuple(sizes), rows.chunks[1]), dtype=rows.dtype)
+
+
+def _rows_at(block: np.ndarray, index: np.ndarray) -> np.ndarray:
+    return block[index]
+
+
+def _in_order(by_source: np.ndarray, pieces: list[np.ndarray]) -> np.ndarray:
+    """The pieces (rows grouped by source block, ``by_source`` the grouping's order) back in
+    the pairs' order."""
+    grouped = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+    rows = np.empty_like(grouped)
+    rows[by_source] = grouped
+    return rows
+
+
+def _difference(first_order: np.ndarray, first: list[np.ndarray], second_order: np.ndarray,
+                second: list[np.ndarray]) -> np.ndarray:
+    return _in_order(first_order, first) - _in_order(second_order, second)
 
 
 def _values_of_copy(block: np.ndarray, values_of: Any) -> np.ndarray:
