@@ -253,6 +253,14 @@ def test_a_nan_or_a_null_is_named_by_its_column(capsys, files, engine):
         code, out, err = estimate(capsys, files / name, *engine_flags(engine))
         assert_one_error_line(code, out, err, ["7777777", "counting from 0"])
         assert f"{name}: {message}" in err, err
+        # A Parquet null is not told about a CSV file's spellings of "missing" (a user
+        # trial); a CSV file's empty cell is.
+        assert "CSV cell" not in err, err
+    (files / "blank.csv").write_text("a,b\n" + "1,2\n" * 50 + ",3\n" + "1,2\n" * 50)
+    code, out, err = estimate(capsys, files / "blank.csv", *engine_flags(engine),
+                              "--fill", "b=0")
+    assert_one_error_line(code, out, err, [])
+    assert "column 'a' holds an empty cell (null)" in err and "a CSV cell NA" in err, err
 
 
 def test_a_headerless_column_is_named_by_its_number(tmp_path):

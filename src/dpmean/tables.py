@@ -394,7 +394,8 @@ def _list_values(column: Any) -> Any:
     return pa.chunked_array(values, type=column.type.value_type)
 
 
-def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> None:
+def check_values(table: Any, names: Sequence[str], labels: Sequence[str], *,
+                 csv: bool = False) -> None:
     """Refuse a null or a NaN in the named columns of a pyarrow Table or
     RecordBatch, naming the first column that holds one (``labels[j]``, e.g. "column 'age'")
     and neither the value, nor where, nor how many: what the estimators refuse, said in the
@@ -409,6 +410,8 @@ def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> Non
         The columns to check.
     labels : sequence of str
         How the message names each column, in the order of ``names``.
+    csv : bool, default False
+        The rows are a CSV file's: the message also names the cells it reads as empty.
 
     Raises
     ------
@@ -425,10 +428,13 @@ def check_values(table: Any, names: Sequence[str], labels: Sequence[str]) -> Non
             column = _list_values(column)
         if column.null_count:
             # ("NaN" as the estimators say it: the same advice, a different cause.)
+            # (The CSV spellings of "missing" only for a CSV file: a Parquet file's null
+            # named them, a user trial.)
+            spellings = (" (where another column has a fill, a CSV cell NA, N/A, NULL, None, "
+                         "#N/A or <NA> is empty too)" if csv else "")
             raise InvalidDataError(f"{label} holds an empty cell (null): like NaN values, it "
-                                   f"must be removed or imputed before a private release "
-                                   f"(where another column has a fill, a CSV cell NA, N/A, "
-                                   f"NULL, None, #N/A or <NA> is empty too){_FILL_HINT}")
+                                   f"must be removed or imputed before a private "
+                                   f"release{spellings}{_FILL_HINT}")
         if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column),
                                                         min_count=1).as_py():
             # (An infinite value, or a CSV number too large for a float64, is a number beyond
@@ -918,7 +924,7 @@ class CsvTable:
 
     def _check(self, rows: Any) -> None:
         try:
-            check_values(rows, list(self._column_of), self._labels)
+            check_values(rows, list(self._column_of), self._labels, csv=True)
         except InvalidDataError as exc:
             raise InvalidDataError(f"{self.path}: {exc}") from None
 
