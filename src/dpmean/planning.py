@@ -161,10 +161,18 @@ def _check_request(method: Any, n: Any, d: Any, level: Any) -> tuple[int, int, f
             f"accuracy: unknown method {method!r}; the methods with an a priori noise bound "
             f"are {', '.join(PLANNED)}")
     if method not in PLANNED:
-        raise InvalidParameterError(
-            f"accuracy: method {method!r} has no a priori noise bound; choose one of "
-            f"{', '.join(PLANNED)}")
+        raise InvalidParameterError(f"accuracy: {unplanned(method)}")
     return check_count(n, "n"), check_count(d, "d"), check_level(level)
+
+
+def unplanned(method: str) -> str:
+    """Why the known ``method`` (not in ``PLANNED``) cannot be planned, and what to do: for
+    ``accuracy``'s refusal and ``dpmean budget``'s."""
+    why = {"auto": "its noise is that of the method its private choice runs",
+           "plan": "its noise depends on its private variance scales"}.get(
+        method, "the planner does not model its noise")
+    return (f"method {method!r} has no a priori noise bound ({why}); plan the method the "
+            f"release will name, one of {', '.join(PLANNED)}")
 
 
 def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float, *,

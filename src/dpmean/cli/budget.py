@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from ..registry import PLANNED
+from ..registry import ESTIMATORS, PLANNED
 from .arguments import (
     UsageError,
     add_bounds_arguments,
@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "noise depends on private values (auto's choice, PLAN's scales): plan the method the "
         "release will name with --method.",
     )
-    p.add_argument("--method", default="iome", choices=PLANNED, metavar="M",
+    p.add_argument("--method", default="iome", type=_planned_method, metavar="M",
                    help=f"estimator: {', '.join(PLANNED)} (default: iome)")
     p.add_argument("--n", type=int, required=True, metavar="N", help="number of rows (public)")
     p.add_argument("--d", type=int, required=True, metavar="D",
@@ -84,6 +84,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_option_argument(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(run=run)
+
+
+def _planned_method(name: str) -> str:
+    """--method: one of ``PLANNED``; another method is refused with why it cannot be planned
+    (argparse's choices listed the names only, and auto, the default of dpmean estimate, was
+    an "invalid choice" with no reason: a user trial)."""
+    if name in PLANNED:
+        return name
+    if name in ESTIMATORS:
+        from ..planning import unplanned
+
+        raise argparse.ArgumentTypeError(unplanned(name))
+    raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from "
+                                     f"{', '.join(PLANNED)})")
 
 
 def run(args: argparse.Namespace) -> int:
