@@ -325,15 +325,17 @@ def polya_noise_fits(epsilon: float, sensitivity: int) -> bool:
 def _polya_draw(shape: tuple[int, ...], n: int, epsilon: float, sensitivity: int,
                 rng: np.random.Generator) -> np.ndarray:
     """``polya_noise``'s draw without its charge (``summation_randomiser`` charges first);
-    the per-unit epsilon is capped at ``DRAWN_EPSILON_CAP`` (past about 37 the success
+    the sum's epsilon is capped at ``DRAWN_EPSILON_CAP`` (past about 37 a unit's success
     probability rounded to 1 and the noise was always 0; less epsilon is conservative and the
-    analyser does not depend on it). A scale beyond ``POLYA_SCALE_LIMIT`` is refused (the
-    protocols refuse it from their plan, before the charge)."""
+    analyser does not depend on it; since 2026-11-27 the cap is on the sum's epsilon, not a
+    unit's, so that ``ikos_sigma``'s e^epsilon stays finite). A scale beyond
+    ``POLYA_SCALE_LIMIT`` is refused (the protocols refuse it from their plan, before the
+    charge)."""
     if not polya_noise_fits(epsilon, sensitivity):
         raise InvalidParameterError(
             f"discrete Laplace noise at epsilon={epsilon:.3g} for sensitivity {sensitivity} has "
             f"scale above {POLYA_SCALE_LIMIT:.3g}, beyond what 64-bit shares can carry")
-    success = -math.expm1(-min(epsilon / sensitivity, DRAWN_EPSILON_CAP))
+    success = -math.expm1(-min(epsilon, DRAWN_EPSILON_CAP) / sensitivity)
     return (rng.negative_binomial(1.0 / n, success, size=shape)
             - rng.negative_binomial(1.0 / n, success, size=shape))
 
@@ -375,10 +377,12 @@ def summation_randomiser(values: np.ndarray, precision: int, budget: RoundBudget
 
 def ikos_sigma(epsilon: float, delta: float) -> float:
     """The sigma for which IKOS summation of an epsilon-DP noisy sum is (epsilon, delta)-DP:
-    a release within statistical distance T of an epsilon-DP one is (epsilon,
-    (1 + e^epsilon) T)-DP (for any event S, P[M(D) in S] <= P[M*(D) in S] + T <=
-    e^epsilon (P[M(D') in S] + T) + T), so T = 2^-sigma = delta / (1 + e^epsilon)."""
-    return math.log2((1.0 + math.exp(epsilon)) / delta)
+    a release within statistical distance T of an e-DP one is (e, (1 + e^e) T)-DP (for any
+    event S, P[M(D) in S] <= P[M*(D) in S] + T <= e^e (P[M(D') in S] + T) + T), so T =
+    2^-sigma = delta / (1 + e^e). The sum is drawn at e = min(epsilon, ``DRAWN_EPSILON_CAP``)
+    (``_polya_draw``), e-DP and so epsilon-DP: e^e stays finite at huge budgets."""
+    drawn = min(epsilon, DRAWN_EPSILON_CAP)
+    return math.log2((1.0 + math.exp(drawn)) / delta)
 
 
 def ikos_parts(n: int, sigma: float) -> int:
