@@ -96,13 +96,34 @@ def test_sums_added_a_wave_at_a_time_have_the_bits_of_one_list(monkeypatch):
     one_wave = InMemoryEngine(x, lo, hi).clipped_sums(view, radii)
     for got, radius in zip(one_wave, radii, strict=True):
         np.testing.assert_allclose(got, clip_rows(clamped, radius).sum(axis=0), rtol=1e-12)
-    for answer_bytes in (1, 8 * 9 * 3 * 2):
+    for answer_bytes in (1, 8 * 9 * 3 * 2, 8 * 9 * 5):
         monkeypatch.setattr(memory_module, "_ANSWER_BYTES", answer_bytes)
         engine = InMemoryEngine(x, lo, hi)
         for got, expected in zip(engine.clipped_sums(view, radii), one_wave, strict=True):
             np.testing.assert_array_equal(got, expected)
         np.testing.assert_array_equal(engine.coordinate_counts(view, thresholds),
                                       np.count_nonzero(clamped <= thresholds, axis=0))
+
+
+def test_one_column_sums_keep_the_bits_of_summing_the_list(monkeypatch):
+    # np.sum of a list of one-value block sums adds them pairwise, of wider ones one after
+    # another: the waves keep both (a review: adding one-value sums one after another
+    # changed the last bits of one-column releases from about 10^6 rows).
+    rng = np.random.default_rng(2)
+    monkeypatch.setattr(memory_module, "_BLOCK_BYTES", 8)
+    monkeypatch.setattr(memory_module.parallel, "THREADS", 2)
+    for d in (1, 3):
+        monkeypatch.setattr(memory_module, "_BLOCK_BYTES", 8 * d)
+        x = rng.standard_cauchy(size=(1001, d)) * 1e3
+        for answer_bytes in (8, 64 << 20):
+            monkeypatch.setattr(memory_module, "_ANSWER_BYTES", answer_bytes)
+            got = InMemoryEngine(x, np.full(d, -1e6), np.full(d, 1e6)).clipped_sum(View(),
+                                                                                   np.inf)
+            want = np.sum(list(np.clip(x, -1e6, 1e6)), axis=0)
+            if d == 1 and answer_bytes == 8:  # collapsed every two blocks: rounding only
+                np.testing.assert_allclose(got, want, rtol=1e-9)
+            else:
+                np.testing.assert_array_equal(got, want)
 
 
 def test_engine_never_modifies_the_callers_array():
