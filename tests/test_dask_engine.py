@@ -215,3 +215,20 @@ def test_distinct_runs_and_their_merge_equal_each_querys_unique_values():
                 values, counts = np.unique(segment, return_counts=True)
                 np.testing.assert_array_equal(got[0], values)
                 np.testing.assert_array_equal(got[1], counts)
+
+
+def test_pair_gather_in_both_layouts_and_of_no_pairs(dask_client):
+    # The same pairs gathered with either layout are other tasks (a review: one token for
+    # both, and the second graph read the first's persisted tasks on a cluster), and no
+    # pairs is an empty array.
+    from dpmean.engines import dask as dask_module
+
+    rows = da.from_array(np.arange(8.0)[:, None], chunks=(2, 1))
+    pairs = np.array([[0, 5], [1, 7], [2, 6], [3, 4]])
+    want = (np.arange(8.0)[pairs[:, 0]] - np.arange(8.0)[pairs[:, 1]])[:, None]
+    kept = dask_module._pair_gather(rows, pairs, first_sorted=True).persist()
+    other = dask_module._pair_gather(rows, pairs, first_sorted=False).persist()
+    np.testing.assert_array_equal(kept.compute(), want)
+    np.testing.assert_array_equal(other.compute(), want)
+    none = dask_module._pair_gather(rows, np.empty((0, 2), dtype=np.intp), first_sorted=True)
+    assert none.compute().shape == (0, 1)

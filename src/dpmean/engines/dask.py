@@ -266,7 +266,8 @@ def _pair_gather(rows: Any, pairs: np.ndarray, *, first_sorted: bool) -> Any:
     m = len(pairs)
     cuts = (np.searchsorted(pairs[:, 0], edges) if first_sorted
             else np.linspace(0, m, len(edges)).astype(np.intp))
-    token = dask.base.tokenize(rows, pairs)
+    # The layout is part of the graph: the same pairs gathered both ways are other tasks.
+    token = dask.base.tokenize(rows, pairs, first_sorted)
     name, piece = f"pair-differences-{token}", f"pair-rows-{token}"
     graph: dict[Any, Any] = {}
     sizes: list[int] = []
@@ -288,6 +289,8 @@ def _pair_gather(rows: Any, pairs: np.ndarray, *, first_sorted: bool) -> Any:
         graph[(name, t, 0)] = (_difference, *sides[0], *sides[1])
         sizes.append(stop - start)
     layer = HighLevelGraph.from_collections(name, graph, dependencies=[rows])
+    if not sizes:  # no pairs: no block to make
+        return rows[:0]
     return da.Array(layer, name, chunks=(tuple(sizes), rows.chunks[1]), dtype=rows.dtype)
 
 
