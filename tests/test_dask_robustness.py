@@ -256,9 +256,9 @@ def test_a_connection_lost_during_the_release_is_one_line_and_stays_charged(
     def lost_mid_release(self, x, columns=None):
         import dask
 
-        # The client the command connected (Dask's scheduler during the release), cut off as
+        # The client the command connected (the current one during the release), cut off as
         # by a network failure or a killed scheduler; the cluster of the other tests runs on.
-        client = dask.config.get("scheduler")
+        client = distributed.get_client()
         threading.Timer(0.3, client.loop.add_callback,
                         [client.scheduler_comm.comm.abort]).start()
         dask.delayed(time.sleep)(2).compute(scheduler=client)
@@ -343,10 +343,10 @@ def test_ctrl_c_during_a_release_is_one_line_and_stays_charged(capfd, caplog, mo
         # there (``_thread.interrupt_main`` waits for the wait to end).
         threading.Timer(0.3, signal.pthread_kill,
                         [threading.main_thread().ident, signal.SIGINT]).start()
-        # The client the command connected (Dask's scheduler during the release), as a
+        # The client the command connected (the current one during the release), as a
         # release uses it.
         dask.compute(*[dask.delayed(time.sleep)(1 + i / 10) for i in range(4)],
-                     scheduler=dask.config.get("scheduler"))
+                     scheduler=distributed.get_client())
         # Under load the timer's signal can come after the wait (once in a full run with both
         # cores busy: the release then returned None); it still interrupts the command here.
         time.sleep(30)

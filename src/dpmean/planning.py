@@ -169,7 +169,8 @@ def unplanned(method: str) -> str:
     """Why the known ``method`` (not in ``PLANNED``) cannot be planned, and what to do: for
     ``accuracy``'s refusal and ``dpmean budget``'s."""
     why = {"auto": "its noise is that of the method its private choice runs",
-           "plan": "its noise depends on its private variance scales"}.get(
+           "plan": "its noise depends on its private variance scales; plan-noscale, "
+                   "without them, can be planned"}.get(
         method, "the planner does not model its noise")
     return (f"method {method!r} has no a priori noise bound ({why}); plan the method the "
             f"release will name, one of {', '.join(PLANNED)}")

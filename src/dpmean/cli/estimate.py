@@ -706,7 +706,10 @@ def _dask_client(address: str | None) -> Iterator[Any]:
         _check_same_dpmean(client, address)
         import dask
 
-        with dask.config.set(scheduler=client):
+        # As_current too: before 2025, dask's persist found the cluster only through the
+        # current or default client, and brought persisted blocks to this process without it
+        # (a review, with dask 2024.12).
+        with dask.config.set(scheduler=client), client.as_current():
             yield client
 
 
