@@ -212,3 +212,20 @@ def test_the_floating_point_warning_follows_the_plan_and_comes_once():
     assert len(said(rows)) == 1
     flag = (np.random.default_rng(0).random((300, 1)) < 0.05).astype(float)
     assert said(flag, rho=0.02, bounds=(0, 1)) == []
+
+
+def test_coinpress_covariance_steps_are_checked_before_the_first_charge():
+    # A step whose secure draw the sampler cannot make is refused before any step is charged
+    # (public values: m, d, beta and the budgets; a review: the last step was refused after
+    # the first was charged).
+    from dpmean.engines import InMemoryEngine
+    from dpmean.estimators.coinpress import mvc_rec
+
+    rows = np.random.default_rng(0).normal(size=(200, 3))
+    paired = InMemoryEngine(rows, np.full(3, -10.0), np.full(3, 10.0))
+    ledger = PrivacyLedger(1.0, "rho")
+    ledger.plan({"cov-step-1": 0.5, "cov-step-2": 1e-30})
+    with pytest.raises(InvalidParameterError):
+        mvc_rec(paired, 5.0, [0.5, 1e-30], beta=0.1, ledger=ledger,
+                rng=np.random.default_rng(1), secure=True)
+    assert ledger.spent == {}

@@ -16,6 +16,7 @@ from ..diagnostics import NOISE_STD, Diagnostic, Kind
 from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms import symmetric_gaussian_mechanism
+from ..mechanisms.gaussian import check_secure_noise
 from ..transforms import View
 from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
@@ -310,6 +311,11 @@ def _mvc_steps(
     eta = math.sqrt(d / m) + d / (2.0 * m)
     a = np.eye(d) / sigma_max
     previous, z = a, np.zeros((d, d))
+    if secure:
+        # Every step's draw is checked before the first step's charge (public: m, d, beta and
+        # the budgets; a review: a later step was refused after the earlier were charged).
+        for rho in budgets:
+            check_secure_noise(math.sqrt(2.0) * gamma**2 / m, rho, d * (d + 1) // 2)
     for k, rho in enumerate(budgets, start=1):
         second = paired.clipped_outer_sum(_whitening_view(a), gamma) / m
         noisy = symmetric_gaussian_mechanism(second, math.sqrt(2.0) * gamma**2 / m, rho, rng,
