@@ -311,14 +311,15 @@ def _mvc_steps(
     eta = math.sqrt(d / m) + d / (2.0 * m)
     a = np.eye(d) / sigma_max
     previous, z = a, np.zeros((d, d))
+    sensitivity = math.sqrt(2.0) * gamma**2 / m
     if secure:
         # Every step's draw is checked before the first step's charge (public: m, d, beta and
         # the budgets; a review: a later step was refused after the earlier were charged).
         for rho in budgets:
-            check_secure_noise(math.sqrt(2.0) * gamma**2 / m, rho, d * (d + 1) // 2)
+            check_secure_noise(sensitivity, rho, d * (d + 1) // 2)
     for k, rho in enumerate(budgets, start=1):
         second = paired.clipped_outer_sum(_whitening_view(a), gamma) / m
-        noisy = symmetric_gaussian_mechanism(second, math.sqrt(2.0) * gamma**2 / m, rho, rng,
+        noisy = symmetric_gaussian_mechanism(second, sensitivity, rho, rng,
                                              ledger=ledger, stage=f"cov-step-{k}",
                                              secure=secure)
         # Z (the PSD part) and Z + eta I share the eigenvectors of the noisy moment: one
