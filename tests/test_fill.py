@@ -155,8 +155,8 @@ def test_fill_needs_a_named_column_of_numbers(files, tmp_path):
     np.save(array, np.zeros((3, 2)))
     with pytest.raises(InvalidParameterError, match="fill .* only applies to .csv and .parquet"):
         load_data(array, fill={"a": 0.0})
-    with pytest.raises(InvalidParameterError, match="fill is the CSV and Parquet readers'"):
-        dpmean.mean(str(files / "blanks.csv"), rho=1.0, fill={"age": 50.0})
+    with pytest.raises(InvalidParameterError, match="fill applies to .csv and .parquet"):
+        dpmean.mean(str(array), rho=1.0, bounds=(0, 1), fill={"a": 0.0})
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -209,3 +209,31 @@ def test_cli_says_when_a_fill_lies_outside_its_range(capsys, files):
     assert "income" not in err.split("lies outside")[0].split("\n")[-1]
     _, err = release_json(capsys, files / "blanks.csv", *fill_flags("memory"))
     assert "lies outside" not in err
+
+
+@pytest.mark.parametrize("name", ["blanks.csv", "blanks.parquet"])
+def test_a_path_takes_its_readers_options_in_python(files, name):
+    # dpmean.mean(path, fill=...) and Session.mean as the command's --fill: the same release
+    # as the reader's rows (the message of a blank cell names fill=, which was refused as an
+    # estimator's unknown option).
+    # A range for a column left out is allowed, and unused.
+    ranges = dict(RANGES, **{"name" if name.endswith(".csv") else "emb": (0.0, 1.0)})
+    lo, hi = np.array(list(RANGES.values())).T
+    expected = dpmean.mean(filled(), rho=0.5, bounds=(lo, hi), method="gaussian",
+                           random_state=4).mean
+    options = {"rho": 0.5, "bounds": ranges, "method": "gaussian", "random_state": 4,
+               "columns": list(FILL), "fill": FILL}
+    result = dpmean.mean(str(files / name), **options)
+    np.testing.assert_array_equal(result.mean, expected)
+    assert result.columns == tuple(FILL)
+    session = dpmean.Session(rho=1.0)
+    np.testing.assert_array_equal(session.mean(files / name, **options).mean, expected)
+    assert session.spent == pytest.approx(0.5)
+    # A reader's option with data that is not a path names where it goes.
+    with pytest.raises(InvalidParameterError, match=r"fill: a file reader's option, taken "
+                                                    r"with the file's path"):
+        dpmean.mean(filled(), rho=0.5, bounds=(0, 1), method="gaussian", fill=FILL)
+    # ... and one the format does not take is refused before a row is read, uncharged.
+    with pytest.raises(InvalidParameterError, match="n_items"):
+        session.mean(files / name, **dict(options, random_state=5), n_items=3)
+    assert session.spent == pytest.approx(0.5)

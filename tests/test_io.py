@@ -322,7 +322,8 @@ def test_dat_needs_a_public_number_of_items(tmp_path, n_items):
         with pytest.raises(InvalidParameterError,
                            match="n_items" if n_items is None else "n_items must be"):
             read(path, n_items=n_items)
-    with pytest.raises(InvalidParameterError, match=r"n_items=D, given to its reader: "
+    with pytest.raises(InvalidParameterError, match=r"n_items=D, given with the path to "
+                       r"dpmean\.mean or Session\.mean, or to its reader, "
                        r"dpmean\.engines\.open_source\(path, n_items=D\).*on the command "
                        r"line, --items D\..*d must be public"):
         load_data(path)

@@ -55,20 +55,21 @@ def test_a_dat_path_in_python_is_told_the_reader_that_takes_n_items(baskets):
     with pytest.raises(InvalidParameterError) as info:
         dpmean.mean(str(baskets), rho=1, bounds=(0, 1), method="cm")
     message = str(info.value)
+    assert "n_items=D, given with the path to dpmean.mean" in message
     assert "dpmean.engines.open_source(path, n_items=D)" in message
     assert "dpmean.io.load_data(path, n_items=D)" in message
     assert "must be public" in message
-    # The option the message used to ask for is refused by the estimators: its refusal says
-    # where it goes instead.
-    with pytest.raises(InvalidParameterError, match=r"unknown option\(s\) n_items.*"
-                       r"dpmean\.engines\.open_source\(path, n_items=D\)"):
-        dpmean.mean(str(baskets), rho=1, bounds=(0, 1), method="cm", n_items=10)
-    # ... and the way the messages give works, through dpmean.mean and a Session.
-    for source in (open_source(baskets, n_items=10), load_data(baskets, n_items=10)):
-        result = dpmean.mean(source, rho=1, bounds=(0, 1), method="cm", random_state=0)
-        assert result.d == 10
-        assert dpmean.Session(rho=1).mean(source, rho=1, bounds=(0, 1), method="cm",
-                                          random_state=0).d == 10
+    # Every way the message gives works, through dpmean.mean and a Session, alike.
+    expected = dpmean.mean(open_source(baskets, n_items=10), rho=1, bounds=(0, 1), method="cm",
+                           random_state=0).mean
+    for data, options in ((str(baskets), {"n_items": 10}), (baskets, {"n_items": 10}),
+                          (open_source(baskets, n_items=10), {}),
+                          (load_data(baskets, n_items=10), {})):
+        result = dpmean.mean(data, rho=1, bounds=(0, 1), method="cm", random_state=0, **options)
+        np.testing.assert_array_equal(result.mean, expected)
+        session = dpmean.Session(rho=1)
+        np.testing.assert_array_equal(session.mean(data, rho=1, bounds=(0, 1), method="cm",
+                                                   random_state=0, **options).mean, expected)
 
 
 def test_a_dat_file_without_items_on_the_command_line_is_told_the_flag(capsys, baskets):

@@ -6,6 +6,7 @@ import functools
 import inspect
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from .errors import InvalidParameterError
@@ -35,9 +36,10 @@ def mean(
         The data, shape (n, d) (or (n,) for one variable). n and d are public; values outside
         ``bounds`` are clamped to them silently (counting them would leak). A pandas or polars
         data frame, a pyarrow Table (anything ``pyarrow.table`` converts) is read through its
-        numeric ``columns``. A path to a ``.npy``, ``.csv`` or ``.parquet`` file is read in
-        chunks (``dpmean.engines.open_source``, whose options, such as a CSV's delimiter,
-        need it called directly).
+        numeric ``columns``. A path to a ``.npy``, ``.csv``, ``.parquet`` or ``.dat`` file is
+        read in chunks (``dpmean.engines.open_source``), with the reader's options given here
+        (``fill``, ``delimiter``, ``header``, ``index_col``, ``decimal``, ``n_items``; ``key``
+        for an ``.npz`` archive, read whole), as ``dpmean.io.load_data`` takes them.
     rho : float, optional
         The zCDP budget (> 0). Give either ``rho`` or both ``epsilon`` and ``delta``.
     epsilon, delta : float, optional
@@ -69,8 +71,8 @@ def mean(
         (default every column; each must be numeric or boolean). The result's ``columns`` are
         their names.
     **options
-        The estimator's own parameters (see its class, e.g. ``ShiftedClippedMean``); unknown
-        names are refused.
+        The estimator's own parameters (see its class, e.g. ``ShiftedClippedMean``), and for
+        a path its reader's; unknown names are refused.
 
     Returns
     -------
@@ -103,23 +105,26 @@ def mean(
     method states, e.g. shuffle-approx-DP) under replace-one neighbours; docs/privacy.md gives
     each method's stages and their costs.
     """
+    reader = reader_options(x, options)
     estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, bounds=bounds,
                                 random_state=random_state, **options)
     if isinstance(bounds, Mapping):
-        check_bounds_names(bounds, x, columns)
-    return estimator.estimate(x, columns)
+        check_bounds_names(bounds, x, columns, reader)
+    return estimator.estimate(*opened_path(x, columns, reader))
 
 
 def check_bounds_names(bounds: Mapping[Any, Any], x: Any,
-                       columns: Sequence[str] | str | None = None) -> None:
+                       columns: Sequence[str] | str | None = None,
+                       reader: Mapping[str, Any] | None = None) -> None:
     """Refuse a bounds mapping that names a column ``x`` does not have, where every column
     used has a range: a typo whose range was dropped silently. From the names alone
     (``tables.table_column_names``). Left to the estimator: input without names (it refuses
     named bounds for it), and a used column without a range (its error names both). A column
-    of the table that ``columns`` leaves out may have a range (unused)."""
+    of the table that ``columns`` leaves out may have a range (unused). ``reader``: a path's
+    reader options (``reader_options``), which say how a CSV file's header reads."""
     from .tables import check_range_names, table_column_names
 
-    available = table_column_names(x)
+    available = table_column_names(x, reader)
     if available is None:
         return
     used = [columns] if isinstance(columns, str | int) else columns
@@ -154,32 +159,50 @@ def _estimator_class(method: Any) -> type[MeanEstimator]:
     return cls
 
 
-# Options that belong to a file's reader, not to an estimator: what to do instead.
-READER_OPTIONS = {
-    "n_items": "n_items is the .dat basket reader's option: open the file with "
-               "dpmean.engines.open_source(path, n_items=D) (or dpmean.io.load_data(path, "
-               "n_items=D)) and pass that in place of the path",
-    "key": "key is the .npz reader's option: pass dpmean.io.load_data(path, key=K) in place "
-           "of the path",
-    **{name: f"{name} is the CSV reader's option: open the file with "
-             f"dpmean.engines.open_source(path, {name}=...) and pass that in place of the path"
-       for name in ("delimiter", "header", "index_col")},
-    "fill": "fill is the CSV and Parquet readers' option: open the file with "
-            "dpmean.engines.open_source(path, fill={NAME: VALUE}) and pass that in place of "
-            "the path",
-}
+# The file readers' options (``io.load_data``'s), which ``mean`` passes on with a path.
+READER_OPTIONS = ("key", "n_items", "delimiter", "header", "index_col", "decimal", "fill")
+
+
+def reader_options(x: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The reader's options among ``options`` (``READER_OPTIONS``), taken out of them, when
+    ``x`` is a path; else nothing (an estimator then refuses them by name)."""
+    # x is looked at only when such an option is given: a Session refuses a release that does
+    # not fit before anything of x is touched, its type included.
+    if not set(READER_OPTIONS) & set(options) or not isinstance(x, str | os.PathLike):
+        return {}
+    return {name: options.pop(name) for name in READER_OPTIONS if name in options}
+
+
+def opened_path(x: Any, columns: Sequence[str] | str | None, reader: Mapping[str, Any]
+                ) -> tuple[Any, Sequence[str] | str | None]:
+    """``(x, columns)`` as the estimators read them: a path with ``reader`` options opened with
+    them and ``columns`` by ``engines.open_source`` (read in chunks; an ``.npz`` archive by
+    ``io.load_data``); else as given. Opening reads the file's header or schema and counts its
+    rows, judging no value; an option the format does not take is refused first."""
+    if not reader:
+        return x, columns
+    if Path(x).suffix.lower() == ".npz":
+        from .io import load_data
+
+        return load_data(x, columns=columns, **reader), None
+    from .engines import open_source
+
+    options: dict[str, Any] = dict(reader) if columns is None else {**reader, "columns": columns}
+    return open_source(x, **options), None
 
 
 def _check_options(cls: type[MeanEstimator], options: dict[str, Any]) -> None:
     allowed, required = _keyword_options(cls)
     unknown = sorted(set(options) - allowed)
     if unknown:
-        # Options of a file's reader, given to the estimator with the file's path.
-        readers = [READER_OPTIONS[name] for name in unknown if name in READER_OPTIONS]
+        # Options of a file's reader, given with data that is not a path.
+        readers = [name for name in unknown if name in READER_OPTIONS]
         raise InvalidParameterError(
             f"unknown option(s) {', '.join(unknown)} for method {cls.method!r}; "
             f"it accepts {', '.join(sorted(allowed)) or 'no options'}"
-            + "".join(f". {hint}" for hint in readers)
+            + (f". {', '.join(readers)}: a file reader's option, taken with the file's path "
+               f"(dpmean.mean(path, {readers[0]}=...)) or by dpmean.io.load_data"
+               if readers else "")
         )
     missing = sorted(required - set(options))
     if missing:

@@ -41,11 +41,10 @@ N_ITEMS_WHY = (
     "file would let one basket with one rare item change it, an unbounded privacy loss."
 )
 N_ITEMS_HELP = (
-    "a .dat basket file needs n_items=D, given to its reader: "
-    "dpmean.engines.open_source(path, n_items=D) (read in chunks) or "
-    "dpmean.io.load_data(path, n_items=D) (a scipy.sparse matrix), whose result dpmean.mean, "
-    "Session.mean and estimator.estimate take in place of the path (they take no n_items "
-    "option); on the command line, --items D. " + N_ITEMS_WHY
+    "a .dat basket file needs n_items=D, given with the path to dpmean.mean or Session.mean, "
+    "or to its reader, dpmean.engines.open_source(path, n_items=D) (read in chunks) or "
+    "dpmean.io.load_data(path, n_items=D) (a scipy.sparse matrix), whose result any "
+    "estimator takes in place of the path; on the command line, --items D. " + N_ITEMS_WHY
 )
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .accounting import _exceeds, pure_dp_to_zcdp, warn_if_large_delta, zcdp_to_approx_dp
-from .api import build_estimator, check_bounds_names
+from .api import build_estimator, check_bounds_names, opened_path, reader_options
 from .budget import Budget
 from .errors import (
     BudgetExceededError,
@@ -574,6 +574,7 @@ class Session:
             )
         seed = self._claim_seed(options.get("random_state"))
         try:
+            reader = reader_options(x, options)  # a path's: the file is opened with them
             estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, **options)
             if estimator.calibrates_to_shape():
                 # Its budget follows the plan for the data's shape: checked once granted.
@@ -585,8 +586,9 @@ class Session:
             # of an (epsilon, delta) release may be calibrated to its plan for the data's
             # shape (``MeanEstimator.granted``): charge what will run.
             if isinstance(options.get("bounds"), Mapping):
-                check_bounds_names(options["bounds"], x, columns)  # a typo, as dpmean.mean
-            estimator, data, columns = public_release(estimator, x, columns)
+                check_bounds_names(options["bounds"], x, columns, reader)  # as dpmean.mean
+            estimator, data, columns = public_release(estimator,
+                                                      *opened_path(x, columns, reader))
             index = self.reserve(estimator.method, estimator.budget,
                                  release_events(estimator), label)
         except BaseException:

@@ -13,7 +13,7 @@ import io
 import math
 import numbers
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -292,10 +292,12 @@ def is_list_column(arrow_type: Any) -> bool:
     return bool(pa.types.is_fixed_size_list(arrow_type))
 
 
-def table_column_names(x: Any) -> tuple[str, ...] | None:
+def table_column_names(x: Any, reader: Mapping[str, Any] | None = None
+                       ) -> tuple[str, ...] | None:
     """Every column name of ``x``, chosen by ``columns=`` or not, from its schema or header
     alone (no value read): a data frame's or Arrow table's columns (a pandas index is not one),
-    a ``.csv`` (with a header) or ``.parquet`` path's, a row source's or Dask array's
+    a ``.csv`` (with a header; read with the ``reader`` options that shape it: ``delimiter``,
+    ``header``, ``index_col``) or ``.parquet`` path's, a row source's or Dask array's
     ``column_names``. None for input without names (an array, a CSV file without a header, a
     frame whose names only its conversion gives)."""
     if is_table(x):
@@ -316,7 +318,9 @@ def table_column_names(x: Any) -> tuple[str, ...] | None:
             # column it opens).
             check_readable(Path(x))
             return tuple(str(name) for name in open_parquet(Path(x))[1])
-        names = open_table(x).names
+        shaping = {name: value for name, value in (reader or {}).items()
+                   if name in ("delimiter", "header", "index_col")}
+        names = open_table(x, **shaping).names
         return None if names is None else tuple(str(name) for name in names)
     names = getattr(x, "column_names", None)
     return None if names is None else tuple(str(name) for name in names)
