@@ -557,21 +557,25 @@ def _read_everywhere(path, **options):
 
 
 @pytest.mark.parametrize("first", ["5", "50"])
-def test_a_quoted_line_break_never_splits_a_dask_block(tmp_path, monkeypatch, first):
-    # Blocks of 64 bytes split records at any line break, one inside a quoted cell too: the
-    # tail of the cell became a row, and whether the split fell there depended on the byte
-    # lengths of the rows before it (the neighbour with 50 for 5 released another n). A file
-    # holding a quote is one block now.
+def test_a_quoted_line_break_is_refused_alike_on_every_engine(tmp_path, monkeypatch, first):
+    # Blocks of 64 bytes split records at any line break: whether a split fell inside a quoted
+    # cell depended on the byte lengths of the rows before it (the neighbour with 50 for 5
+    # released another n). A record is a line now: n counts the lines, whatever the cells
+    # hold, and every engine refuses the quoted line break in the same words.
     from dpmean.engines import dask as dask_module
+    from dpmean.engines import open_source
+    from dpmean.engines.dask import dask_array_from_file
 
     monkeypatch.setattr(dask_module, "_CSV_BLOCK_BYTES", 64)
     rows = [f"{first},a"] + ["1,b"] * 12 + ['3,"see\n7,8"'] + ["1,c"] * 12
     path = tmp_path / "q.csv"
     path.write_text("x,note\n" + "\n".join(rows) + "\n")
-    n, memory, chunked, dask_rows = _read_everywhere(path, columns=["x"])
-    assert n == 26 == memory.shape[0]
-    np.testing.assert_array_equal(chunked, memory)
-    np.testing.assert_array_equal(dask_rows, memory)
+    assert open_source(path, columns=["x"]).shape == (27, 1)
+    assert dask_array_from_file(str(path), columns=["x"]).shape == (27, 1)
+    for engine in ("memory", "chunked", "dask"):
+        with pytest.raises(InvalidDataError, match="a quoted cell runs over a line break"):
+            dpmean.mean(str(path), columns=["x"], rho=1.0, bounds=(0, 60), method="gaussian",
+                        engine=engine, random_state=0)
 
 
 @pytest.mark.parametrize("text", ["a,b\r1,2\r3,4\r", "a,b\r\n1,2\n3,4\r\n", "1,2\r3,4\r"])

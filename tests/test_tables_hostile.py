@@ -349,18 +349,21 @@ def test_counting_a_csv_files_rows_judges_no_value(tmp_path):
     assert session.spent > 0
 
 
-def test_a_quoted_line_break_across_the_readers_blocks(tmp_path, monkeypatch):
-    """pyarrow reads a CSV in blocks split at line breaks: without ``newlines_in_values`` a
-    block boundary inside a quoted cell holding a line break refused a valid file (at 16 MiB
-    blocks, a 20 MB file: "line 568733 has 1 values"). Blocks of 1 KiB here."""
+def test_a_quoted_line_break_is_refused_across_the_readers_blocks(tmp_path, monkeypatch):
+    """A record is a line: a quoted cell holding a line break is refused by the release in
+    the same words wherever pyarrow's blocks fall (1 KiB here), and n counts the lines. (It
+    was read as one record, and one open quote then took the rest of the file into one cell:
+    n = 3 released for a file of 100 rows, review.)"""
     from dpmean import tables
 
     monkeypatch.setattr(tables, "_BLOCK_BYTES", 1 << 10)
     path = tmp_path / "quoted.csv"
     path.write_text("note,a\n" + "".join(f'"row {i}\nsecond line",{i % 7}.5\n'
                                          for i in range(2000)))
-    rows = open_table(path, columns=["a"]).read()
-    assert rows.shape == (2000, 1) and rows[3, 0] == 3.5
+    table = open_table(path, columns=["a"])
+    assert table.count_rows() == 4000
+    with pytest.raises(InvalidDataError, match="a quoted cell runs over a line break"):
+        table.read()
 
 
 def test_a_dask_array_of_unknown_length_is_refused_clearly():
@@ -372,3 +375,31 @@ def test_a_dask_array_of_unknown_length_is_refused_clearly():
     x = da.from_array(np.random.default_rng(0).random((1000, 3)), chunks=250)
     with pytest.raises(InvalidDataError, match="compute_chunk_sizes"):
         dpmean.mean(x[x[:, 0] > 0.5], rho=0.5, bounds=(0, 1))
+
+
+@pytest.mark.parametrize("engine", ["memory", "chunked", "dask"])
+def test_one_cells_open_quote_moves_no_n(tmp_path, engine):
+    """A review's neighbouring pair: a text column left out, one person's "ok" against an
+    open quote ("oops), or a quote closed four rows later. n was 100, 3 and 96 in three
+    successful releases; now n is the lines (100) on every file, the first file releases and
+    the others are refused, after the charge, in one sentence."""
+    import dpmean
+    from dpmean.engines import open_source
+
+    if engine == "dask":
+        pytest.importorskip("dask")
+    lines = [f"{i},ok" for i in range(100)]
+    files = {}
+    for name, edits in (("ok", {}), ("open", {3: '3,"oops'}),
+                        ("closed later", {3: '3,"oops', 7: '7,wow" ok'})):
+        path = tmp_path / f"{name}.csv"
+        path.write_text("a,comment\n" + "\n".join(edits.get(i, line)
+                                                  for i, line in enumerate(lines)) + "\n")
+        files[name] = path
+        assert open_source(path, columns=["a"]).shape == (100, 1)
+    options = {"columns": ["a"], "rho": 0.5, "bounds": (0, 100), "method": "gaussian",
+               "engine": engine, "random_state": 0}
+    assert dpmean.mean(str(files["ok"]), **options).n == 100
+    for name in ("open", "closed later"):
+        with pytest.raises(InvalidDataError, match="a quoted cell runs over a line break"):
+            dpmean.mean(str(files[name]), **options)

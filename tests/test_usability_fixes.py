@@ -195,8 +195,16 @@ def test_a_decimal_comma_is_asked_for_and_checked_against_the_delimiter(tmp_path
         load_data(path, decimal=",", delimiter=",")
     commas = tmp_path / "commas.csv"
     commas.write_text("a,b\n1,2\n")
-    with pytest.raises(InvalidParameterError, match="sniffed from the first line is ','"):
+    with pytest.raises(InvalidParameterError, match="the header holds commas, the decimal"):
         load_data(commas, decimal=",")
+    # A headerless file's first line is a person's row: a decimal comma in it neither
+    # chooses the comma as the delimiter nor refuses the file before the charge (review:
+    # 1,5;2,5 was refused for free where its neighbour 1;2 was released).
+    for first in ("1,5;2,5", "1;2"):
+        rows = tmp_path / "rows.csv"
+        rows.write_text(f"{first}\n3;4\n5;6\n")
+        assert load_data(rows, decimal=",", header=False).shape == (3, 2)
+        assert load_data(rows, decimal=",").shape == (3, 2)
     with pytest.raises(InvalidParameterError, match="'.' or ','"):
         load_data(commas, decimal=";")
     np.save(tmp_path / "x.npy", np.zeros((3, 2)))

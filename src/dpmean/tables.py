@@ -33,8 +33,8 @@ DELIMITERS = (",", "\t", ";", "|")
 _BLOCK_BYTES = 16 << 20
 _SHOWN_NAMES = 10
 _QUOTED = re.compile(r'"[^"]*"')
-# What ends a CSV record outside quotes, and the quote that opens and closes them.
-_RECORD_BYTES = re.compile(rb'["\r\n]')
+# What ends a CSV record: a line break, quoted or not (``CsvTable``: a record a line).
+_RECORD_BYTES = re.compile(rb'[\r\n]')
 # Bytes of a file read for its first record (a longer one is read up to here), and the
 # first read's size, doubled until the record's end is in.
 _FIRST_RECORD_BYTES = 64 << 20
@@ -502,13 +502,17 @@ def fill_missing(rows: Any, fill: dict[str, float]) -> Any:
 _DECIMAL_COMMA = re.compile(r"[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+([eE][+-]?\d+)?")
 
 
-def sniff_delimiter(first_line: str) -> str:
+def sniff_delimiter(first_line: str, decimal: str = ".") -> str:
     """The delimiter a CSV file's first line uses: the one of ``DELIMITERS`` it holds most often
     outside quotes (the first on ties; a comma when it holds none). A number holds none of
-    them, so on a file of numbers the choice depends on the layout, never on a value."""
+    them, so on a file of numbers the choice depends on the layout, never on a value. With a
+    decimal comma the comma is not a candidate (a number may hold one: a first row of 1,5;2,5
+    chose it, and was refused before the charge where 1;2 was released, review), and the
+    first of the others is the choice when the line holds none."""
+    candidates = [d for d in DELIMITERS if d != decimal]
     bare = _QUOTED.sub("", first_line)
-    counts = [bare.count(d) for d in DELIMITERS]
-    return DELIMITERS[int(np.argmax(counts))] if max(counts) else ","
+    counts = [bare.count(d) for d in candidates]
+    return candidates[int(np.argmax(counts))] if max(counts) else candidates[0]
 
 
 class CsvTable:
@@ -531,6 +535,12 @@ class CsvTable:
     - Quoted cells, a UTF-8 byte-order mark, CRLF endings and blank lines are read as pandas
       and polars read them (blank lines skipped), except that in a file of one column a
       blank line is a row with an empty cell (counted in n, refused by the release).
+    - A record is a line: n counts the lines (``count_rows``), whatever the cells hold, and a
+      quoted cell that runs over a line break (or a quote left open, which pandas reads to
+      the next quote, rows and all) is refused by the release, after its charge. Where a
+      record ends must not depend on a person's cell: one unclosed quote in a text column
+      left out took the rest of the file into one cell, and the release published n = 3 for
+      a file of 100 rows (review).
 
     Every chosen cell must be a number (with a decimal comma where ``decimal=","``), or a
     boolean word (True, false, ... as pandas writes a bool column), read as 1 or 0.
@@ -560,16 +570,12 @@ class CsvTable:
             raise InvalidParameterError(
                 f"the delimiter must be one character that no number holds (not a digit, a "
                 f"letter, '.', '+' or '-') and not a quote or a line break, got {delimiter!r}")
-        self.delimiter = delimiter or sniff_delimiter(first)
+        self.delimiter = delimiter or sniff_delimiter(first, self.decimal)
         self._delimiter_given = delimiter is not None
         if self.delimiter == self.decimal and self._delimiter_given:
             raise InvalidParameterError(f"the decimal mark and the delimiter are both "
                                         f"{delimiter!r}: a decimal comma needs another "
                                         f"delimiter (';' as spreadsheets write it)")
-        if self.delimiter == self.decimal:
-            raise InvalidParameterError(
-                f"{self.path}: the delimiter sniffed from the first line is {self.delimiter!r}, "
-                f"the decimal mark too; give the file's delimiter with --delimiter, delimiter=")
         # newlines_in_values: a quoted cell may hold a line break; without it pyarrow splits
         # the file into blocks at any line break and refused files over 16 MiB whose split fell
         # inside such a cell ("line 568733 has 1 values").
@@ -587,6 +593,14 @@ class CsvTable:
         self.header = self._guess_header(numbers) if header is None else bool(header)
         if self.header:
             all_names = list(self._read(first.encode(), autogenerate=False).column_names)
+            if self.decimal == "," and not self._delimiter_given and any(
+                    "," in name for name in all_names):
+                # The header is layout (public): a comma-separated file read with a decimal
+                # comma, whose names the other delimiters did not split.
+                raise InvalidParameterError(
+                    f"{self.path}: the header holds commas, the decimal mark too, and none of "
+                    f"tab, ';' or '|'; a decimal comma needs another delimiter: give the "
+                    f"file's with --delimiter, delimiter=")
         else:
             all_names = [f.name for f in first_cells]
         if len(all_names) == 1:
@@ -625,6 +639,7 @@ class CsvTable:
         # Chosen columns found to hold a boolean word (True, false ...): read as text and
         # converted cell by cell (``_numbers``), since pyarrow's float parse refuses the words.
         self._worded: set[str] = set()
+        self._records: int | None = None  # ``count_rows``, once counted
         self._all_names = all_names
         self.names: tuple[str, ...] | None = tuple(chosen) if self.header else None
         self.width = len(chosen)
@@ -666,10 +681,11 @@ class CsvTable:
         """The first record as text, with its line end; sets ``data_offset`` (where the
         records after it begin) and ``_blank_before`` (whether blank lines precede it).
 
-        A record ends where pyarrow ends one: at a line break (\\n, \\r\\n or a lone \\r)
-        outside quotes, so a file of \\r line ends is not read whole here (every row judged
-        before a charge). With ``header=False`` the record is a person's row, read for its
-        layout only: bytes that are not UTF-8 are the release's to refuse, after its charge."""
+        A record ends at a line break (\\n, \\r\\n or a lone \\r, as pyarrow ends one),
+        quoted or not (a record a line), so a file of \\r line ends is not read whole here
+        (every row judged before a charge). With ``header=False`` the record is a person's
+        row, read for its layout only: bytes that are not UTF-8 are the release's to refuse,
+        after its charge."""
         try:
             with open(self.path, "rb") as f:
                 # Read as far as the first record's end (a short read at the file's end), in
@@ -845,6 +861,7 @@ class CsvTable:
                         batch = self._numbers(batch)
                         given += batch.num_rows
                         yield batch
+                self.check_records(given)
                 return
             except pa.ArrowException as exc:
                 if not self._word_column(exc):
@@ -854,13 +871,17 @@ class CsvTable:
                     f"{self.path}: cannot read: {exc.strerror or exc}") from None
 
     def count_rows(self, block: bytes | None = None) -> int:
-        """The number of records after the header (public), counted without judging a value;
-        of ``block`` (whole lines after the header, a Dask worker's) when given.
+        """The number of records after the header (public): its lines (a record a line, quoted
+        or not; blank lines skipped where ``skips_blank_lines``), counted without judging a
+        value; of ``block`` (whole lines after the header, a Dask worker's) when given.
 
         An (epsilon, delta) budget's calibration reads this before the charge, so nothing a
-        row holds may fail it: no cell is converted (text, a NaN, bytes that are not UTF-8),
-        and a record of the wrong width is counted, not refused. The release refuses them
-        after its charge (``batches``). Only a file that cannot be read fails here."""
+        row holds may fail it or move it: no cell is converted (text, a NaN, bytes that are
+        not UTF-8), a record of the wrong width is counted, not refused, and quotes are not
+        read (one cell's open quote took the rest of the file into one record). The release
+        refuses them after its charge (``batches``, ``check_records``)."""
+        if block is None and self._records is not None:
+            return self._records
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
@@ -871,32 +892,48 @@ class CsvTable:
             ragged += 1
             return "skip"
 
-        parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True,
+        # No quote character: every line break ends a record. One column named, so every line
+        # of more cells is ragged, counted by the handler; none is converted (read as bytes).
+        parse = pcsv.ParseOptions(delimiter=self.delimiter, quote_char=False,
                                   ignore_empty_lines=self._parse.ignore_empty_lines,
                                   invalid_row_handler=count_ragged)
-        source = self.path if block is None else io.BytesIO(block)
         # Every byte decodes in latin-1, which keeps the ASCII that lays out records: pyarrow
         # decodes a ragged row for its handler, and bytes that are not UTF-8 failed the count.
-        read = self._read_options(block is not None)
-        read.encoding = "latin-1"
-        # One column, read as bytes: nothing to convert, so nothing to fail. (An empty
-        # include_columns means every column to pyarrow, each typed by its first block: a later
-        # 2.5 after integers, or a True, failed the count, and with it, before the charge, a
-        # release that one person's cell decided: review.)
-        first = self._all_names[0]
-        unread = pcsv.ConvertOptions(include_columns=[first], column_types={first: pa.binary()})
+        read = pcsv.ReadOptions(use_threads=False, block_size=_BLOCK_BYTES, column_names=["c"],
+                                encoding="latin-1")
+        unread = pcsv.ConvertOptions(column_types={"c": pa.binary()})
         try:
-            rows = sum(batch.num_rows for batch in pcsv.open_csv(
-                source, read_options=read, parse_options=parse, convert_options=unread))
+            with (io.BytesIO(block) if block is not None else open(self.path, "rb")) as source:
+                if block is None:
+                    source.seek(self.data_offset if self.header else 0)
+                rows = 0
+                if source.read(1):  # (pyarrow refuses an empty input: a header alone)
+                    source.seek(-1, io.SEEK_CUR)
+                    rows = sum(batch.num_rows for batch in pcsv.open_csv(
+                        source, read_options=read, parse_options=parse,
+                        convert_options=unread))
         except OSError as exc:
             raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
         except pa.ArrowException:
-            # Not expected of any content (a quote left open swallows the rest as one cell),
-            # but for a block that splits a quoted line break: said without a position, as
+            # Not expected of any content (no quotes are read): said without a position, as
             # any failure before a charge must be.
             raise InvalidDataError(f"{self.path}: not a CSV file pyarrow can split into "
                                    f"records") from None
+        if block is None:
+            self._records = rows + ragged
         return rows + ragged
+
+    def check_records(self, read: int, records: int | None = None) -> None:
+        """Refuse a file whose ``read`` records, as the release parsed them (quotes and all),
+        are not its lines, ``records`` (``count_rows``): a quoted cell ran over a line break,
+        or a quote was left open. After the charge, as any refusal that reads a cell."""
+        if read != (self.count_rows() if records is None else records):
+            raise InvalidDataError(
+                f"{self.path}: a quoted cell runs over a line break, or a quote is left open, "
+                f"so a record is not one line; dpmean reads a record a line, whatever its cells "
+                f"hold (where records end must not depend on a person's cell: it sets n). "
+                f"Take the line breaks out of the cells, close the quote, or write the table "
+                f"as Parquet")
 
     def batches(self) -> Iterator[np.ndarray]:
         """The chosen columns as consecutive float64 row blocks, front to back, for a release:
@@ -973,22 +1010,19 @@ class CsvTable:
 def _first_record_bounds(data: bytes, last: bool) -> tuple[int, int, int, int] | None:
     """In the first bytes of a CSV file: where its byte-order mark ends, where its first record
     begins (after blank lines, which pyarrow skips), where it stops and where the next one
-    begins (after its line break: \\n, \\r\\n or a lone \\r outside quotes, as pyarrow
-    ends records). None when more bytes may change them, unless ``data`` is the ``last`` read:
-    then a record without a line break runs to its end."""
+    begins (after its line break: \\n, \\r\\n or a lone \\r, quoted or not: a record a
+    line). None when more bytes may change them, unless ``data`` is the ``last`` read: then a
+    record without a line break runs to its end."""
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     begin = len(data) - len(data[bom:].lstrip(b"\r\n"))
-    quoted = False
-    for match in _RECORD_BYTES.finditer(data, begin):
-        if match.group() == b'"':
-            quoted = not quoted
-        elif not quoted:
-            stop, end = match.start(), match.end()
-            if data[stop:end + 1] == b"\r\n":
-                end += 1
-            # A line break at the last byte read may be a \r whose \n comes next.
-            return (bom, begin, stop, end) if end < len(data) or last else None
-    return (bom, begin, len(data), len(data)) if last else None
+    match = _RECORD_BYTES.search(data, begin)
+    if match is None:
+        return (bom, begin, len(data), len(data)) if last else None
+    stop, end = match.start(), match.end()
+    if data[stop:end + 1] == b"\r\n":
+        end += 1
+    # A line break at the last byte read may be a \r whose \n comes next.
+    return (bom, begin, stop, end) if end < len(data) or last else None
 
 
 # ---------------------------------------------------------------------------------- Parquet

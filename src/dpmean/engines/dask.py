@@ -412,18 +412,13 @@ def _csv_array(table: Any, path: str, options: dict[str, Any]) -> Any:
     from ..errors import InvalidDataError
 
     # Offsets from the header's end and the file's size (layout, public); a block holds the
-    # lines that start in its range. A line break inside a quoted cell is not a record's end,
-    # and where a block would start there depends on every row before it: a file holding a
-    # quote is read as one block (its records were split mid-cell, and the release's n
-    # depended on the rows' byte lengths).
+    # lines that start in its range. A record is a line (``CsvTable``), quoted or not: a
+    # quoted cell over a line break is refused, whichever block it falls in (its block's
+    # records, parsed, are fewer than its lines).
     first = table.data_offset if table.header else 0
     size = Path(path).stat().st_size
     starts = list(range(first, size, _CSV_BLOCK_BYTES)) or [first]
-    quoted = any(dask.compute(*[dask.delayed(_quote_count)(path, start,
-                                                          start + _CSV_BLOCK_BYTES)
-                                for start in starts]))
-    step = size if quoted else _CSV_BLOCK_BYTES
-    starts = starts[:1] if quoted else starts
+    step = _CSV_BLOCK_BYTES
     count = dask.delayed(_csv_records)
     try:
         sizes = dask.compute(*[count(path, first, start, start + step, options)
@@ -437,13 +432,6 @@ def _csv_array(table: Any, path: str, options: dict[str, Any]) -> Any:
                               shape=(rows, table.width), dtype=np.float64)
               for start, rows in zip(starts, sizes, strict=True) if rows]
     return da.concatenate(blocks, axis=0)
-
-
-def _quote_count(path: str, start: int, stop: int) -> int:
-    """How many quote characters the bytes [start, stop) of the file hold."""
-    with open(path, "rb") as f:
-        f.seek(start)
-        return f.read(max(stop - start, 0)).count(b'"')
 
 
 def _csv_lines(path: str, first: int, start: int, stop: int) -> bytes:
