@@ -359,3 +359,23 @@ def test_a_first_line_of_boolean_words_reads_as_data_as_the_reader_reads_them(tm
     path.write_text(f"{word},5\n1,2\n")
     np.testing.assert_array_equal(open_table(path).read(),
                                   [[float(word.strip().lower() == "true"), 5.0], [1.0, 2.0]])
+
+
+def test_a_named_series_is_the_frame_of_its_column():
+    # A user trial: dpmean.mean(frame.age) released without the column's name, and a range
+    # given by that name was refused. The release is the one-column frame's, bit for bit.
+    ages = np.random.default_rng(3).uniform(18, 90, 400)
+    frame = pd.DataFrame({"age": ages})
+    expected = dpmean.mean(frame, rho=1.0, bounds=(18, 90), method="gaussian", random_state=0)
+    for series in (frame["age"], pl.Series("age", ages)):
+        for bounds in ((18, 90), {"age": (18, 90)}):
+            result = dpmean.mean(series, rho=1.0, bounds=bounds, method="gaussian",
+                                 random_state=0)
+            assert result.columns == ("age",)
+            np.testing.assert_array_equal(result.mean, expected.mean)
+            session = dpmean.Session(rho=1.0)
+            assert session.mean(series, rho=1.0, bounds=bounds, method="gaussian",
+                                random_state=0).columns == ("age",)
+    # Unnamed, a Series is an array, as before.
+    assert dpmean.mean(pd.Series(ages), rho=1.0, bounds=(18, 90), method="gaussian",
+                       random_state=0).columns is None

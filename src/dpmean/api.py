@@ -44,8 +44,9 @@ def mean(
         The zCDP budget (> 0). Give either ``rho`` or both ``epsilon`` and ``delta``.
     epsilon, delta : float, optional
         An (epsilon, delta)-DP budget instead (epsilon > 0, 0 < delta < 1). Estimators made only
-        of Gaussian stages calibrate it exactly (the analytic Gaussian); the others convert it
-        to the largest rho that implies it (Canonne-Kamath-Steinke).
+        of Gaussian stages calibrate it exactly (the analytic Gaussian); PLAN and ``auto`` by
+        privacy loss distributions to their plan for the data's shape (n and d, public); the
+        others convert it to the largest rho that implies it (Canonne-Kamath-Steinke).
     method : str, default "auto"
         One of ``available_methods()``: ``"auto"`` (a private choice between plan, iome, cm and
         gaussian: a small share of the budget, at most 4% in most settings (docs/privacy.md

@@ -50,7 +50,7 @@ from .pld import (
 from .registry import DEFAULT_METHOD, ESTIMATORS
 from .result import MeanResult
 from .rng import seed_key
-from .tables import data_columns, is_table, table_data
+from .tables import data_columns, is_table, series_as_frame, table_data
 from .validation import bounds_by_name, check_data, check_sparse_data, is_sparse
 
 # 2: every release carries its accountant events. Version 1 files (no events) are still read:
@@ -210,6 +210,7 @@ def _checked(estimator: Any, x: Any, columns: Sequence[str] | str | None
     # (read as a float64 array of the columns its schema declares numeric).
     data: Any = None
     names: tuple[str, ...] | None
+    x = series_as_frame(x)
     if is_table(x):
         empty = _no_rows(x)
         # The columns' names and declared types, from the frame cut to no rows: a pandas

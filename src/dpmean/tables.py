@@ -74,6 +74,7 @@ def data_columns(x: Any, columns: Sequence[str] | str | None = None
     ``.parquet``; ``columns`` chooses a table file's columns); a row source of a CSV or
     Parquet file keeps its ``column_names``; other input is unnamed (and ``columns`` does
     not apply to it)."""
+    x = series_as_frame(x)
     if is_table(x):
         return table_data(x, columns)
     if type(x).__name__ == "LazyFrame" and hasattr(x, "collect"):
@@ -93,6 +94,16 @@ def data_columns(x: Any, columns: Sequence[str] | str | None = None
             f"{type(x).__name__}; index an array by position, or pass columns= to "
             f"dpmean.io.load_data or dpmean.engines.open_source for a file")
     return x, getattr(x, "column_names", None)
+
+
+def series_as_frame(x: Any) -> Any:
+    """A pandas or polars Series with a name (text: pandas' default is None, polars' the
+    empty string) as the frame of its one column, whose name the result then carries, as a
+    frame's column's (a user trial: ``dpmean.mean(frame.age)`` lost it); else ``x``."""
+    module = type(x).__module__.split(".")[0]
+    named = (module in ("pandas", "polars") and type(x).__name__ == "Series"
+             and isinstance(x.name, str) and x.name != "")
+    return x.to_frame() if named else x
 
 
 def table_data(x: Any, columns: Sequence[str] | str | None = None
