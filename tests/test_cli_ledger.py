@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from ledgers import data_file, estimate, run
 
@@ -60,7 +61,7 @@ def test_epsilon_delta_ledger_composes_gaussian_releases_exactly(capsys, tmp_pat
     assert estimate(capsys, data, ledger, "--epsilon", 0.5, "--delta", 1e-6)[0] == 2
     assert ledger.read_bytes() == before
     saved = json.loads(before)["session"]
-    assert saved["version"] == 3
+    assert saved["version"] == 4
     assert [r["events"][0]["kind"] for r in saved["releases"]] == ["gaussian"] * 3
     # Each release is labelled with its input and the time, for an audit (a trial could not
     # tell which release was which).
@@ -93,13 +94,14 @@ def test_version_1_ledger_files_are_read(capsys, tmp_path, data):
     from dpmean.accounting import zcdp_to_approx_dp
 
     del session["releases"][0]["events"], session["releases"][0]["label"]
+    del session["releases"][0]["seed"]
     session["version"] = 1
     session["spent"] = zcdp_to_approx_dp(0.05, 1e-6)
     ledger.write_text(json.dumps(_rehash(doc)))
     code, out, _ = run(capsys, "ledger", "show", ledger)
     assert code == 0 and "accounted as zCDP(rho=0.05)" in out
-    assert estimate(capsys, data, ledger, "--rho", 0.02)[0] == 0  # rewritten as version 3
-    assert json.loads(ledger.read_text())["session"]["version"] == 3
+    assert estimate(capsys, data, ledger, "--rho", 0.02)[0] == 0  # rewritten as version 4
+    assert json.loads(ledger.read_text())["session"]["version"] == 4
 
 
 def test_init_refuses_to_overwrite(capsys, tmp_path):
@@ -399,3 +401,29 @@ def test_an_auto_release_shows_its_choice_in_a_line(capsys, tmp_path):
     code, out, _ = run(capsys, "ledger", "show", ledger)
     line = next(line for line in out.splitlines() if "#0" in line)
     assert "choice among" in line and len(line) < 500
+
+
+def test_a_seed_a_ledgers_release_had_is_refused_in_a_later_run(capsys, tmp_path, data):
+    # A review: two charged gaussian releases with --seed 7 in boxes (0, 10) and (0, 20) drew
+    # the same noise at two scales, and (s2 m1 - s1 m2) / (s2 - s1) gave back the exact mean
+    # while the ledger said 1 rho. The ledger keeps each seeded release's seed digest.
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 2)
+    release = ["estimate", data, "--method", "gaussian", "--rho", 0.5, "--seed", 7,
+               "--ledger", ledger]
+    assert run(capsys, *release, "--bounds", 0, 10)[0] == 0
+    before = ledger.read_bytes()
+    code, _, err = run(capsys, *release, "--bounds", 0, 20)
+    assert code == 2 and "draws the noise an earlier release" in err
+    assert "nothing was charged" in err and ledger.read_bytes() == before
+    assert run(capsys, *release[:-4], "--seed", 8, "--ledger", ledger, "--bounds", 0, 20)[0] == 0
+    assert run(capsys, *release[:-4], "--ledger", ledger, "--bounds", 0, 20)[0] == 0  # no seed
+    seeds = [r.seed for r in ledger_file.read(ledger).ledger]
+    assert seeds[2] is None and len(set(seeds[:2])) == 2 and all(len(s) == 64 for s in seeds[:2])
+    # A session read back from the file refuses it too.
+    import dpmean
+
+    session = ledger_file.read(ledger)
+    with pytest.raises(dpmean.InvalidParameterError, match="draws the noise"):
+        session.mean(np.ones((300, 1)), rho=0.1, bounds=(0, 10), method="gaussian",
+                     random_state=7)

@@ -172,11 +172,12 @@ def test_releases_keep_their_labels_and_version_2_files_are_read(x):
     session.mean(x, rho=0.1, method="cm", bounds=(0, 1), random_state=0, label="survey wave 3")
     session.mean(x, rho=0.1, method="cm", bounds=(0, 1), random_state=1)
     data = session.to_dict()
-    assert data["version"] == 3
+    assert data["version"] == 4
     assert [r["label"] for r in data["releases"]] == ["survey wave 3", None]
     assert Session.from_dict(data).ledger[0].label == "survey wave 3"
-    # What version 2 wrote: no labels; read, and written back as version 3.
-    old = dict(data, version=2, releases=[{k: v for k, v in r.items() if k != "label"}
+    # What version 2 wrote: no labels (nor seeds); read, and written back as version 4.
+    old = dict(data, version=2, releases=[{k: v for k, v in r.items()
+                                           if k not in ("label", "seed")}
                                           for r in data["releases"]])
     assert [r.label for r in Session.from_dict(old).ledger] == [None, None]
     with pytest.raises(InvalidParameterError, match="label is a string"):
@@ -319,8 +320,10 @@ def test_round_trip_and_tamper_detection(x):
         return copy
 
     for edit in (
-        lambda d: d.update(version=4),
+        lambda d: d.update(version=5),
         lambda d: d["releases"][1].pop("label"),
+        lambda d: d["releases"][1].pop("seed"),
+        lambda d: d["releases"][1].update(seed="5"),
         lambda d: d["releases"][1].update(label=3),
         lambda d: d["releases"][1].pop("events"),
         lambda d: d["releases"][1].update(events=[{"kind": "gaussian", "rho": 0.01}]),
@@ -441,7 +444,7 @@ def test_round_trip_with_events_and_the_ledger_file(tmp_path, x):
     session.reserve("trimmed", Budget.approx_dp(0.3, 1e-7))
     session.reserve("m", Budget("pure-DP", epsilon=0.2))
     data = session.to_dict()
-    assert data["version"] == 3
+    assert data["version"] == 4
     assert [r["events"] for r in data["releases"]] == [
         [{"kind": "gaussian", "rho": session.ledger[0].budget.rho}],
         [{"kind": "zCDP", "rho": 0.01}],
@@ -460,7 +463,7 @@ def _version_1(session_v2):
     """What the version-1 code wrote for the same releases: no events, the CKS total."""
     data = session_v2.to_dict()
     for release in data["releases"]:
-        del release["events"], release["label"]
+        del release["events"], release["label"], release["seed"]
     data["version"] = 1
     data["spent"] = session_v2._cks_epsilon([r.budget for r in session_v2.ledger])
     return data
@@ -476,7 +479,7 @@ def test_version_1_sessions_are_still_read_and_upgraded(x):
     # whether cm ran with secure noise), so the total is the old one or tighter, never looser.
     assert loaded.ledger[0].events == (ZCDPEvent(0.05),)
     assert loaded.spent <= old["spent"]
-    assert loaded.to_dict()["version"] == 3
+    assert loaded.to_dict()["version"] == 4
     assert Session.from_dict(loaded.to_dict()).to_dict() == loaded.to_dict()
     # A version-1 total that does not match the version-1 rule is refused, as before.
     with pytest.raises(InvalidParameterError, match="recorded total"):

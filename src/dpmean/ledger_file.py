@@ -213,15 +213,16 @@ def _refuse_existing(path: Path) -> None:
 
 
 def reserve(path: str | os.PathLike, method: str, budget: Budget,
-            events: list[Event] | None = None, label: str | None = None
-            ) -> tuple[int, Session]:
+            events: list[Event] | None = None, label: str | None = None,
+            seed: str | None = None) -> tuple[int, Session]:
     """Under the lock: re-read the ledger, check that a ``method`` release granted ``budget``
     and accounted as ``events`` (``Session.reserve``; default: by its notion) fits
-    (BudgetExceededError, file untouched, if not), and charge it as "reserved", with its
-    ``label``. Returns its index and the updated session."""
+    (BudgetExceededError, file untouched, if not) and that no recorded release had its
+    ``seed`` (a ``rng.seed_digest``: InvalidParameterError, file untouched), and charge it as
+    "reserved", with its ``label`` and ``seed``. Returns its index and the updated session."""
     with _updating(path) as session:
         _pause()
-        index = session.reserve(method, budget, events, label)
+        index = session.reserve(method, budget, events, label, seed)
     return index, session
 
 

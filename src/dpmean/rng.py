@@ -80,6 +80,16 @@ def seed_key(random_state: RandomState) -> object:
     return _frozen(state)
 
 
+def seed_digest(random_state: RandomState) -> str | None:
+    """``seed_key`` as a SHA-256 hex digest, which a session's saved ledger keeps with each
+    seeded release (``Release.seed``) so that a later run can refuse the same noise; None for
+    the secure default."""
+    import hashlib
+
+    key = seed_key(random_state)
+    return None if key is None else hashlib.sha256(repr(key).encode()).hexdigest()
+
+
 def _frozen(value: object) -> object:
     """A nested state (dicts, lists, arrays, numbers) as nested tuples: hashable."""
     if isinstance(value, dict):

@@ -49,7 +49,7 @@ from .pld import (
 )
 from .registry import DEFAULT_METHOD, ESTIMATORS
 from .result import MeanResult
-from .rng import seed_key
+from .rng import seed_digest
 from .tables import data_columns, is_table, series_as_frame, table_data
 from .validation import bounds_by_name, check_data, check_sparse_data, is_sparse
 
@@ -57,8 +57,10 @@ from .validation import bounds_by_name, check_data, check_sparse_data, is_sparse
 # their releases are accounted by their notion (budget_events), which is what version 1 did.
 # The smallest rho ``Session.largest_rho`` tells apart from none.
 SMALLEST_RHO = 1e-12
-SESSION_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+# 4: a seeded release carries its seed's digest (``rng.seed_digest``), refused again by a later
+# run on the same ledger file; versions 1-3 are read with no seeds recorded.
+SESSION_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 
 # The notions a central session composes; others are refused by Session._admit.
 _CENTRAL_NOTIONS = ("zCDP", "pure-DP", "approx-DP")
@@ -100,6 +102,10 @@ class Release:
         What the release was of, as its caller named it before reading the data (the command
         line writes the input file, its columns and the time): for an audit of the ledger.
         Public text, never derived from the data's values.
+    seed : str or None
+        For a release given a ``random_state``, its digest (``rng.seed_digest``): a later
+        release with the same noise is refused, in this session or in a later run on its
+        saved ledger (the command line's ``--ledger``); None for the secure default.
     """
 
     index: int
@@ -109,11 +115,12 @@ class Release:
     status: str = "released"
     events: tuple[Event, ...] = ()
     label: str | None = None
+    seed: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "method": self.method, "budget": self.budget.to_dict(),
                 "events": [event_to_dict(e) for e in self.events], "spent": self.spent,
-                "status": self.status, "label": self.label}
+                "status": self.status, "label": self.label, "seed": self.seed}
 
 
 def check_label(label: Any) -> str | None:
@@ -445,8 +452,9 @@ class Session:
         # Composed totals by the releases' (budget, events): PLD composition takes a fraction
         # of a second, and ``spent`` / ``remaining`` / ``check`` ask for the same total often.
         self._totals: dict[tuple, float] = {}
-        # The noise states of the releases charged or being checked (``seed_key``): a seed
-        # given again would draw the same noise, which composition does not allow for.
+        # The noise states (``seed_digest``) of the releases charged, recorded or being
+        # checked: a seed given again would draw the same noise, which composition does not
+        # allow for.
         self._seeds: set[Any] = set()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -591,7 +599,7 @@ class Session:
             estimator, data, columns = public_release(estimator,
                                                       *opened_path(x, columns, reader))
             index = self.reserve(estimator.method, estimator.budget,
-                                 release_events(estimator), label)
+                                 release_events(estimator), label, seed=seed)
         except BaseException:
             # Refused before the charge: the seed drew nothing and may be given again.
             with self._lock:
@@ -617,23 +625,18 @@ class Session:
         return result
 
     def _claim_seed(self, random_state: Any) -> Any:
-        """Record the noise ``random_state`` would draw (``seed_key``) for a release about to
+        """Record the noise ``random_state`` would draw (``seed_digest``) for a release about to
         be checked, or refuse it (InvalidParameterError) where an earlier release of this
         session claimed it: one step under the lock, so two threads given the same seed
         cannot both pass (a review: 9 releases of 12 did, checked first and recorded after
         the charge). The caller discards the claim if the release is refused before its
         charge. Returns the key (None for the secure default, never claimed)."""
-        seed = seed_key(random_state)
+        seed = seed_digest(random_state)
         if seed is None:
             return None
         with self._lock:
             if seed in self._seeds:
-                raise InvalidParameterError(
-                    f"random_state={random_state!r} draws the noise an earlier release of this "
-                    f"session drew: releases with the same noise on data that differ in one "
-                    f"row tell that row apart, which the session's composed budget does not "
-                    f"allow for. Give each release its own seed, or none (real releases use "
-                    f"none)")
+                raise _seed_reused(f"random_state={random_state!r}")
             self._seeds.add(seed)
         return seed
 
@@ -656,9 +659,12 @@ class Session:
                 )
 
     def reserve(self, method: str, budget: Budget,
-                events: Sequence[Event] | None = None, label: str | None = None) -> int:
+                events: Sequence[Event] | None = None, label: str | None = None,
+                seed: str | None = None) -> int:
         """Check ``budget`` (accounted as ``events``, see ``check``) and charge it as a
-        "reserved" release, with its ``label`` (``Release.label``); return its index.
+        "reserved" release, with its ``label`` (``Release.label``) and its ``random_state``'s
+        ``seed_digest`` (``Release.seed``: one a recorded release has is refused, before the
+        charge); return its index.
 
         ``events`` must be what the estimator declares (``MeanEstimator.privacy_events``): the
         events of ``budget``'s notion, or for a zCDP budget of a method made only of Gaussian
@@ -667,11 +673,15 @@ class Session:
             # The check and the charge are one step: no other thread's release is charged
             # between them (two releases that fit only one at a time would both pass a check
             # made before either is charged). PLD composition runs under the lock.
+            if seed is not None and any(r.seed == seed for r in self._releases):
+                raise _seed_reused("the seed (--seed, random_state=)")
             self.check(budget, events, method)
             index = len(self._releases)
             self._releases.append(Release(index, method, budget, budget.total, "reserved",
                                           tuple(self._events(method, budget, events)),
-                                          check_label(label)))
+                                          check_label(label), seed))
+            if seed is not None:
+                self._seeds.add(seed)
             return index
 
     def settle(self, index: int, status: str, spent: float | None = None) -> None:
@@ -847,6 +857,8 @@ class Session:
             fields.add("events")
         if version >= 3:
             fields.add("label")
+        if version >= 4:
+            fields.add("seed")
         budget = Budget.from_dict(data["budget"])
         if budget.notion == "zCDP":
             session = cls(rho=budget.rho)
@@ -882,10 +894,17 @@ class Session:
                     events = [event_from_dict(e) for e in entry["events"]]
                 events = session._events(entry["method"], release_budget, events)
                 label = check_label(entry.get("label"))
+                seed = entry.get("seed")
+                if seed is not None and not (isinstance(seed, str) and len(seed) == 64):
+                    raise InvalidParameterError(f"seed must be null or a SHA-256 hex digest, "
+                                                f"got {seed!r}")
             except InvalidParameterError as exc:
                 raise bad(f"release {position}: {exc}") from None
             session._releases.append(Release(position, entry["method"], release_budget,
-                                             spent, entry["status"], tuple(events), label))
+                                             spent, entry["status"], tuple(events), label,
+                                             seed))
+            if seed is not None:
+                session._seeds.add(seed)
         recorded = _number(data["spent"], "spent", bad)
         if version == 1 and session.unit == "epsilon":
             written = session._cks_epsilon([r.budget for r in session._releases])
@@ -910,6 +929,14 @@ class Session:
             return (f"Session({self._budget}, {len(self._releases)} releases, spent "
                     f"{spent:.6g} {self.unit}, remaining "
                     f"{max(0.0, self._budget.total - spent):.6g})")
+
+
+def _seed_reused(given: str) -> InvalidParameterError:
+    return InvalidParameterError(
+        f"{given} draws the noise an earlier release of this session (or its "
+        f"ledger file) drew: releases with the same noise on data that differ in one row tell "
+        f"that row apart, which the session's composed budget does not allow for. Give each "
+        f"release its own seed, or none (real releases use none)")
 
 
 def _finer_events(method: str | None) -> str | None:

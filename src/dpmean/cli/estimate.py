@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any, TextIO
 from ..engine_names import ENGINES
 from ..errors import DPMeanError, InsufficientDataWarning, InvalidDataError
 from ..registry import ESTIMATORS
+from ..rng import seed_digest
 from .arguments import (
     UsageError,
     add_bounds_arguments,
@@ -413,7 +414,7 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
             with _uncharged(args):
                 index, _ = ledger_file.reserve(args.ledger, estimator.method,
                                                estimator.budget, release_events(estimator),
-                                               _release_label(args))
+                                               _release_label(args), seed_digest(args.seed))
         try:
             with _cluster_errors(args.scheduler, client):
                 if x is None:
