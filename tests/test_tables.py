@@ -379,3 +379,11 @@ def test_a_named_series_is_the_frame_of_its_column():
     # Unnamed, a Series is an array, as before.
     assert dpmean.mean(pd.Series(ages), rho=1.0, bounds=(18, 90), method="gaussian",
                        random_state=0).columns is None
+
+
+def test_a_named_series_has_its_bounds_names_checked():
+    # A review: a typo'd extra range name was refused for the frame and not for its Series.
+    series = pd.Series(np.linspace(20, 80, 300), name="age")
+    with pytest.raises(InvalidParameterError, match="'agee'"):
+        dpmean.mean(series, rho=1.0, bounds={"age": (18, 90), "agee": (0, 1)},
+                    method="gaussian", random_state=0)

@@ -195,8 +195,17 @@ def test_a_decimal_comma_is_asked_for_and_checked_against_the_delimiter(tmp_path
         load_data(path, decimal=",", delimiter=",")
     commas = tmp_path / "commas.csv"
     commas.write_text("a,b\n1,2\n")
-    with pytest.raises(InvalidParameterError, match="the header holds commas, the decimal"):
+    with pytest.raises(InvalidParameterError, match="the first line holds none of them"):
         load_data(commas, decimal=",")
+    # The same for a headerless comma file (it was read as one column of numbers a,b), and
+    # never for a ';' file whose quoted header name holds a comma (review).
+    headerless = tmp_path / "headerless.csv"
+    headerless.write_text("1,2\n3,4\n")
+    with pytest.raises(InvalidParameterError, match="the first line holds none of them"):
+        load_data(headerless, decimal=",", header=False)
+    named = tmp_path / "named.csv"
+    named.write_text('"Einkommen, netto";b\n1,5;2\n3;4,25\n')
+    np.testing.assert_array_equal(load_data(named, decimal=","), [[1.5, 2.0], [3.0, 4.25]])
     # A headerless file's first line is a person's row: a decimal comma in it neither
     # chooses the comma as the delimiter nor refuses the file before the charge (review:
     # 1,5;2,5 was refused for free where its neighbour 1;2 was released).

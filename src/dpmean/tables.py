@@ -308,9 +308,11 @@ def table_column_names(x: Any, reader: Mapping[str, Any] | None = None
     """Every column name of ``x``, chosen by ``columns=`` or not, from its schema or header
     alone (no value read): a data frame's or Arrow table's columns (a pandas index is not one),
     a ``.csv`` (with a header; read with the ``reader`` options that shape it: ``delimiter``,
-    ``header``, ``index_col``) or ``.parquet`` path's, a row source's or Dask array's
+    ``header``, ``index_col``, ``decimal``) or ``.parquet`` path's, a row source's or Dask array's
     ``column_names``. None for input without names (an array, a CSV file without a header, a
-    frame whose names only its conversion gives)."""
+    frame whose names only its conversion gives). A named Series is its one-column frame
+    (``series_as_frame``)."""
+    x = series_as_frame(x)
     if is_table(x):
         module = type(x).__module__.split(".")[0]
         if module == "pyarrow":
@@ -330,7 +332,7 @@ def table_column_names(x: Any, reader: Mapping[str, Any] | None = None
             check_readable(Path(x))
             return tuple(str(name) for name in open_parquet(Path(x))[1])
         shaping = {name: value for name, value in (reader or {}).items()
-                   if name in ("delimiter", "header", "index_col")}
+                   if name in ("delimiter", "header", "index_col", "decimal")}
         names = open_table(x, **shaping).names
         return None if names is None else tuple(str(name) for name in names)
     names = getattr(x, "column_names", None)
@@ -581,6 +583,14 @@ class CsvTable:
             raise InvalidParameterError(
                 f"the delimiter must be one character that no number holds (not a digit, a "
                 f"letter, '.', '+' or '-') and not a quote or a line break, got {delimiter!r}")
+        if delimiter is None and self.decimal == "," and not any(
+                d in _QUOTED.sub("", first) for d in DELIMITERS if d != ","):
+            # Layout only (a number holds none of them): a comma file read with a decimal
+            # comma came out as one column of numbers a,b (review).
+            raise InvalidParameterError(
+                f"{self.path}: with a decimal comma the delimiter is a tab, ';' or '|', and "
+                f"the first line holds none of them; give the file's with --delimiter, "
+                f"delimiter= (for a file of one column, any of them)")
         self.delimiter = delimiter or sniff_delimiter(first, self.decimal)
         self._delimiter_given = delimiter is not None
         if self.delimiter == self.decimal and self._delimiter_given:
@@ -591,8 +601,17 @@ class CsvTable:
         # the file into blocks at any line break and refused files over 16 MiB whose split fell
         # inside such a cell ("line 568733 has 1 values").
         self._parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True)
-        first_cells = self._read(first.encode(), autogenerate=True).schema
-        numbers = self._number_cells(first_cells, first)
+        try:
+            first_cells = self._read(first.encode(), autogenerate=True).schema
+        except InvalidDataError:
+            if header is not False:
+                raise
+            # A person's row (header=False): its layout read without its quotes, and the
+            # row itself judged by the release, after its charge. Refused here, a row with an
+            # open quote was refused for free where the same row later in the file was
+            # charged (review).
+            first_cells = self._read(first.encode(), autogenerate=True, quoted=False).schema
+        numbers = [] if header is False else self._number_cells(first_cells, first)
         if header and any(numbers):
             # Names are published (the result's columns, errors that list them): a row of
             # data read as a header published one person's values (review).
@@ -604,14 +623,6 @@ class CsvTable:
         self.header = self._guess_header(numbers) if header is None else bool(header)
         if self.header:
             all_names = list(self._read(first.encode(), autogenerate=False).column_names)
-            if self.decimal == "," and not self._delimiter_given and any(
-                    "," in name for name in all_names):
-                # The header is layout (public): a comma-separated file read with a decimal
-                # comma, whose names the other delimiters did not split.
-                raise InvalidParameterError(
-                    f"{self.path}: the header holds commas, the decimal mark too, and none of "
-                    f"tab, ';' or '|'; a decimal comma needs another delimiter: give the "
-                    f"file's with --delimiter, delimiter=")
         else:
             all_names = [f.name for f in first_cells]
         if len(all_names) == 1:
@@ -715,6 +726,7 @@ class CsvTable:
         bom, begin, stop, end = bounds
         self._blank_before = begin > bom
         self.data_offset = end
+        self._bom_end = bom
         raw = data[begin:stop]
         if not raw:
             raise InvalidDataError(f"{self.path}: the file holds no rows")
@@ -725,19 +737,28 @@ class CsvTable:
                                    f"UTF-8)") from None
         return text + "\n"
 
-    def _read(self, data: bytes, *, autogenerate: bool) -> Any:
+    def _read(self, data: bytes, *, autogenerate: bool, quoted: bool = True) -> Any:
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
+        parse = self._parse if quoted else pcsv.ParseOptions(delimiter=self.delimiter,
+                                                             quote_char=False)
         try:
             return pcsv.read_csv(
-                io.BytesIO(data), parse_options=self._parse,
+                io.BytesIO(data), parse_options=parse,
                 read_options=pcsv.ReadOptions(autogenerate_column_names=autogenerate,
                                               use_threads=False),
                 convert_options=pcsv.ConvertOptions(null_values=[], strings_can_be_null=False))
         except pa.ArrowException:
             raise InvalidDataError(f"{self.path}: line 1 is not a CSV record (an unclosed "
                                    f"quote?)") from None
+
+    @property
+    def records_offset(self) -> int:
+        """Where the records begin: after the header's line, or, without a header, after a
+        UTF-8 byte-order mark (which the counts, reading bytes as latin-1, took for a line's
+        text: a mark before a blank line was one record more, review)."""
+        return self.data_offset if self.header else self._bom_end
 
     @property
     def skips_blank_lines(self) -> bool:
@@ -875,6 +896,11 @@ class CsvTable:
                 self.check_records(given)
                 return
             except pa.ArrowException as exc:
+                if self._quote_left_open():
+                    # pyarrow fails where an open quote runs to the file's end ("empty
+                    # block"): told as any record that is not a line is (one sentence for
+                    # an open quote wherever its row is).
+                    raise self._not_lines() from None
                 if not self._word_column(exc):
                     raise self._error(exc) from None
             except OSError as exc:
@@ -916,7 +942,7 @@ class CsvTable:
         try:
             with (io.BytesIO(block) if block is not None else open(self.path, "rb")) as source:
                 if block is None:
-                    source.seek(self.data_offset if self.header else 0)
+                    source.seek(self.records_offset)
                 rows = 0
                 if source.read(1):  # (pyarrow refuses an empty input: a header alone)
                     source.seek(-1, io.SEEK_CUR)
@@ -939,12 +965,24 @@ class CsvTable:
         are not its lines, ``records`` (``count_rows``): a quoted cell ran over a line break,
         or a quote was left open. After the charge, as any refusal that reads a cell."""
         if read != (self.count_rows() if records is None else records):
-            raise InvalidDataError(
-                f"{self.path}: a quoted cell runs over a line break, or a quote is left open, "
-                f"so a record is not one line; dpmean reads a record a line, whatever its cells "
-                f"hold (where records end must not depend on a person's cell: it sets n). "
-                f"Take the line breaks out of the cells, close the quote, or write the table "
-                f"as Parquet")
+            raise self._not_lines()
+
+    def _not_lines(self) -> InvalidDataError:
+        return InvalidDataError(
+            f"{self.path}: a quoted cell runs over a line break, or a quote is left open, so a "
+            f"record is not one line; dpmean reads a record a line, whatever its cells hold "
+            f"(where records end must not depend on a person's cell: it sets n). Take the "
+            f"line breaks out of the cells, close the quote, or write the table as Parquet")
+
+    def _quote_left_open(self) -> bool:
+        """Whether the records hold an odd number of quote characters (one left open runs
+        to the end). Read on a parse error only, after the charge."""
+        quotes = 0
+        with open(self.path, "rb") as f:
+            f.seek(self.records_offset)
+            while chunk := f.read(_BLOCK_BYTES):
+                quotes += chunk.count(b'"')
+        return quotes % 2 == 1
 
     def batches(self) -> Iterator[np.ndarray]:
         """The chosen columns as consecutive float64 row blocks, front to back, for a release:

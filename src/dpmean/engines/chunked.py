@@ -179,8 +179,9 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None,
         assert n_items is not None  # checked above, before the file is touched
         return DatSource(p, n_items)
     # A .npz archive holds several arrays: which one is the data is the user's to say.
-    hint = (" (an .npz archive: load its array first, dpmean.io.load_data(path, key=NAME) "
-            "or numpy.load(path)[NAME], and pass that)" if ext == ".npz" else "")
+    hint = (" (an .npz archive is read whole: dpmean.mean(path, key=NAME), or pass "
+            "dpmean.io.load_data(path, key=NAME) or numpy.load(path)[NAME])"
+            if ext == ".npz" else "")
     raise InvalidDataError(f"{p}: the chunked engine reads .npy, .csv, .parquet and .dat "
                            f"files, not {ext or 'files without extension'}{hint}")
 

@@ -415,7 +415,7 @@ def _csv_array(table: Any, path: str, options: dict[str, Any]) -> Any:
     # lines that start in its range. A record is a line (``CsvTable``), quoted or not: a
     # quoted cell over a line break is refused, whichever block it falls in (its block's
     # records, parsed, are fewer than its lines).
-    first = table.data_offset if table.header else 0
+    first = table.records_offset
     size = Path(path).stat().st_size
     starts = list(range(first, size, _CSV_BLOCK_BYTES)) or [first]
     step = _CSV_BLOCK_BYTES
