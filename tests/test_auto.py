@@ -590,3 +590,13 @@ def test_the_spread_count_runs_on_sparse_input():
     result = dpmean.mean(scipy.sparse.csr_matrix(x), rho=0.1, bounds=(lo, hi), random_state=0)
     assert set(result.ledger) == {"choice spread", "release"}
     assert "rows_spread" in result.diagnostics
+
+
+def test_the_spread_count_is_bought_only_where_a_clip_could_run():
+    # A trial: at n = 200, rho = 0.02 IOME and PLAN miss their minimum n, and the count took
+    # 10% of rho to choose the Gaussian mechanism, the only candidate left.
+    ranges = (np.zeros(4), np.array([1e3, 1e4, 1e5, 1e6]))
+    estimator = AutoMean(rho=0.02, bounds=ranges)
+    assert not any(estimator.runs(name, 0.8 * 0.02, 200, 4) for name in ("iome", "plan"))
+    assert estimator.budget_plan(200, 4) == {"release": 0.02}
+    assert "choice spread" in AutoMean(rho=0.1, bounds=ranges).budget_plan(200, 4)

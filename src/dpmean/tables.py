@@ -929,16 +929,19 @@ class CsvTable:
             ragged += 1
             return "skip"
 
-        # No quote character: every line break ends a record. One column named, so every line
-        # of more cells is ragged, counted by the handler; none is converted (read as bytes).
+        # No quote character: every line break ends a record. The file's width named, so only a
+        # line of another width is ragged, counted by the handler (a Python call a line: one
+        # column named made every line of a wide file one, 200x slower, a trial); one column
+        # read, as bytes, so none is converted.
         parse = pcsv.ParseOptions(delimiter=self.delimiter, quote_char=False,
                                   ignore_empty_lines=self._parse.ignore_empty_lines,
                                   invalid_row_handler=count_ragged)
         # Every byte decodes in latin-1, which keeps the ASCII that lays out records: pyarrow
         # decodes a ragged row for its handler, and bytes that are not UTF-8 failed the count.
-        read = pcsv.ReadOptions(use_threads=False, block_size=_BLOCK_BYTES, column_names=["c"],
+        names = [f"c{i}" for i in range(len(self._all_names))]
+        read = pcsv.ReadOptions(use_threads=False, block_size=_BLOCK_BYTES, column_names=names,
                                 encoding="latin-1")
-        unread = pcsv.ConvertOptions(column_types={"c": pa.binary()})
+        unread = pcsv.ConvertOptions(include_columns=names[:1], column_types={"c0": pa.binary()})
         try:
             with (io.BytesIO(block) if block is not None else open(self.path, "rb")) as source:
                 if block is None:

@@ -938,14 +938,20 @@ class AutoMean(MeanEstimator):
         must be predicted ``ONE_COLUMN_MARGIN`` times better to run there. But ranges far
         looser than the rows (N(50, 5) in (0, 10^4) beside three alike) favour IOME 40-fold.
         The first of ``NEAR_ORIGIN_SHARES`` whose count's noise (sd 1 / sqrt(2 share rho))
-        is at most half of the floor(n / 2) pairs over ``NEAR_ORIGIN_SDS``."""
+        is at most half of the floor(n / 2) pairs over ``NEAR_ORIGIN_SDS`` and whose rest of
+        rho lets a clipping candidate of ``unresolved_choice`` meet its minimum n."""
         if self.choice_resolves(n) and not self.choice_costs_plan_its_scaling(n, d):
             return None
         if not self.table_of_own_ranges(n, d):
             return None
         margin = 0.5 * (n // 2) / NEAR_ORIGIN_SDS
+        clipping = [name for name in self.unresolved_choice(n, d, sparse=False)
+                    if name != "gaussian"]
         for share in NEAR_ORIGIN_SHARES:
-            if count_noise_std(1, share * self.rho) <= margin:
+            # Only where a clipping candidate meets its minimum n on the rest: else the count
+            # could only choose the Gaussian mechanism (a trial: 10% of rho spent for it).
+            if count_noise_std(1, share * self.rho) <= margin and any(
+                    self.runs(name, (1.0 - share) * self.rho, n, d) for name in clipping):
                 return share
         return None
 
