@@ -156,10 +156,11 @@ def test_a_given_delimiter_wins(tmp_path):
 
 def test_a_wrong_delimiter_is_suspected_from_the_header(tmp_path):
     # A user trial: a comma file read with --delimiter ';' said only that column 'a,b' held a
-    # cell that is not a number. The header (layout, public) holds the other delimiter.
+    # cell that is not a number. The header (layout, public) holds the other delimiter: since
+    # a later trial, refused as the file is opened, before any row is read.
     path = tmp_path / "x.csv"
     path.write_text("a,b\n1,2\n3,4\n")
-    with pytest.raises(InvalidDataError, match="its name holds ',': is that the file's"):
+    with pytest.raises(InvalidParameterError, match="whose name holds ',': is that the file's"):
         load_data(path, delimiter=";")
 
 

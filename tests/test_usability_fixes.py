@@ -432,3 +432,18 @@ def test_a_radius_at_the_bottom_of_its_search_is_said(method):
         warnings.simplefilter("always")
         dpmean.mean(spread, rho=0.05, bounds=(-10, 10), method=method, random_state=0)
     assert not [w for w in caught if "smallest its search" in str(w.message)]
+
+
+def test_a_delimiter_the_header_shows_wrong_is_refused_before_the_charge(tmp_path, capsys):
+    # A trial: a ';' file read with --delimiter , was charged, then refused as ragged; the
+    # header (public) already showed it: one column whose name holds ';'.
+    path = tmp_path / "euro.csv"
+    path.write_text("age;income\n1;2\n3;4\n")
+    ledger = tmp_path / "ledger.json"
+    assert main(["ledger", "init", str(ledger), "--rho", "1"]) == 0
+    capsys.readouterr()
+    code, out, err = run(capsys, "estimate", path, "--delimiter", ",", "--rho", 0.5,
+                         "--bounds", 0, 10, "--ledger", ledger)
+    assert_one_error_line(code, out, err)
+    assert "the header is one column whose name holds ';'" in err
+    assert "nothing was charged" in err

@@ -625,6 +625,15 @@ class CsvTable:
             all_names = list(self._read(first.encode(), autogenerate=False).column_names)
         else:
             all_names = [f.name for f in first_cells]
+        others = [c for c in DELIMITERS if c != self.delimiter and len(all_names) == 1
+                  and self.header and c in str(all_names[0])]
+        if others and self._delimiter_given:
+            # The header is layout (public): a tab or ';' file read with --delimiter ',' came out
+            # as one column and was refused after the charge, each line one value (a trial).
+            raise InvalidParameterError(
+                f"{self.path}: read with the delimiter {self.delimiter!r} the header is one "
+                f"column whose name holds {others[0]!r}: is that the file's delimiter? "
+                f"(--delimiter, delimiter=; a name that holds it, rename)")
         if len(all_names) == 1:
             # In a file of one column a blank line is a row whose cell is empty: skipped, as
             # pyarrow skips blank lines, it silently took one row from n (review). It is read
