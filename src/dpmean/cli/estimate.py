@@ -27,7 +27,6 @@ from typing import IO, TYPE_CHECKING, Any, TextIO
 from ..engine_names import ENGINES
 from ..errors import DPMeanError, InsufficientDataWarning, InvalidDataError
 from ..registry import ESTIMATORS
-from ..rng import seed_digest
 from .arguments import (
     UsageError,
     add_bounds_arguments,
@@ -410,6 +409,8 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
                 if reason is not None:
                     raise insufficient_data_error(InsufficientDataWarning(reason))
         if args.ledger is not None:
+            from ..rng import seed_digest  # numpy: not at the command's start-up
+
             # A refusal (over the budget, a changed or broken file) charges nothing.
             with _uncharged(args):
                 index, _ = ledger_file.reserve(args.ledger, estimator.method,
