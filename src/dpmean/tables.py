@@ -583,8 +583,11 @@ class CsvTable:
             raise InvalidParameterError(
                 f"the delimiter must be one character that no number holds (not a digit, a "
                 f"letter, '.', '+' or '-') and not a quote or a line break, got {delimiter!r}")
+        # Without a header line 1 is a person's row: its quotes are not read (a malformed row
+        # whose quotes hid its ';' was refused here, for free, review).
+        layout = first if header is False else _QUOTED.sub("", first)
         if delimiter is None and self.decimal == "," and not any(
-                d in _QUOTED.sub("", first) for d in DELIMITERS if d != ","):
+                d in layout for d in DELIMITERS if d != ","):
             # Layout only (a number holds none of them): a comma file read with a decimal
             # comma came out as one column of numbers a,b (review).
             raise InvalidParameterError(
@@ -905,10 +908,12 @@ class CsvTable:
                 self.check_records(given)
                 return
             except pa.ArrowException as exc:
-                if self._quote_left_open():
-                    # pyarrow fails where an open quote runs to the file's end ("empty
-                    # block"): told as any record that is not a line is (one sentence for
-                    # an open quote wherever its row is).
+                from .csv_quotes import quote_over_line
+
+                if quote_over_line(self.path, self.records_offset, self.delimiter):
+                    # pyarrow fails where a quote runs over a line (an open one to the file's
+                    # end gives "empty block"): told as any record that is not a line is, one
+                    # sentence wherever its row is, whatever else fails.
                     raise self._not_lines() from None
                 if not self._word_column(exc):
                     raise self._error(exc) from None
@@ -985,16 +990,6 @@ class CsvTable:
             f"record is not one line; dpmean reads a record a line, whatever its cells hold "
             f"(where records end must not depend on a person's cell: it sets n). Take the "
             f"line breaks out of the cells, close the quote, or write the table as Parquet")
-
-    def _quote_left_open(self) -> bool:
-        """Whether the records hold an odd number of quote characters (one left open runs
-        to the end). Read on a parse error only, after the charge."""
-        quotes = 0
-        with open(self.path, "rb") as f:
-            f.seek(self.records_offset)
-            while chunk := f.read(_BLOCK_BYTES):
-                quotes += chunk.count(b'"')
-        return quotes % 2 == 1
 
     def batches(self) -> Iterator[np.ndarray]:
         """The chosen columns as consecutive float64 row blocks, front to back, for a release:
