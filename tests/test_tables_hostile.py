@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpmean.cli import main
 from dpmean.engines import open_source
@@ -470,3 +472,21 @@ def test_a_decimal_commas_delimiter_is_not_judged_by_a_headerless_rows_quotes(tm
         with pytest.raises(InvalidDataError):
             dpmean.mean(str(path), header=False, decimal=",", rho=0.5, bounds=(0, 10),
                         method="gaussian", random_state=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "1", ",", ";", '"', " ", "\n", "\r", "\r\n", "\t", "\xe9"]),
+                max_size=60), st.sampled_from([1, 2, 3]))
+def test_the_count_is_the_lines_whatever_they_hold(tmp_path_factory, pieces, width):
+    """n is the file's lines after the header (each ended by \\n, \\r\\n or a lone \\r, or by
+    the end if it holds anything), blank ones skipped but in a file of one column: a plain
+    reference, on any bytes, quotes and delimiters included."""
+    from dpmean.tables import CsvTable
+
+    path = tmp_path_factory.mktemp("count") / "x.csv"
+    body = "".join(pieces).encode("latin-1")
+    path.write_bytes(",".join(f"h{j}" for j in range(width)).encode() + b"\n" + body)
+    lines = re.split(rb"\r\n|\r|\n", body)
+    last = lines.pop()
+    expected = sum(1 for line in lines if line or width == 1) + (1 if last else 0)
+    assert CsvTable(path, header=True).count_rows() == expected

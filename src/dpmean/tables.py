@@ -908,7 +908,7 @@ class CsvTable:
                 self.check_records(given)
                 return
             except pa.ArrowException as exc:
-                from .csv_quotes import quote_over_line
+                from .csv_bytes import quote_over_line
 
                 if quote_over_line(self.path, self.records_offset, self.delimiter):
                     # pyarrow fails where a quote runs over a line (an open one to the file's
@@ -924,58 +924,26 @@ class CsvTable:
     def count_rows(self, block: bytes | None = None) -> int:
         """The number of records after the header (public): its lines (a record a line, quoted
         or not; blank lines skipped where ``skips_blank_lines``), counted without judging a
-        value; of ``block`` (whole lines after the header, a Dask worker's) when given.
+        value (``csv_bytes.count_lines``); of ``block`` (whole lines after the header, a Dask
+        worker's) when given.
 
         An (epsilon, delta) budget's calibration reads this before the charge, so nothing a
-        row holds may fail it or move it: no cell is converted (text, a NaN, bytes that are
-        not UTF-8), a record of the wrong width is counted, not refused, and quotes are not
-        read (one cell's open quote took the rest of the file into one record). The release
-        refuses them after its charge (``batches``, ``check_records``)."""
+        row holds may fail it or move it: no cell is read, a line of the wrong width is
+        counted, not refused, and quotes are not read (one cell's open quote took the rest of
+        the file into one record). The release refuses them after its charge (``batches``,
+        ``check_records``)."""
         if block is None and self._records is not None:
             return self._records
-        import pyarrow as pa
-        import pyarrow.csv as pcsv
+        from .csv_bytes import count_lines
 
-        ragged = 0
-
-        def count_ragged(row: Any) -> str:
-            nonlocal ragged
-            ragged += 1
-            return "skip"
-
-        # No quote character: every line break ends a record. The file's width named, so only a
-        # line of another width is ragged, counted by the handler (a Python call a line: one
-        # column named made every line of a wide file one, 200x slower, a trial); one column
-        # read, as bytes, so none is converted.
-        parse = pcsv.ParseOptions(delimiter=self.delimiter, quote_char=False,
-                                  ignore_empty_lines=self._parse.ignore_empty_lines,
-                                  invalid_row_handler=count_ragged)
-        # Every byte decodes in latin-1, which keeps the ASCII that lays out records: pyarrow
-        # decodes a ragged row for its handler, and bytes that are not UTF-8 failed the count.
-        names = [f"c{i}" for i in range(len(self._all_names))]
-        read = pcsv.ReadOptions(use_threads=False, block_size=_BLOCK_BYTES, column_names=names,
-                                encoding="latin-1")
-        unread = pcsv.ConvertOptions(include_columns=names[:1], column_types={"c0": pa.binary()})
         try:
-            with (io.BytesIO(block) if block is not None else open(self.path, "rb")) as source:
-                if block is None:
-                    source.seek(self.records_offset)
-                rows = 0
-                if source.read(1):  # (pyarrow refuses an empty input: a header alone)
-                    source.seek(-1, io.SEEK_CUR)
-                    rows = sum(batch.num_rows for batch in pcsv.open_csv(
-                        source, read_options=read, parse_options=parse,
-                        convert_options=unread))
+            rows = count_lines(block, self.path, self.records_offset,
+                               skip_blank=self.skips_blank_lines)
         except OSError as exc:
             raise InvalidDataError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
-        except pa.ArrowException:
-            # Not expected of any content (no quotes are read): said without a position, as
-            # any failure before a charge must be.
-            raise InvalidDataError(f"{self.path}: not a CSV file pyarrow can split into "
-                                   f"records") from None
         if block is None:
-            self._records = rows + ragged
-        return rows + ragged
+            self._records = rows
+        return rows
 
     def check_records(self, read: int, records: int | None = None) -> None:
         """Refuse a file whose ``read`` records, as the release parsed them (quotes and all),
