@@ -9,9 +9,9 @@
 - ``quote_over_line``: whether a quoted cell runs over a line break, the quotes read as
   pyarrow reads them: a quote opens a quoted cell only at a cell's start; inside one, two
   quotes are a quote and one closes it; after it, up to the next delimiter, a quote is text.
-  Run after a release's parse failed (``CsvTable``), so that an open quote is told as one
-  whatever else fails, and a quote inside a cell (12" pipe) is not taken for one (a review:
-  counting quotes, an odd number of them refused a well-formed file).
+  Run after a release's parse or check failed (``CsvTable``), so that a record over two
+  lines is told as one whatever else fails, and a quote inside a cell (12" pipe) is not taken
+  for one (a review: counting quotes, an odd number of them refused a well-formed file).
 """
 
 from __future__ import annotations
@@ -29,14 +29,19 @@ _CHUNK_BYTES = 16 << 20
 
 
 @njit(nogil=True, cache=True)
-def _scan(data, delimiter, state):  # pragma: no cover - compiled
-    # Returns (state after data, whether a line break fell inside quotes).
+def _scan(data, delimiter, state, broken):  # pragma: no cover - compiled
+    # Returns (state after data, whether a quoted line break was seen and not yet followed by
+    # anything, whether one was: a record of two lines or more).
     for c in data:
+        if broken:
+            if c == _LF:
+                continue  # the \n of a \r\n
+            return state, broken, True
         if state == _QUOTED:
             if c == _QUOTE:
                 state = _QUOTE_SEEN
             elif c == _LF or c == _CR:
-                return state, True
+                broken = True  # a record over two lines, once anything follows
         elif state == _QUOTE_SEEN:
             if c == _QUOTE:
                 state = _QUOTED
@@ -50,7 +55,7 @@ def _scan(data, delimiter, state):  # pragma: no cover - compiled
             state = _QUOTED
         else:
             state = _PLAIN
-    return state, False
+    return state, broken, False
 
 
 @njit(nogil=True, cache=True)
@@ -91,13 +96,16 @@ def count_lines(data: bytes | None, path: Path | None = None, start: int = 0, *,
 
 
 def quote_over_line(path: Path, start: int, delimiter: str) -> bool:
-    """Whether, from byte ``start`` of the file on, a quoted cell holds a line break or is
-    still open at the file's end."""
-    state = _START
+    """Whether, from byte ``start`` of the file on, a quoted cell holds a line break that more
+    of the file follows: a record over two lines or more. A quote left open at the end, or one
+    that holds only the file's last line break, ends its record there, as pyarrow reads it
+    (the records are then the lines: a fourth review)."""
+    state, broken = _START, False
     with open(path, "rb") as f:
         f.seek(start)
         while chunk := f.read(_CHUNK_BYTES):
-            state, broken = _scan(np.frombuffer(chunk, dtype=np.uint8), ord(delimiter), state)
-            if broken:
+            state, broken, spans = _scan(np.frombuffer(chunk, dtype=np.uint8), ord(delimiter),
+                                         state, broken)
+            if spans:
                 return True
-    return state == _QUOTED
+    return False

@@ -515,15 +515,17 @@ def fill_missing(rows: Any, fill: dict[str, float]) -> Any:
 _DECIMAL_COMMA = re.compile(r"[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+([eE][+-]?\d+)?")
 
 
-def sniff_delimiter(first_line: str, decimal: str = ".") -> str:
+def sniff_delimiter(first_line: str, decimal: str = ".", *, quoted: bool = True) -> str:
     """The delimiter a CSV file's first line uses: the one of ``DELIMITERS`` it holds most often
     outside quotes (the first on ties; a comma when it holds none). A number holds none of
     them, so on a file of numbers the choice depends on the layout, never on a value. With a
     decimal comma the comma is not a candidate (a number may hold one: a first row of 1,5;2,5
     chose it, and was refused before the charge where 1;2 was released, review), and the
-    first of the others is the choice when the line holds none."""
+    first of the others is the choice when the line holds none. Quoted text is left out of the
+    counts unless ``quoted`` is False (a headerless file's first row)."""
     candidates = [d for d in DELIMITERS if d != decimal]
-    bare = _QUOTED.sub("", first_line)
+    # Without a header line 1 is a person's row, its quotes not read (``quoted``).
+    bare = _QUOTED.sub("", first_line) if quoted else first_line
     counts = [bare.count(d) for d in candidates]
     return candidates[int(np.argmax(counts))] if max(counts) else candidates[0]
 
@@ -594,7 +596,8 @@ class CsvTable:
                 f"{self.path}: with a decimal comma the delimiter is a tab, ';' or '|', and "
                 f"the first line holds none of them; give the file's with --delimiter, "
                 f"delimiter= (for a file of one column, any of them)")
-        self.delimiter = delimiter or sniff_delimiter(first, self.decimal)
+        self.delimiter = delimiter or sniff_delimiter(first, self.decimal,
+                                                      quoted=header is not False)
         self._delimiter_given = delimiter is not None
         if self.delimiter == self.decimal and self._delimiter_given:
             raise InvalidParameterError(f"the decimal mark and the delimiter are both "
@@ -908,13 +911,10 @@ class CsvTable:
                 self.check_records(given)
                 return
             except pa.ArrowException as exc:
-                from .csv_bytes import quote_over_line
-
-                if quote_over_line(self.path, self.records_offset, self.delimiter):
-                    # pyarrow fails where a quote runs over a line (an open one to the file's
-                    # end gives "empty block"): told as any record that is not a line is, one
-                    # sentence wherever its row is, whatever else fails.
-                    raise self._not_lines() from None
+                # pyarrow fails where a quote runs over lines (an open one to the file's end
+                # gives "empty block"): told as any record that is not a line is, one sentence
+                # wherever its row is, whatever else fails.
+                self._check_lines()
                 if not self._word_column(exc):
                     raise self._error(exc) from None
             except OSError as exc:
@@ -951,6 +951,15 @@ class CsvTable:
         or a quote was left open. After the charge, as any refusal that reads a cell."""
         if read != (self.count_rows() if records is None else records):
             raise self._not_lines()
+
+    def _check_lines(self) -> None:
+        """Refuse (``_not_lines``) a file whose quoted cells run over lines, by a scan of its
+        bytes (``csv_bytes.quote_over_line``): on the error path, after the charge, before
+        another refusal speaks for it."""
+        from .csv_bytes import quote_over_line
+
+        if quote_over_line(self.path, self.records_offset, self.delimiter):
+            raise self._not_lines() from None
 
     def _not_lines(self) -> InvalidDataError:
         return InvalidDataError(
@@ -991,6 +1000,7 @@ class CsvTable:
         try:
             check_values(rows, list(self._column_of), self._labels, csv=True)
         except InvalidDataError as exc:
+            self._check_lines()  # a record over lines is told first (a review: a NaN was)
             raise InvalidDataError(f"{self.path}: {exc}") from None
 
     def _error(self, exc: Exception) -> InvalidDataError:
