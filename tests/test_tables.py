@@ -111,10 +111,10 @@ def test_a_header_of_numbers_is_data_or_refused(tmp_path):
     assert table.names == ("a", "b", "c") and table.read().shape == VALUES.shape
 
 
-@pytest.mark.parametrize("delimiter", ["3", "a", "e", ".", "-", "+"])
+@pytest.mark.parametrize("delimiter", ["3", "a", "e", ".", "-", "+", "§"])
 def test_a_delimiter_no_number_holds(tmp_path, delimiter):
     # A digit as the delimiter split the values: which rows were then refused told which
-    # digits a person's value held (review).
+    # digits a person's value held (review). A character beyond ASCII met pyarrow's ValueError.
     path = tmp_path / "x.csv"
     path.write_text("a\n35\n")
     with pytest.raises(InvalidParameterError, match="no number holds"):

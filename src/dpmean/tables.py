@@ -578,13 +578,14 @@ class CsvTable:
         self.decimal = decimal or "."
         first = self._first_record(header)
         if delimiter is not None and (len(delimiter) != 1 or delimiter in '"\r\n.+-'
-                                      or delimiter.isalnum()):
+                                      or delimiter.isalnum() or not delimiter.isascii()):
             # A character a number may hold would split the values themselves: an analyst
             # sweeping --delimiter over the digits read which digits a person's age held
             # from which rows the file then refused (review).
             raise InvalidParameterError(
-                f"the delimiter must be one character that no number holds (not a digit, a "
-                f"letter, '.', '+' or '-') and not a quote or a line break, got {delimiter!r}")
+                f"the delimiter must be one ASCII character that no number holds (not a "
+                f"digit, a letter, '.', '+' or '-') and not a quote or a line break, got "
+                f"{delimiter!r}")
         # Without a header line 1 is a person's row: its quotes are not read (a malformed row
         # whose quotes hid its ';' was refused here, for free, review).
         layout = first if header is False else _QUOTED.sub("", first)
