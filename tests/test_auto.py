@@ -600,3 +600,17 @@ def test_the_spread_count_is_bought_only_where_a_clip_could_run():
     assert not any(estimator.runs(name, 0.8 * 0.02, 200, 4) for name in ("iome", "plan"))
     assert estimator.budget_plan(200, 4) == {"release": 0.02}
     assert "choice spread" in AutoMean(rho=0.1, bounds=ranges).budget_plan(200, 4)
+
+
+def test_a_flag_beside_generous_ranges_is_not_taken_for_loose_rows():
+    # A trial: ages N(45, 12) in (0, 120), incomes in (0, 10^6) and a 20% flag, n = 500,
+    # rho = 0.1: half the row pairs lay within 1/8 of the box's diagonal, so the count ran
+    # IOME, which released the flag at 0.03-0.06. Pairs now count as near within 1/8 of the
+    # narrowest width, and IOME needs three quarters of them: the flag parts a third.
+    rng = np.random.default_rng(500)
+    n = 500
+    x = np.column_stack([rng.normal(45, 12, n).clip(0, 120), rng.lognormal(10.5, 0.8, n),
+                         rng.uniform(size=n) < 0.2])
+    for seed in range(5):
+        result = dpmean.mean(x, rho=0.1, bounds=([0, 0, 0], [120, 1e6, 1]), random_state=seed)
+        assert result.diagnostics["chosen"] == "gaussian"

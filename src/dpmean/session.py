@@ -840,7 +840,7 @@ class Session:
         its notion (``pld.budget_events``: a zCDP release as a ``ZCDPEvent``, which is how
         version 1 composed it), the recorded total is checked against the CKS + basic
         composition version 1 used, and the session is then totalled as now (never more than
-        that). ``to_dict`` writes it back as version 2."""
+        that). ``to_dict`` writes it back as the current version (``SESSION_VERSION``)."""
         def bad(why: str) -> InvalidParameterError:
             return InvalidParameterError(f"not a valid dpmean session: {why}")
 

@@ -595,7 +595,7 @@ class CsvTable:
             # comma came out as one column of numbers a,b (review).
             raise InvalidParameterError(
                 f"{self.path}: with a decimal comma the delimiter is a tab, ';' or '|', and "
-                f"the first line holds none of them; give the file's with --delimiter, "
+                f"the first line holds none of them; give the file's delimiter with --delimiter, "
                 f"delimiter= (for a file of one column, any of them)")
         self.delimiter = delimiter or sniff_delimiter(first, self.decimal,
                                                       quoted=header is not False)

@@ -104,13 +104,15 @@ NEAR_ORIGIN_SHARE = 0.75
 NEAR_ORIGIN_SHARES = (0.02, 0.05, 0.1, 0.2)
 NEAR_ORIGIN_SDS = 3.0
 # Where the choice cannot be placed on a table of columns in their own ranges, one count (stage
-# SPREAD_STAGE) asks whether more than half of random row pairs lie within 1 / SPREAD_DIVISOR
-# of the box's diagonal of each other (ranges far looser than the rows): then the unresolved
-# choice runs (IOME or PLAN), else the Gaussian mechanism (``AutoMean.spread_share``). Its share
-# is the first of NEAR_ORIGIN_SHARES whose noise keeps pairs all that near NEAR_ORIGIN_SDS
-# standard deviations above half of them.
+# SPREAD_STAGE) asks whether more than SPREAD_CLOSE of random row pairs lie within
+# 1 / SPREAD_DIVISOR of the narrowest column's width of each other (l2, in the box-normalised
+# space: every range far looser than its rows): then the unresolved choice runs (IOME or
+# PLAN), else the Gaussian mechanism (``AutoMean.spread_share``). Its share is the first of
+# NEAR_ORIGIN_SHARES whose noise keeps pairs all that near NEAR_ORIGIN_SDS standard deviations
+# above SPREAD_CLOSE of them.
 SPREAD_STAGE = "choice spread"
 SPREAD_DIVISOR = 8.0
+SPREAD_CLOSE = 0.75
 # For one column with bounds the caller gave, two counts first (stage FACES_STAGE) ask whether
 # rows lie at both ends of the box, in its lowest and highest FACES_REACH of the width, each
 # count above NEAR_ORIGIN_SDS of its noise and FACES_LEAST of the rows: then the Gaussian
@@ -938,13 +940,14 @@ class AutoMean(MeanEstimator):
         must be predicted ``ONE_COLUMN_MARGIN`` times better to run there. But ranges far
         looser than the rows (N(50, 5) in (0, 10^4) beside three alike) favour IOME 40-fold.
         The first of ``NEAR_ORIGIN_SHARES`` whose count's noise (sd 1 / sqrt(2 share rho))
-        is at most half of the floor(n / 2) pairs over ``NEAR_ORIGIN_SDS`` and whose rest of
-        rho lets a clipping candidate of ``unresolved_choice`` meet its minimum n."""
+        is at most (1 - ``SPREAD_CLOSE``) of the floor(n / 2) pairs over ``NEAR_ORIGIN_SDS``
+        and whose rest of rho lets a clipping candidate of ``unresolved_choice`` meet its
+        minimum n."""
         if self.choice_resolves(n) and not self.choice_costs_plan_its_scaling(n, d):
             return None
         if not self.table_of_own_ranges(n, d):
             return None
-        margin = 0.5 * (n // 2) / NEAR_ORIGIN_SDS
+        margin = (1.0 - SPREAD_CLOSE) * (n // 2) / NEAR_ORIGIN_SDS
         clipping = [name for name in self.unresolved_choice(n, d, sparse=False)
                     if name != "gaussian"]
         for share in NEAR_ORIGIN_SHARES:
@@ -958,12 +961,16 @@ class AutoMean(MeanEstimator):
     def rows_spread(self, engine: Engine, ledger: PrivacyLedger,
                     rng: np.random.Generator) -> bool:
         """Whether the noisy count of random row pairs (a public permutation) within
-        1 / ``SPREAD_DIVISOR`` of the box's diagonal of each other, in the engine's
-        (box-normalised) space, is at most half of the pairs: the rows then spread over their
-        ranges, and the Gaussian mechanism runs. One row is in one pair: a sensitivity-1 count
-        (``noisy_count``), stage ``SPREAD_STAGE``."""
+        1 / ``SPREAD_DIVISOR`` of the narrowest column's width of each other (l2, in the
+        engine's box-normalised space) is at most ``SPREAD_CLOSE`` of the pairs: the rows then
+        spread over some range, and the Gaussian mechanism runs. One row is in one pair: a
+        sensitivity-1 count (``noisy_count``), stage ``SPREAD_STAGE``.
+
+        A column that fills its range (a flag, a scale, ages in (0, 120)) parts most pairs by
+        more than that; within 1/8 of the diagonal, half the pairs of a survey with a 20% flag
+        beside generous ranges were near, and IOME clipped the flag to 0.03-0.06 (a trial)."""
         rho = ledger.planned[SPREAD_STAGE]
-        reach = float(np.linalg.norm(engine.hi - engine.lo)) / SPREAD_DIVISOR
+        reach = float(np.min(engine.hi - engine.lo)) / SPREAD_DIVISOR
         check_octave_search(1, rho, 2.0 * reach, self.secure_noise)
         ledger.charge(SPREAD_STAGE, *search_cost_event(np.zeros(1), rho, self.secure_noise))
         _, squared = pair_distances(engine, rng.permutation(engine.n))
@@ -971,7 +978,7 @@ class AutoMean(MeanEstimator):
         count = noisy_count(lambda t: np.array([np.count_nonzero(distances <= v)
                                                 for v in np.atleast_1d(t)]),
                             reach, rho=rho, rng=rng, secure=self.secure_noise)
-        return count <= 0.5 * distances.size
+        return count <= SPREAD_CLOSE * distances.size
 
     def choice_plan(self, n: int) -> dict[str, float]:
         """The plan where the choice is made (public: n and rho): ``choice_share`` split over
