@@ -388,3 +388,14 @@ def test_a_named_series_has_its_bounds_names_checked():
     with pytest.raises(InvalidParameterError, match="'agee'"):
         dpmean.mean(series, rho=1.0, bounds={"age": (18, 90), "agee": (0, 1)},
                     method="gaussian", random_state=0)
+
+
+@pytest.mark.parametrize("option", ["header", "index_col"])
+def test_header_and_index_col_take_booleans_only(tmp_path, option):
+    # A trial: header="no" read the first line as a header, as any truthy value did.
+    path = tmp_path / "x.csv"
+    path.write_text("a,b\n1,2\n")
+    for value in ("no", "False", 0, 1):
+        with pytest.raises(InvalidParameterError, match=f"{option} must be True, False or None"):
+            open_table(path, **{option: value})
+    assert open_table(path, **{option: True}).width in (1, 2)

@@ -575,6 +575,11 @@ class CsvTable:
         self.path = Path(path)
         if decimal not in (None, ".", ","):
             raise InvalidParameterError(f"the decimal mark must be '.' or ',', got {decimal!r}")
+        for name, value in (("header", header), ("index_col", index_col)):
+            # header="no" read the first line as a header (any truthy value did: a trial).
+            if value is not None and not isinstance(value, bool | np.bool_):
+                raise InvalidParameterError(f"{name} must be True, False or None (guessed), "
+                                            f"got {value!r}")
         self.decimal = decimal or "."
         first = self._first_record(header)
         if delimiter is not None and (len(delimiter) != 1 or delimiter in '"\r\n.+-'
