@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -76,22 +77,27 @@ def _lines(data, skip_blank, after_cr, length, count):  # pragma: no cover - com
     return after_cr, length, count
 
 
+def _chunks(path: Path, start: int) -> Iterator[np.ndarray]:
+    """The file's bytes from ``start`` on, ``_CHUNK_BYTES`` at a time, as uint8 arrays."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        while chunk := f.read(_CHUNK_BYTES):
+            yield np.frombuffer(chunk, dtype=np.uint8)
+
+
 def count_lines(data: bytes | None, path: Path | None = None, start: int = 0, *,
                 skip_blank: bool = True) -> int:
     """The lines of ``data``, or of the file at ``path`` from byte ``start`` on: each ended by
     \\n, \\r\\n or a lone \\r, or by the end (a last line without a break, if it holds
     anything); an empty one is not counted where ``skip_blank``."""
-    after_cr, length, count = False, 0, 0
     if data is not None:
-        after_cr, length, count = _lines(np.frombuffer(data, dtype=np.uint8), skip_blank,
-                                         after_cr, length, count)
+        chunks: Iterable[np.ndarray] = [np.frombuffer(data, dtype=np.uint8)]
     else:
         assert path is not None
-        with open(path, "rb") as f:
-            f.seek(start)
-            while chunk := f.read(_CHUNK_BYTES):
-                after_cr, length, count = _lines(np.frombuffer(chunk, dtype=np.uint8),
-                                                 skip_blank, after_cr, length, count)
+        chunks = _chunks(path, start)
+    after_cr, length, count = False, 0, 0
+    for chunk in chunks:
+        after_cr, length, count = _lines(chunk, skip_blank, after_cr, length, count)
     return count + (1 if length > 0 else 0)
 
 
@@ -101,11 +107,8 @@ def quote_over_line(path: Path, start: int, delimiter: str) -> bool:
     that holds only the file's last line break, ends its record there, as pyarrow reads it
     (the records are then the lines: a fourth review)."""
     state, broken = _START, False
-    with open(path, "rb") as f:
-        f.seek(start)
-        while chunk := f.read(_CHUNK_BYTES):
-            state, broken, spans = _scan(np.frombuffer(chunk, dtype=np.uint8), ord(delimiter),
-                                         state, broken)
-            if spans:
-                return True
+    for chunk in _chunks(path, start):
+        state, broken, spans = _scan(chunk, ord(delimiter), state, broken)
+        if spans:
+            return True
     return False
