@@ -515,18 +515,20 @@ def fill_missing(rows: Any, fill: dict[str, float]) -> Any:
 _DECIMAL_COMMA = re.compile(r"[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+([eE][+-]?\d+)?")
 
 
-def sniff_delimiter(first_line: str, decimal: str = ".", *, quoted: bool = True) -> str:
-    """The delimiter a CSV file's first line uses: the one of ``DELIMITERS`` it holds most often
-    outside quotes (the first on ties; a comma when it holds none). A number holds none of
-    them, so on a file of numbers the choice depends on the layout, never on a value. With a
-    decimal comma the comma is not a candidate (a number may hold one: a first row of 1,5;2,5
-    chose it, and was refused before the charge where 1;2 was released, review), and the
-    first of the others is the choice when the line holds none. Quoted text is left out of the
-    counts unless ``quoted`` is False (a headerless file's first row)."""
-    candidates = [d for d in DELIMITERS if d != decimal]
-    # Without a header line 1 is a person's row, its quotes not read (``quoted``).
-    bare = _QUOTED.sub("", first_line) if quoted else first_line
-    counts = [bare.count(d) for d in candidates]
+def delimiter_candidates(decimal: str) -> list[str]:
+    """``DELIMITERS`` but the decimal mark (a number may hold a decimal comma: a first row of
+    1,5;2,5 chose the comma, and was refused before the charge where 1;2 was released,
+    review)."""
+    return [d for d in DELIMITERS if d != decimal]
+
+
+def sniff_delimiter(layout: str, decimal: str = ".") -> str:
+    """The delimiter a CSV file's first line uses: the one of ``delimiter_candidates`` its
+    ``layout`` (the line without its quoted text, as ``CsvTable`` gives it) holds most often,
+    the first on ties or when it holds none. A number holds none of them, so on a file of
+    numbers the choice depends on the layout, never on a value."""
+    candidates = delimiter_candidates(decimal)
+    counts = [layout.count(d) for d in candidates]
     return candidates[int(np.argmax(counts))] if max(counts) else candidates[0]
 
 
@@ -591,19 +593,19 @@ class CsvTable:
                 f"the delimiter must be one ASCII character that no number holds (not a "
                 f"digit, a letter, '.', '+' or '-') and not a quote or a line break, got "
                 f"{delimiter!r}")
-        # Without a header line 1 is a person's row: its quotes are not read (a malformed row
-        # whose quotes hid its ';' was refused here, for free, review).
+        # The first line without its quoted text; without a header it is a person's row, and
+        # its quotes are not read (a malformed row whose quotes hid its ';' was refused here,
+        # for free, review).
         layout = first if header is False else _QUOTED.sub("", first)
         if delimiter is None and self.decimal == "," and not any(
-                d in layout for d in DELIMITERS if d != ","):
+                d in layout for d in delimiter_candidates(self.decimal)):
             # Layout only (a number holds none of them): a comma file read with a decimal
             # comma came out as one column of numbers a,b (review).
             raise InvalidParameterError(
                 f"{self.path}: with a decimal comma the delimiter is a tab, ';' or '|', and "
                 f"the first line holds none of them; give the file's delimiter with --delimiter, "
                 f"delimiter= (for a file of one column, any of them)")
-        self.delimiter = delimiter or sniff_delimiter(first, self.decimal,
-                                                      quoted=header is not False)
+        self.delimiter = delimiter or sniff_delimiter(layout, self.decimal)
         self._delimiter_given = delimiter is not None
         if self.delimiter == self.decimal and self._delimiter_given:
             raise InvalidParameterError(f"the decimal mark and the delimiter are both "
@@ -637,9 +639,9 @@ class CsvTable:
             all_names = list(self._read(first.encode(), autogenerate=False).column_names)
         else:
             all_names = [f.name for f in first_cells]
-        others = [c for c in DELIMITERS if c != self.delimiter and len(all_names) == 1
-                  and self.header and c in str(all_names[0])]
-        if others and self._delimiter_given:
+        others = ([c for c in DELIMITERS if c != self.delimiter and c in str(all_names[0])]
+                  if self._delimiter_given and self.header and len(all_names) == 1 else [])
+        if others:
             # The header is layout (public): a tab or ';' file read with --delimiter ',' came out
             # as one column and was refused after the charge, each line one value (a trial).
             raise InvalidParameterError(
@@ -914,7 +916,8 @@ class CsvTable:
                         batch = self._numbers(batch)
                         given += batch.num_rows
                         yield batch
-                self.check_records(given)
+                if given != self.count_rows():  # records that are not the lines
+                    raise self._not_lines()
                 return
             except pa.ArrowException as exc:
                 # pyarrow fails where a quote runs over lines (an open one to the file's end
@@ -937,7 +940,7 @@ class CsvTable:
         row holds may fail it or move it: no cell is read, a line of the wrong width is
         counted, not refused, and quotes are not read (one cell's open quote took the rest of
         the file into one record). The release refuses them after its charge (``batches``,
-        ``check_records``)."""
+        whose records must be these lines)."""
         if block is None and self._records is not None:
             return self._records
         from .csv_bytes import count_lines
@@ -950,13 +953,6 @@ class CsvTable:
         if block is None:
             self._records = rows
         return rows
-
-    def check_records(self, read: int, records: int | None = None) -> None:
-        """Refuse a file whose ``read`` records, as the release parsed them (quotes and all),
-        are not its lines, ``records`` (``count_rows``): a quoted cell ran over a line break,
-        or a quote was left open. After the charge, as any refusal that reads a cell."""
-        if read != (self.count_rows() if records is None else records):
-            raise self._not_lines()
 
     def _check_lines(self) -> None:
         """Refuse (``_not_lines``) a file whose quoted cells run over lines, by a scan of its
