@@ -4,7 +4,7 @@ from a few private scalars that predict each one's noise."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -942,9 +942,7 @@ class AutoMean(MeanEstimator):
         The first of ``NEAR_ORIGIN_SHARES`` whose count's noise (sd 1 / sqrt(2 share rho))
         is at most (1 - ``SPREAD_CLOSE``) of the floor(n / 2) pairs over ``NEAR_ORIGIN_SDS``
         and whose rest of rho lets a clipping candidate of ``unresolved_choice`` meet its
-        minimum n."""
-        if self.choice_resolves(n) and not self.choice_costs_plan_its_scaling(n, d):
-            return None
+        minimum n. Asked where the choice is not made (``choice_budget_plan``)."""
         if not self.table_of_own_ranges(n, d):
             return None
         margin = (1.0 - SPREAD_CLOSE) * (n // 2) / NEAR_ORIGIN_SDS
@@ -969,15 +967,13 @@ class AutoMean(MeanEstimator):
         A column that fills its range (a flag, a scale, ages in (0, 120)) parts most pairs by
         more than that; within 1/8 of the diagonal, half the pairs of a survey with a 20% flag
         beside generous ranges were near, and IOME clipped the flag to 0.03-0.06 (a trial)."""
-        rho = ledger.planned[SPREAD_STAGE]
         reach = float(np.min(engine.hi - engine.lo)) / SPREAD_DIVISOR
-        check_octave_search(1, rho, 2.0 * reach, self.secure_noise)
-        ledger.charge(SPREAD_STAGE, *search_cost_event(np.zeros(1), rho, self.secure_noise))
         _, squared = pair_distances(engine, rng.permutation(engine.n))
         distances = np.sqrt(squared)
-        count = noisy_count(lambda t: np.array([np.count_nonzero(distances <= v)
-                                                for v in np.atleast_1d(t)]),
-                            reach, rho=rho, rng=rng, secure=self.secure_noise)
+        count = self.charged_count(SPREAD_STAGE,
+                                   lambda t: np.array([np.count_nonzero(distances <= v)
+                                                       for v in np.atleast_1d(t)]),
+                                   reach, ledger, rng)
         return count <= SPREAD_CLOSE * distances.size
 
     def choice_plan(self, n: int) -> dict[str, float]:
@@ -1096,13 +1092,20 @@ class AutoMean(MeanEstimator):
         leave a bias under that error. A first version asked for half the rows within 1/8
         of the width: CM then erred 1.5-12 times the Gaussian mechanism's error on rows a
         few per cent of the width out (N(8, 4) in (0, 100), mixtures half at 0)."""
-        rho = ledger.planned[NEAR_ORIGIN_STAGE]
         reach = NEAR_ORIGIN_REACH * gaussian_error(engine, ledger.planned["release"])
-        check_octave_search(1, rho, 2.0 * reach, self.secure_noise)
-        ledger.charge(NEAR_ORIGIN_STAGE, *search_cost_event(np.zeros(1), rho, self.secure_noise))
-        count = noisy_count(lambda t: engine.norm_counts(IDENTITY, t), reach, rho=rho, rng=rng,
-                            secure=self.secure_noise)
+        count = self.charged_count(NEAR_ORIGIN_STAGE, lambda t: engine.norm_counts(IDENTITY, t),
+                                   reach, ledger, rng)
         return count > NEAR_ORIGIN_SHARE * engine.n
+
+    def charged_count(self, stage: str, count_le: Callable[[np.ndarray], np.ndarray],
+                      reach: float, ledger: PrivacyLedger, rng: np.random.Generator) -> float:
+        """One noisy count of the values at most ``reach`` (``count_le``: counts at thresholds;
+        sensitivity 1, ``noisy_count``) at the rho the plan gives ``stage``, checked and
+        charged to it before it is drawn."""
+        rho = ledger.planned[stage]
+        check_octave_search(1, rho, 2.0 * reach, self.secure_noise)
+        ledger.charge(stage, *search_cost_event(np.zeros(1), rho, self.secure_noise))
+        return noisy_count(count_le, reach, rho=rho, rng=rng, secure=self.secure_noise)
 
     def candidate(self, name: str, rho: float, robust: bool = False) -> MeanEstimator:
         """The estimator ``name`` with budget ``rho`` and this one's common settings (and its
