@@ -452,9 +452,9 @@ class Session:
         # Composed totals by the releases' (budget, events): PLD composition takes a fraction
         # of a second, and ``spent`` / ``remaining`` / ``check`` ask for the same total often.
         self._totals: dict[tuple, float] = {}
-        # The noise states (``seed_digest``) of the releases charged, recorded or being
-        # checked: a seed given again would draw the same noise, which composition does not
-        # allow for.
+        # The noise states (``seed_digest``) this session's ``mean`` claimed (the releases'
+        # recorded ones are in ``Release.seed``): a seed given again would draw the same
+        # noise, which composition does not allow for.
         self._seeds: set[Any] = set()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -627,18 +627,23 @@ class Session:
     def _claim_seed(self, random_state: Any) -> Any:
         """Record the noise ``random_state`` would draw (``seed_digest``) for a release about to
         be checked, or refuse it (InvalidParameterError) where an earlier release of this
-        session claimed it: one step under the lock, so two threads given the same seed
-        cannot both pass (a review: 9 releases of 12 did, checked first and recorded after
-        the charge). The caller discards the claim if the release is refused before its
-        charge. Returns the key (None for the secure default, never claimed)."""
+        session claimed it, or its ledger recorded it (``_recorded``): one step under the
+        lock, so two threads given the same seed cannot both pass (a review: 9 releases of 12
+        did, checked first and recorded after the charge). The caller discards the claim if
+        the release is refused before its charge. Returns the key (None for the secure
+        default, never claimed)."""
         seed = seed_digest(random_state)
         if seed is None:
             return None
         with self._lock:
-            if seed in self._seeds:
+            if seed in self._seeds or self._recorded(seed):
                 raise _seed_reused(f"random_state={random_state!r}")
             self._seeds.add(seed)
         return seed
+
+    def _recorded(self, seed: str) -> bool:
+        """Whether a release of the ledger was drawn with ``seed`` (``Release.seed``)."""
+        return any(release.seed == seed for release in self._releases)
 
     def check(self, budget: Budget, events: Sequence[Event] | None = None,
               method: str | None = None) -> None:
@@ -673,15 +678,13 @@ class Session:
             # The check and the charge are one step: no other thread's release is charged
             # between them (two releases that fit only one at a time would both pass a check
             # made before either is charged). PLD composition runs under the lock.
-            if seed is not None and any(r.seed == seed for r in self._releases):
+            if seed is not None and self._recorded(seed):
                 raise _seed_reused("the seed (--seed, random_state=)")
             self.check(budget, events, method)
             index = len(self._releases)
             self._releases.append(Release(index, method, budget, budget.total, "reserved",
                                           tuple(self._events(method, budget, events)),
                                           check_label(label), seed))
-            if seed is not None:
-                self._seeds.add(seed)
             return index
 
     def settle(self, index: int, status: str, spent: float | None = None) -> None:
@@ -903,8 +906,6 @@ class Session:
             session._releases.append(Release(position, entry["method"], release_budget,
                                              spent, entry["status"], tuple(events), label,
                                              seed))
-            if seed is not None:
-                session._seeds.add(seed)
         recorded = _number(data["spent"], "spent", bad)
         if version == 1 and session.unit == "epsilon":
             written = session._cks_epsilon([r.budget for r in session._releases])
