@@ -228,6 +228,38 @@ def test_a_pair_median_off_its_data_predicts_no_near_zero_noise(monkeypatch):
     assert result.diagnostics["chosen"] == "gaussian"
 
 
+def test_a_pair_median_above_its_private_bound_is_the_one_that_left(monkeypatch):
+    """In a box far looser than the rows the pair medians' log domain is empty above the data
+    too: an l1 median of 5.8e4 beside an l2 median of 5.5 (four columns N(50 (i + 1), 2) in
+    +-10^4, n = 200, rho = 1) was kept as the larger, IOME was predicted 3000x its noise, and
+    cm ran at 30x IOME's error. Above the bound the norms' tail histogram gives (twice the
+    radius holding 80% of the rows: about 780 here), the larger median is the one dropped."""
+    from dpmean.estimators import auto as auto_module
+    from dpmean.estimators.auto import consistent_pair_medians
+    from dpmean.events import exponential_event
+
+    rng = np.random.default_rng(0)
+    x = np.column_stack([rng.normal(50.0 * (i + 1), 2.0, 200) for i in range(4)])
+    medians = {"choice pair l2": 5.5, "choice pair l1": 5.8e4}
+
+    def fixed(values, top, *, rho, ledger, rng, stage):
+        ledger.charge(stage, rho, exponential_event(rho))
+        return medians[stage]
+
+    monkeypatch.setattr(auto_module, "_private_median_pair", fixed)
+    result = dpmean.mean(x, rho=1, bounds=(-1e4, 1e4), random_state=1)
+    predicted = result.diagnostics["predicted_noise"]
+    assert predicted["iome"] < 0.1 * predicted["cm"]
+    assert result.diagnostics["chosen"] in ("iome", "plan")
+    # The rule itself: a median above its bound is dropped; within it, the larger is kept
+    # (escapes below the data, 1e-5 to 1e-20 of the other, as before).
+    isotropic = np.sqrt(2 * 4 / np.pi)
+    assert consistent_pair_medians(5.5, 5.8e4, 4, 780.0) == (5.5, 5.5 * isotropic)
+    assert consistent_pair_medians(1.2e4, 9.0, 4, 780.0) == (9.0 / isotropic, 9.0)
+    assert consistent_pair_medians(5.5, 1e-9, 4, 780.0) == (5.5, 5.5 * isotropic)
+    assert consistent_pair_medians(5.5, 5.8e4, 4) == (5.8e4 / isotropic, 5.8e4)
+
+
 def test_no_prediction_is_below_the_candidates_smallest_noise(monkeypatch):
     from dpmean.estimators import auto as auto_module
     from dpmean.events import exponential_event, gaussian_event

@@ -183,6 +183,9 @@ CLIPPING = ("cm", "iome", "plan")
 # (``consistent_pair_medians``): a nat, far above the rank error the choice's share buys (a few
 # per cent of the values) and far below an escape into the log domain's empty end (tens of nats).
 PAIR_SLACK = math.e
+# The share of the rows the tail histogram may show beyond the radius R that bounds the pairs'
+# median distance by 2R (``pair_median_bound``).
+PAIR_BOUND_BEYOND = 0.2
 
 
 def _private_median_pair(values: np.ndarray, top: float, *, rho: float, ledger: PrivacyLedger,
@@ -454,28 +457,51 @@ def radius_shell(totals: np.ndarray, rho: float, clipped: float) -> int:
     return int(holding[-1]) if holding.size else -1
 
 
-def consistent_pair_medians(l2: float, l1: float, d: int) -> tuple[float, float]:
+def consistent_pair_medians(l2: float, l1: float, d: int,
+                            l2_bound: float = math.inf) -> tuple[float, float]:
     """The private medians of the pairs' l2 and l1 distances, made to agree where they cannot
     both hold (post-processing).
 
     Every pair's distances satisfy l2 <= l1 <= sqrt(d) l2, so their medians do too, up to the
     medians' rank errors. Each is an exponential mechanism over ``LOG_RANGE`` nats of log
-    values, and at small n and rho it can land in the domain's empty end below the data (at
-    n = 200, d = 3, rho = 1, in a third of the runs one of the two did: the guard
-    ``choice_resolves`` takes the data's middle as a nat wide, where the mechanism's mass is on
-    a far narrower band): its value is then
-    1e-5 to 1e-20 of the others', and the candidate it predicts was predicted essentially no
-    noise (and chosen) for a release whose noise was like the others'. Escapes go down (the
-    empty end below the data spans tens of nats, above it the box's top lies near the data),
-    so where the two medians lie more than ``PAIR_SLACK`` outside that range the larger one is
-    kept and the other derived from it as if there were no skew (S = 1 in the class notes:
-    l1 / l2 = sqrt(2 d / pi), the ratio for equal coordinate variances)."""
+    values, and at small n and rho it can land in the domain's empty ends (at n = 200, d = 3,
+    rho = 1, in a third of the runs one of the two did: the guard ``choice_resolves`` takes
+    the data's middle as a nat wide, where the mechanism's mass is on a far narrower band).
+    Where the two medians lie more than ``PAIR_SLACK`` outside that range, one of them left
+    its data, and the other is derived from the one kept as if there were no skew (S = 1 in
+    the class notes: l1 / l2 = sqrt(2 d / pi), the ratio for equal coordinate variances).
+
+    Which one left: below the data, an escape lands 1e-5 to 1e-20 of the other (tens of
+    empty nats), and its candidate, predicted essentially no noise, was chosen for a release
+    whose noise was like the others'; so the larger is kept. But above the data, in a box far
+    looser than the rows, there are empty nats too (four columns N(50 (i + 1), 2) in +-10^4,
+    n = 200, rho = 1: an l1 median of 5.8e4 beside an l2 of 5.5, in 6 releases of 100, and
+    IOME, predicted 3000x its noise, lost to cm at 30x its error). So a median above its
+    private bound (``pair_median_bound``: ``l2_bound`` for l2, sqrt(d) times it for l1) is
+    the one that left, and the smaller is kept."""
     isotropic = float(np.sqrt(2.0 * d / np.pi))  # l1 / l2 for equal coordinate variances
-    if l1 * PAIR_SLACK < l2:  # l1 below l2: the l1 median left its data
-        return l2, l2 * isotropic
-    if l1 > PAIR_SLACK * np.sqrt(d) * l2:  # l1 above sqrt(d) l2: the l2 median did
-        return l1 / isotropic, l1
+    l2_above = l2 > l2_bound
+    l1_above = l1 > np.sqrt(d) * l2_bound
+    if l1 * PAIR_SLACK < l2:  # l1 below l2: the l1 median left its data, or l2 rose above
+        return (l1 / isotropic, l1) if l2_above and not l1_above else (l2, l2 * isotropic)
+    if l1 > PAIR_SLACK * np.sqrt(d) * l2:  # l1 above sqrt(d) l2: the l2 median left, or l1
+        return (l2, l2 * isotropic) if l1_above and not l2_above else (l1 / isotropic, l1)
     return l2, l1
+
+
+def pair_median_bound(edges: np.ndarray, totals: np.ndarray, rho: float, n: int) -> float:
+    """An upper bound on the median of random row pairs' l2 distances, from the tail histogram
+    of the row norms (``private_tail``: ``edges``, the ``totals`` of its shells, noise
+    ``rho``): twice the first edge R beyond which it shows at most ``PAIR_BOUND_BEYOND`` n
+    rows, with its noise's one-sided margin at ``TAIL_BETA``. Then at least 0.8 of the rows lie
+    within R of the origin, so do both rows of about 0.64 of random pairs (half, with room
+    for the median's rank error and the pairs' own sampling), and their distance is at most
+    2R. inf where no edge qualifies. Post-processing of the histogram."""
+    shells_above = np.maximum(rows_beyond((totals != 0.0).astype(np.float64)), 1.0)
+    most = rows_beyond(totals) + (float(ndtri(1.0 - TAIL_BETA)) * tail_pair_std(rho)
+                                  * np.sqrt(shells_above))
+    within = np.flatnonzero(most <= PAIR_BOUND_BEYOND * n)
+    return 2.0 * float(edges[within[0]]) if within.size else math.inf
 
 
 def smallest_radius(estimator: MeanEstimator, lo: np.ndarray, hi: np.ndarray) -> float:
@@ -1144,7 +1170,8 @@ class AutoMean(MeanEstimator):
         rho_tail = ledger.planned[TAIL_STAGE]
         up, down = private_tail(engine, edges, r0, rho=rho_tail, ledger=ledger, rng=rng,
                                 stage=TAIL_STAGE, secure=self.secure_noise)
-        pairs = self.pair_medians(engine, ledger, rng)
+        pairs = self.pair_medians(engine, ledger, rng,
+                                  pair_median_bound(edges, up + down, rho_tail, n))
         centred = (self.centred_tail(engine, pairs[0] / math.sqrt(2.0), ledger, rng)
                    if CENTRE_STAGE in ledger.planned else None)
 
@@ -1232,10 +1259,11 @@ class AutoMean(MeanEstimator):
                 clips[name] = n - candidate.target_rank(n, engine.lo, engine.hi, plan)
         return clips
 
-    def pair_medians(self, engine: Engine, ledger: PrivacyLedger,
-                     rng: np.random.Generator) -> tuple[float, float]:
+    def pair_medians(self, engine: Engine, ledger: PrivacyLedger, rng: np.random.Generator,
+                     l2_bound: float = math.inf) -> tuple[float, float]:
         """The private medians of random row pairs' l2 and l1 distances (stages "choice pair
-        l2" and "choice pair l1"), made consistent (``consistent_pair_medians``)."""
+        l2" and "choice pair l1"), made consistent (``consistent_pair_medians``, with the l2
+        median's private upper bound ``l2_bound``)."""
         width = float(np.linalg.norm(engine.hi - engine.lo))
         l1, squared = pair_distances(engine, rng.permutation(engine.n))
         l2_med = _private_median_pair(np.sqrt(squared), width,
@@ -1244,7 +1272,7 @@ class AutoMean(MeanEstimator):
         l1_med = _private_median_pair(l1, float(np.sum(engine.hi - engine.lo)),
                                       rho=ledger.planned["choice pair l1"], ledger=ledger,
                                       rng=rng, stage="choice pair l1")
-        return consistent_pair_medians(l2_med, l1_med, engine.d)
+        return consistent_pair_medians(l2_med, l1_med, engine.d, l2_bound)
 
     def predicted_noise(self, engine: Engine, r0: float, rho_rest: float,
                         floors: Mapping[str, float] | None = None,
