@@ -340,3 +340,39 @@ def test_shuffle_summation_shares_cover_the_coordinate_delta():
     needed = parts(delta / (1.0 + math.exp(eps)))
     assert needed > parts(delta)
     assert diagnostics["messages_per_user"] == k * needed + 2
+
+
+def test_iome_protocols_run_a_table_of_own_ranges_in_units_of_each_range():
+    # A user trial: a survey's age, flag, 1-5 scale and visits beside an income in (0, 10^6)
+    # came out at their ranges' faces (age 0 or 120, the flag 1), the users' randomisers
+    # working in the data's units, where the income's range swamps the rest. Now each column
+    # runs in units of its range (box_scale), as the central estimators do. Each column's
+    # release is nearer its mean than half the mean's distance from the nearer face (a release
+    # at a face errs by that whole distance; the local protocol's clipping at its quantile,
+    # about a third of the rows here, and its noise take the rest).
+    rng = np.random.default_rng(0)
+    n = 20000
+    x = np.column_stack([rng.normal(53, 15, n).clip(0, 120),
+                         rng.lognormal(10.5, 0.8, n).clip(0, 1e6),
+                         (rng.uniform(size=n) < 0.22).astype(float),
+                         rng.integers(1, 6, n).astype(float)])
+    lo, hi = np.array([0.0, 0.0, 0.0, 1.0]), np.array([120.0, 1e6, 1.0, 5.0])
+    truth = x.mean(0)
+    room = np.minimum(truth - lo, hi - truth) / 2.0
+    for method in ("iome-local", "iome-shuffle"):
+        result = dpmean.mean(x, method=method, rho=0.5, bounds=(lo, hi), random_state=5)
+        np.testing.assert_allclose(result.diagnostics["box_scale"], 1.0 / (hi - lo))
+        assert np.all(np.abs(result.mean - truth) < room), method
+
+
+@pytest.mark.parametrize("method", ["grs-knownvar", "grs-unkvar"])
+def test_grs_refuses_ranges_of_different_widths_before_the_charge(method):
+    # GRS's sigma is one scale in the data's units: on such a table it asked for 10^6 bins or
+    # released every column at a face (a user trial). Refused from the plan, before any data
+    # is read (a NaN in the rows would be refused after the charge).
+    x = np.random.default_rng(0).uniform(0, 1, (1000, 2)) * [120, 1]
+    x[3, 1] = np.nan
+    with pytest.raises(InvalidParameterError, match="different widths"):
+        dpmean.mean(x, method=method, rho=0.5, bounds=([0, 0], [120, 1]))
+    with pytest.raises(InvalidDataError):  # one range: the NaN is what is refused
+        dpmean.mean(x, method=method, rho=0.5, bounds=(0, 120))

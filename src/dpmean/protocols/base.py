@@ -70,7 +70,9 @@ class ProtocolEstimator(MeanEstimator):
     declared_diagnostics = {
         "model": Diagnostic(Kind.TEXT, "The trust model: \"local\" or \"shuffle\"."),
     }
-    # The users' randomisers work on their rows in the data's units (GRS's sigma is in them).
+    # The users' randomisers work on their rows in the data's units (GRS's sigma is in them);
+    # IOME's protocols, which take no parameter in those units, in units of each column's
+    # range (``box_normalised``), as the central estimators.
     box_normalised = False
     finds_bounds = False  # a private box is a central-model release: give the bounds
     shifts_far_box = False  # each user randomises their own row, in the data's units

@@ -17,7 +17,7 @@ from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..errors import InvalidParameterError
-from ..transforms import IDENTITY
+from ..transforms import IDENTITY, box_scale
 from ..validation import check_fraction, check_positive
 from .base import COORDINATE_BUDGET, ApproxDPProtocol, user_blocks
 from .composition import split_budget
@@ -74,7 +74,20 @@ class _GRS(ApproxDPProtocol):
         # small its shares underflow, an epsilon whose responses would carry nothing) before
         # anything is charged or read.
         self._check_reports(d)
+        self._check_one_width(n, d)
         return {"coordinates": self.epsilon}
+
+    def _check_one_width(self, n: int, d: int) -> None:
+        """Refuse, before any charge (public: the box), columns in ranges of different widths:
+        GRS's sigma (or sigma_min, sigma_max) is one scale in the data's units, so its bins
+        follow the widest column, and a user trial's survey (ages in (0, 120) beside incomes
+        in (0, 10^6)) asked for 10^6 bins or released every column at a face."""
+        if self.bounds is not None and box_scale(*self.box(n, d)) is not None:
+            raise InvalidParameterError(
+                f"{self.method}: its sigma (sigma_min, sigma_max) is one scale in the data's units, and the columns' "
+                f"ranges have different widths; release columns of one range together "
+                f"(columns=...; --columns), or use iome-local, which runs each column in "
+                f"units of its range")
 
     def _check_reports(self, d: int) -> None:
         """Refuse, from the plan alone (public; before any charge), a budget whose randomised

@@ -79,9 +79,16 @@ class _IOMEProtocol(ProtocolEstimator):
     (``_clipped_rows``) and the mean round (``_noisy_mean``)."""
 
     shuffled: bool
+    # Each column in units of its public range where the ranges' widths differ (as the central
+    # estimators): in the data's units a survey's flag, scale and age were released at their
+    # ranges' faces beside an income in (0, 10^6) (a user trial, n = 20,000). No parameter
+    # is in the data's units; the centre is mapped back, the radii stay in the box-normalised
+    # space (``box_scale`` says so).
+    box_normalised = True
     declared_diagnostics = {
         "centre": Diagnostic(Kind.VECTOR, "The private centre (data units)."),
-        "threshold": Diagnostic(Kind.FLOAT, "The private clipping radius."),
+        "threshold": Diagnostic(Kind.FLOAT, "The private clipping radius (in the "
+                                "box-normalised space where ``box_scale`` is given)."),
         "target_quantile": Diagnostic(Kind.FLOAT, "The quantile the radius aimed at."),
         "rounds": Diagnostic(Kind.INT, "Rounds of the protocol."),
     }
