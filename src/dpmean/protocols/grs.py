@@ -84,10 +84,10 @@ class _GRS(ApproxDPProtocol):
         in (0, 10^6)) asked for 10^6 bins or released every column at a face."""
         if self.bounds is not None and box_scale(*self.box(n, d)) is not None:
             raise InvalidParameterError(
-                f"{self.method}: its sigma (sigma_min, sigma_max) is one scale in the data's units, and the columns' "
-                f"ranges have different widths; release columns of one range together "
-                f"(columns=...; --columns), or use iome-local, which runs each column in "
-                f"units of its range")
+                f"{self.method}: its sigma (sigma_min, sigma_max) is one scale in the data's "
+                f"units, and the columns' ranges have different widths; release columns of "
+                f"one range together (columns=...; --columns), or use iome-local, which runs "
+                f"each column in units of its range")
 
     def _check_reports(self, d: int) -> None:
         """Refuse, from the plan alone (public; before any charge), a budget whose randomised
