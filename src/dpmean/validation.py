@@ -211,15 +211,20 @@ def native_dtype(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
+# What to do about NaN: in memory the caller fills it (a trial followed the readers' fill= with
+# a frame and was told the option is unknown); a file's reader takes a fill value itself.
+FILL_ADVICE = ("remove them, or replace them with a public value before the release (numpy: "
+               "np.nan_to_num(x, nan=VALUE); pandas: df.fillna(VALUE)); a file's path takes "
+               "one as fill= (--fill NAME=VALUE)")
+
+
 def non_finite_error(column: int) -> InvalidDataError:
     """The error for NaN in the data. It names the first column holding one (a position) but
     neither how many there are nor where else: a service that forwards error messages would
     leak what it says about the data. (Whether some row holds one is told, after the charge:
     a row's value must be a number, as its columns must be numeric; docs/privacy.md.)"""
     error = InvalidDataError(
-        f"data contains NaN values (the first in column {column}, counting from 0); remove or "
-        f"impute them before a private release, or give a file's reader a public fill value "
-        f"(fill=, --fill NAME=VALUE)")
+        f"data contains NaN values (the first in column {column}, counting from 0); {FILL_ADVICE}")
     # Where the data's columns have names, the release says the name (``named_column``).
     error.column = column  # type: ignore[attr-defined]
     return error
@@ -236,9 +241,7 @@ def named_column(error: InvalidDataError, names: Sequence[str] | None) -> Invali
     which = (f"column {name.column!r} (element {name.position})"
              if isinstance(name, ElementName) else f"column {name!r}")
     return InvalidDataError(
-        f"{which} holds NaN values or empty cells (nulls); remove or impute them before a "
-        f"private release, or give a file's reader a public fill value (fill=, --fill "
-        f"NAME=VALUE)")
+        f"{which} holds NaN values or empty cells (nulls); {FILL_ADVICE}")
 
 
 def dtype_kind(dtype: np.dtype) -> str:
