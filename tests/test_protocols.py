@@ -376,3 +376,28 @@ def test_grs_refuses_ranges_of_different_widths_before_the_charge(method):
         dpmean.mean(x, method=method, rho=0.5, bounds=([0, 0], [120, 1]))
     with pytest.raises(InvalidDataError):  # one range: the NaN is what is refused
         dpmean.mean(x, method=method, rho=0.5, bounds=(0, 120))
+
+
+def test_iome_local_states_its_noise_and_gets_the_release_warnings():
+    # A trial: rows in cents (about 5,000) in a box in dollars (0, 100) came out at 100 from
+    # iome-local without the BoxFaceWarning the central estimators give, and a release whose
+    # noise filled the box said nothing. iome-local now states its noise per coordinate
+    # (user_noise_std / sqrt(n)), which the warnings read; the rows a local protocol needs
+    # grow as the square of the noise's excess (its noise falls as 1 / sqrt(n)).
+    from dpmean.errors import BoxFaceWarning, NoisyReleaseWarning
+
+    rng = np.random.default_rng(0)
+    cents = rng.normal(5000, 500, (20000, 3))
+    with pytest.warns(BoxFaceWarning, match="faces in 3 of 3"):
+        result = dpmean.mean(cents, method="iome-local", rho=0.5, bounds=(0, 100),
+                             random_state=1)
+    np.testing.assert_allclose(result.diagnostics["noise_std"],
+                               result.diagnostics["user_noise_std"] / np.sqrt(20000))
+    x = rng.normal(1, 1, (2000, 100))
+    with pytest.warns(NoisyReleaseWarning, match="noise's 95% interval") as caught:
+        result = dpmean.mean(x, method="iome-local", rho=0.1, bounds=(-20, 20),
+                             random_state=1)
+    std = float(np.median(result.diagnostics["noise_std"]))
+    factor = 2 * 1.959963984540054 * std / (0.5 * 40)
+    message = str(caught[0].message)
+    assert f"n >= {math.ceil(2000 * factor**2):,} rows" in message

@@ -939,9 +939,14 @@ def noise_and_box(result: MeanResult) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
     model = error_model(result)
     lo, hi = result.diagnostics.get("bounds_lo"), result.diagnostics.get("bounds_hi")
-    if isinstance(model, str) or model.noise_std is None or lo is None or hi is None:
+    # A local protocol has no interval, but where it states its noise (iome-local) the
+    # warnings read it: a trial's rows in cents in a box in dollars came out at the face
+    # without a word.
+    std = (result.diagnostics.get("noise_std") if result.diagnostics.get("model") == "local"
+           else None if isinstance(model, str) else model.noise_std)
+    if std is None or lo is None or hi is None:
         return None
-    return (np.asarray(model.noise_std, dtype=np.float64), np.asarray(lo, dtype=np.float64),
+    return (np.asarray(std, dtype=np.float64), np.asarray(lo, dtype=np.float64),
             np.asarray(hi, dtype=np.float64))
 
 
@@ -976,8 +981,9 @@ def warn_if_on_the_faces(result: MeanResult) -> None:
     and the public box. Not judged: a fallback release (the box's point nearest the origin,
     often a corner, says nothing of the data; ``error_model`` has none), nor a release
     without a noise scale per coordinate there (the trimmed mean's is as sensitive as the
-    data, the protocols' and CoinPress's without its profile are not modelled): a release
-    projected onto a face may be the noise's doing."""
+    data; the shuffle and GRS protocols' and CoinPress's without its profile are not
+    modelled: iome-local states its own): a release projected onto a face may be the noise's
+    doing."""
     judged = noise_and_box(result)
     if judged is None:
         return
@@ -1040,11 +1046,13 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
                 else f"rho >= {result.rho * squared:.3g}" if result.rho is not None
                 else f"{squared:.3g} times the budget")
     percent = f"{NOISY_LEVEL:.0%}"
+    # A local protocol's noise falls as 1 / sqrt(n) (each user adds their own), not 1 / n.
+    rows = result.n * (squared if result.diagnostics.get("model") == "local" else factor)
     warnings.warn(
         f"{result.method}: the noise's {percent} interval is wider than half the box on {loud} "
         f"of {result.d} coordinates (median {NOISY_SHARE * factor:.3g} box widths): the "
         f"release says little the box does not. About {more_rho} or n >= "
-        f"{_row_count(result.n * factor)} rows would bring it within half the box.",
+        f"{_row_count(rows)} rows would bring it within half the box.",
         NoisyReleaseWarning, stacklevel=user_stacklevel())
 
 

@@ -301,6 +301,9 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
     declared_diagnostics = {
         "user_noise_std": Diagnostic(Kind.FLOAT, "The Gaussian noise's standard deviation on "
                                      "each user's clipped row."),
+        "noise_std": Diagnostic(Kind.VECTOR, "The release's noise standard deviation per "
+                                "coordinate, user_noise_std / sqrt(n), in the data's units "
+                                "(the release warnings read it)."),
     }
     model = "local"
     notion = "local-zCDP"
@@ -328,7 +331,11 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
         for block in user_blocks(engine, view):
             total += local_gaussian(clip_rows(block, radius), 2.0 * radius, budget, rng,
                                     ledger=round_ledger, stage="noise").sum(axis=0)
-        return total / engine.n, {"user_noise_std": 2.0 * radius / math.sqrt(2.0 * rho)}
+        user_std = 2.0 * radius / math.sqrt(2.0 * rho)
+        # The users' noise is isotropic in the rotated view, so each coordinate of the mean
+        # (rotated back) carries user_std / sqrt(n): public radius, budget and n.
+        return total / engine.n, {"user_noise_std": user_std,
+                                  "noise_std": np.full(engine.d, user_std / math.sqrt(engine.n))}
 
 
 class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
