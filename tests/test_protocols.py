@@ -401,3 +401,29 @@ def test_iome_local_states_its_noise_and_gets_the_release_warnings():
     factor = 2 * 1.959963984540054 * std / (0.5 * 40)
     message = str(caught[0].message)
     assert f"n >= {math.ceil(2000 * factor**2):,} rows" in message
+
+
+@pytest.mark.parametrize("method", ["grs-knownvar", "grs-unkvar"])
+def test_grs_states_its_noise(method):
+    # The last stage's Gaussian noise per coordinate: sensitivity 2 half_j, rho0 from each
+    # coordinate's (eps0, delta0), averaged over the last group's users.
+    x = np.random.default_rng(0).normal(0.3, 0.1, size=(20000, 2))
+    result = dpmean.mean(x, method=method, bounds=(0, 1), epsilon=1, delta=1e-6,
+                         random_state=0, **({"sigma": 0.1} if method == "grs-knownvar" else {}))
+    std = result.diagnostics["noise_std"]
+    assert std.shape == (2,) and np.all(std > 0)
+    # The release is within 5 sd of the mean, coordinate by coordinate (its clamping to
+    # GRS's window costs rows at 3+ sigma only).
+    assert np.all(np.abs(result.mean - x.mean(0)) < 5 * std)
+
+
+def test_a_grs_release_of_noise_says_so_in_epsilon():
+    # A trial: sigma = 1 (the default) for a column in (0, 1) released 0 in a third of the
+    # runs, silently. The warning names the epsilon that would help (its Gaussian noise
+    # falls as 1 / epsilon at a fixed delta), not a multiple of "the budget".
+    from dpmean.errors import NoisyReleaseWarning
+
+    x = np.random.default_rng(0).normal(0.3, 0.1, size=(20000, 1))
+    with pytest.warns(NoisyReleaseWarning, match=r"About epsilon >= \d"):
+        dpmean.mean(x, method="grs-knownvar", bounds=(0, 1), epsilon=1, delta=1e-6,
+                    random_state=0)

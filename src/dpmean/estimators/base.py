@@ -1044,6 +1044,8 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
     squared = factor * factor if factor < 1e154 else math.inf
     more_rho = ("a budget beyond float64's range" if math.isinf(squared * (result.rho or 1.0))
                 else f"rho >= {result.rho * squared:.3g}" if result.rho is not None
+                # An (epsilon, delta) protocol's Gaussian noise falls as 1 / epsilon.
+                else f"epsilon >= {result.epsilon * factor:.3g}" if result.epsilon is not None
                 else f"{squared:.3g} times the budget")
     percent = f"{NOISY_LEVEL:.0%}"
     # A local protocol's noise falls as 1 / sqrt(n) (each user adds their own), not 1 / n.

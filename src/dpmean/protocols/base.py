@@ -26,6 +26,13 @@ COORDINATE_BUDGET = {
 }
 """The diagnostics of protocols that split their (epsilon, delta) over the coordinates."""
 
+RELEASE_NOISE = {
+    "noise_std": Diagnostic(Kind.VECTOR, "The release's noise standard deviation per "
+                            "coordinate, in the data's units (the release warnings read it)."),
+}
+"""The diagnostic of a local protocol that states its release's noise (public: from n, the
+budget and its clipping)."""
+
 USER_BLOCK_BYTES = 1 << 20
 """The float64 bytes of one block of users handed to the randomisers at once (the in-memory
 engine's own row blocks, so its releases are those it gave before the blocks were fixed)."""

@@ -17,9 +17,10 @@ from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..errors import InvalidParameterError
+from ..mechanisms.gaussian import gaussian_noise_std
 from ..transforms import IDENTITY, box_scale
 from ..validation import check_fraction, check_positive
-from .base import COORDINATE_BUDGET, ApproxDPProtocol, user_blocks
+from .base import COORDINATE_BUDGET, RELEASE_NOISE, ApproxDPProtocol, user_blocks
 from .composition import split_budget
 from .randomisers import (
     RoundBudget,
@@ -64,7 +65,7 @@ def _groups(n: int, sizes: list[int], rng: np.random.Generator) -> list[np.ndarr
 class _GRS(ApproxDPProtocol):
     model = "local"
     notion = "local-approx-DP"
-    declared_diagnostics = COORDINATE_BUDGET
+    declared_diagnostics = {**COORDINATE_BUDGET, **RELEASE_NOISE}
     # The fraction of a coordinate's eps0 its randomised response draws at: KnownVar's unary
     # encoding flips each bit at eps0 / 2, UnkVar's search answers at eps0.
     response_share: float
@@ -114,12 +115,14 @@ class _GRS(ApproxDPProtocol):
 
     def _gaussian_stage(self, engine: Engine, members: np.ndarray, centre: np.ndarray,
                         half: np.ndarray, rng: np.random.Generator, budget: RoundBudget,
-                        ledger: RoundLedger) -> np.ndarray:
+                        ledger: RoundLedger) -> tuple[np.ndarray, np.ndarray]:
         """KnownVar's last stage: each member clamps every coordinate to [centre - half,
         centre + half] and adds Gaussian noise for sensitivity 2 half_j, (eps0, delta0)-DP per
         coordinate (calibrated exactly through zCDP: rho0 = the largest rho that is
         (eps0, delta0)-DP, which is tighter than GRS's 8 D^2 ln(2/delta)/eps^2); the analyser
-        averages."""
+        averages. Returns the average and its noise's standard deviation per coordinate (the
+        release warnings read it: a sigma far above the rows' spread released a column in
+        (0, 1) at 0 in a third of the runs, silently; a trial)."""
         total = np.zeros(engine.d)
         for rows in _group_rows(engine, members):
             clamped = np.clip(rows, centre - half, centre + half)
@@ -127,7 +130,9 @@ class _GRS(ApproxDPProtocol):
             noisy = local_gaussian(clamped / (2.0 * half), 1.0, budget, rng, ledger=ledger,
                                    stage="coordinates")
             total += (noisy * 2.0 * half).sum(0)
-        return total / max(int(members.sum()), 1)
+        count = max(int(members.sum()), 1)  # the group's size: public (a public split)
+        return total / count, 2.0 * half * gaussian_noise_std(1.0, budget.report_rho) / math.sqrt(
+            count)
 
 
 class GRSKnownVar(_GRS):
@@ -225,10 +230,11 @@ class GRSKnownVar(_GRS):
         debiased[np.abs(offsets)[None, :] > reach[:, None]] = -np.inf
         centre = mid + offsets[np.argmax(debiased, axis=1)] * self.sigma
         width = self.sigma * (2.0 + math.sqrt(2.0 * math.log(8.0 * engine.n / self.beta)))
-        mean = self._gaussian_stage(engine, group2, centre, np.full(engine.d, width), rng,
-                                    per_user, coordinates)
+        mean, noise_std = self._gaussian_stage(engine, group2, centre,
+                                               np.full(engine.d, width), rng, per_user,
+                                               coordinates)
         return mean, {"coordinate_epsilon": eps0, "coordinate_delta": delta0,
-                      "first_group": first, "coarse_centre": centre}
+                      "first_group": first, "coarse_centre": centre, "noise_std": noise_std}
 
 
 class GRSUnkVar(_GRS):
@@ -338,6 +344,8 @@ class GRSUnkVar(_GRS):
                                float(norm.cdf(1.0)), 0.052, eps0, rng, per_user, coordinates)
         sigma_hat = np.maximum(t_sigma - t_mu, self.sigma_min)
         width = sigma_hat * (2.0 + math.sqrt(2.0 * math.log(8.0 * engine.n / self.beta)))
-        mean = self._gaussian_stage(engine, groups[-1], t_mu, width, rng, per_user, coordinates)
+        mean, noise_std = self._gaussian_stage(engine, groups[-1], t_mu, width, rng, per_user,
+                                               coordinates)
         return mean, {"coordinate_epsilon": eps0, "coordinate_delta": delta0,
-                      "search_group": each, "median": t_mu, "sigma": sigma_hat}
+                      "search_group": each, "median": t_mu, "sigma": sigma_hat,
+                      "noise_std": noise_std}

@@ -17,7 +17,13 @@ from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..transforms import RandomRotation, View, clip_rows, next_power_of_two
 from ..validation import check_fraction, check_positive, check_steps
-from .base import COORDINATE_BUDGET, ApproxDPProtocol, ProtocolEstimator, user_blocks
+from .base import (
+    COORDINATE_BUDGET,
+    RELEASE_NOISE,
+    ApproxDPProtocol,
+    ProtocolEstimator,
+    user_blocks,
+)
 from .composition import SMALLEST_STEP_DELTA, split_budget
 from .randomisers import (
     POLYA_SCALE_LIMIT,
@@ -301,9 +307,7 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
     declared_diagnostics = {
         "user_noise_std": Diagnostic(Kind.FLOAT, "The Gaussian noise's standard deviation on "
                                      "each user's clipped row."),
-        "noise_std": Diagnostic(Kind.VECTOR, "The release's noise standard deviation per "
-                                "coordinate, user_noise_std / sqrt(n), in the data's units "
-                                "(the release warnings read it)."),
+        **RELEASE_NOISE,
     }
     model = "local"
     notion = "local-zCDP"
