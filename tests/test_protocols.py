@@ -427,3 +427,15 @@ def test_a_grs_release_of_noise_says_so_in_epsilon():
     with pytest.warns(NoisyReleaseWarning, match=r"About epsilon >= \d"):
         dpmean.mean(x, method="grs-knownvar", bounds=(0, 1), epsilon=1, delta=1e-6,
                     random_state=0)
+
+
+@pytest.mark.parametrize("options", [{"threshold_height": 16}, {"threshold_height": 40},
+                                     {"centre_height": 10}])
+def test_a_tree_too_large_for_its_analyser_is_refused_before_any_draw(options):
+    # A review: threshold_height=16 failed for 32 GiB after the earlier rounds' users had been
+    # randomised, 27 ran until stopped, and 4^32 wraps int64 to 0. Refused from the public
+    # tree shape (and d) before the charge: a NaN in the rows is not reached.
+    x = np.random.default_rng(0).normal(size=(1000, 1000))
+    x[5, 5] = np.nan
+    with pytest.raises(InvalidParameterError, match="height"):
+        dpmean.mean(x, method="iome-local", rho=1, bounds=(-5, 5), **options)

@@ -36,6 +36,7 @@ from .randomisers import (
     summation_randomiser,
 )
 from .range_counting import (
+    MAX_BUCKETS,
     HierarchicalHistogram,
     HistogramMessages,
     heaviest_buckets,
@@ -134,6 +135,18 @@ class _IOMEProtocol(ProtocolEstimator):
 
     def _round_budget(self, stage: str, engine: Engine) -> RoundBudget:
         return self._stage_budget(stage, engine.n)
+
+    def _check_centre_tree(self, d: int) -> None:
+        """Refuse, from the plan (public: d, the tree), a centre round whose analyser would
+        hold more than ``MAX_BUCKETS`` x 64 counts: one tree's buckets for each of the
+        rotation's coordinates (a review: such a round failed for memory after
+        its users had been randomised)."""
+        k = next_power_of_two(d)
+        if k * self.centre_tree.buckets > 64 * MAX_BUCKETS:
+            raise InvalidParameterError(
+                f"{self.method}: the centre round's tree ({self.centre_tree.buckets} buckets) "
+                f"for each of {k} rotated coordinates needs more than {64 * MAX_BUCKETS:,} "
+                f"counts; give a smaller centre_height")
 
     def _check_reports(self, n: int) -> None:
         """Refuse, from the plan alone (public; before any charge), a budget whose range-count
@@ -318,6 +331,7 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
 
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         self._check_reports(n)
+        self._check_centre_tree(d)
         return self._split(self.rho)
 
     def _stage_budget(self, stage: str, n: int) -> RoundBudget:
@@ -400,6 +414,7 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
     def budget_plan(self, n: int, d: int) -> dict[str, float]:
         self._check_delta_shares(d)
         self._check_reports(n)
+        self._check_centre_tree(d)
         # IKOS summation needs 4 users; asked here (public: n), before the centre and
         # threshold rounds read every row and were charged (a review).
         ikos_parts(n, 1.0)

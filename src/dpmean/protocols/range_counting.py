@@ -40,6 +40,11 @@ class HistogramMessages:
                                  self.bit[order])
 
 
+MAX_BUCKETS = 2**20
+"""The most buckets a tree may have (B^height): the analyser keeps that many counts for each
+group, and a tree's public shape is refused before anything is drawn."""
+
+
 @dataclass(frozen=True)
 class HierarchicalHistogram:
     """The tree: ``branching`` B (a power of two, so every level's size is one) and ``height``
@@ -55,6 +60,12 @@ class HierarchicalHistogram:
             raise InvalidParameterError(f"branching must be a power of two >= 2, got {b}")
         if self.height < 1:
             raise InvalidParameterError(f"height must be >= 1, got {self.height}")
+        if self.branching**self.height > MAX_BUCKETS:
+            # The analyser holds B^h counts a group, and B^level wraps int64 from 2^63 (a
+            # review: height 16 failed for 32 GiB after users had been randomised, 27 ran on).
+            raise InvalidParameterError(
+                f"a tree of branching {b} and height {self.height} has {b}^{self.height} "
+                f"buckets, more than 2^{MAX_BUCKETS.bit_length() - 1}; give a smaller height")
 
     @property
     def buckets(self) -> int:
