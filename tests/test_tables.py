@@ -399,3 +399,17 @@ def test_header_and_index_col_take_booleans_only(tmp_path, option):
         with pytest.raises(InvalidParameterError, match=f"{option} must be True, False or None"):
             open_table(path, **{option: value})
     assert open_table(path, **{option: True}).width in (1, 2)
+
+
+@pytest.mark.parametrize("engine", ["memory", "chunked", "dask"])
+def test_a_headerless_file_of_one_line_without_a_line_break_is_read(tmp_path, engine):
+    # A trial: "5" alone (no final line break) was refused after the charge as "not a valid
+    # CSV file" (pyarrow cannot infer the columns of such a file); "5\n" was read. Without a
+    # header the columns are named from the first line, which the layout reads already.
+    one, two = tmp_path / "one.csv", tmp_path / "two.csv"
+    one.write_bytes(b"5")
+    two.write_bytes(b"5,6")
+    for path, width in ((one, 1), (two, 2)):
+        result = dpmean.mean(str(path), header=False, rho=1.0, bounds=(0, 10),
+                             method="gaussian", engine=engine, random_state=1)
+        assert result.n == 1 and result.mean.shape == (width,)

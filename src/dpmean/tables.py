@@ -793,10 +793,13 @@ class CsvTable:
         the header (named as the file's columns)."""
         import pyarrow.csv as pcsv
 
-        if block:
-            return pcsv.ReadOptions(use_threads=False, column_names=self._all_names)
-        return pcsv.ReadOptions(use_threads=False, block_size=_BLOCK_BYTES,
-                                autogenerate_column_names=not self.header)
+        if block or not self.header:
+            # Without a header the names read from the first line (f0, f1 ...): pyarrow cannot
+            # infer the columns of a file of one line without a line break (a trial: a single
+            # value was refused after the charge as "not a valid CSV file").
+            return pcsv.ReadOptions(use_threads=False, column_names=self._all_names,
+                                    **({} if block else {"block_size": _BLOCK_BYTES}))
+        return pcsv.ReadOptions(use_threads=False, block_size=_BLOCK_BYTES)
 
     def _reader(self) -> Any:
         import pyarrow.csv as pcsv
