@@ -413,3 +413,16 @@ def test_a_headerless_file_of_one_line_without_a_line_break_is_read(tmp_path, en
         result = dpmean.mean(str(path), header=False, rho=1.0, bounds=(0, 10),
                              method="gaussian", engine=engine, random_state=1)
         assert result.n == 1 and result.mean.shape == (width,)
+
+
+def test_a_series_named_by_a_number_takes_ranges_by_that_name():
+    # A trial: frame[0] of a frame with integer column names is a Series named 0, and
+    # bounds={0: ...} was told it needs named columns, where the frame itself took them.
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(np.random.default_rng(0).uniform(0, 2, (50, 2)))
+    result = dpmean.mean(frame[0], rho=1.0, bounds={0: (0, 2)}, method="gaussian",
+                         random_state=3)
+    whole = dpmean.mean(frame[[0]], rho=1.0, bounds={0: (0, 2)}, method="gaussian",
+                        random_state=3)
+    assert result.columns == whole.columns == ("0",)
+    np.testing.assert_array_equal(result.mean, whole.mean)

@@ -97,12 +97,14 @@ def data_columns(x: Any, columns: Sequence[str] | str | None = None
 
 
 def series_as_frame(x: Any) -> Any:
-    """A pandas or polars Series with a name (text: pandas' default is None, polars' the
-    empty string) as the frame of its one column, whose name the result then carries, as a
-    frame's column's (a user trial: ``dpmean.mean(frame.age)`` lost it); else ``x``."""
+    """A pandas or polars Series with a name (pandas' default is None, polars' the empty
+    string) as the frame of its one column, whose name the result then carries, as a frame's
+    column's (a user trial: ``dpmean.mean(frame.age)`` lost it; a column picked from a frame
+    of integer names, ``frame[0]``, is named 0, and ranges by that name are taken as a
+    frame's are); else ``x``."""
     module = type(x).__module__.split(".")[0]
     named = (module in ("pandas", "polars") and type(x).__name__ == "Series"
-             and isinstance(x.name, str) and x.name != "")
+             and x.name is not None and x.name != "")
     return x.to_frame() if named else x
 
 
