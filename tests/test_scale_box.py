@@ -287,3 +287,21 @@ def test_without_bounds_where_no_box_can_be_found_the_error_says_so():
                     noise="laplace")
     with pytest.raises(dpmean.InvalidParameterError, match="bounds"):
         dpmean.mean(np.ones((50, 2)), rho=1.0, method="iome-local")
+
+
+@pytest.mark.parametrize("method,options", [("coinpress", {"radius": 1e6}),
+                                            ("coinpress-cov", {"radius": 1e6,
+                                                               "sigma_max": 1e6})])
+def test_coinpress_says_a_table_of_own_ranges_runs_at_the_widest_scale(method, options):
+    # A survey's age, flag and 1-5 scale beside an income in (0, 10^6) came out at their
+    # faces, silently: CoinPress's ball and covariance bound are one scale in the data's
+    # units. A NoisyReleaseWarning says so (public: the box); one range says nothing.
+    rng = np.random.default_rng(0)
+    x = np.column_stack([rng.uniform(18, 90, 2000), rng.lognormal(10.5, 0.8, 2000),
+                         rng.uniform(size=2000) < 0.2])
+    with pytest.warns(dpmean.NoisyReleaseWarning, match="one scale in the data's units"):
+        dpmean.mean(x, rho=0.5, method=method, bounds=([0, 0, 0], [120, 1e6, 1]),
+                    random_state=0, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dpmean.NoisyReleaseWarning)
+        dpmean.mean(x, rho=0.5, method=method, bounds=(0, 1e6), random_state=0, **options)

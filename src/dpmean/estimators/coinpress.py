@@ -14,11 +14,12 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..diagnostics import NOISE_STD, Diagnostic, Kind
 from ..engines import Engine
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, NoisyReleaseWarning
 from ..mechanisms import symmetric_gaussian_mechanism
 from ..mechanisms.gaussian import check_secure_noise
-from ..transforms import View
-from ..validation import check_fraction, check_positive, check_steps
+from ..result import MeanResult
+from ..transforms import View, box_scale
+from ..validation import check_fraction, check_positive, check_steps, user_stacklevel
 from .base import MeanEstimator
 from .clipped import (
     INTERVAL_SHARE,
@@ -458,6 +459,22 @@ class _CoinPress(MeanEstimator):
 
     def check_columns(self, d: int) -> None:
         self.prior_centre(d)  # a centre of another length is refused before any data is read
+
+    def _estimate(self, x: Any) -> MeanResult:
+        result = super()._estimate(x)
+        scale = None if self.bounds is None else box_scale(*self.box(result.n, result.d))
+        if scale is not None:
+            # The ball and the covariance bound are one scale for every column: a survey's
+            # age, flag and 1-5 scale beside an income in (0, 10^6) came out at their faces,
+            # silently (their intervals the whole box). Public: the box.
+            warnings.warn(
+                f"{self.method}: its ball (radius, centre) and covariance bound are one scale "
+                f"in the data's units, and the columns' ranges have different widths (from "
+                f"{float(np.min(1.0 / scale)):.3g} to {float(np.max(1.0 / scale)):.3g}): the "
+                f"narrow columns carry the noise of the widest, and may say nothing. Rescale "
+                f"the columns to one range, or use auto or iome, which run each column in "
+                f"units of its range.", NoisyReleaseWarning, stacklevel=user_stacklevel())
+        return result
 
     def prior_centre(self, d: int) -> np.ndarray:
         if self.centre.ndim == 1 and self.centre.shape[0] != d:
