@@ -75,8 +75,7 @@ def data(seed: int = 0) -> np.ndarray:
 def test_every_key_is_declared_and_of_its_kind(method):
     cls = ESTIMATORS[method]
     check(release(method, data(), (-4.0, 4.0)), cls)
-    if not method.startswith("grs-"):  # GRS refuses ranges of different widths (its sigma)
-        check(release(method, data(), WIDE), cls)
+    check(release(method, data(), WIDE), cls)
     if cls.finds_bounds:
         check(release(method, data(), None), cls)
 

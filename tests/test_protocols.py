@@ -365,19 +365,6 @@ def test_iome_protocols_run_a_table_of_own_ranges_in_units_of_each_range():
         assert np.all(np.abs(result.mean - truth) < room), method
 
 
-@pytest.mark.parametrize("method", ["grs-knownvar", "grs-unkvar"])
-def test_grs_refuses_ranges_of_different_widths_before_the_charge(method):
-    # GRS's sigma is one scale in the data's units: on such a table it asked for 10^6 bins or
-    # released every column at a face (a user trial). Refused from the plan, before any data
-    # is read (a NaN in the rows would be refused after the charge).
-    x = np.random.default_rng(0).uniform(0, 1, (1000, 2)) * [120, 1]
-    x[3, 1] = np.nan
-    with pytest.raises(InvalidParameterError, match="different widths"):
-        dpmean.mean(x, method=method, rho=0.5, bounds=([0, 0], [120, 1]))
-    with pytest.raises(InvalidDataError):  # one range: the NaN is what is refused
-        dpmean.mean(x, method=method, rho=0.5, bounds=(0, 120))
-
-
 def test_iome_local_states_its_noise_and_gets_the_release_warnings():
     # A trial: rows in cents (about 5,000) in a box in dollars (0, 100) came out at 100 from
     # iome-local without the BoxFaceWarning the central estimators give, and a release whose

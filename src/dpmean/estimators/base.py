@@ -128,6 +128,10 @@ class MeanEstimator(ABC):
     # public inputs are in the data's own units and not the box's: CoinPress's ball, the
     # Gaussian wrapper's sigma bounds, and the trimmed mean, which is coordinate-wise already).
     box_normalised: ClassVar[bool] = True
+    # Where a parameter is one scale for every column, in the data's units (CoinPress's ball,
+    # GRS's sigma): what it is, and the methods that run each column in its own range instead,
+    # for ``warn_if_one_scale``. None elsewhere.
+    one_scale: ClassVar[tuple[str, str] | None] = None
     # Estimators that give the same release, moved, for data and box moved by a public offset
     # (all central ones but CoinPress, whose ball is in the data's units, and the Gaussian
     # wrapper, which preclips about the origin) run a box far from the origin on the data
@@ -523,7 +527,31 @@ class MeanEstimator(ABC):
         warn_if_box_borrowed(result)
         warn_if_box_lifted(result)
         warn_if_on_the_faces(result)
+        self.warn_if_one_scale(result)
         return result
+
+    def warn_if_one_scale(self, result: MeanResult) -> None:
+        """A ``NoisyReleaseWarning`` where ``one_scale`` is set and the columns' ranges differ
+        in width by more than ``ONE_SCALE_RATIO``: the narrow columns then carry the widest's
+        noise (user trials: a survey's age, 0/1 flag and 1-5 scale beside an income in
+        (0, 10^6) came out at their faces, silently, from CoinPress and GRS). Public: the
+        box."""
+        if self.one_scale is None:
+            return
+        lo, hi = result.diagnostics.get("bounds_lo"), result.diagnostics.get("bounds_hi")
+        if lo is None or hi is None:
+            return
+        widths = np.asarray(hi, dtype=np.float64) - np.asarray(lo, dtype=np.float64)
+        narrowest, widest = float(np.min(widths)), float(np.max(widths))
+        if not (np.isfinite(widest) and widest > ONE_SCALE_RATIO * narrowest):
+            return
+        what, instead = self.one_scale
+        warnings.warn(
+            f"{self.method} takes {what} in the data's units, one scale for every column, and "
+            f"the columns' ranges differ in width ({narrowest:.3g} to {widest:.3g}): the "
+            f"narrow columns carry the noise of the widest and may say nothing. Rescale the "
+            f"columns to one range, or use {instead}, which run each column in units of its "
+            f"range.", NoisyReleaseWarning, stacklevel=user_stacklevel())
 
     def floating_point_stages(self, n: int, d: int) -> str | None:
         """With ``secure_noise``, the stages a release of n rows of d columns may still draw in
@@ -925,6 +953,11 @@ def shown_columns(result: MeanResult, which: np.ndarray) -> str:
              else [str(j) for j in which])
     return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
+
+# The most the columns' ranges may differ in width before an estimator of one scale in the
+# data's units (``MeanEstimator.one_scale``) warns: its narrow columns then carry at least
+# twice their own scale's noise.
+ONE_SCALE_RATIO = 2.0
 
 # The noise's interval the release warnings judge by: two-sided, this level.
 NOISY_LEVEL = 0.95

@@ -14,12 +14,11 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..diagnostics import NOISE_STD, Diagnostic, Kind
 from ..engines import Engine
-from ..errors import InvalidParameterError, NoisyReleaseWarning
+from ..errors import InvalidParameterError
 from ..mechanisms import symmetric_gaussian_mechanism
 from ..mechanisms.gaussian import check_secure_noise
-from ..result import MeanResult
-from ..transforms import View, box_scale
-from ..validation import check_fraction, check_positive, check_steps, user_stacklevel
+from ..transforms import View
+from ..validation import check_fraction, check_positive, check_steps
 from .base import MeanEstimator
 from .clipped import (
     INTERVAL_SHARE,
@@ -377,6 +376,7 @@ class _CoinPress(MeanEstimator):
     """
 
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
+    one_scale = ("its ball (radius, centre) and covariance bound", "auto or iome")
     supports_secure_noise = True
     declared_diagnostics = {
         "clip_radii": Diagnostic(Kind.SERIES, "Each mean step's clipping radius kappa_k (view "
@@ -459,22 +459,6 @@ class _CoinPress(MeanEstimator):
 
     def check_columns(self, d: int) -> None:
         self.prior_centre(d)  # a centre of another length is refused before any data is read
-
-    def _estimate(self, x: Any) -> MeanResult:
-        result = super()._estimate(x)
-        scale = None if self.bounds is None else box_scale(*self.box(result.n, result.d))
-        if scale is not None:
-            # The ball and the covariance bound are one scale for every column: a survey's
-            # age, flag and 1-5 scale beside an income in (0, 10^6) came out at their faces,
-            # silently (their intervals the whole box). Public: the box.
-            warnings.warn(
-                f"{self.method}: its ball (radius, centre) and covariance bound are one scale "
-                f"in the data's units, and the columns' ranges have different widths (from "
-                f"{float(np.min(1.0 / scale)):.3g} to {float(np.max(1.0 / scale)):.3g}): the "
-                f"narrow columns carry the noise of the widest, and may say nothing. Rescale "
-                f"the columns to one range, or use auto or iome, which run each column in "
-                f"units of its range.", NoisyReleaseWarning, stacklevel=user_stacklevel())
-        return result
 
     def prior_centre(self, d: int) -> np.ndarray:
         if self.centre.ndim == 1 and self.centre.shape[0] != d:

@@ -18,7 +18,7 @@ from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms.gaussian import gaussian_noise_std
-from ..transforms import IDENTITY, box_scale
+from ..transforms import IDENTITY
 from ..validation import check_fraction, check_positive
 from .base import COORDINATE_BUDGET, RELEASE_NOISE, ApproxDPProtocol, user_blocks
 from .composition import split_budget
@@ -75,20 +75,7 @@ class _GRS(ApproxDPProtocol):
         # small its shares underflow, an epsilon whose responses would carry nothing) before
         # anything is charged or read.
         self._check_reports(d)
-        self._check_one_width(n, d)
         return {"coordinates": self.epsilon}
-
-    def _check_one_width(self, n: int, d: int) -> None:
-        """Refuse, before any charge (public: the box), columns in ranges of different widths:
-        GRS's sigma (or sigma_min, sigma_max) is one scale in the data's units, so its bins
-        follow the widest column, and a user trial's survey (ages in (0, 120) beside incomes
-        in (0, 10^6)) asked for 10^6 bins or released every column at a face."""
-        if self.bounds is not None and box_scale(*self.box(n, d)) is not None:
-            raise InvalidParameterError(
-                f"{self.method}: its sigma (sigma_min, sigma_max) is one scale in the data's "
-                f"units, and the columns' ranges have different widths; release columns of "
-                f"one range together (columns=...; --columns), or use iome-local, which runs "
-                f"each column in units of its range")
 
     def _check_reports(self, d: int) -> None:
         """Refuse, from the plan alone (public; before any charge), a budget whose randomised
@@ -177,6 +164,7 @@ class GRSKnownVar(_GRS):
     """
 
     method = "grs-knownvar"
+    one_scale = ("sigma", "iome-local or iome-shuffle")
     response_share = 0.5
     declared_diagnostics = {
         "first_group": Diagnostic(Kind.INT, "Users in the coarse-centre group (public)."),
@@ -283,6 +271,7 @@ class GRSUnkVar(_GRS):
     """
 
     method = "grs-unkvar"
+    one_scale = ("sigma_min and sigma_max", "iome-local or iome-shuffle")
     response_share = 1.0
     declared_diagnostics = {
         "search_group": Diagnostic(Kind.INT, "Users in each binary-search step's group "
