@@ -972,10 +972,10 @@ def noise_and_box(result: MeanResult) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
     model = error_model(result)
     lo, hi = result.diagnostics.get("bounds_lo"), result.diagnostics.get("bounds_hi")
-    # A local protocol has no interval, but where it states its noise (iome-local) the
-    # warnings read it: a trial's rows in cents in a box in dollars came out at the face
-    # without a word.
-    std = (result.diagnostics.get("noise_std") if result.diagnostics.get("model") == "local"
+    # A local or shuffle protocol has no interval, but where it states its noise the warnings
+    # read it: a trial's rows in cents in a box in dollars came out at the face without a word.
+    std = (result.diagnostics.get("noise_std")
+           if result.diagnostics.get("model") in ("local", "shuffle")
            else None if isinstance(model, str) else model.noise_std)
     if std is None or lo is None or hi is None:
         return None
@@ -1014,9 +1014,8 @@ def warn_if_on_the_faces(result: MeanResult) -> None:
     and the public box. Not judged: a fallback release (the box's point nearest the origin,
     often a corner, says nothing of the data; ``error_model`` has none), nor a release
     without a noise scale per coordinate there (the trimmed mean's is as sensitive as the
-    data; the shuffle and GRS protocols' and CoinPress's without its profile are not
-    modelled: iome-local states its own): a release projected onto a face may be the noise's
-    doing."""
+    data; CoinPress's without its profile is not modelled; the protocols state their own,
+    ``noise_std``): a release projected onto a face may be the noise's doing."""
     judged = noise_and_box(result)
     if judged is None:
         return
@@ -1077,11 +1076,13 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
     squared = factor * factor if factor < 1e154 else math.inf
     more_rho = ("a budget beyond float64's range" if math.isinf(squared * (result.rho or 1.0))
                 else f"rho >= {result.rho * squared:.3g}" if result.rho is not None
-                # An (epsilon, delta) protocol's Gaussian noise falls as 1 / epsilon.
-                else f"epsilon >= {result.epsilon * factor:.3g}" if result.epsilon is not None
-                else f"{squared:.3g} times the budget")
+                # An (epsilon, delta) protocol splits epsilon over its coordinates and rounds
+                # and converts each share to its noise its own way: no one figure (a review:
+                # epsilon times the factor left the noise above half the box).
+                else "a larger epsilon")
     percent = f"{NOISY_LEVEL:.0%}"
     # A local protocol's noise falls as 1 / sqrt(n) (each user adds their own), not 1 / n.
+    # (Where a radius is private, as iome-local's, these are rough: it moves with n and rho.)
     rows = result.n * (squared if result.diagnostics.get("model") == "local" else factor)
     warnings.warn(
         f"{result.method}: the noise's {percent} interval is wider than half the box on {loud} "

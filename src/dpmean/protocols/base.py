@@ -28,7 +28,9 @@ COORDINATE_BUDGET = {
 
 RELEASE_NOISE = {
     "noise_std": Diagnostic(Kind.VECTOR, "The release's noise standard deviation per "
-                            "coordinate, in the data's units (the release warnings read it)."),
+                            "coordinate (at most, where a rounding's is bounded), in the "
+                            "data's units; not its clipping bias (the release warnings read "
+                            "it)."),
 }
 """The diagnostic of a local protocol that states its release's noise (public: from n, the
 budget and its clipping)."""

@@ -26,6 +26,7 @@ from .base import (
 )
 from .composition import SMALLEST_STEP_DELTA, split_budget
 from .randomisers import (
+    DRAWN_EPSILON_CAP,
     POLYA_SCALE_LIMIT,
     RoundBudget,
     ikos_parts,
@@ -36,7 +37,6 @@ from .randomisers import (
     summation_randomiser,
 )
 from .range_counting import (
-    MAX_BUCKETS,
     HierarchicalHistogram,
     HistogramMessages,
     heaviest_buckets,
@@ -65,6 +65,11 @@ def _histogram_round(
         parts.append(hh.randomise(bucket, group, budget, rng, ledger=round_ledger, stage=stage))
     messages = HistogramMessages.concat(parts)
     return messages.permuted(rng.permutation(engine.n)) if shuffled else messages
+
+
+# The most counts the centre round's analyser may hold (float64: 2 GiB): iome-shuffle's default
+# tree (4^6 buckets) for up to 65,536 rotated coordinates.
+CENTRE_COUNTS = 2**28
 
 
 def _precision(n: int) -> int:
@@ -120,10 +125,11 @@ class _IOMEProtocol(ProtocolEstimator):
         self.centre_rule = centre_rule
         self.centre_share = check_fraction(centre_share, "centre_share")
         self.threshold_share = check_fraction(threshold_share, "threshold_share")
-        self.centre_tree = HierarchicalHistogram(int(branching),
-                                                 check_steps(centre_height, "centre_height"))
+        self.centre_tree = HierarchicalHistogram(
+            int(branching), check_steps(centre_height, "centre_height"), "centre_height")
         self.threshold_tree = HierarchicalHistogram(
-            int(branching), check_steps(threshold_height, "threshold_height"))
+            int(branching), check_steps(threshold_height, "threshold_height"),
+            "threshold_height")
         self.norm_span = check_positive(norm_span, "norm_span")
         self.beta = check_fraction(beta, "beta")
         self.min_quantile = check_fraction(min_quantile, "min_quantile")
@@ -138,15 +144,15 @@ class _IOMEProtocol(ProtocolEstimator):
 
     def _check_centre_tree(self, d: int) -> None:
         """Refuse, from the plan (public: d, the tree), a centre round whose analyser would
-        hold more than ``MAX_BUCKETS`` x 64 counts: one tree's buckets for each of the
+        hold more than ``CENTRE_COUNTS`` counts: one tree's buckets for each of the
         rotation's coordinates (a review: such a round failed for memory after
         its users had been randomised)."""
         k = next_power_of_two(d)
-        if k * self.centre_tree.buckets > 64 * MAX_BUCKETS:
+        if k * self.centre_tree.buckets > CENTRE_COUNTS:
             raise InvalidParameterError(
                 f"{self.method}: the centre round's tree ({self.centre_tree.buckets} buckets) "
-                f"for each of {k} rotated coordinates needs more than {64 * MAX_BUCKETS:,} "
-                f"counts; give a smaller centre_height")
+                f"for each of {k} rotated coordinates needs more than {CENTRE_COUNTS:,} "
+                f"counts (2 GiB); give a smaller centre_height")
 
     def _check_reports(self, n: int) -> None:
         """Refuse, from the plan alone (public; before any charge), a budget whose range-count
@@ -284,9 +290,9 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
     branching : int, default 4
         B, the branching factor of both range-counting trees.
     centre_height : int, optional
-        Levels of round 1's tree, from 1 to 60 (default 4).
+        Levels of round 1's tree, from 1, with branching^height at most 2^20 (default 4).
     threshold_height : int, default 3
-        Levels of round 2's tree, from 1 to 60.
+        Levels of round 2's tree, from 1, with branching^height at most 2^20.
     norm_span : float, default 16.0
         Octaves of round 2's log2 grid below the public norm bound (positive).
     beta : float, default 0.05
@@ -302,8 +308,9 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
     ------
     InvalidParameterError
         An unknown ``centre_rule``, a share, ``beta`` or ``min_quantile`` outside (0, 1), a
-        height outside 1 to 60, a non-positive ``norm_span``, ``secure_noise=True``, or a
-        common parameter :class:`MeanEstimator` refuses.
+        height below 1 or beyond 2^20 buckets (or a centre round beyond ``CENTRE_COUNTS``
+        counts), a non-positive ``norm_span``, ``secure_noise=True``, or a common parameter
+        :class:`MeanEstimator` refuses.
 
     Privacy
     -------
@@ -319,7 +326,8 @@ class LocalIOME(_IOMEProtocol, ProtocolEstimator):
     method = "iome-local"
     declared_diagnostics = {
         "user_noise_std": Diagnostic(Kind.FLOAT, "The Gaussian noise's standard deviation on "
-                                     "each user's clipped row."),
+                                     "each user's clipped row (in the box-normalised space "
+                                     "where ``box_scale`` is given)."),
         **RELEASE_NOISE,
     }
     model = "local"
@@ -376,7 +384,7 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
     centre_share : float, optional
         Round 1's fraction of the budget, in (0, 1) (default 1/4).
     centre_height : int, optional
-        Levels of round 1's tree, from 1 to 60 (default 6).
+        Levels of round 1's tree, from 1, with branching^height at most 2^20 (default 6).
     threshold_share, branching, threshold_height, norm_span, beta, min_quantile, centre_rule
         As in :class:`LocalIOME`.
     **common
@@ -401,8 +409,10 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
     declared_diagnostics = {
         **COORDINATE_BUDGET,
         "coordinate_clip": Diagnostic(Kind.FLOAT, "The bound each rotated coordinate was "
-                                      "clipped to."),
+                                      "clipped to (in the box-normalised space where "
+                                      "``box_scale`` is given)."),
         "messages_per_user": Diagnostic(Kind.INT, "Messages each user sends."),
+        **RELEASE_NOISE,
     }
     model = "shuffle"
     notion = "shuffle-approx-DP"
@@ -506,5 +516,15 @@ class ShuffleIOME(_IOMEProtocol, ApproxDPProtocol):
             batch = np.concatenate(shares).transpose(1, 0, 2).reshape(coords.stop - start, -1)
             sums[coords] = summation_analyser(shuffle(batch, rng), precision)
         mean = second.invert(2.0 * bound * sums / engine.n - bound)
+        # Each rotated coordinate's sum carries discrete Laplace noise, a = e^(-e / precision)
+        # (e the drawn epsilon, ``_polya_draw``), variance 2a / (1 - a)^2 in grid units, and
+        # the users' randomised rounding, at most n / 4 of them: their bound, so the stated
+        # noise is at most this; both rotations back keep it per coordinate. Public: the
+        # radius, n, the budget.
+        a = math.exp(-min(budget.report_epsilon, DRAWN_EPSILON_CAP) / precision)
+        sum_std = (math.sqrt(2.0 * a / (1.0 - a) ** 2 + engine.n / 4.0) / precision
+                   if a < 1.0 else math.inf)
+        noise_std = np.full(engine.d, 2.0 * bound * sum_std / engine.n)
         return mean, {"coordinate_clip": bound, "coordinate_epsilon": eps,
-                      "coordinate_delta": delta, "messages_per_user": k * parts + 2}
+                      "coordinate_delta": delta, "messages_per_user": k * parts + 2,
+                      "noise_std": noise_std}

@@ -8,7 +8,7 @@ makes the tree consistent (Hay et al. 2010) and answers any quantile from the le
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import isotonic_regression
@@ -53,19 +53,22 @@ class HierarchicalHistogram:
 
     branching: int = 4
     height: int = 5
+    # The caller's name for the height, for its messages (centre_height, threshold_height).
+    height_name: str = field(default="height", compare=False)
 
     def __post_init__(self) -> None:
         b = self.branching
         if b < 2 or b & (b - 1):
             raise InvalidParameterError(f"branching must be a power of two >= 2, got {b}")
         if self.height < 1:
-            raise InvalidParameterError(f"height must be >= 1, got {self.height}")
+            raise InvalidParameterError(f"{self.height_name} must be >= 1, got {self.height}")
         if self.branching**self.height > MAX_BUCKETS:
             # The analyser holds B^h counts a group, and B^level wraps int64 from 2^63 (a
             # review: height 16 failed for 32 GiB after users had been randomised, 27 ran on).
             raise InvalidParameterError(
-                f"a tree of branching {b} and height {self.height} has {b}^{self.height} "
-                f"buckets, more than 2^{MAX_BUCKETS.bit_length() - 1}; give a smaller height")
+                f"a tree of branching {b} and {self.height_name} {self.height} has "
+                f"{b}^{self.height} buckets, more than 2^{MAX_BUCKETS.bit_length() - 1}; give "
+                f"a smaller {self.height_name}")
 
     @property
     def buckets(self) -> int:
