@@ -346,11 +346,12 @@ def test_level_sets_the_printed_and_written_interval(capsys, data):
     argv = ["estimate", data / "x.npy", "--rho", 0.5, "--method", "cm", "--bounds", 0, 10,
             "--seed", 1, "--json"]
     payloads = {}
-    for level in (0.5, 0.99):
+    for level, shown in ((0.5, "50%"), (0.99, "99%"), (0.9999999999, "99.99999999%")):
         code, out, err = run(capsys, *argv, "--level", level)
         assert code == 0
         payloads[level] = json.loads(out)
-        assert f"{level:.0%} interval per coordinate" in err
+        # With the digits the level has (0.9999999999 was printed as 100%: a trial).
+        assert f"\n{shown} interval per coordinate" in err
         assert payloads[level]["confidence_interval"]["level"] == level
     # The same release (same seed): only the interval's coverage differs.
     assert payloads[0.5]["mean"] == payloads[0.99]["mean"]

@@ -345,7 +345,8 @@ def test_out_of_memory_is_one_error_line(capsys, monkeypatch):
 def test_budget_refuses_delta_with_rho_as_estimate_does(capsys):
     code, _, err = run(capsys, "budget", "--method", "cm", "--n", 1000, "--d", 10, "--bounds",
                        0, 1, "--rho", 0.5, "--delta", 1e-6)
-    assert one_error_line(code, err) and "not both" in err
+    # Named as what it is (a trial was told "not both" with no --epsilon given).
+    assert one_error_line(code, err) and "--delta goes with --epsilon, not with --rho" in err
     # --delta with --half-width still prints the epsilon of the rho found.
     code, out, _ = run(capsys, "budget", "--method", "cm", "--n", 1000, "--d", 10, "--bounds",
                        0, 1, "--half-width", 0.5, "--delta", 1e-6, "--json")

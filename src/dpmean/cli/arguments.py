@@ -116,8 +116,11 @@ def budget_from(args: argparse.Namespace) -> dict[str, float]:
         When no budget, both kinds, or only one of epsilon and delta is given.
     """
     if args.rho is not None:
-        if args.epsilon is not None or args.delta is not None:
+        if args.epsilon is not None:
             raise UsageError("give either --rho or --epsilon with --delta, not both")
+        if args.delta is not None:  # (a trial was told "not both" with no --epsilon given)
+            raise UsageError("--delta goes with --epsilon, not with --rho: give --rho alone, "
+                             "or --epsilon and --delta")
         return {"rho": args.rho}
     if args.epsilon is None and args.delta is None:
         raise UsageError("no privacy budget given: pass --rho R (zCDP), or --epsilon E and "

@@ -27,7 +27,7 @@ from .arguments import (
     parse_options,
     printing,
 )
-from .output import format_values, json_default
+from .output import format_level, format_values, json_default
 
 # The widest release planned: scipy's int32 column indices (and the basket reader's --items)
 # stop here, so no release of more columns can run.
@@ -232,7 +232,7 @@ def _print(plan: dict, as_json: bool, epsilon_budget: bool = False) -> None:
         print()
         return
     setting = (f"{plan['method']}, n = {plan['n']}, d = {plan['d']}, each coordinate's "
-               f"{plan['level']:.0%} noise interval")
+               f"{format_level(plan['level'])} noise interval")
     if epsilon_budget:
         budget = (f"epsilon = {plan['epsilon']:g}, delta = {plan['delta']:g} (rho = "
                   f"{plan['rho']:.6g})")

@@ -50,7 +50,7 @@ from .arguments import (
     table_options,
     write_file,
 )
-from .output import describe, digits_to_resolve, format_values, json_default
+from .output import describe, digits_to_resolve, format_level, format_values, json_default
 
 if TYPE_CHECKING:
 
@@ -884,10 +884,11 @@ def _print_summary(result: Any, budget: dict[str, float], args: argparse.Namespa
     lines.append(f"private mean (first {shown} of {result.d}): "
                  f"{format_values(result.mean[:shown], digits)}"
                  f"{' ...' if result.d > shown else ''}")
-    lines.append(f"{ci['level']:.0%} interval per coordinate ({ci['basis']}): lo "
+    lines.append(f"{format_level(ci['level'])} interval per coordinate ({ci['basis']}): lo "
                  f"{format_values(ci['lo'][:shown], digits)}; hi "
                  f"{format_values(ci['hi'][:shown], digits)}")
-    lines.append(f"{ci['level']:.0%} l2 radius of the whole vector: {ci['radius']:.6g}")
+    lines.append(f"{format_level(ci['level'])} l2 radius of the whole vector: "
+                 f"{ci['radius']:.6g}")
     if _could_profile(result) and ci["basis"] == "noise and clipping bias":
         lines.append("note: the interval's clipping-bias part assumes every row the radius "
                      "search may have clipped lies at the box's farthest corner; without "

@@ -35,6 +35,12 @@ def describe(value: Any) -> str:
     return str(value)
 
 
+def format_level(level: float) -> str:
+    """A confidence level as a percentage with the digits it has (0.95 as 95%; 0.9999999999
+    was printed as 100%, a trial)."""
+    return f"{100.0 * level:.10g}%"
+
+
 def format_values(values: Any, digits: int = 6) -> str:
     """Numbers to ``digits`` significant digits, separated by commas.
 
