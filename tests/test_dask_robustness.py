@@ -599,3 +599,22 @@ def test_a_dask_block_of_blank_lines_in_a_file_of_one_column_is_rows(tmp_path, m
     for engine in ("memory", "chunked", "dask"):
         with pytest.raises(InvalidDataError, match="column 1 holds a cell that is not"):
             dpmean.mean(str(path), rho=1.0, method="gaussian", bounds=(0, 10), engine=engine)
+
+
+def test_a_quoted_line_break_in_a_numeric_column_is_told_alike_on_workers(tmp_path, capsys,
+                                                                          monkeypatch,
+                                                                          dask_client):
+    # A trial: with --scheduler, a quoted cell holding a line break in a column read was
+    # refused as "a cell that is not a number" (the workers' refusal read the file again and
+    # met the cell first), where the other engines say the record runs over lines. The
+    # workers' refusal now scans for it first, as the other readers do.
+    monkeypatch.chdir(tmp_path)
+    rows = ["0.1,0.2"] * 300 + ['0.3,"0.4\n0.5"'] + ["0.1,0.2"] * 30
+    Path("late.csv").write_text("a,b\n" + "\n".join(rows) + "\n")
+    lines = {engine: assert_one_line(*run(capsys, "estimate", "late.csv", *RELEASE,
+                                          "--engine", engine))
+             for engine in ("memory", "chunked")}
+    lines["scheduler"] = assert_one_line(*run(capsys, "estimate", "late.csv", *RELEASE,
+                                              "--scheduler", dask_client.scheduler.address))
+    assert len(set(lines.values())) == 1, lines
+    assert "a quoted cell runs over a line break" in lines["memory"]

@@ -494,6 +494,9 @@ def _csv_refusal(table: Any) -> Exception:
     from ..errors import InvalidDataError
 
     try:
+        # A record over lines first, as the other engines' readers say it (a trial: the Dask
+        # engine said "not a number" for a quoted cell holding a line break).
+        table._check_lines()
         for _ in table.batches():
             pass
     except InvalidDataError as exc:
