@@ -423,3 +423,28 @@ def test_a_scheduler_alone_runs_a_basket_file_densely_as_engine_dask_does():
     with pytest.raises(Exception, match="does not run on .dat baskets"):
         _check_input_flags(argparse.Namespace(input="b.dat", engine=None, scheduler=None,
                                               **flags))
+
+
+@pytest.mark.parametrize("name", ["a.npy", "a.csv", "c.dat"])
+def test_a_file_too_large_to_read_whole_is_refused_before_the_charge(folder, capsys,
+                                                                    monkeypatch, name):
+    # A trial: a basket file with --engine memory (11.6 GB read whole) failed for memory after
+    # the ledger's charge, 12 s and 5.5 GB in. n and d are public, and so is the machine's
+    # free memory: refused before the charge, pointing at the chunked engine.
+    import dpmean.engines
+
+    monkeypatch.setattr(dpmean.engines, "available_memory", lambda: 1000)
+    Path("c.dat").write_text("0 1\n2\n" * 150)
+    items = ["--items", 3] if name.endswith(".dat") else []
+    code, _, err = run(capsys, "estimate", name, *items, "--rho", 1, "--bounds", 0, 10,
+                       "--method", "cm", "--engine", "memory", "--ledger", "T.json")
+    assert one_error_line(code, err) and "use engine='chunked'" in err
+    assert "nothing was charged" in err
+    assert ledger_file.read("T.json").spent == 0
+    # The chunked engine reads it in blocks: released.
+    code, _, err = run(capsys, "estimate", name, *items, "--rho", 1, "--bounds", 0, 10,
+                       "--method", "cm", "--engine", "chunked", "--quiet")
+    assert code == 0, err
+    with pytest.raises(dpmean.InvalidParameterError, match="use engine='chunked'"):
+        dpmean.mean(name, **({"n_items": 3} if name.endswith(".dat") else {}), rho=1.0,
+                    bounds=(0, 10), method="cm", engine="memory")

@@ -401,6 +401,11 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
                     with _cluster_errors(args.scheduler, client):
                         x = _open_input(args, engine)
                     estimator = granted_for(estimator, x)
+            if n is not None and engine == "memory":
+                # A file read whole must fit (public: n, d, the machine): refused here, free.
+                from ..engines import check_whole_read_fits
+
+                check_whole_read_fits(n, layout.d, engine, baskets)
             if n is not None:
                 # Too few rows for the budget is a question of public values (n from the
                 # header or counted, d, the box, the budget): refused here, it costs nothing

@@ -32,6 +32,46 @@ def check_engine(kind: str | None) -> str | None:
     return kind
 
 
+def available_memory() -> int | None:
+    """The bytes this process may still take: Linux's MemAvailable, and no more than its
+    address-space limit (``ulimit -v``) where one is set; None where neither is told."""
+    import resource
+
+    free = None
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    free = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        free = None
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit != resource.RLIM_INFINITY:
+        free = limit if free is None else min(free, limit)
+    return free
+
+
+def reads_whole(x: Any, kind: str | None) -> bool:
+    """Whether engine ``kind`` reads the file or dask array ``x`` whole into memory ("memory";
+    "dask" for a file opened as a row source)."""
+    return (kind == "memory" and is_deferred(x)) or (kind == "dask" and isinstance(x, RowSource))
+
+
+def check_whole_read_fits(n: int, d: int, kind: str, baskets: bool = False) -> None:
+    """Refuse, before any charge (public: n, d, the engine, the machine's free memory), an
+    input that engine ``kind`` reads whole (``reads_whole``) into n x d float64 values larger
+    than the memory this process may still take: a trial's basket file with ``--engine
+    memory`` asked for 11.6 GB and failed for memory after the charge, 12 s and 5.5 GB in."""
+    free = available_memory()
+    if free is None or 8.0 * n * d <= free:
+        return
+    sparse = " (or 'sparse', which a basket file takes by default)" if baskets else ""
+    raise InvalidParameterError(
+        f"engine={kind!r} reads the whole input as {n:,} x {d:,} float64 values, "
+        f"{8.0 * n * d / 2**30:.3g} GiB, more than the {free / 2**30:.3g} GiB this machine has "
+        f"free: use engine='chunked'{sparse}, which reads it in blocks")
+
+
 def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None, *,
                 scale: np.ndarray | None = None) -> Engine:
     """The engine of kind ``kind`` over validated input ``x`` clamped to [lo, hi] and, when
@@ -80,5 +120,5 @@ def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None,
 
 
 __all__ = ["ENGINES", "ChunkedEngine", "DatSource", "Engine", "InMemoryEngine", "RowSource",
-           "SparseEngine", "check_engine", "is_dask_array", "is_deferred", "make_engine",
-           "open_source"]
+           "SparseEngine", "available_memory", "check_engine", "check_whole_read_fits",
+           "is_dask_array", "is_deferred", "make_engine", "open_source", "reads_whole"]

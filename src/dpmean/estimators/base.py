@@ -18,7 +18,15 @@ import numpy as np
 from ..accounting import PrivacyLedger, check_budget_request, resolve_budget
 from ..budget import Budget
 from ..diagnostics import Diagnostic, Kind, document, normalise
-from ..engines import Engine, check_engine, is_deferred, make_engine
+from ..engines import (
+    DatSource,
+    Engine,
+    check_engine,
+    check_whole_read_fits,
+    is_deferred,
+    make_engine,
+    reads_whole,
+)
 from ..errors import (
     BoxFaceWarning,
     InsufficientDataWarning,
@@ -575,6 +583,8 @@ class MeanEstimator(ABC):
         # a caller may have changed the arrays in place since the last one).
         self.__dict__.pop("_checked_boxes", None)
         n, d = public_shape(x)
+        if self.engine is not None and reads_whole(x, self.engine):  # before any charge
+            check_whole_read_fits(n, d, self.engine, isinstance(x, DatSource))
         baskets = self.reads_baskets(x)
         if self.finds_its_box():
             granted = self.granted(n, d, baskets)  # sparse input is refused below
