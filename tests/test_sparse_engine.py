@@ -103,3 +103,32 @@ def test_repeated_entries_are_summed_before_clamping():
     np.testing.assert_allclose(engine.clipped_sum(View(), np.inf), [1.0, 1.0])
     np.testing.assert_allclose(engine.sorted_norms(View()), [1.0, 1.0])
     assert not x.has_canonical_format  # the caller's matrix is untouched
+
+
+def test_a_table_of_rotated_counts_is_its_columns_counts_from_one_rotation(setting,
+                                                                         monkeypatch):
+    # A trial: IOME's medians on 16,000 real-valued sparse rows (d = 16,471) rotated the rows
+    # off the integer lattice at each of 40 halvings (104 s). The sparse engine now answers a
+    # table of several halvings' thresholds from one rotation of them: the same counts as one
+    # question per column, with rows on and off the lattice.
+    from dpmean.transforms import hadamard
+
+    x, lo, hi, _, rng = setting
+    x = x.copy()
+    x.data[: x.nnz // 2] = np.rint(x.data[: x.nnz // 2])  # half the rows' values integers
+    engine = SparseEngine(x, lo, hi)
+    assert engine.counts_by_table
+    view = View(rotation=RandomRotation.draw(x.shape[1], rng))
+    k = view.output_dim(x.shape[1])
+    edges = np.sort(rng.normal(0.0, 0.5, size=(k, 7)), axis=1)
+    per_column = np.column_stack([engine.coordinate_counts(view, edges[:, col])
+                                  for col in range(edges.shape[1])])
+    rotations = []
+    original = hadamard.RandomRotation.apply
+    monkeypatch.setattr(hadamard.RandomRotation, "apply",
+                        lambda self, rows: rotations.append(1) or original(self, rows))
+    np.testing.assert_array_equal(engine.coordinate_count_table(view, edges), per_column)
+    blocks = len(rotations)
+    rotations.clear()
+    engine.coordinate_counts(view, edges[:, 0])
+    assert 0 < blocks == len(rotations)  # the table's pass rotates as one column's does
