@@ -495,8 +495,10 @@ def consistent_pair_medians(l2: float, l1: float, d: int,
 
 
 def pair_median_bound(edges: np.ndarray, totals: np.ndarray, rho: float, n: int) -> float:
-    """An upper bound on the median of random row pairs' l2 distances, from the tail histogram
-    of the row norms (``private_tail``: ``edges``, the ``totals`` of its shells, noise
+    """A bound on the median of random row pairs' l2 distances (not always one: the histogram
+    stops at its first shell under the noise, so a thin tail can go uncounted; hence
+    ``PAIR_ESCAPE``), from the tail histogram of the row norms (``private_tail``: ``edges``,
+    the ``totals`` of its shells, noise
     ``rho``): twice the first edge R beyond which it shows at most ``PAIR_BOUND_BEYOND`` n
     rows, with its noise's one-sided margin at ``TAIL_BETA``. Then at least 0.8 of the rows lie
     within R of the origin, so do both rows of about 0.64 of random pairs (half, with room
