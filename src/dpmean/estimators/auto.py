@@ -1142,7 +1142,10 @@ class AutoMean(MeanEstimator):
         scaling)."""
         def scales(rho: float) -> bool:
             return "variance" in self.candidate("plan", rho).budget_plan(n, d)
-        return scales(self.rho) and not scales(self.choice_plan(n)["release"])
+        # What the choice leaves: its plan's rest, less the column ends' share where a table
+        # of own ranges buys them (``choice_budget_plan``).
+        rest = self.choice_plan(n)["release"] * (1.0 - (self.column_ends_share(n, d) or 0.0))
+        return scales(self.rho) and not scales(rest)
 
     def stage_events(self, plan: Mapping[str, float], n: int, d: int,
                      sparse: bool = False) -> dict[str, Event] | None:
