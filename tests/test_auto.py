@@ -641,12 +641,34 @@ def test_a_flag_in_a_table_of_own_ranges_is_not_clipped_onto_its_zeros():
     # A clip of the ones was 0.074 low; the ten releases' mean error is within 4 of the sd of
     # a mean of ten releases' noise (each release's stated noise on the flag).
     assert abs(np.mean(flags)) < 4 * np.sqrt(np.mean(np.square(stds)) / 10)
-    # The rule: both ends above 3 sd, the smaller within 2 sd of the clip count.
+    # The rule: a two-sided column (both ends above 3 sd, at most half the rows between),
+    # its smaller end within 3x the clip count (less 2 sd).
     from dpmean.mechanisms.gaussian import gaussian_noise_std
 
     sd = gaussian_noise_std(np.sqrt(8.0), 0.015)
     ends = np.array([[500.0, 10.0, 900.0, 913.0], [0.0, 0.0, 20.0, 87.0]])
-    assert AutoMean.clips_a_column_end(ends, 0.015, 126.0)
-    assert not AutoMean.clips_a_column_end(ends, 0.015, 87.0 - 2 * sd - 1.0)
+    assert AutoMean.clips_a_column_end(ends, n, 0.015, 54.0)
+    assert not AutoMean.clips_a_column_end(ends, n, 0.015, (87.0 - 2 * sd) / 3 - 1.0)
     ends[1, 3] = 2.0 * sd  # a flag's ones under the noise: not seen
-    assert not AutoMean.clips_a_column_end(ends, 0.015, 283.0)
+    assert not AutoMean.clips_a_column_end(ends, n, 0.015, 283.0)
+    # A bell's light tails put about 1% of the rows at each end, with most between: not
+    # two-sided (a review: N(50, 11) in (0, 100) at n = 20,000 had IOME left out at 1.8x).
+    bell = np.array([[230.0], [220.0]])
+    assert not AutoMean.clips_a_column_end(bell, 20000, 0.02, 283.0)
+
+
+def test_a_table_of_bells_keeps_its_clipping_candidates():
+    # A review of the column ends: nine N(50, 11) columns in (0, 100) beside N(500, 100) in
+    # (0, 1000), n = 20,000, rho = 1: each column's tails put about 1% of the rows at each end,
+    # which the first rule took for a flag, and IOME (0.126e-3 widths) was left out for the
+    # Gaussian mechanism (0.360e-3). A bell is not two-sided: most rows lie between its ends.
+    rng = np.random.default_rng(100)
+    x = rng.normal(50, 11, (20000, 10))
+    x[:, 0] = rng.normal(500, 100, 20000)
+    hi = np.full(10, 100.0)
+    hi[0] = 1000.0
+    for seed in range(2):
+        result = dpmean.mean(x, rho=1.0, bounds=(np.zeros(10), hi), random_state=seed)
+        assert "choice column ends" in result.ledger
+        assert "left_out_at_column_end" not in result.diagnostics
+        assert "left_out_at_face" not in result.diagnostics  # where the first rule said so
