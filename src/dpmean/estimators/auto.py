@@ -786,19 +786,23 @@ class AutoMean(MeanEstimator):
         return None
 
     def column_end_counts(self, engine: Engine, ledger: PrivacyLedger,
-                          rng: np.random.Generator) -> np.ndarray:
+                          rng: np.random.Generator, stage: str = COLUMN_ENDS_STAGE
+                          ) -> np.ndarray:
         """The noisy counts (2, d) of rows in the lowest and in the highest ``FACES_REACH``
-        of each column's range (stage ``COLUMN_ENDS_STAGE``): as ``end_counts``, column by
-        column, released together (a row in at most one end of each column: l2 sensitivity
-        sqrt(2 d), the Gaussian mechanism). Public: the box, the ranges."""
+        of each column's range, both ends closed, charged to ``stage`` (``COLUMN_ENDS_STAGE``
+        on a table; ``FACES_STAGE`` for one column, ``end_counts``). A row lies in at most
+        one end of each column, so replacing it moves at most two counts of each column by 1:
+        l2 sensitivity sqrt(2 d), the Gaussian mechanism. Public: the box, the ranges."""
         width = engine.hi - engine.lo
         bottom = engine.lo + FACES_REACH * width
+        # x >= hi - w / 4 is x > the float below it (answers on a scale sit on the quarters);
+        # never below the lower end's threshold, so that no row is in both (a box a few
+        # floats wide).
         top = np.maximum(np.nextafter(engine.hi - FACES_REACH * width, -np.inf), bottom)
         counts = np.stack([engine.coordinate_counts(IDENTITY, bottom),
                            engine.n - engine.coordinate_counts(IDENTITY, top)]).astype(float)
-        return gaussian_mechanism(counts, math.sqrt(2.0 * engine.d),
-                                  ledger.planned[COLUMN_ENDS_STAGE], rng, ledger=ledger,
-                                  stage=COLUMN_ENDS_STAGE, secure=self.secure_noise)
+        return gaussian_mechanism(counts, math.sqrt(2.0 * engine.d), ledger.planned[stage], rng,
+                                  ledger=ledger, stage=stage, secure=self.secure_noise)
 
     @staticmethod
     def clips_a_column_end(ends: np.ndarray, n: int, rho: float, clipped: float) -> bool:
@@ -845,21 +849,10 @@ class AutoMean(MeanEstimator):
 
     def end_counts(self, engine: Engine, ledger: PrivacyLedger,
                    rng: np.random.Generator) -> np.ndarray:
-        """The noisy counts of rows in the lowest and in the highest ``FACES_REACH`` of the
-        box's width, both ends closed (stage ``FACES_STAGE``, ``faces_share``). A row lies in
-        at most one of the two ranges, so replacing it moves each count by at most 1: l2
-        sensitivity sqrt(2), the Gaussian mechanism. Public: the box, the ranges."""
-        width = engine.hi - engine.lo
-        bottom = engine.lo + FACES_REACH * width
-        below = engine.coordinate_counts(IDENTITY, bottom)
-        # x >= hi - w / 4 is x > the float below it (answers on a scale sit on the quarters);
-        # never below the lower end's threshold, so that no row is in both (a box a few
-        # floats wide).
-        top = np.maximum(np.nextafter(engine.hi - FACES_REACH * width, -np.inf), bottom)
-        counts = np.array([below[0], engine.n - engine.coordinate_counts(IDENTITY, top)[0]],
-                          dtype=np.float64)
-        return gaussian_mechanism(counts, ENDS_SENSITIVITY, ledger.planned[FACES_STAGE], rng,
-                                  ledger=ledger, stage=FACES_STAGE, secure=self.secure_noise)
+        """The noisy counts of one column's rows in the lowest and in the highest
+        ``FACES_REACH`` of the box's width (stage ``FACES_STAGE``, ``faces_share``): the
+        ``column_end_counts`` of d = 1, l2 sensitivity sqrt(2) (``ENDS_SENSITIVITY``)."""
+        return self.column_end_counts(engine, ledger, rng, FACES_STAGE)[:, 0]
 
     def rows_at_both_faces(self, ends: np.ndarray, n: int, rho: float) -> bool:
         """Whether both noisy ``end_counts`` (noise ``rho``) exceed ``NEAR_ORIGIN_SDS``
