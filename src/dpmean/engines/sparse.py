@@ -253,7 +253,7 @@ class SparseEngine(Engine):
         from a table of value counts built once per rotation (``LatticeCounts``), the rest
         rotated here. With ``limit`` (k, m) (each row ascending), the (k, m) counts of every
         column of limits, from one rotation of those rows (a trial: 16,000 real-valued rows
-        of d = 16,471 rotated at each of 40 halvings took 104 s)."""
+        of d = 16,471 rotated at each of 40 halvings took 104 s); (k,) gives (k,)."""
         from .lattice_counts import LatticeCounts  # numba: imported when first needed
 
         cached = self._lattice
@@ -261,40 +261,34 @@ class SparseEngine(Engine):
             cached = (rotation, LatticeCounts(self._x, rotation.signs, parallel.THREADS))
             self._lattice = cached
         lattice = cached[1]
-        on_lattice = (lattice.counts(limit, rotation.scale) if limit.ndim == 1 else
-                      np.column_stack([lattice.counts(column, rotation.scale)
-                                       for column in limit.T]))
-        return on_lattice + self._rotate_and_count(rotation, limit, lattice.apart)
+        limits = limit.reshape(limit.shape[0], -1)  # (k, m): a column of limits per question
+        on_lattice = np.column_stack([lattice.counts(column, rotation.scale)
+                                      for column in limits.T])
+        counts = on_lattice + self._rotate_and_count(rotation, limits, lattice.apart)
+        return counts.reshape(limit.shape)
 
-    def _rotate_and_count(self, rotation: RandomRotation, limit: np.ndarray,
+    def _rotate_and_count(self, rotation: RandomRotation, limits: np.ndarray,
                           rows: np.ndarray) -> np.ndarray:
-        """Per rotated coordinate j, #{i in rows: (R x_i)_j <= limit_j} ((k,) ``limit``, or
-        (k, m) and (k, m) counts), rotating the rows whose l1 norm leaves it open, a block at
-        a time."""
+        """Per rotated coordinate j and column l of ``limits`` (k, m; each row ascending),
+        #{i in rows: (R x_i)_j <= limits[j, l]}, rotating the rows whose l1 norm leaves it
+        open a block at a time, once for every column."""
         from .column_counts import add_bucket_counts  # numba: imported when first needed
 
         # Every rotated coordinate of row i lies in [-b_i, b_i], b_i = ||x_i||_1 / sqrt(d_pad)
-        # (R's entries are +-1/sqrt(d_pad)). A row with b_i < min_j |limit_j| is below limit_j
-        # exactly where limit_j > 0. The margin 1e-9 covers rounding in the rotated values.
+        # (R's entries are +-1/sqrt(d_pad)). A row with b_i < min |limit| is below a limit
+        # exactly where it is > 0. The margin 1e-9 covers rounding in the rotated values.
         bound = self._row_l1[rows] * rotation.scale * (1.0 + 1e-9)
-        undecided = rows[bound >= np.min(np.abs(limit))]
-        counts = np.where(limit > 0.0, len(rows) - len(undecided), 0).astype(np.int64)
-        table = limit.ndim == 2
-        buckets = np.zeros((limit.shape[0], limit.shape[1] + 1), dtype=np.int64) if table else None
+        undecided = rows[bound >= np.min(np.abs(limits))]
+        counts = np.where(limits > 0.0, len(rows) - len(undecided), 0).astype(np.int64)
+        buckets = np.zeros((limits.shape[0], limits.shape[1] + 1), dtype=np.int64)
         step = max(1, _BLOCK_BYTES // (8 * rotation.padded_dim))
         # One BLAS thread: the transform's 16 x 16 products only pay for BLAS's threads (20x
         # slower with them on the in-memory engine's one-thread path, issue 20).
         with one_blas_thread():
             for start in range(0, len(undecided), step):
                 rotated = rotation.apply(self._x[undecided[start: start + step]].toarray())
-                if buckets is not None:
-                    add_bucket_counts(rotated, limit, buckets)
-                else:
-                    below = (rotated <= limit).view(np.uint8)
-                    counts += np.add.reduce(below, axis=0, dtype=np.int32)
-        if buckets is not None:
-            counts += np.cumsum(buckets, axis=1)[:, :-1]
-        return counts
+                add_bucket_counts(rotated, limits, buckets)
+        return counts + np.cumsum(buckets, axis=1)[:, :-1]
 
     def clipped_sum(self, view: View, radius: float) -> np.ndarray:
         return self.clipped_sums(view, (radius,))[0]
