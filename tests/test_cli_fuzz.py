@@ -73,6 +73,7 @@ def test_options_that_shadow_flags_or_the_data_are_refused(tmp_path, capsys):
     path = tmp_path / "x.npy"
     np.save(path, np.zeros((10, 2)))
     for option, message in (("rho=2", "use --rho"), ("random_state=3", "use --seed"),
+                            ("seed=3", "use --seed"), ("eps=1", "use --epsilon"),
                             ("x=1", "unknown option")):
         assert run(capsys, ["estimate", str(path), "--rho", "1", "--bounds", "0", "1",
                             "--option", option]) == 2

@@ -395,6 +395,10 @@ def test_finite_data_whose_column_sums_overflow_is_accepted():
     ({"rho": -1.0, "bounds": (0, 1)}, "rho"),
     ({"rho": 1.0, "bounds": (0, 1), "method": "median"}, "unknown method"),
     ({"rho": 1.0, "bounds": (0, 1), "threshold_shares": 0.1}, "unknown option"),
+    # Other libraries' names for the API's own parameters are told which one is meant.
+    ({"rho": 1.0, "bounds": (0, 1), "seed": 3}, "Did you mean random_state= for seed"),
+    ({"rho": 1.0, "bounds": (0, 1), "eps": 1, "rng": 2},
+     "Did you mean epsilon= for eps; random_state= for rng"),
     ({"rho": 1.0, "bounds": (0, 1), "centre_share": 1.5}, "centre_share"),
     ({"rho": 1.0, "bounds": (0, 1), "median_steps": 0}, "median_steps"),
     ({"rho": 1.0, "bounds": (0, 1), "random_state": -3}, "random_state"),

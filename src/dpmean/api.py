@@ -11,7 +11,7 @@ from typing import Any
 
 from .errors import InvalidParameterError
 from .estimators import MeanEstimator
-from .registry import DEFAULT_METHOD, ESTIMATORS, available_methods
+from .registry import DEFAULT_METHOD, ESTIMATORS, MEANT, available_methods
 from .result import MeanResult
 from .rng import RandomState
 
@@ -198,12 +198,14 @@ def _check_options(cls: type[MeanEstimator], options: dict[str, Any]) -> None:
     if unknown:
         # Options of a file's reader, given with data that is not a path.
         readers = [name for name in unknown if name in READER_OPTIONS]
+        meant = [f"{MEANT[name]}= for {name}" for name in unknown if name in MEANT]
         raise InvalidParameterError(
             f"unknown option(s) {', '.join(unknown)} for method {cls.method!r}; "
             f"it accepts {', '.join(sorted(allowed)) or 'no options'}"
             + (f". {', '.join(readers)}: a file reader's option, taken with the file's path "
                f"(dpmean.mean(path, {readers[0]}=...)) or by dpmean.io.load_data"
                if readers else "")
+            + (f". Did you mean {'; '.join(meant)}?" if meant else "")
         )
     missing = sorted(required - set(options))
     if missing:

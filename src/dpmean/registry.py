@@ -15,6 +15,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .estimators import MeanEstimator
 
+# Names users reach for (other libraries', the command line's) -> the parameter of
+# ``dpmean.mean`` that means it: an unknown option by one of these names is told which.
+MEANT = {"seed": "random_state", "rng": "random_state", "random_seed": "random_state",
+         "bound": "bounds", "range": "bounds", "eps": "epsilon", "budget": "rho"}
+
 # method= name -> (subpackage, class name); each class's ``method`` attribute is its name here
 # (tests/test_estimators.py checks that every entry resolves to it).
 _WHERE = {

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidDataError, InvalidParameterError, fallback_parts
-from ..registry import DEFAULT_METHOD, available_methods
+from ..registry import DEFAULT_METHOD, MEANT, available_methods
 
 if TYPE_CHECKING:
     import numpy as np
@@ -495,9 +495,9 @@ def parse_options(items: Sequence[str]) -> dict[str, Any]:
             raise UsageError(f"--option expects NAME=VALUE, got {item!r}")
         if name in options:
             raise UsageError(f"--option {name} is given twice")
-        if name in _OWN_FLAGS:
-            raise UsageError(f"--option {name}=... is not an estimator option; use --"
-                             f"{_OWN_FLAGS[name]}")
+        flag = _OWN_FLAGS.get(MEANT.get(name, name))
+        if flag:
+            raise UsageError(f"--option {name}=... is not an estimator option; use --{flag}")
         options[name] = _parse_value(raw.strip())
     return options
 
