@@ -12,6 +12,7 @@ from scipy.stats import norm
 import dpmean
 from dpmean.accounting import zcdp_to_approx_dp
 from dpmean.errors import (
+    BoxIntervalWarning,
     BudgetExceededError,
     InsufficientDataWarning,
     InvalidDataError,
@@ -473,6 +474,32 @@ def test_a_quantization_grid_too_fine_for_int64_is_a_clear_error():
     with pytest.raises(InvalidParameterError, match="too fine"):
         dpmean.mean(x, rho=0.5, method="iome-gaussian", mean_radius=50 * 16.0,
                     sigma_min=1e-4, sigma_max=2.0, random_state=0)
+
+
+def test_gaussian_wrapper_spends_nothing_on_an_interval_and_gives_the_bounds_given():
+    # Its interval is a public box whatever is bought (its preclip changes the estimand): a
+    # trial saw 1% of every release spent on a clip profile no interval read, and, with
+    # bounds the cube of its a-priori ball narrows, an interval (that cube) missing the mean
+    # of the rows clamped to the bounds in every release (rows at 200, mean_radius 10).
+    options = {"mean_radius": 10.0, "sigma_min": 0.5, "sigma_max": 2.0}
+    x = np.random.default_rng(0).normal(200.0, 1.0, (500, 3))
+    result = dpmean.mean(x, rho=1.0, method="iome-gaussian", bounds=(-1000, 1000),
+                         random_state=1, **options)
+    assert set(result.ledger) == {"centre", "threshold", "noise"}
+    assert sum(result.ledger.values()) == pytest.approx(1.0)
+    cube = result.diagnostics["bounds_hi"]
+    assert np.all(cube < 200.0)  # the rows were clamped to the cube, far below the mean
+    with pytest.warns(BoxIntervalWarning, match="preclip"):
+        lo, hi = result.confidence_interval(0.9)
+    assert np.all(lo == -1000.0) and np.all(hi == 1000.0)
+    assert np.all((lo <= x.mean(axis=0)) & (x.mean(axis=0) <= hi))
+    with pytest.warns(BoxIntervalWarning):
+        assert result.confidence_radius(0.9) >= np.linalg.norm(x.mean(axis=0) - result.mean)
+    # Without bounds its box is the cube itself: nothing else is declared.
+    plain = dpmean.mean(x, rho=1.0, method="iome-gaussian", random_state=1, **options)
+    assert "declared_lo" not in plain.diagnostics
+    with pytest.raises(InvalidParameterError, match="interval_share must be 0"):
+        dpmean.mean(x, rho=1.0, method="iome-gaussian", interval_share=0.01, **options)
 
 
 def test_gaussian_wrapper_runs_at_iome_experiment_scale_d512():

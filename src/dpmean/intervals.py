@@ -962,8 +962,13 @@ def _split(level: float, biased: bool, search_share: float) -> tuple[float, floa
 
 
 def _box(result: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The box the interval lies in: the bounds given, where the rows were clamped to a
+    narrower one of the estimator's own (``declared_lo``: ``iome-gaussian``'s cube, whose move
+    of the rows beyond it no interval bounds), else the box the rows were clamped to."""
     diagnostics = result.diagnostics
-    lo, hi = diagnostics.get("bounds_lo"), diagnostics.get("bounds_hi")
+    lo, hi = diagnostics.get("declared_lo"), diagnostics.get("declared_hi")
+    if lo is None or hi is None:
+        lo, hi = diagnostics.get("bounds_lo"), diagnostics.get("bounds_hi")
     if lo is None or hi is None:
         inf = np.full(result.d, np.inf)
         return -inf, inf

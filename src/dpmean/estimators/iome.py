@@ -769,11 +769,27 @@ class GaussianIOME(ShiftedClippedMean):
     shifts_far_box = False  # its preclip is a ball about the origin
     supports_sparse = False  # its preclip and integer grid have no sparse form
 
+    declared_diagnostics = {
+        "declared_lo": Diagnostic(Kind.VECTOR, "The lower corner of the bounds given, where the "
+                                  "cube of the a-priori ball narrows them (public): the box "
+                                  "the confidence interval is, since the rows beyond the cube "
+                                  "were moved into it."),
+        "declared_hi": Diagnostic(Kind.VECTOR, "The bounds' upper corner, likewise."),
+    }
+
     def __init__(
         self, rho: float | None = None, *, mean_radius: float, sigma_min: float,
-        sigma_max: float, beta: float = 0.1, **options: Any,
+        sigma_max: float, beta: float = 0.1, interval_share: float = 0.0, **options: Any,
     ) -> None:
-        super().__init__(rho, quantized=True, beta=beta, **options)
+        # Its interval is a public box whatever is bought (its preclip changes the estimand:
+        # ``intervals.NO_INTERVAL``), so a clip profile would spend budget for nothing (a
+        # trial: 1% of every release went to stages no interval read).
+        if interval_share != 0:
+            raise InvalidParameterError(
+                f"interval_share must be 0 for iome-gaussian, got {interval_share!r}: its "
+                f"confidence interval is the public box whatever is bought (its preclip to "
+                f"the a-priori ball changes the estimand)")
+        super().__init__(rho, quantized=True, beta=beta, interval_share=0.0, **options)
         self.mean_radius = check_positive(mean_radius, "mean_radius")
         self.sigma_min = check_positive(sigma_min, "sigma_min")
         self.sigma_max = check_positive(sigma_max, "sigma_max")
@@ -793,6 +809,15 @@ class GaussianIOME(ShiftedClippedMean):
             lo, hi = intersected_box(lo, hi, *super().box(n, d), method=self.method,
                                      own="the cube of its a-priori ball")
         return lo, hi
+
+    def public_settings(self, diagnostics: dict[str, Any], lo: np.ndarray,
+                        hi: np.ndarray, scale: np.ndarray | None = None) -> dict[str, Any]:
+        out = super().public_settings(diagnostics, lo, hi, scale)
+        if self.bounds is not None:
+            declared_lo, declared_hi = super().box(0, lo.shape[0])
+            if np.any(declared_lo < lo) or np.any(declared_hi > hi):
+                out["declared_lo"], out["declared_hi"] = declared_lo, declared_hi
+        return out
 
     def quantizer(self, n: int, lo: np.ndarray, hi: np.ndarray) -> Quantizer:
         return Quantizer.for_error(self.sigma_min * np.sqrt(lo.shape[0] / n), lo.shape[0])
