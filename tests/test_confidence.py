@@ -292,6 +292,23 @@ def test_accuracy_bounds_the_noise_of_clipped_releases(method, data):
 
 
 @pytest.mark.parametrize("method", ["cm", "cm-fixed", "iome", "plan-noscale"])
+def test_accuracy_plans_a_far_box_where_the_release_runs(method):
+    # A box far from the origin runs moved to it (``box_offset``): cm's search tops out at
+    # the moved box's reach, 10 here, not 2 x 10^6 (a trial: planned 9,098 for a release
+    # whose noise half-width was 0.0071, and rho_for_accuracy asked for 10^10).
+    bounds = (1e6, 1e6 + 10.0)
+    x = 1e6 + 10.0 * np.random.default_rng(12).random((N, D))
+    options = {"quantile": "binary-search"} if method == "plan-noscale" else {}
+    planned = dpmean.accuracy(method, N, D, bounds, 1.0, level=0.9, **options)
+    assert planned <= 1.6448536269514722 * 2.0 * 10.0 * math.sqrt(D) / N / math.sqrt(2 * 0.5)
+    for seed in range(3):
+        result = dpmean.mean(x, rho=1.0, method=method, bounds=bounds, random_state=seed,
+                             **options)
+        assert result.diagnostics["box_offset"] is not None
+        assert np.all(planned >= 1.6448536269514722 * result.diagnostics["noise_std"])
+
+
+@pytest.mark.parametrize("method", ["cm", "cm-fixed", "iome", "plan-noscale"])
 @pytest.mark.parametrize("box", ["equal", "per column"])
 def test_accuracy_at_a_releases_own_radius_is_its_noise(method, box):
     """The worst case is far above a release's noise in a loose box (a user trial: 5-18x);

@@ -45,6 +45,12 @@ def _noise_std(estimator: Any, n: int, d: int,
     """The worst-case noise standard deviation of ``estimator``'s release of shape (n, d) (at
     a private radius of at most ``clip_radius``, if given): a number, or per coordinate (in the
     data's units) for a box-normalised release."""
+    offset = estimator.far_box_offset(n, d)
+    if offset is not None:
+        # The release runs in the box moved to the origin (public: the box), where cm's
+        # search tops out at the moved box's reach: planned about the origin, a box at 10^6
+        # of width 10 was given 2 x 10^5 times the release's noise (a trial).
+        estimator = estimator._moved(n, d, offset)
     scale = estimator.box_scale(n, d)
     std = _unit_noise_std(estimator, n, d, clip_radius)
     return std if scale is None else std / scale
