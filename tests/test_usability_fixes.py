@@ -447,3 +447,20 @@ def test_a_delimiter_the_header_shows_wrong_is_refused_before_the_charge(tmp_pat
     assert_one_error_line(code, out, err)
     assert "the header is one column whose name holds ';'" in err
     assert "nothing was charged" in err
+
+
+def test_a_release_without_a_noise_scale_projected_onto_the_faces_is_said():
+    """A trial: coinpress-cov at n = 200, d = 1, epsilon 1 released a face of (-5, 5) in 50
+    releases of 50 (16x the Gaussian mechanism's error) without a word: it states no noise
+    scale, so the face warnings never judged it. Where the budget is enough it lands inside
+    and nothing is said."""
+    x = np.clip(np.random.default_rng(1).normal(0.5, 1.0, (200, 1)), -5, 5)
+    with pytest.warns(NoisyReleaseWarning, match="projected onto the box's faces in 1 of 1"):
+        result = dpmean.mean(x, epsilon=1.0, delta=1e-12, bounds=(-5, 5),
+                             method="coinpress-cov", radius=20.0, random_state=0)
+    assert abs(result.mean[0]) == 5.0
+    x = np.clip(np.random.default_rng(1).normal(0.5, 1.0, (2000, 8)), -5, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoisyReleaseWarning)
+        dpmean.mean(x, rho=0.1, bounds=(-5, 5), method="coinpress-cov", radius=20.0,
+                    random_state=0)
