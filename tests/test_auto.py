@@ -13,6 +13,7 @@ from dpmean.estimators.auto import (
     CHOICE_RANK_ERROR,
     CHOICE_SHARE,
     CHOICE_STAGES,
+    FAR_PAIRS_STAGE,
     TAIL_SHARE,
     TAIL_STAGE,
     TAIL_STAGES,
@@ -32,11 +33,14 @@ def skewed(seed, n=10000, d=256):
 def test_ledger_adds_up_and_the_release_spends_the_rest():
     x, box = skewed(0, n=4000, d=32)
     result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=1)
-    # n rho = 2000: below 10^4 no centre and no histogram about it (reads_centred_tail)
-    assert set(result.ledger) == {*CHOICE_STAGES, TAIL_STAGE, "release"}
+    # n rho = 2000: below 10^4 no centre and no histogram about it (reads_centred_tail), the
+    # far pairs' count instead
+    assert set(result.ledger) == {*CHOICE_STAGES, TAIL_STAGE, FAR_PAIRS_STAGE, "release"}
     assert not AutoMean(0.5).reads_centred_tail(4000) and AutoMean(0.5).reads_centred_tail(
         20_000)
-    assert set(AutoMean(0.5).choice_plan(20_000)) == {*CHOICE_STAGES, *TAIL_STAGES, "release"}
+    assert set(AutoMean(0.5).choice_plan(20_000)) == {
+        *CHOICE_STAGES, *(set(TAIL_STAGES) - {FAR_PAIRS_STAGE}), "release"}
+    assert result.ledger[FAR_PAIRS_STAGE] == pytest.approx(0.5 * TAIL_SHARE)
     assert sum(result.ledger.values()) == pytest.approx(0.5, rel=1e-12)
     # n = 4000 at rho = 1/2: 3 / ((2% of 2000)^2 rho) = 0.375% buys the medians' precision
     assert sum(result.ledger[s] for s in CHOICE_STAGES) == pytest.approx(0.5 * 0.00375)
@@ -44,7 +48,7 @@ def test_ledger_adds_up_and_the_release_spends_the_rest():
     # only above n rho = 10^4
     assert result.ledger[TAIL_STAGE] == pytest.approx(0.5 * TAIL_SHARE)
     plan = AutoMean(0.5).choice_plan(20_000)
-    for stage in TAIL_STAGES:
+    for stage in set(TAIL_STAGES) - {FAR_PAIRS_STAGE}:
         assert plan[stage] == pytest.approx(0.5 * TAIL_SHARE)
     assert AutoMean(0.5).tail_share(70_000) == pytest.approx(1 / (0.01 * 70_000 * 0.5))
     inner = result.diagnostics["release_ledger"]
@@ -117,9 +121,15 @@ def test_the_choice_depends_on_the_data_only_through_private_medians(monkeypatch
         ledger.charge(stage, rho, gaussian_event(rho))
         return np.zeros(edges.size), np.zeros(edges.size)
 
+    def far_apart(self, distances, l2_median, ledger, rng):
+        ledger.charge(auto_module.FAR_PAIRS_STAGE, ledger.planned[auto_module.FAR_PAIRS_STAGE],
+                      gaussian_event(ledger.planned[auto_module.FAR_PAIRS_STAGE]))
+        return False
+
     monkeypatch.setattr(auto_module, "_private_median_pair", median_pair)
     monkeypatch.setattr(auto_module, "private_median_norm", median_norm)
     monkeypatch.setattr(auto_module, "private_tail", tail)
+    monkeypatch.setattr(AutoMean, "far_apart", far_apart)
     rng = np.random.default_rng(5)
     answers = []
     for x in (rng.normal(0.0, 1.0, size=(3000, 16)), rng.exponential(50.0, size=(3000, 16))):
@@ -132,7 +142,8 @@ def test_predictions_follow_their_formulas():
     x, box = skewed(1, n=4000, d=16)
     result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=1)
     predicted = result.diagnostics["predicted_noise"]
-    rho_rest = 0.5 * (1 - AutoMean(0.5).choice_share(4000) - TAIL_SHARE)
+    # (the tail and, below n rho = 10^4, the far pairs' count: TAIL_SHARE each)
+    rho_rest = 0.5 * (1 - AutoMean(0.5).choice_share(4000) - 2 * TAIL_SHARE)
     assert rho_rest == pytest.approx(AutoMean(0.5).choice_plan(4000)["release"])
     width = np.linalg.norm(np.full(16, box[1] - box[0]))
     # The Gaussian mechanism's noise is public: sqrt(d) ||hi - lo|| / (n sqrt(2 rho)).

@@ -356,3 +356,51 @@ def test_an_epsilon_delta_choice_declares_iome_with_its_robust_share():
                          random_state=0)
     assert result.diagnostics.get("robust_iome") and result.diagnostics["chosen"] == "iome"
     assert math.fsum(result.ledger.values()) == pytest.approx(result.budget.rho, rel=1e-9)
+
+
+def two_groups(n: int, minority: float, seed: int, d: int = 8) -> np.ndarray:
+    """Rows in two groups far apart at the same distance from the origin: N(-3, 1/2) and, a
+    ``minority`` share of them, N(3, 1/2) in every coordinate."""
+    rng = np.random.default_rng(seed)
+    k = int(minority * n)
+    return np.vstack([rng.normal(-3.0, 0.5, (n - k, d)), rng.normal(3.0, 0.5, (k, d))])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rows_in_groups_far_apart_leave_iome_and_plan_out(seed):
+    """A trial: a minority group at the majority's distance from the origin is invisible to
+    the origin's histogram, and IOME, centred on the majority, clipped it (80% of the rows at
+    one corner of (-5, 5)^8 and 20% at the other: 40-70x the Gaussian mechanism's error).
+    Where the centre is not bought (n rho < 10^4) the far pairs' count sees the 2 (0.1)(0.9)
+    of the 500 pairs that cross (about 90, its noise's sd 10) and leaves them out."""
+    x = two_groups(1000, 0.1, seed)
+    result = dpmean.mean(x, rho=0.5, method="auto", bounds=(-10, 10), random_state=seed)
+    assert result.diagnostics["left_out_far_apart"] == "iome, plan"
+    assert result.diagnostics["chosen"] in ("cm", "gaussian")
+    assert auto_module.FAR_PAIRS_STAGE in result.ledger
+    assert math.fsum(result.ledger.values()) == pytest.approx(0.5, rel=1e-12)
+    # cm's noise: a radius of at most the rows' reach, 3.5 sqrt(8) (0.02% of rows beyond),
+    # gives a per-coordinate std of at most 2 (3.5 sqrt(8)) / (1000 sqrt(2 rho_noise)),
+    # rho_noise >= 0.7 x 0.5; the minority's 10% move of 6 per coordinate would be 0.6.
+    error = np.abs(result.mean - x.mean(axis=0)).max()
+    assert error < 5 * 2 * 3.5 * math.sqrt(8) / (1000 * math.sqrt(0.7))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_one_group_leaves_no_candidate_out(seed):
+    """Gaussian rows: pairs beyond 4 times the pairs' median are below 10^-3 of them from d =
+    2 on, against a threshold of 1% of the pairs plus 3 sd of the count's noise (a false
+    alarm about once in 30,000 releases)."""
+    x = np.random.default_rng(seed).normal(0.5, 1.0, (2000, 8))
+    result = dpmean.mean(x, rho=0.5, method="auto", bounds=(-5, 5), random_state=seed)
+    assert auto_module.FAR_PAIRS_STAGE in result.ledger
+    assert "left_out_far_apart" not in result.diagnostics
+
+
+def test_the_far_pairs_count_composes_under_epsilon_delta():
+    # Its stage is one Gaussian count, declared as such to the (epsilon, delta) calibration.
+    x = two_groups(1000, 0.2, 0)
+    result = dpmean.mean(x, epsilon=8, delta=1e-6, method="auto", bounds=(-10, 10),
+                         random_state=0)
+    assert result.diagnostics["left_out_far_apart"] == "iome, plan"
+    assert math.fsum(result.ledger.values()) == pytest.approx(result.budget.rho, rel=1e-9)
