@@ -331,7 +331,8 @@ def test_the_too_few_rows_error_says_one_thing(capsys, tmp_path):
     np.save(tmp_path / "one.npy", np.full((1, 3), 0.5))
     np.save(tmp_path / "zeros.npy", np.zeros((50, 3)))
     for argv, advice in [
-            (("one.npy", "--rho", 0.5, "--bounds", 0, 10), "Give a larger budget or more rows"),
+            # (one row: cm needs two at any budget)
+            (("one.npy", "--rho", 0.5, "--bounds", 0, 10), "Give more rows."),
             (("zeros.npy", "--rho", 1e-6), "Give --bounds LO HI, a larger budget")]:
         path, *rest = argv
         code, out, err = run(capsys, "estimate", tmp_path / path, *rest, "--method", "cm",

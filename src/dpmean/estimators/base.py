@@ -854,10 +854,17 @@ class MeanEstimator(ABC):
     def fallback_message(self, n: int, d: int) -> str:
         """The warning of a release that n rows are too few for (public: n, d, the box, the
         budget)."""
+        # Whether any budget would do at n: a plan 10^12 times larger, where the minimum is
+        # one of rows alone (cm needs 2 rows at any budget: a trial was told "a larger
+        # budget" at rho = 10^8).
+        lo, hi = self.unit_box(n, d)
+        richer = {stage: 1e12 * rho for stage, rho in self.budget_plan(n, d).items()}
+        advice = ("more rows" if n < self.minimum_rows(n, lo, hi, richer)
+                  else "a larger budget or more rows")
         return (f"{self.method}: n={n} rows is too few for {self.budget} in d={d} dimensions "
                 f"(needs at least {_row_count(self.rows_needed(n, d))}); "
-                f"releasing the zero vector (projected onto the box), as the paper does. Give a "
-                f"larger budget or more rows.")
+                f"releasing the zero vector (projected onto the box), as the paper does. Give "
+                f"{advice}.")
 
     def _fallback(
         self, n: int, d: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float],
