@@ -427,3 +427,54 @@ def test_a_seed_a_ledgers_release_had_is_refused_in_a_later_run(capsys, tmp_path
     with pytest.raises(dpmean.InvalidParameterError, match="draws the noise"):
         session.mean(np.ones((300, 1)), rho=0.1, bounds=(0, 10), method="gaussian",
                      random_state=7)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_a_charge_keeps_the_ledgers_permissions(capsys, tmp_path, data):
+    # A user trial: every update replaced the file by one made under the umask, so a ledger
+    # its owner made -rw------- became -rw-r--r-- (its labels name the input and output files).
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    ledger.chmod(0o600)
+    root = os.geteuid() == 0
+    if root:  # only root may give the file a group it is not in; its group is kept too
+        os.chown(ledger, -1, 65534)
+    old = os.umask(0o022)
+    try:
+        assert estimate(capsys, data, ledger, "--rho", 0.1)[0] == 0
+    finally:
+        os.umask(old)
+    assert ledger.stat().st_mode & 0o777 == 0o600
+    assert not root or ledger.stat().st_gid == 65534
+    assert ledger_file.read(ledger).ledger[0].status == "released"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_a_read_only_ledger_is_refused_before_any_charge(capsys, tmp_path, data):
+    # A user trial (as root) charged a ledger made read-only (chmod 444): the update replaced
+    # the file, which needs only the folder's permission. Refused whoever runs it: root, whom
+    # os.access lets write any file, by the mode's write bits.
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    ledger.chmod(0o444)
+    before = ledger.read_bytes()
+    code, _, err = estimate(capsys, data, ledger, "--rho", 0.1)
+    assert code == 2 and "read-only (-r--r--r--)" in err and "nothing was charged" in err
+    assert len(err.strip().splitlines()) == 1
+    assert ledger.read_bytes() == before and ledger.stat().st_mode & 0o777 == 0o444
+    code, out, _ = run(capsys, "ledger", "show", ledger)  # still readable
+    assert code == 0 and "releases: none" in out
+
+
+def test_a_ledger_the_process_may_not_write_is_refused(capsys, tmp_path, data, monkeypatch):
+    # A file with write bits that this process may not write (another user's -rw-r--r--): as
+    # os.access says for a user who is not root, whatever user runs the tests.
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    before = ledger.read_bytes()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: (
+        False if mode == os.W_OK and Path(path) == ledger else real_access(path, mode, **kw)))
+    code, _, err = estimate(capsys, data, ledger, "--rho", 0.1)
+    assert code == 2 and "read-only" in err and "nothing was charged" in err
+    assert ledger.read_bytes() == before

@@ -480,3 +480,19 @@ def test_write_into_missing_directory(tmp_path):
     with pytest.raises(FileNotFoundError):
         write_text_atomic(tmp_path / "missing" / "out.json", "x")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_atomic_replacement_keeps_the_old_files_mode(tmp_path):
+    # A file its owner made private stays private when it is replaced (a ledger became
+    # world-readable under umask 022: a user trial); a new file still follows the umask.
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    target.chmod(0o640)
+    old = os.umask(0o022)
+    try:
+        write_text_atomic(target, "new")
+    finally:
+        os.umask(old)
+    assert target.read_text() == "new" and target.stat().st_mode & 0o777 == 0o640
+    assert os.listdir(tmp_path) == ["out.txt"]

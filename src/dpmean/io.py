@@ -5,10 +5,12 @@ Every mistake a user can make with a file becomes one InvalidDataError line that
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import os
 import re
 import secrets
+import stat
 import zipfile
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -468,13 +470,20 @@ def write_files_atomic(files: Mapping[Path, bytes]) -> None:
 
 
 def _synced_temporary(path: Path, data: bytes) -> Path:
-    """``data`` in a new hidden file beside ``path``, on disk; returns its path."""
+    """``data`` in a new hidden file beside ``path``, on disk; returns its path. Where
+    ``path`` is a regular file already, the new file has its permissions (and its owner and
+    group, as far as this process may set them: see ``_keep_ownership``)."""
+    old = _regular_file_status(path)
     # The temporary file lives in the target's directory so os.replace is a rename on one file
-    # system. os.open with mode 0o666 lets the umask set the permissions, as a plain open would.
+    # system. For a new file, os.open with mode 0o666 lets the umask set the permissions, as a
+    # plain open would; one that replaces a file starts private (0o600) and takes the old
+    # file's mode before any data is written, so a file its owner made private is never
+    # readable to others, not even for a moment.
     for _ in range(100):
         tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                         0o666 if old is None else 0o600)
             break
         except FileExistsError:
             continue
@@ -482,6 +491,8 @@ def _synced_temporary(path: Path, data: bytes) -> Path:
         raise FileExistsError(f"could not create a temporary file next to {path}")
     try:
         with os.fdopen(fd, "wb") as fh:
+            if old is not None:
+                _keep_ownership(fh.fileno(), old)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -489,3 +500,32 @@ def _synced_temporary(path: Path, data: bytes) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return tmp
+
+
+def _regular_file_status(path: Path) -> os.stat_result | None:
+    """``os.stat(path)`` when it is a regular file (one a write replaces), else None."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status if stat.S_ISREG(status.st_mode) else None
+
+
+def _keep_ownership(fd: int, old: os.stat_result) -> None:
+    """Give the open file ``fd`` the old file's owner, group and permission bits.
+
+    A replacement made under the umask turned a ledger its owner had made ``-rw-------`` into a
+    world-readable ``-rw-r--r--`` (its labels name input and output files: a user trial), and
+    took the writer's owner and group. The owner is kept only where the process may give it
+    (root), the group where the writer may give it (one of its groups); otherwise they stay
+    the writer's, as any new file's. The set-user-ID, set-group-ID and sticky bits are not
+    copied."""
+    if os.name != "posix":  # pragma: no cover - no POSIX owners or modes to keep
+        return
+    try:
+        os.fchown(fd, old.st_uid, old.st_gid)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.fchown(fd, -1, old.st_gid)
+    # After the chown, which may clear permission bits on some systems.
+    os.fchmod(fd, stat.S_IMODE(old.st_mode) & 0o777)

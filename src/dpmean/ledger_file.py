@@ -6,10 +6,12 @@ The file holds the session (``Session.to_dict``) and a SHA-256 of its canonical 
 
 Every update takes an exclusive lock on a sidecar file ``FILE.lock`` (``fcntl.flock``; POSIX
 only), re-reads and verifies the file under the lock, and writes the new content to a temporary
-file in the same directory, fsyncs it and renames it over the old one (``os.replace``), so
-readers see the old ledger or the new one, never a partial one. A release is reserved (charged)
-in the file before its estimator runs, so two concurrent runs cannot both spend the last of the
-budget; its outcome is recorded afterwards in a second locked update.
+file in the same directory (with the old file's permissions, and its owner and group where the
+process may give them), fsyncs it and renames it over the old one (``os.replace``), so
+readers see the old ledger or the new one, never a partial one. A read-only ledger is refused
+before any update (``LedgerFileError``): the rename would replace it all the same. A release is
+reserved (charged) in the file before its estimator runs, so two concurrent runs cannot both
+spend the last of the budget; its outcome is recorded afterwards in a second locked update.
 
 A ledger has one file, whatever name reaches it. Every operation first resolves the name to
 the file's real path (``os.path.realpath``: symbolic links followed, in the file's name and its
@@ -31,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,6 +179,27 @@ def locked(path: str | os.PathLike) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
+def _refuse_read_only(name: Path, real: Path) -> None:
+    """Refuse (``LedgerFileError``) to update a ledger file that is read-only, before anything
+    is charged.
+
+    An update replaces the file (``os.replace`` needs only the directory's permission), so a
+    ledger its owner made read-only (``chmod 444``) was charged all the same (a user trial).
+    Read-only is: the process may not write it (``os.access``), or no one may (no write bit in
+    its mode). The mode is asked too because root may write any file: ``os.access`` says yes
+    to root whatever the mode, and the trial that found this ran as root."""
+    try:
+        mode = os.stat(real).st_mode
+    except OSError as exc:
+        raise LedgerFileError(f"{name}: cannot read the ledger: {exc.strerror or exc}") from None
+    if mode & 0o222 and os.access(real, os.W_OK):
+        return
+    raise LedgerFileError(
+        f"{name}: refused: the ledger file is read-only ({stat.filemode(mode)}): dpmean "
+        f"charges no ledger it may not write, and changed nothing in it (to spend from it, "
+        f"make it writable: chmod u+w {name})")
+
+
 def _pause() -> None:
     seconds = os.environ.get(_PAUSE_ENV)
     if seconds:
@@ -248,7 +272,9 @@ def _updating(path: str | os.PathLike) -> Iterator[Session]:
     # failed run leaves nothing behind (the lock file is never removed: a process waiting on
     # it would then lock a file that no longer exists while a third locks a new one).
     _read(name, real)
+    _refuse_read_only(name, real)
     with locked(real):
         session = _read(name, real)  # checked again under the lock
+        _refuse_read_only(name, real)
         yield session
         _write(name, real, session)
