@@ -537,3 +537,31 @@ def test_a_warning_is_one_line_without_source(tmp_path, capsys):
     assert len(warning_lines) == 1
     assert warning_lines[0].startswith("dpmean: warning: gaussian: the noise")
     assert "base.py" not in err and "NoisyReleaseWarning" not in err
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGHUP"), reason="POSIX signals")
+def test_signal_handlers_are_the_callers_again_after_a_command(capsys, monkeypatch):
+    """main handles SIGTERM and SIGHUP as Ctrl-C only while a command runs (a program that
+    calls it keeps its own handlers), and a signal the caller ignores (nohup's SIGHUP) stays
+    ignored: the command is not stopped by what its user asked to ignore."""
+    import signal
+
+    from dpmean.cli.interrupts import handled_signals
+
+    def mine(signum, frame):
+        raise AssertionError("the caller's handler")
+
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        signal.signal(signal.SIGTERM, mine)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        with handled_signals():
+            assert signal.getsignal(signal.SIGTERM) is not mine
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        assert main(["budget", "--method", "gaussian", "--n", "100", "--d", "1", "--bounds",
+                     "0", "1", "--rho", "1"]) == 0
+        assert signal.getsignal(signal.SIGTERM) is mine
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)

@@ -478,3 +478,60 @@ def test_a_ledger_the_process_may_not_write_is_refused(capsys, tmp_path, data, m
     code, _, err = estimate(capsys, data, ledger, "--rho", 0.1)
     assert code == 2 and "read-only" in err and "nothing was charged" in err
     assert ledger.read_bytes() == before
+
+
+_BLOCKED = ("import sys, time, pathlib\n"
+            "import dpmean.cli.estimate as command\n"
+            "from dpmean.cli import main\n"
+            "def blocked(args, engine):\n"
+            "    pathlib.Path(sys.argv[1]).touch()  # charged: the release is reserved\n"
+            "    time.sleep(120)\n"
+            "command._open_input = blocked\n"
+            "sys.exit(main(sys.argv[2:]))\n")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_settle_the_release_as_ctrl_c_does(capsys, tmp_path, data, name):
+    """A user trial: SIGINT settled a charged release as "failed" and said so (exit 130);
+    SIGTERM and SIGHUP (timeout, systemd, a closed terminal) ended the run with no word and
+    left it "reserved". Now they are handled as SIGINT: exit 128 + the signal's number."""
+    import signal
+
+    signum = getattr(signal, name)
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    ready = tmp_path / "ready"
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BLOCKED, str(ready), "estimate", str(data), "--method", "cm",
+         "--bounds", "0", "1", "--rho", "0.3", "--ledger", str(ledger), "--output",
+         str(tmp_path / "out.json")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the release did not start"
+        time.sleep(0.01)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum, err
+    assert err.strip() == (f"dpmean: interrupted by {name}; nothing was written (release #0 "
+                           f"stays charged to the ledger {ledger}, as failed: the data may have "
+                           f"been read, and a failure can depend on it)")
+    (release,) = ledger_file.read(ledger).ledger
+    assert release.status == "failed" and release.spent == pytest.approx(0.3)
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_show_explains_a_reserved_release(capsys, tmp_path):
+    # A run cut off before it settled (a SIGKILL, a crash) leaves "reserved": ledger show
+    # listed it with no word on what that means (a user trial).
+    from dpmean.budget import Budget
+
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    ledger_file.reserve(ledger, "cm", Budget.zcdp(0.25))
+    code, out, _ = run(capsys, "ledger", "show", ledger)
+    assert code == 0 and "reserved" in out
+    assert "cut off" in out and "stays charged in full" in out

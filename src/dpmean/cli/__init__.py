@@ -7,7 +7,8 @@ share (budget, bounds, seed, method and options, output files); each command is 
 (``estimate.py``, ``budget.py``, ``demo.py``, ``reproduce.py``, ``ledger.py``) with
 ``register(subparsers)``, which adds its parser and sets ``run``, the function that carries it
 out and returns the exit code. Adding a command is one module with ``register`` and one entry in
-``COMMANDS`` below; ``main`` handles its errors like every other command's.
+``COMMANDS`` below; ``main`` handles its errors like every other command's. ``interrupts.py``
+makes SIGTERM and SIGHUP stop a command as Ctrl-C does.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .arguments import (
     insufficient_data_error,
     printing,
 )
+from .interrupts import exit_code, handled_signals, interrupted
 
 __all__ = ["main"]
 
@@ -47,11 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     -------
     int
         The exit code: 0 success, 2 bad input (one ``dpmean: error:`` line on stderr), 130
-        interrupted.
+        interrupted (Ctrl-C), 143 by SIGTERM, 129 by SIGHUP (128 + the signal's number).
     """
     parser = build_parser()
     try:
-        with warnings.catch_warnings():
+        with handled_signals(), warnings.catch_warnings():
             # Each run shows its own warnings once (also when main is called again in the
             # same process), as one line each.
             warnings.simplefilter("default")
@@ -71,9 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         # numpy's allocation failure (an n or d too large for this machine): a line, not a
         # traceback. Larger ones are refused before allocating where the command can tell.
         return _fail(f"out of memory: {exc or 'an allocation failed'}", exc)
-    except KeyboardInterrupt as exc:
-        print(_with_notes("dpmean: interrupted; nothing was written", exc), file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP (``interrupts``)
+        print(_with_notes(f"dpmean: {interrupted(exc)}; nothing was written", exc),
+              file=sys.stderr)
+        return exit_code(exc)
     except BrokenPipeError:
         # The reader of stdout went away (``dpmean ... | head``): not an error of ours. Point
         # stdout at /dev/null so that Python's flush at exit does not raise again.

@@ -14,6 +14,12 @@ from typing import Any
 from .arguments import add_budget_arguments, budget_from, printing
 from .output import json_default
 
+# What a "reserved" entry is: a user trial found entries left so (by a SIGTERM, before it was
+# handled as Ctrl-C is) that ``ledger show`` listed without a word on what they meant.
+RESERVED = ("reserved: charged before its run read the data, and never settled: the run is "
+            "still going, or it was cut off (killed, crashed, the machine stopped) before it "
+            "recorded its outcome; it stays charged in full")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``ledger`` command and its actions ``init`` and ``show`` to the parser.
@@ -103,6 +109,8 @@ def run_show(args: argparse.Namespace) -> int:
                          f"accounted as {accounted})")
             if release.label is not None:
                 lines.append(f"      of {release.label}")
+            if release.status == "reserved":
+                lines.append(f"      {RESERVED}")
     else:
         lines.append("releases: none")
     lines.append(f"spent: {session.spent:.6g} {session.unit} (composed)")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .arguments import NON_PRIVATE_HEADER, UsageError
+from .interrupts import exit_code, interrupted
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     Returns
     -------
     int
-        0; 130 when interrupted, after saying which finished trials the CSV keeps. Bad flags
+        0; 130 when interrupted (128 + the signal's number for SIGTERM and SIGHUP), after
+        saying which finished trials the CSV keeps. Bad flags
         and failed reads or writes raise ``UsageError``.
     """
     # Only this command needs the experiment specs: the other commands start without them.
@@ -70,13 +72,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write to {out}: it is not a directory")
     try:
         paths = reproduce(args.name, out, trials=args.trials, quick=args.quick, jobs=args.jobs)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP (``interrupts``)
         # Said here, not by dpmean.cli.main, whose "nothing was written" is untrue: the CSV
         # keeps every finished trial.
         kept = _kept(args, out)
-        print(f"dpmean: interrupted; {kept}; run the same command again to resume" if kept
-              else "dpmean: interrupted before any trial finished", file=sys.stderr)
-        return 130
+        stopped = interrupted(exc)
+        print(f"dpmean: {stopped}; {kept}; run the same command again to resume" if kept
+              else f"dpmean: {stopped} before any trial finished", file=sys.stderr)
+        return exit_code(exc)
     except OSError as exc:
         # The file and the system's reason: a full disk is not a folder's permissions.
         kept = _kept(args, out)
