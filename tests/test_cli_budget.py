@@ -149,3 +149,52 @@ def test_bad_input_is_one_error_line(capsys, argv, message):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     assert err.startswith("dpmean: error:") and err.count("\n") == 1 and message in err
+
+
+def test_a_target_prints_the_half_width_its_rho_buys_and_what_set_the_rho(capsys):
+    """A user trial: targets 0.3, 0.5 and 1e9 (cm, n = 1000, d = 4 in [0, 1]) all printed
+    "half-width H at rho = 0.000846274", the target echoed, where that rho is the least the
+    rows allow and buys 0.22; and a target beyond the box's half-width went unremarked."""
+    shape = ("--method", "cm", "--n", 1000, "--d", 4, "--bounds", 0, 1)
+    least = None
+    for target in (0.3, 0.5, 1e9):
+        code, out, _ = run(capsys, *shape, "--half-width", target, "--json")
+        plan = json.loads(out)
+        reached = dpmean.accuracy("cm", 1000, 4, (0, 1), plan["rho"])
+        assert code == 0 and plan["half_width"] == target
+        assert plan["reached_half_width"] == reached and reached < 0.3
+        assert plan["rho_set_by"] == "rows" and plan["box_half_width"] == 0.5
+        least = plan["rho"] if least is None else least
+        assert plan["rho"] == least
+        code, out, _ = run(capsys, *shape, "--half-width", target)
+        first, second = out.splitlines()[:2]
+        assert first.endswith(f": half-width {reached:.6g} at rho = {least:.6g}")
+        assert second.startswith(f"rho = {least:.6g} is the least at which n = 1000 rows are "
+                                 f"enough for a cm release in d = 4")
+        assert f"is below the target {target:g}" in second
+        assert ("at least the box's half-width 0.5" in out) == (target >= 0.5)
+    with pytest.raises(dpmean.InvalidParameterError, match="fallback"):
+        dpmean.accuracy("cm", 1000, 4, (0, 1), least * 0.999)
+
+
+def test_a_target_the_rho_meets_is_printed_without_notes(capsys):
+    code, out, _ = run(capsys, "--method", "gaussian", *SHAPE, "--half-width", 0.01, "--json")
+    plan = json.loads(out)
+    assert code == 0 and plan["rho_set_by"] == "target"
+    assert plan["reached_half_width"] == pytest.approx(0.01, rel=1e-6)
+    code, out, _ = run(capsys, "--method", "gaussian", *SHAPE, "--half-width", 0.01)
+    assert ": half-width 0.01 at rho = " in out
+    assert "is the least" not in out and "box's half-width" not in out
+
+
+def test_a_target_met_below_the_searchs_least_rho_says_so(capsys):
+    # The Gaussian mechanism needs no minimum of rows: a target 1e9 was "met" at rho = 1e-12,
+    # the bracket's end, printed as half-width 1e9 where it buys 2,772.
+    argv = ("--method", "gaussian", "--n", 1000, "--d", 4, "--bounds", 0, 1, "--half-width", 1e9)
+    code, out, _ = run(capsys, *argv)
+    reached = dpmean.accuracy("gaussian", 1000, 4, (0, 1), 1e-12)
+    assert code == 0 and f"half-width {reached:.6g} at rho = 1e-12" in out
+    assert "rho = 1e-12 is the least rho the search tries" in out
+    assert "at least the box's half-width 0.5" in out
+    code, out, _ = run(capsys, *argv, "--json")
+    assert json.loads(out)["rho_set_by"] == "search"

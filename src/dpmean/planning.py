@@ -39,6 +39,9 @@ from .mechanisms.gaussian import normal_isf
 from .registry import ESTIMATORS, PLANNED
 from .validation import bounds_by_name, check_count, check_positive
 
+# The bracket of ``rho_for_accuracy``'s search.
+_LEAST_RHO, _MOST_RHO = 1e-12, 1e12
+
 
 def _noise_std(estimator: Any, n: int, d: int,
                clip_radius: float | None = None) -> float | np.ndarray:
@@ -195,6 +198,12 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
     and is within a relative 1e-9 of a point where it stops meeting it, but a smaller rho may
     also meet it.
 
+    The rho returned is not always the target's: where n rows are too few for a release at
+    the rho the target needs (it would be the zero-vector fallback), it is the least rho at
+    which they are enough, and where the target is met at 1e-12, it is 1e-12; the half-width
+    there is then below the target. ``rho_limit`` says which, and ``accuracy`` at the rho
+    returned gives the half-width it buys.
+
     Parameters
     ----------
     method : str
@@ -240,7 +249,7 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
                 return False
             raise
 
-    low, high = math.log(1e-12), math.log(1e12)
+    low, high = math.log(_LEAST_RHO), math.log(_MOST_RHO)
     if not meets(math.exp(high)):
         # Which column binds (they differ where the ranges do), and how near it comes.
         best = np.atleast_1d(accuracy(method, n, d, bounds, math.exp(high), level=level,
@@ -260,6 +269,64 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
     if meets(math.exp(low)):
         return math.exp(low)
     return narrowed(meets, math.exp(high), math.exp(low), 1e-9)
+
+
+def rho_limit(method: str, n: int, d: int, bounds: Any, half_width: float, rho: float, *,
+              level: float = 0.95, clip_radius: float | None = None, **options: Any) -> str:
+    """What set the rho ``rho_for_accuracy`` returned for ``half_width`` (same arguments).
+
+    A user trial: ``dpmean budget --half-width`` printed the target as the half-width reached
+    even where the rho was the least n rows allow (cm, n = 1000, d = 4 in [0, 1]: targets 0.3,
+    0.5 and 1e9 all gave rho = 0.000846, whose half-width is 0.22).
+
+    Parameters
+    ----------
+    method, n, d, bounds, half_width, level, clip_radius, **options
+        As ``rho_for_accuracy`` was given them.
+    rho : float
+        The rho it returned.
+
+    Returns
+    -------
+    str
+        "target": the half-width at ``rho`` is the target (to the search's precision; or a
+        budget split that depends on rho jumps past it there). "rows": ``rho`` is the least
+        at which n rows are enough for a release (below it, the zero-vector fallback), and
+        the target alone is met at less. "search": ``rho`` is the least rho the search tries,
+        1e-12, and the target is met at less.
+    """
+    def planned(at: float) -> float:
+        return float(np.max(accuracy(method, n, d, bounds, at, level=level,
+                                     clip_radius=clip_radius, **options)))
+
+    # The bisection stops within a relative 1e-9 of rho, where the half-width (in 1 / sqrt
+    # rho) is within about 5e-10 of the target: anything further below is another limit.
+    if planned(rho) >= half_width * (1.0 - 1e-6):
+        return "target"
+    least = _least_rho_with_enough_rows(method, n, d, bounds, options)
+    if least is None:
+        return "search" if rho <= math.exp(math.log(_LEAST_RHO)) * (1.0 + 1e-9) else "target"
+    return "rows" if planned(least) <= half_width else "target"
+
+
+def _least_rho_with_enough_rows(method: str, n: int, d: int, bounds: Any,
+                                options: Mapping[str, Any]) -> float | None:
+    """The least rho (to a relative 1e-9, enough itself) at which n rows are enough for a
+    ``method`` release of d columns, one that is not the zero-vector fallback; None when
+    1e-12, the least the search tries, is enough."""
+    def enough(rho: float) -> bool:
+        try:
+            accuracy(method, n, d, bounds, rho, **options)
+            return True
+        except InvalidParameterError as exc:
+            if "fallback" in str(exc):
+                return False
+            raise
+
+    low, high = math.exp(math.log(_LEAST_RHO)), math.exp(math.log(_MOST_RHO))
+    if enough(low):
+        return None
+    return narrowed(enough, high, low, 1e-9)
 
 
 __all__ = ["accuracy", "rho_for_accuracy"]

@@ -113,7 +113,9 @@ def run(args: argparse.Namespace) -> int:
     int
         0; bad input raises and becomes one error line.
     """
-    from ..planning import accuracy, rho_for_accuracy
+    import numpy as np  # here, not at start-up: building the parser imports no numpy
+
+    from ..planning import accuracy, rho_for_accuracy, rho_limit
 
     bounds = bounds_from(args)
     options = parse_options(args.option)
@@ -145,6 +147,16 @@ def run(args: argparse.Namespace) -> int:
         if getattr(reached, "ndim", 0):
             # Columns of unequal widths: the widest binds; say what the others get.
             plan["half_widths"] = reached
+        # What the rho buys, and what set it: the target was printed as the half-width even
+        # where the rho was the least the rows allow, 0.22 for targets 0.3, 0.5 and 1e9 alike
+        # (a user trial).
+        plan["reached_half_width"] = float(np.max(reached))
+        plan["rho_set_by"] = rho_limit(args.method, args.n, args.d, bounds, args.half_width,
+                                       rho, level=args.level, clip_radius=args.clip_radius,
+                                       **options)
+        box = _box_half_width(bounds, options)
+        if box is not None:
+            plan["box_half_width"] = box
         if args.delta is not None:
             epsilon = _epsilon_for(args, bounds, options, rho, args.delta)
             plan.update(delta=args.delta, epsilon=epsilon)
@@ -164,6 +176,18 @@ def run(args: argparse.Namespace) -> int:
         # An (epsilon, delta) budget was given (its rho is derived), not a rho or a width.
         _print(plan, args.json, args.half_width is None and args.rho is None)
     return 0
+
+
+def _box_half_width(bounds: Any, options: dict[str, Any]) -> float | None:
+    """Half the widest range of the public box (a norm bound R's box is (-R, R)); None when
+    neither is known."""
+    import numpy as np
+
+    if bounds is not None:
+        lo, hi = bounds
+        return float(np.max(np.asarray(hi, dtype=float) - np.asarray(lo, dtype=float))) / 2.0
+    norm_bound = options.get("norm_bound")
+    return None if norm_bound is None else float(norm_bound)
 
 
 def _epsilon_for(args: argparse.Namespace, bounds: Any, options: dict[str, Any], rho: float,
@@ -246,8 +270,9 @@ def _print(plan: dict, as_json: bool, epsilon_budget: bool = False) -> None:
             budget += (f" (epsilon = {_rounded_up(plan['epsilon'])} at delta = "
                        f"{plan['delta']:g})")
     # Per coordinate (an array) when the box's widths differ: each column's noise is
-    # proportional to its width, and a target binds on the widest column.
-    half_width = plan["half_width"]
+    # proportional to its width, and a target binds on the widest column. For a target, the
+    # half-width the rho found buys, which the target is not where another limit set it.
+    half_width = plan.get("reached_half_width", plan["half_width"])
     if getattr(half_width, "ndim", 0):
         print(f"{setting}: half-widths per coordinate {_first(half_width)} at {budget}")
     elif "half_widths" in plan:
@@ -255,6 +280,8 @@ def _print(plan: dict, as_json: bool, epsilon_budget: bool = False) -> None:
               f"{budget}; per coordinate {_first(plan['half_widths'])}")
     else:
         print(f"{setting}: half-width {half_width:.6g} at {budget}")
+    for line in _target_notes(plan):
+        print(line)
     if "clip_radius" in plan:
         print(f"the noise of a release whose private clipping radius is {plan['clip_radius']:g} "
               f"(or the largest the box allows, if smaller); a larger radius, more noise")
@@ -266,6 +293,30 @@ def _print(plan: dict, as_json: bool, epsilon_budget: bool = False) -> None:
               "--clip-radius plans for the radius you expect)")
     print("public values only: no data was read and no budget was spent; the clipping bias of "
           "a release is not included (its confidence_interval adds it)")
+
+
+def _target_notes(plan: dict) -> list[str]:
+    """For a --half-width target: the lines that say when the rho printed is not the one the
+    target needs (the rows' least, or the search's), and when the target is at least the
+    box's half-width."""
+    if "rho_set_by" not in plan:
+        return []
+    target, rho, reached = plan["half_width"], plan["rho"], plan["reached_half_width"]
+    below = (f"not the rho the target needs: the half-width there, {reached:.6g}, is below "
+             f"the target {target:g}")
+    notes = {
+        "rows": f"rho = {rho:.6g} is the least at which n = {plan['n']} rows are enough for a "
+                f"{plan['method']} release in d = {plan['d']} (with less, the release is the "
+                f"zero-vector fallback), {below}",
+        "search": f"rho = {rho:.6g} is the least rho the search tries, {below}",
+    }
+    lines = [notes[plan["rho_set_by"]]] if plan["rho_set_by"] in notes else []
+    box = plan.get("box_half_width")
+    if box is not None and target >= box:
+        lines.append(f"the target {target:g} is at least the box's half-width {box:.6g} (half "
+                     f"its widest range): an interval that wide is no narrower than the box, "
+                     f"which is known without any release")
+    return lines
 
 
 def _rounded_up(value: float, digits: int = 4) -> str:
