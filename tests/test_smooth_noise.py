@@ -182,10 +182,40 @@ def test_other_calibrations_meet_their_epsilon():
     st = StudentT.calibrate(Budget("pure-DP", epsilon=1.0), 0.1, dof=3)
     assert StudentT.epsilon(3, st.s, 0.1) == pytest.approx(1.0)
     lap = LaplaceNRS.calibrate(Budget.approx_dp(1.0, 1e-6))
-    assert (lap.s, lap.t) == pytest.approx((0.5, 1 / (2 * math.log(2e6))))
+    assert (lap.s, lap.t) == pytest.approx((0.5, math.log1p(1 / (2 * math.log(2e6)))))
     gauss = GaussianNRS.calibrate(Budget.approx_dp(1.0, 1e-6))
     assert (gauss.s, gauss.t) == pytest.approx((1 / (5 * math.sqrt(2 * math.log(2e6))),
                                                 1 / (4 * (1 + math.log(2e6)))))
+
+
+def _laplace_hockey_stick(epsilon: float, s: float, t: float, forward: bool) -> float:
+    """The hockey-stick divergence at e^epsilon of Lap(1) against e^t Lap(1) - s (or the
+    reverse): the release of a neighbour whose statistic moved by its whole smooth
+    sensitivity S and whose S grew by e^t, in units of S / s."""
+    p = lambda z: 0.5 * math.exp(-abs(z))  # noqa: E731
+    q = lambda z: 0.5 * math.exp(-t - abs(z + s) * math.exp(-t))  # noqa: E731
+    a, b = (p, q) if forward else (q, p)
+    edges = sorted({-400.0, -100.0, -40.0, -20.0, -s - 5.0, -s, 0.0, 5.0, 20.0, 40.0, 100.0,
+                    400.0})
+    return sum(integrate.quad(lambda z: max(0.0, a(z) - math.exp(epsilon) * b(z)), lo, hi,
+                              limit=400, epsabs=1e-300, epsrel=1e-10)[0]
+               for lo, hi in zip(edges[:-1], edges[1:], strict=False))
+
+
+@pytest.mark.parametrize("epsilon, delta", [(14.0, 1e-3), (20.0, 1e-6), (30.0, 1e-6),
+                                            (16.0, 1e-9), (1.0, 1e-6)])
+def test_laplace_nrs_keeps_its_delta_at_large_epsilon(epsilon, delta):
+    """A review: at NRS's t = eps / (2 ln(2 / delta)) the dilation's tail breaks delta above
+    eps of about 13 per coordinate (1.6e-3 for delta = 1e-3 at eps = 14; 4.6e-5 for 1e-6 at
+    30). With t = ln(1 + eps / (2 ln(2 / delta))) it is at most delta / 2 (the docstring)."""
+    cal = LaplaceNRS.calibrate(Budget.approx_dp(epsilon, delta))
+    worst = max(_laplace_hockey_stick(epsilon, cal.s, cal.t, forward)
+                for forward in (True, False))
+    assert worst <= delta
+    naive = epsilon / (2 * math.log(2 / delta))
+    if epsilon >= 14:  # the check catches NRS's own t there
+        assert max(_laplace_hockey_stick(epsilon, cal.s, naive, forward)
+                   for forward in (True, False)) > delta
 
 
 @pytest.mark.parametrize("call, message", [
