@@ -535,3 +535,58 @@ def test_show_explains_a_reserved_release(capsys, tmp_path):
     code, out, _ = run(capsys, "ledger", "show", ledger)
     assert code == 0 and "reserved" in out
     assert "cut off" in out and "stays charged in full" in out
+
+
+def _type_refusal_files(folder: Path) -> dict[str, Path]:
+    """Files whose refusal is told by their type alone (an array's header, a sparse archive)."""
+    import scipy.sparse
+
+    files = {name: folder / name for name in ("complex.npy", "timedelta.npy", "datetime.npy",
+                                              "ok.npy", "sparse.npz", "complex-sparse.npz")}
+    np.save(files["complex.npy"], np.ones((500, 2), dtype=complex))
+    np.save(files["timedelta.npy"], np.arange(500).astype("timedelta64[s]").reshape(-1, 1))
+    np.save(files["datetime.npy"], np.arange(500).astype("datetime64[s]").reshape(-1, 1))
+    np.save(files["ok.npy"], np.random.default_rng(0).random((500, 2)))
+    baskets = scipy.sparse.random(500, 20, density=0.1, format="csr", random_state=0)
+    baskets.data[:] = 1.0
+    scipy.sparse.save_npz(files["sparse.npz"], baskets)
+    scipy.sparse.save_npz(files["complex-sparse.npz"], baskets.astype(complex))
+    return files
+
+
+@pytest.mark.parametrize("name, flags, words", [
+    ("complex.npy", (), "complex.npy: data must be real-valued, got complex numbers"),
+    ("timedelta.npy", (), "data must be numeric, got timedelta64[s] values"),
+    ("datetime.npy", (), "holds non-numeric values (datetime64[s])"),
+    ("ok.npy", ("--engine", "sparse"), "engine='sparse' needs scipy.sparse input"),
+    ("ok.npy", ("--option", "engine=sparse"), "engine='sparse' needs scipy.sparse input"),
+    ("sparse.npz", ("--method", "trimmed"), "sparse.npz: sparse input is not supported"),
+    ("sparse.npz", ("--method", "coinpress-cov", "--option", "radius=3"),
+     "sparse input is not supported"),
+    ("sparse.npz", ("--engine", "memory"), "engine='memory' needs dense input"),
+    ("complex-sparse.npz", (), "sparse data must be real numbers, got complex128 values"),
+])
+def test_a_refusal_by_the_inputs_type_is_made_before_the_charge(capsys, tmp_path, name,
+                                                                 flags, words):
+    # A trial: each was refused only after the charge, as "failed" (0.1 rho each), where the
+    # help of --ledger says an array's type, the format and the flags cost nothing.
+    files = _type_refusal_files(tmp_path)
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    before = ledger.read_bytes()
+    code, _, err = run(capsys, "estimate", files[name], "--rho", 0.1, "--bounds", 0, 1,
+                       "--ledger", ledger, *flags)
+    assert code == 2 and words in err, err
+    assert "nothing was charged" in err and ledger.read_bytes() == before
+
+
+def test_a_sparse_archive_the_method_takes_is_still_charged_and_released(capsys, tmp_path):
+    files = _type_refusal_files(tmp_path)
+    ledger = tmp_path / "ledger.json"
+    run(capsys, "ledger", "init", ledger, "--rho", 1)
+    for flags in ((), ("--engine", "sparse"), ("--method", "trimmed", "--engine", "chunked")):
+        code, _, err = run(capsys, "estimate", files["sparse.npz"] if "trimmed" not in flags
+                           else files["ok.npy"], "--rho", 0.1, "--bounds", 0, 1, "--seed",
+                           len(flags) + 1, "--ledger", ledger, *flags)
+        assert code == 0, err
+    assert [r.status for r in ledger_file.read(ledger).ledger] == ["released"] * 3

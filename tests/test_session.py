@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -714,3 +715,28 @@ def test_the_largest_rho_that_fits():
     spent = Session(epsilon=1.0, delta=1e-6)
     spent.reserve("trimmed", Budget.approx_dp(1.0, 1e-6))
     assert spent.largest_rho() == 0.0
+
+
+@pytest.mark.parametrize("data, options, words", [
+    ("complex.npy", {}, "data must be real-valued, got complex numbers"),
+    ("timedelta.npy", {}, "data must be numeric, got timedelta64[s] values"),
+    ("dense", {"engine": "sparse"}, "engine='sparse' needs scipy.sparse input"),
+    ("sparse", {"method": "trimmed"}, "sparse input is not supported"),
+    ("sparse", {"engine": "memory", "method": "iome"}, "engine='memory' needs dense input"),
+    ("complex-sparse", {}, "sparse data must be real numbers"),
+])
+def test_a_refusal_by_the_inputs_type_charges_nothing(tmp_path, data, options, words):
+    # A trial: Session.mean("complex.npy") and engine="sparse" on an array were refused after
+    # the charge (0.1 rho each, "failed"); the docstring says a dtype is checked before it.
+    import scipy.sparse
+
+    baskets = scipy.sparse.random(500, 20, density=0.1, format="csr", random_state=0)
+    inputs = {"dense": np.random.default_rng(0).random((500, 2)), "sparse": baskets,
+              "complex-sparse": baskets.astype(complex)}
+    np.save(tmp_path / "complex.npy", np.ones((500, 2), dtype=complex))
+    np.save(tmp_path / "timedelta.npy", np.arange(500).astype("timedelta64[s]"))
+    x = inputs.get(data, str(tmp_path / data))
+    session = Session(rho=1)
+    with pytest.raises(dpmean.DPMeanError, match=re.escape(words)):
+        session.mean(x, rho=0.1, bounds=(0, 1), **options)
+    assert session.ledger == [] and session.spent == 0

@@ -21,7 +21,7 @@ import scipy.sparse
 
 from .errors import InvalidDataError, InvalidParameterError
 from .tables import CsvTable, ParquetTable
-from .validation import dtype_kind
+from .validation import check_real_dtype, dtype_kind
 
 __all__ = ["SUPPORTED_EXTENSIONS", "BasketFile", "check_basket", "check_n_items",
            "check_numeric_dtype", "check_readable", "load_data", "npz_member", "open_table",
@@ -226,11 +226,17 @@ def _check_numeric(p: Path, arr: np.ndarray, what: str = "") -> np.ndarray:
 
 
 def check_numeric_dtype(p: Path, dtype: np.dtype, what: str = "") -> None:
-    """Refuse an array type that is not numbers (or booleans): from the type alone, so the CLI
-    checks an array's header with it before a ledger's charge, as the reader checks the
-    array."""
+    """Refuse an array type that is not real numbers (or booleans): from the type alone, so
+    the CLI checks an array's header with it before a ledger's charge, as the reader checks
+    the array."""
     if not (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_)):
         raise InvalidDataError(f"{p}: {what}holds non-numeric values ({dtype_kind(dtype)})")
+    try:
+        # numpy counts complex numbers and timedelta64 as numbers: refused here with the
+        # estimators' own message, which they gave only after a ledger's charge (a trial).
+        check_real_dtype(dtype)
+    except InvalidDataError as exc:
+        raise InvalidDataError(f"{p}: {what.strip() + ': ' if what else ''}{exc}") from None
 
 
 # Errors numpy and zipfile raise on a damaged or mislabelled .npy/.npz file.

@@ -245,7 +245,7 @@ def _checked(estimator: Any, x: Any, columns: Sequence[str] | str | None
         # The box and the budget's split the release takes for (n, d) before reading.
         estimator.box(n, d)
         estimator.budget_plan(n, d)
-    _check_type(estimator, data, d)
+    check_input_type(estimator, data, d)
     baskets = estimator.reads_baskets(data)
     reason = estimator.fallback_reason(n, d, baskets)
     if reason is not None:
@@ -268,26 +268,50 @@ def _no_rows(table: Any) -> Any:
     return head(0) if callable(head) else None
 
 
-def _check_type(estimator: Any, data: Any, d: int) -> None:
-    """Refuse, by its type and dtype alone (a stand-in of that dtype is checked, not the
-    data), input the release refuses before reading a value: sparse input the estimator does
-    not take, values that are not real numbers. ``data`` None (a table, whose columns' types
-    are checked already) passes."""
+def check_input_type(estimator: Any, data: Any, d: int) -> None:
+    """Refuse, by its type and dtype alone (a stand-in of that dtype is checked, not the data),
+    input the release refuses before reading a value: sparse input the estimator does not
+    take, an engine for the other kind of input, values that are not real numbers.
+
+    A session calls it before its charge, and the command line with a stand-in of the type
+    its reader gives (``cli.estimate``): the estimator's own checks (``check_data``,
+    ``check_sparse_data``, ``engines.check_engine_input``), made before it reads a value,
+    with their messages.
+
+    Parameters
+    ----------
+    estimator : MeanEstimator
+        The release's estimator (its method, budget and ``engine``).
+    data : object
+        The input as the estimator receives it, or a stand-in of its type and dtype; None
+        for a table, whose columns' types are checked already (read as float64).
+    d : int
+        The input's number of columns (public).
+
+    Raises
+    ------
+    InvalidParameterError, InvalidDataError
+        What the release would refuse by the input's type.
+    """
+    from .engines import check_engine_input
+
     if estimator.finds_its_box():
         # Its own refusals (a budget other than zCDP, sparse input), before the charge.
         estimator.check_private_box_input(data)
-    if is_sparse(data):
-        if estimator.finds_its_box():
-            return
+    sparse = is_sparse(data)
+    if sparse and not estimator.finds_its_box():
         if not estimator.runs_sparse(data):
             check_data(data)  # refuses sparse input by its type, before looking at it
         import scipy.sparse
 
         check_sparse_data(scipy.sparse.csr_matrix((1, d), dtype=data.dtype))
-        return
-    dtype = getattr(data, "dtype", None)
-    if isinstance(dtype, np.dtype):
-        check_data(np.zeros((1, d), dtype=dtype))
+    elif not sparse:
+        dtype = getattr(data, "dtype", None)
+        if isinstance(dtype, np.dtype):
+            check_data(np.zeros((1, d), dtype=dtype))
+    # As ``make_engine`` refuses it, once the input's type is allowed (a trial: the sparse
+    # engine asked of an array was charged, then refused).
+    check_engine_input(estimator.engine, sparse)
 
 
 def release_events(estimator: Any) -> list[Event] | None:

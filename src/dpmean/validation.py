@@ -135,14 +135,7 @@ def check_data(x) -> np.ndarray:
     if arr.dtype == np.float16:
         # Exact in float32, which every engine's compiled kernels take (float16 they do not).
         arr = arr.astype(np.float32)
-    # numpy files timedelta64 under the integers; neither it nor datetime64 is a quantity to
-    # average here.
-    if arr.dtype == object or arr.dtype.kind in "mM" or not (
-        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
-    ):
-        raise InvalidDataError(f"data must be numeric, got {dtype_kind(arr.dtype)} values")
-    if np.issubdtype(arr.dtype, np.complexfloating):
-        raise InvalidDataError("data must be real-valued, got complex numbers")
+    check_real_dtype(arr.dtype)
     arr = native_dtype(arr)
     if arr.ndim == 1:
         arr = arr[:, None]
@@ -164,6 +157,33 @@ def check_data(x) -> np.ndarray:
         if not np.isfinite(sums).all():
             arr = beyond_range_clamped(arr)
     return arr
+
+
+def check_real_dtype(dtype: np.dtype) -> None:
+    """Refuse a dtype that is not real numbers (or booleans), from the dtype alone.
+
+    ``check_data``'s refusal of an array's type, which needs no value: the readers and the
+    command line make it from a ``.npy`` header, before a ledger's charge, with this message.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype
+        The data's type.
+
+    Raises
+    ------
+    InvalidDataError
+        Text, objects, datetime64 or timedelta64 ("data must be numeric"), or complex numbers
+        ("data must be real-valued").
+    """
+    # numpy files timedelta64 under the integers and complex numbers under its numbers;
+    # neither they nor datetime64 are quantities to average here.
+    if dtype.kind in "OmM" or not (
+        np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_)
+    ):
+        raise InvalidDataError(f"data must be numeric, got {dtype_kind(dtype)} values")
+    if np.issubdtype(dtype, np.complexfloating):
+        raise InvalidDataError("data must be real-valued, got complex numbers")
 
 
 def beyond_range_clamped(arr: np.ndarray) -> np.ndarray:

@@ -207,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
         # value of the data is read.
         estimator = build_estimator(args.method, **budget, bounds=_bounds(args, layout),
                                     random_state=args.seed, **options)
+        _check_input_type(args, estimator, engine, layout)
     result, session, index = _release(args, estimator, engine, layout)
     payload = result.to_dict(level=args.level)
     if "epsilon" in budget:
@@ -434,9 +435,7 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
                     except InsufficientDataWarning as exc:
                         raise insufficient_data_error(exc) from None
                     except InvalidDataError as exc:
-                        if str(exc).startswith(f"{args.input}: "):
-                            raise  # the reader named the file already
-                        raise InvalidDataError(f"{args.input}: {exc}") from None
+                        raise _naming_input(args, exc) from None
         except BaseException as exc:
             if index is not None:
                 # The data may have been read: the release stays charged, as failed.
@@ -449,6 +448,47 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
     session = (ledger_file.settle(args.ledger, index, "released", result.spent)
                if index is not None else None)
     return result, session, index
+
+
+def _naming_input(args: argparse.Namespace, exc: InvalidDataError) -> InvalidDataError:
+    """``exc`` as it names INPUT: itself where the reader named the file already."""
+    if str(exc).startswith(f"{args.input}: "):
+        return exc
+    return InvalidDataError(f"{args.input}: {exc}")
+
+
+def _check_input_type(args: argparse.Namespace, estimator: Any, engine: str | None,
+                      layout: _Layout) -> None:
+    """Refuse, before the charge, what the release refuses by the type of the input its
+    reader gives (``session.check_input_type`` on a stand-in of that type, from the layout):
+    sparse input the method does not take, an engine for the other kind of input, a sparse
+    archive whose values are not real. The release refused them after the charge, which
+    the help of --ledger says they cost nothing (a trial)."""
+    from ..session import check_input_type
+
+    try:
+        check_input_type(estimator, _stand_in(args, engine, layout), layout.d)
+    except InvalidDataError as exc:
+        raise _naming_input(args, exc) from None
+
+
+def _stand_in(args: argparse.Namespace, engine: str | None, layout: _Layout) -> Any:
+    """A row of zeros of the type ``_open_input`` gives for INPUT and ``engine`` (its dtype
+    from the array's header): a scipy.sparse matrix for a sparse archive, and for baskets
+    read by the sparse engine; an array for a .npy or .npz array; None for the rest (tables,
+    and baskets read densely), whose values are read as float64."""
+    import numpy as np
+    import scipy.sparse
+
+    ext = Path(args.input).suffix.lower()
+    if layout.sparse or (ext == ".dat" and engine in (None, "sparse")):
+        try:
+            return scipy.sparse.csr_matrix((1, layout.d), dtype=layout.dtype or np.float64)
+        except (TypeError, ValueError):  # a type scipy does not take: its reader refuses it
+            return scipy.sparse.csr_matrix((1, layout.d))
+    if layout.dtype is not None:
+        return np.zeros((1, layout.d), dtype=layout.dtype)
+    return None
 
 
 def _release_label(args: argparse.Namespace) -> str:
@@ -586,6 +626,8 @@ class _Layout:
     n: int | None = None
     names: tuple[str, ...] | None = None
     sparse: bool = False
+    # The values' type in an array's header (a sparse archive's data), else None.
+    dtype: Any = None
 
 
 def _input_layout(args: argparse.Namespace) -> _Layout:
@@ -640,10 +682,13 @@ def _npz_layout(path: Path, key: str | None) -> _Layout:
             members = {name.removesuffix(".npy"): name for name in archive.namelist()}
             key = npz_member(path, list(members), key)
             if key is None:
-                # scipy.sparse.save_npz keeps the (public) shape as an array of its own.
+                # scipy.sparse.save_npz keeps the (public) shape as an array of its own, and
+                # the values' type in the header of its data.
                 with archive.open(members["shape"]) as f:
                     n, d = (int(v) for v in np.lib.format.read_array(f, allow_pickle=False))
-                return _Layout(d=d, n=n, sparse=True)
+                with archive.open(members["data"]) as f:
+                    _, dtype = _array_header(path, f, "")
+                return _Layout(d=d, n=n, sparse=True, dtype=dtype)
             with archive.open(members[key]) as f:
                 return _array_layout(path, f, f"array {key!r} ")
     except InvalidDataError:
@@ -655,9 +700,19 @@ def _npz_layout(path: Path, key: str | None) -> _Layout:
 def _array_layout(path: Path, f: IO[bytes], what: str) -> _Layout:
     """The layout in a .npy header (at ``f``'s position): a numeric array of 1 or 2
     dimensions, with at least one row and one column."""
-    import numpy as np
-
     from ..io import check_numeric_dtype
+
+    shape, dtype = _array_header(path, f, what)
+    check_numeric_dtype(path, dtype, what)
+    if len(shape) not in (1, 2) or 0 in shape:
+        raise InvalidDataError(f"{path}: {what}must hold rows of numbers (1-D or 2-D, at least "
+                               f"one row and one column), got shape {shape}")
+    return _Layout(d=shape[1] if len(shape) == 2 else 1, n=shape[0], dtype=dtype)
+
+
+def _array_header(path: Path, f: IO[bytes], what: str) -> tuple[tuple[int, ...], Any]:
+    """The shape and dtype in a .npy header (at ``f``'s position)."""
+    import numpy as np
 
     try:
         version = np.lib.format.read_magic(f)
@@ -669,11 +724,7 @@ def _array_layout(path: Path, f: IO[bytes], what: str) -> _Layout:
     except (ValueError, OSError, EOFError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InvalidDataError(f"{path}: {what}not a valid .npy array ({reason})") from None
-    check_numeric_dtype(path, dtype, what)
-    if len(shape) not in (1, 2) or 0 in shape:
-        raise InvalidDataError(f"{path}: {what}must hold rows of numbers (1-D or 2-D, at least "
-                               f"one row and one column), got shape {shape}")
-    return _Layout(d=shape[1] if len(shape) == 2 else 1, n=shape[0])
+    return shape, dtype
 
 
 @contextlib.contextmanager

@@ -72,6 +72,30 @@ def check_whole_read_fits(n: int, d: int, kind: str, baskets: bool = False) -> N
         f"free: use engine='chunked'{sparse}, which reads it in blocks")
 
 
+def check_engine_input(kind: str | None, sparse: bool) -> None:
+    """Refuse engine ``kind`` for input that is scipy.sparse (``sparse``) or is not, by the
+    input's type alone: ``make_engine`` as it reads, and a session and the command line before
+    a charge (public: an engine given for the wrong input was refused after it, a trial).
+
+    Parameters
+    ----------
+    kind : str or None
+        The engine asked for (None chooses by the input's type, and takes either).
+    sparse : bool
+        Whether the input is a scipy.sparse matrix or array.
+
+    Raises
+    ------
+    InvalidParameterError
+        The sparse engine for dense input, or another engine for sparse input.
+    """
+    if kind == "sparse" and not sparse:
+        raise InvalidParameterError("engine='sparse' needs scipy.sparse input")
+    if kind not in (None, "sparse") and sparse:
+        raise InvalidParameterError(f"engine={kind!r} needs dense input; sparse input runs on "
+                                    f"engine='sparse'")
+
+
 def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None, *,
                 scale: np.ndarray | None = None) -> Engine:
     """The engine of kind ``kind`` over validated input ``x`` clamped to [lo, hi] and, when
@@ -87,13 +111,9 @@ def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None,
     if kind is None:
         kind = ("sparse" if is_sparse(x) else "chunked" if isinstance(x, RowSource)
                 else "dask" if is_dask_array(x) else "memory")
+    check_engine_input(kind, is_sparse(x))
     if kind == "sparse":
-        if not is_sparse(x):
-            raise InvalidParameterError("engine='sparse' needs scipy.sparse input")
         return SparseEngine(x, lo, hi, scale)
-    if is_sparse(x):
-        raise InvalidParameterError(f"engine={kind!r} needs dense input; sparse input runs on "
-                                    f"engine='sparse'")
     # A basket file read whole is baskets still (``reads_baskets``): noted before it is read.
     baskets = isinstance(x, DatSource)
     engine: Engine
@@ -120,5 +140,6 @@ def make_engine(x: Any, lo: np.ndarray, hi: np.ndarray, kind: str | None = None,
 
 
 __all__ = ["ENGINES", "ChunkedEngine", "DatSource", "Engine", "InMemoryEngine", "RowSource",
-           "SparseEngine", "available_memory", "check_engine", "check_whole_read_fits",
+           "SparseEngine", "available_memory", "check_engine", "check_engine_input",
+           "check_whole_read_fits",
            "is_dask_array", "is_deferred", "make_engine", "open_source", "reads_whole"]
