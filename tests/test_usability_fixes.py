@@ -465,3 +465,30 @@ def test_a_release_without_a_noise_scale_projected_onto_the_faces_is_said():
         warnings.simplefilter("error", NoisyReleaseWarning)
         dpmean.mean(x, rho=0.1, bounds=(-5, 5), method="coinpress-cov", radius=20.0,
                     random_state=0)
+
+
+@pytest.mark.parametrize("flag, flags", [
+    ("--rho", ("--rho", "0.1", "--rho", "0.9")),
+    ("--epsilon", ("--epsilon", "1", "--epsilon", "2", "--delta", "1e-6")),
+    ("--delta", ("--epsilon", "1", "--delta", "1e-6", "--delta", "1e-5"))])
+def test_a_budget_flag_given_twice_is_refused(capsys, tmp_path, flag, flags):
+    # A trial: --rho 0.1 --rho 0.9 spent 0.9 without a word, where a repeated --option is
+    # refused.
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).random((500, 2)))
+    code = main(["estimate", str(tmp_path / "x.npy"), "--bounds", "0", "1", *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{flag} is given twice" in err
+
+
+def test_small_messages_of_a_trial():
+    # "cannot charge a approx-DP release".
+    session = dpmean.Session(rho=1)
+    with pytest.raises(dpmean.InvalidParameterError, match="cannot charge an approx-DP release"):
+        session.mean(np.zeros((100, 1)), epsilon=1, delta=1e-6, bounds=(0, 1),
+                     method="trimmed", noise="laplace")
+    # rho= given to rho_for_accuracy was a TypeError naming accuracy().
+    with pytest.raises(dpmean.InvalidParameterError, match="takes no budget"):
+        dpmean.rho_for_accuracy("cm", 100, 2, (0, 1), half_width=0.1, rho=1)
+    # A range by name with lo > hi was "coordinate 1".
+    with pytest.raises(dpmean.InvalidParameterError, match="column 'b' has lo=1, hi=0"):
+        dpmean.accuracy("cm", 100, 2, {"a": (0, 1), "b": (1, 0)}, rho=1)

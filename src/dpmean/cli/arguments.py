@@ -91,10 +91,23 @@ def add_budget_arguments(parser: argparse.ArgumentParser, whose: str) -> None:
     """
     budget = parser.add_argument_group(
         f"privacy budget, {whose} (give --rho, or --epsilon and --delta)")
-    budget.add_argument("--rho", type=float, metavar="R", help="zCDP budget rho > 0")
-    budget.add_argument("--epsilon", type=float, metavar="E",
+    budget.add_argument("--rho", type=float, metavar="R", action=_Once,
+                        help="zCDP budget rho > 0")
+    budget.add_argument("--epsilon", type=float, metavar="E", action=_Once,
                         help="(epsilon, delta)-DP budget epsilon > 0, with --delta")
-    budget.add_argument("--delta", type=float, metavar="D", help="delta in (0, 1), with --epsilon")
+    budget.add_argument("--delta", type=float, metavar="D", action=_Once,
+                        help="delta in (0, 1), with --epsilon")
+
+
+class _Once(argparse.Action):
+    """Store a flag's value, refusing the flag given twice: ``--rho 0.1 --rho 0.9`` spent 0.9,
+    the last, without a word (a trial), where a repeated --option is refused."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            raise UsageError(f"{option_string} is given twice; give the budget once")
+        setattr(namespace, self.dest, values)
 
 
 def budget_from(args: argparse.Namespace) -> dict[str, float]:
