@@ -37,7 +37,7 @@ from .estimators.clipped import box_reach
 from .intervals import check_level
 from .mechanisms.gaussian import normal_isf
 from .registry import ESTIMATORS, PLANNED
-from .validation import bounds_by_name, check_count, check_positive
+from .validation import bounds_by_name, check_bounds, check_count, check_positive
 
 # The bracket of ``rho_for_accuracy``'s search.
 _LEAST_RHO, _MOST_RHO = 1e-12, 1e12
@@ -147,7 +147,11 @@ def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None,
             raise InvalidParameterError(
                 f"accuracy: bounds give ranges for {len(bounds)} columns by name but d is {d}; "
                 f"give one (lo, hi) for every column")
-        bounds = bounds_by_name(bounds, list(bounds))
+        names = list(bounds)
+        bounds = bounds_by_name(bounds, names)
+        # Judged here, where the names are known: the estimator's own check told "coordinate
+        # 1" of ranges given by name (a trial).
+        check_bounds(bounds, d, names)
     estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, bounds=bounds,
                                 **options)
     # The rho a release of this shape is granted (an (epsilon, delta) request to PLAN is
@@ -238,6 +242,13 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
     # comparisons, and a bad n, d or level would fail only inside the first trial accuracy.
     half_width = check_positive(half_width, "half_width")
     n, d, level = _check_request(method, n, d, level)
+    given = [name for name in ("rho", "epsilon", "delta") if name in options]
+    if given:
+        # Passed on to accuracy(), a rho= failed there with a bare TypeError (a trial).
+        raise InvalidParameterError(
+            f"rho_for_accuracy finds the rho for half_width, so it takes no budget "
+            f"({', '.join(name + '=' for name in given)} given); accuracy(method, n, d, bounds, "
+            f"rho) gives the half-width at a budget")
 
     def meets(rho: float) -> bool:
         try:

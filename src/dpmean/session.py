@@ -734,20 +734,20 @@ class Session:
                                         f"{type(budget).__name__}")
         notion = budget.notion
         if notion.startswith(("local-", "shuffle-")):
-            raise InvalidParameterError(f"cannot charge a {notion} release to a session: "
+            raise InvalidParameterError(f"cannot charge {_article(notion)} release to a session: "
                                         f"{_CENTRAL_ONLY}")
         if self.unit == "rho" and notion not in ("zCDP", "pure-DP"):
             why = ("tCDP bounds only the Renyi orders up to omega, which is not zCDP"
                    if notion == "tCDP" else
                    "(epsilon, delta)-DP does not imply zCDP for any rho")
             raise InvalidParameterError(
-                f"cannot charge a {notion} release to a zCDP session: {why}. Open an "
+                f"cannot charge {_article(notion)} release to a zCDP session: {why}. Open an "
                 f"(epsilon, delta) session (Session(epsilon=..., delta=...)) instead"
             )
         if self.unit == "epsilon" and notion not in ("zCDP", "pure-DP", "approx-DP"):
             raise InvalidParameterError(
-                f"cannot charge a {notion} release to an (epsilon, delta) session: composing "
-                f"tCDP releases is not implemented"
+                f"cannot charge {_article(notion)} release to an (epsilon, delta) session: "
+                f"composing tCDP releases is not implemented"
             )
 
     @staticmethod
@@ -954,6 +954,11 @@ class Session:
             return (f"Session({self._budget}, {len(self._releases)} releases, spent "
                     f"{spent:.6g} {self.unit}, remaining "
                     f"{max(0.0, self._budget.total - spent):.6g})")
+
+
+def _article(notion: str) -> str:
+    """``notion`` with its article: "an approx-DP", "a zCDP" ("a approx-DP" was printed)."""
+    return f"{'an' if notion[0] in 'aeiou' else 'a'} {notion}"
 
 
 def _seed_reused(given: str) -> InvalidParameterError:
