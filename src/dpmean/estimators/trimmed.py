@@ -34,6 +34,7 @@ from ..mechanisms.smooth_noise import (
     smooth_sensitivity_mechanism,
 )
 from ..mechanisms.smooth_sensitivity import (
+    computed_smooth_sensitivity,
     tails_smooth_sensitivity,
     trimmed_means,
     trimmed_smooth_sensitivity,
@@ -486,4 +487,4 @@ class TrimmedMean(MeanEstimator):
                                 values=values.size)
         if output:
             exact = np.clip(exact, lo, hi)
-        return exact, smooth
+        return exact, computed_smooth_sensitivity(smooth, engine.n, trims, lo, hi)
