@@ -5,6 +5,7 @@ import pytest
 from ledgers import stage
 from scipy.stats import chisquare
 
+from dpmean.accounting import PrivacyLedger
 from dpmean.errors import InvalidParameterError
 from dpmean.mechanisms import exponential_epsilon, exponential_quantile
 
@@ -382,3 +383,15 @@ def test_a_domain_whose_width_overflows_is_refused_not_looped():
     with pytest.raises(InvalidParameterError, match="finite width"):
         exponential_quantile(np.zeros((5, 1)), 0.5, -1e308, 1e308, rho=1.0,
                              rng=np.random.default_rng(0), **stage())
+
+
+@pytest.mark.parametrize("n, top", [(5, 1e-323), (5, 5e-324), (10**4, 1e-306)])
+def test_a_domain_too_narrow_for_its_atoms_is_refused_before_the_charge(n, top):
+    """(0, 1e-323): the ends' atoms, (hi - lo) / (n + 1), underflowed to 0, their logs to
+    -inf, the weights to NaN, and the sampler looped for ever after charging (a review). Now
+    refused from the public domain and n, with nothing charged."""
+    ledger = PrivacyLedger.for_stages({"q": 1.0})
+    with pytest.raises(InvalidParameterError, match="smallest normal double"):
+        exponential_quantile(np.zeros(n), 0.5, 0.0, top, rho=1.0,
+                             rng=np.random.default_rng(0), ledger=ledger, stage="q")
+    assert not ledger.spent

@@ -87,6 +87,7 @@ def exponential_quantile(
     """
     checked = as_columns(values, lo, hi)
     _check_exponential(rho, q, sensitivity)
+    _check_domain(checked[0].shape[0], checked[1], checked[2])  # before the charge
     # Each column: an eps-DP exponential mechanism with eps = sqrt(8 rho), whose zCDP cost
     # eps^2 / 8 (bounded range) is rho: k columns cost k rho.
     ledger.charge(stage, checked[0].shape[1] * rho,
@@ -279,13 +280,7 @@ def exponential_draws(
     _check_exponential(rho, q, sensitivity)
     eps = exponential_epsilon(rho)
     n, k = values.shape
-    if not (lo < hi).all():
-        raise InvalidParameterError("the exponential quantile needs lo < hi on every column")
-    if not np.isfinite(hi - lo).all():
-        # The ends' atoms weigh (hi - lo) / (n + 1): an infinite width made every part's
-        # weight NaN and the sampler retry for ever (the final review: (-1e308, 1e308)).
-        raise InvalidParameterError("the exponential quantile needs a finite width hi - lo on "
-                                    "every column")
+    _check_domain(n, lo, hi)
     decay = eps / (2.0 * sensitivity)
     target = q * n
     window = gap_window(n, target, window_half_width(n, decay))
@@ -355,6 +350,24 @@ def gap_window(n: int, target: float, half_width: int) -> tuple[int, int]:
 # LEFT and RIGHT of it, and the atoms at the domain's ends (``_end_atoms``).
 _WINDOW, _LEFT, _RIGHT, _AT_LO, _AT_HI = 0, 1, 2, 3, 4
 _PARTS = 5
+
+
+def _check_domain(n: int, lo: np.ndarray, hi: np.ndarray) -> None:
+    """Refuse domains the sampler cannot weigh (public: n and the domain): lo >= hi, an
+    infinite width, or an end atom (``atom_weight``) below the smallest normal double."""
+    if not (lo < hi).all():
+        raise InvalidParameterError("the exponential quantile needs lo < hi on every column")
+    if not np.isfinite(hi - lo).all():
+        # The ends' atoms weigh (hi - lo) / (n + 1): an infinite width made every part's
+        # weight NaN and the sampler retry for ever (the final review: (-1e308, 1e308)).
+        raise InvalidParameterError("the exponential quantile needs a finite width hi - lo on "
+                                    "every column")
+    if not (atom_weight(n, lo, hi) >= np.finfo(np.float64).tiny).all():
+        # An atom's weight underflowed to 0, its log to -inf, the weights to NaN, and the
+        # sampler retried for ever after the charge (a review: the domain (0, 1e-323)).
+        raise InvalidParameterError(
+            "the exponential quantile needs a domain wider than (n + 1) times the smallest "
+            "normal double (2.2e-308) on every column")
 
 
 def atom_weight(n: int, lo: Any, hi: Any) -> Any:
