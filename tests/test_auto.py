@@ -38,9 +38,8 @@ def test_ledger_adds_up_and_the_release_spends_the_rest():
     assert set(result.ledger) == {*CHOICE_STAGES, TAIL_STAGE, FAR_PAIRS_STAGE, "release"}
     assert not AutoMean(0.5).reads_centred_tail(4000) and AutoMean(0.5).reads_centred_tail(
         20_000)
-    assert set(AutoMean(0.5).choice_plan(20_000)) == {
-        *CHOICE_STAGES, *(set(TAIL_STAGES) - {FAR_PAIRS_STAGE}), "release"}
-    assert result.ledger[FAR_PAIRS_STAGE] == pytest.approx(0.5 * TAIL_SHARE)
+    assert set(AutoMean(0.5).choice_plan(20_000)) == {*CHOICE_STAGES, *TAIL_STAGES, "release"}
+    assert result.ledger[FAR_PAIRS_STAGE] == pytest.approx(0.5 * auto_module.FAR_PAIRS_RHO)
     assert sum(result.ledger.values()) == pytest.approx(0.5, rel=1e-12)
     # n = 4000 at rho = 1/2: 3 / ((2% of 2000)^2 rho) = 0.375% buys the medians' precision
     assert sum(result.ledger[s] for s in CHOICE_STAGES) == pytest.approx(0.5 * 0.00375)
@@ -48,7 +47,7 @@ def test_ledger_adds_up_and_the_release_spends_the_rest():
     # only above n rho = 10^4
     assert result.ledger[TAIL_STAGE] == pytest.approx(0.5 * TAIL_SHARE)
     plan = AutoMean(0.5).choice_plan(20_000)
-    for stage in set(TAIL_STAGES) - {FAR_PAIRS_STAGE}:
+    for stage in TAIL_STAGES:
         assert plan[stage] == pytest.approx(0.5 * TAIL_SHARE)
     assert AutoMean(0.5).tail_share(70_000) == pytest.approx(1 / (0.01 * 70_000 * 0.5))
     inner = result.diagnostics["release_ledger"]
@@ -142,8 +141,9 @@ def test_predictions_follow_their_formulas():
     x, box = skewed(1, n=4000, d=16)
     result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=1)
     predicted = result.diagnostics["predicted_noise"]
-    # (the tail and, below n rho = 10^4, the far pairs' count: TAIL_SHARE each)
-    rho_rest = 0.5 * (1 - AutoMean(0.5).choice_share(4000) - 2 * TAIL_SHARE)
+    # (the tail and, below n rho = 10^4, the far pairs' count)
+    rho_rest = 0.5 * (1 - AutoMean(0.5).choice_share(4000) - TAIL_SHARE
+                      - auto_module.FAR_PAIRS_RHO)
     assert rho_rest == pytest.approx(AutoMean(0.5).choice_plan(4000)["release"])
     width = np.linalg.norm(np.full(16, box[1] - box[0]))
     # The Gaussian mechanism's noise is public: sqrt(d) ||hi - lo|| / (n sqrt(2 rho)).

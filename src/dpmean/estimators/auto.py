@@ -80,7 +80,7 @@ CENTRED_TAIL_STAGE = "choice centred tail"
 CENTRE_NOISE = 0.5
 # Where that centre is not bought (n rho below 10^4), rows in groups far apart (clusters, two
 # corners, a flag) are seen by the pairs instead: one noisy count (stage FAR_PAIRS_STAGE,
-# ``tail_share`` of rho; a row is in one pair, sensitivity 1) of the pairs whose l2 distance
+# FAR_PAIRS_RHO of rho; a row is in one pair, sensitivity 1) of the pairs whose l2 distance
 # exceeds FAR_PAIR_RATIO times the pairs' private median. Where it exceeds FAR_PAIRS_SHARE of
 # the pairs by FAR_PAIRS_SDS of its noise, IOME and PLAN, whose centre and radius follow the
 # bulk and clip a group that lies at the bulk's distance from the origin, are left out (a
@@ -89,6 +89,7 @@ CENTRE_NOISE = 0.5
 # nothing). For Gaussian rows the share beyond 4 medians is 0.7% of the pairs at d = 1 and
 # below 10^-3 from d = 2.
 FAR_PAIRS_STAGE = "choice far pairs"
+FAR_PAIRS_RHO = 0.01
 FAR_PAIR_RATIO = 4.0
 FAR_PAIRS_SHARE = 0.01
 FAR_PAIRS_SDS = 3.0
@@ -261,11 +262,11 @@ def norm_stages(baskets: bool) -> tuple[str, ...]:
     chunks asks the same; a basket's norm is the root of its size, and the choice between CM
     and PLAN's binary instantiation there weighs r0 against PLAN's centre's error, see
     ``AutoMean.predicted_noise``). Public: the input's kind."""
-    return (*CHOICE_STAGES, *TAIL_STAGES) if baskets else CHOICE_STAGES[:1]
+    return (*CHOICE_STAGES, *TAIL_STAGES, FAR_PAIRS_STAGE) if baskets else CHOICE_STAGES[:1]
 
 
-# The stages that take ``tail_share`` of rho each (``AutoMean.choice_plan`` says which).
-TAIL_STAGES = (TAIL_STAGE, CENTRE_STAGE, CENTRED_TAIL_STAGE, FAR_PAIRS_STAGE)
+# The stages that take ``tail_share`` of rho each.
+TAIL_STAGES = (TAIL_STAGE, CENTRE_STAGE, CENTRED_TAIL_STAGE)
 
 
 def tail_edges(r0: float, reach: float) -> np.ndarray:
@@ -1101,11 +1102,14 @@ class AutoMean(MeanEstimator):
     def choice_plan(self, n: int) -> dict[str, float]:
         """The plan where the choice is made (public: n and rho): ``choice_share`` split over
         ``CHOICE_STAGES``, ``tail_share`` to each of ``TAIL_STAGES`` it buys (the centre's
-        two where ``reads_centred_tail``, else the far pairs' count), the rest "release"."""
+        two where ``reads_centred_tail``; else ``FAR_PAIRS_RHO`` to the far pairs' count), the
+        rest "release"."""
         choice = self.rho * self.choice_share(n)
         centred = self.reads_centred_tail(n)
         tails = {stage: self.rho * self.tail_share(n) for stage in TAIL_STAGES
-                 if stage == TAIL_STAGE or centred == (stage != FAR_PAIRS_STAGE)}
+                 if stage == TAIL_STAGE or centred}
+        if not centred:
+            tails[FAR_PAIRS_STAGE] = self.rho * FAR_PAIRS_RHO
         return {**{stage: choice / len(CHOICE_STAGES) for stage in CHOICE_STAGES}, **tails,
                 "release": self.rho - choice - sum(tails.values())}
 
@@ -1199,12 +1203,11 @@ class AutoMean(MeanEstimator):
             options.append(tuple(candidate.plan_events(n, d, sparse)))
         norms = norm_stages(sparse)
         choice = {stage: gaussian_event(plan[stage], self.secure_noise)
-                  if stage in (*norms, *TAIL_STAGES, NEAR_ORIGIN_STAGE, SPREAD_STAGE,
-                               COLUMN_ENDS_STAGE,
-                               *FACE_STAGES)
+                  if stage in (*norms, *TAIL_STAGES, FAR_PAIRS_STAGE, NEAR_ORIGIN_STAGE,
+                               SPREAD_STAGE, COLUMN_ENDS_STAGE, *FACE_STAGES)
                   else exponential_event(plan[stage])
-                  for stage in (*CHOICE_STAGES, *TAIL_STAGES, NEAR_ORIGIN_STAGE, SPREAD_STAGE,
-                                COLUMN_ENDS_STAGE,
+                  for stage in (*CHOICE_STAGES, *TAIL_STAGES, FAR_PAIRS_STAGE,
+                                NEAR_ORIGIN_STAGE, SPREAD_STAGE, COLUMN_ENDS_STAGE,
                                 *FACE_STAGES)
                   if stage in plan}
         return {**choice, "release": ChoiceEvent(tuple(options))}
