@@ -161,12 +161,11 @@ def test_ranges_by_name_on_the_command_line(capsys, folder):
         ((*base, "--range", "large0:1000"), "expected NAME=LO:HI"),
         ((*base, "--range", "large=0:1", "--range", "large=0:2"), "more than once: 'large'"),
         (("estimate", folder / "scaled.npy", "--rho", "1", "--range", "a=0:1"), "has none. Use"),
-        # pandas' default names 0, 1, 2: which the line is must be said (a trial).
+        # pandas' default names 0, 1 make a first line of numbers: a row, said why (a trial).
         (("estimate", folder / "numbers.csv", "--rho", "1", "--range", "0=0:1"),
-         "the first line is the numbers 0 to 2 in order"),
-        # Told it is data, the first line is a row, said why (a trial).
-        (("estimate", folder / "numbers.csv", "--rho", "1", "--range", "0=0:1", "--no-header"),
-         "has none. Use --bounds-file"),
+         "has none; its first line is all numbers, so it is read as a row (a header of numbers, "
+         "such as pandas' 0,1,2, cannot be told from a person's values: give the columns names "
+         "with letters). Use --bounds-file"),
     ]:
         code, out, err = run(capsys, *argv)
         assert code == 2 and out == "" and message in err, (argv, err)
@@ -267,22 +266,3 @@ def test_a_far_box_is_printed_with_the_digits_its_interval_needs(capsys, tmp_pat
     lo = interval.split(" lo ")[1].split(";")[0]
     hi = interval.split("; hi ")[1]
     assert lo != hi and float(lo) < times.mean() < float(hi), interval
-
-
-def test_pandas_default_names_are_refused_before_the_charge_unless_a_flag_says(capsys,
-                                                                               folder):
-    # A trial: "0,1,2" from to_csv(index=False) was read as a row, n = 2001 of 2000, the mean
-    # biased by a made-up row, with neither --header nor --no-header given.
-    ledger = folder / "ledger.json"
-    assert run(capsys, "ledger", "init", ledger, "--rho", "10")[0] == 0
-    before = ledger.read_bytes()
-    code, out, err = run(capsys, "estimate", folder / "numbers.csv", *GOOD, "--ledger", ledger)
-    assert code == 2 and out == "" and "the first line is the numbers 0 to 2 in order" in err
-    assert "--no-header" in err and "nothing was charged" in err
-    assert ledger.read_bytes() == before
-    code, out, err = run(capsys, "estimate", folder / "numbers.csv", *GOOD, "--header")
-    assert code == 2 and "a name that reads as a number" in err
-    # The user's choice: the line is data.
-    code, out, err = run(capsys, "estimate", folder / "numbers.csv", *GOOD, "--no-header",
-                         "--json")
-    assert code == 0 and json.loads(out)["n"] == len(VALUES) + 1

@@ -543,10 +543,8 @@ class CsvTable:
       for the index, is a name too), and as data when all of its cells are numbers. A line
       that mixes numbers with text or empty cells is refused: it may be a row with a missing
       value or a header with a name that is a number, and guessing either from the values
-      would make n, d and the published column names depend on one person's row. A first
-      line that is exactly 0, 1, ..., d-1 with d >= 3 (pandas' default names, from
-      ``to_csv(index=False)``) is refused too: read as data, it was a made-up row. A header
-      with a name that is a number (pandas' default names too) is refused even with
+      would make n, d and the published column names depend on one person's row. A header
+      with a name that is a number (pandas' default names 0 .. d-1 too) is refused even with
       ``header=True``: it cannot be told from a row of data. ``header=False`` reads the first
       line as data.
     - ``index_col=None`` drops the first column when its header cell is empty (what pandas'
@@ -638,8 +636,6 @@ class CsvTable:
                 f"nan, inf, or True and False, which are read as 1 and 0), so it cannot be "
                 f"told from a row of data; rename the columns (pandas' 0, 1, ... too), or "
                 f"pass --no-header (header=False) if the line is data")
-        if header is None and all(numbers):
-            self._refuse_numbered_names(first)
         self.header = self._guess_header(numbers) if header is None else bool(header)
         if self.header:
             all_names = list(self._read(first.encode(), autogenerate=False).column_names)
@@ -708,28 +704,6 @@ class CsvTable:
         return [_is_scalar_number(f.type) or bool(_DECIMAL_COMMA.fullmatch(text.strip()))
                 or text.strip(_CELL_SPACE).lower() in _BOOLEAN_WORDS
                 for f, text in zip(cells, texts, strict=True)]
-
-    def _refuse_numbered_names(self, first: str) -> None:
-        """Refuse a first line of numbers that is exactly 0, 1, ..., d-1 (d >= 3): the names
-        pandas writes for a frame without names (``to_csv(index=False)``), read as a row of
-        data, added a made-up row to n and the mean (a trial: n = 201 of 200 rows).
-
-        Why d >= 3 only: in a file without a header the first line is a person's row, and
-        whether it is refused is told for free; a row of 0/1 values is never 0, 1, 2, but one
-        of 1 or 2 columns (a binary flag's "0", "0,1") would be told exactly. --header or
-        --no-header (header=) decides without judging the line."""
-        texts = [text.strip(_CELL_SPACE)
-                 for text in self._read(first.encode(), autogenerate=False).column_names]
-        if len(texts) < 3 or texts != [str(i) for i in range(len(texts))]:
-            return
-        raise InvalidDataError(
-            f"{self.path}: the first line is the numbers 0 to {len(texts) - 1} in order, the "
-            f"column names "
-            f"pandas writes for a frame without names (to_csv(index=False)), or a row of data: "
-            f"say which. Pass --no-header (header=False) if it is data; if it is a header, "
-            f"name the columns with letters (frame.columns = [...] before to_csv), since a "
-            f"header of numbers cannot be told from a person's row and --header (header=True) "
-            f"refuses it")
 
     def _guess_header(self, numbers: list[bool]) -> bool:
         """Whether the first line is a header, from which of its cells are numbers: none

@@ -109,8 +109,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "tables (.csv, .parquet)",
         "CSV files are read by pyarrow (quoted cells; blank lines skipped). The first line is "
         "a header when none of its cells is a number, and data when all of them are; a first "
-        "line that mixes numbers with text or empty cells is refused, and so is one that is "
-        "exactly 0,1,...,d-1 for d >= 3 (pandas' default names): say which it is with "
+        "line that mixes numbers with text or empty cells is refused: say which it is with "
         "--header or --no-header (a guess from the values would make n and the column names "
         "depend on one row). "
         "An empty first header cell (pandas' to_csv() index) marks an index column, which is "
@@ -128,8 +127,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     table.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                        help="the first CSV line is a header (--header) or data (--no-header); "
                        "default: a header when none of its cells is a number, data when all "
-                       "are, an error when it mixes numbers with text or empty cells or is "
-                       "exactly 0,1,...,d-1 for d >= 3 (pandas' default names). A header "
+                       "are, an error when it mixes numbers with text or empty cells. A header "
                        "with a name that is a number (pandas' 0,1,2) is refused even with "
                        "--header: it cannot be told from a person's row")
     table.add_argument("--index-col", action="store_true", default=None,
