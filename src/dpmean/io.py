@@ -78,9 +78,10 @@ def load_data(
       semicolon or bar). The first line is a header when none of its cells is a number, and
       data when all of them are; a first line that mixes numbers with text or empty cells is
       refused (a row with a missing value looks just like a header with a name that is a
-      number). ``header=True`` reads it as a header (needed for a header of numbers, e.g.
-      pandas' default names 0 .. d-1, with or without the index's empty cell),
-      ``header=False`` as data. An empty first header cell marks pandas' index column, which
+      number). ``header=True`` reads it as a header (but refuses names that are numbers,
+      e.g. pandas' default names 0 .. d-1, which cannot be told from a person's row; without
+      it such a line is read as data: name the columns before writing), ``header=False`` as
+      data. An empty first header cell marks pandas' index column, which
       is dropped (``index_col=True`` drops the first column always, ``False`` never).
       ``nan``/``inf`` cells are read as floats (the estimators reject them); ``True`` and
       ``False`` (any case) as 1 and 0. ``decimal=","`` reads numbers with a decimal comma

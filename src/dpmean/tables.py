@@ -546,7 +546,9 @@ class CsvTable:
       would make n, d and the published column names depend on one person's row. A header
       with a name that is a number (pandas' default names 0 .. d-1 too) is refused even with
       ``header=True``: it cannot be told from a row of data. ``header=False`` reads the first
-      line as data.
+      line as data, as the default does a line of numbers only (pandas' ``0,1,2`` from a
+      frame without names is then a row: refusing it for free would judge what may be a
+      person's row, and tell whether it is 0, 1, 2).
     - ``index_col=None`` drops the first column when its header cell is empty (what pandas'
       ``DataFrame.to_csv()`` writes for the index); ``True`` drops the first column always;
       ``False`` never.

@@ -129,7 +129,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "default: a header when none of its cells is a number, data when all "
                        "are, an error when it mixes numbers with text or empty cells. A header "
                        "with a name that is a number (pandas' 0,1,2) is refused even with "
-                       "--header: it cannot be told from a person's row")
+                       "--header: it cannot be told from a person's row; without a flag such "
+                       "a line is read as data (name the columns before writing the file)")
     table.add_argument("--index-col", action="store_true", default=None,
                        help="drop the first CSV column (an index), whatever its header cell")
     table.add_argument("--fill", metavar="NAME=VALUE", type=fill_pair, action="append",
