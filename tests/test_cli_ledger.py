@@ -590,3 +590,13 @@ def test_a_sparse_archive_the_method_takes_is_still_charged_and_released(capsys,
                            len(flags) + 1, "--ledger", ledger, *flags)
         assert code == 0, err
     assert [r.status for r in ledger_file.read(ledger).ledger] == ["released"] * 3
+
+
+def test_a_directory_given_as_the_ledger_is_said_so(capsys, tmp_path, data):
+    # A trial: "[Errno 21] Is a directory: '/abs/path'", raw, from estimate and ledger show.
+    folder = tmp_path / "ledgers"
+    folder.mkdir()
+    for argv in (("ledger", "show", folder),
+                 ("estimate", data, "--rho", "0.1", "--bounds", "0", "1", "--ledger", folder)):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and "is a directory, not a ledger file" in err and "Errno" not in err

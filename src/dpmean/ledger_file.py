@@ -140,6 +140,9 @@ def _read(name: Path, real: Path) -> Session:
             name.is_symlink()) else ""
         raise LedgerFileError(f"{name}: no such ledger file{where} (create one with 'dpmean "
                               f"ledger init')") from None
+    except IsADirectoryError:
+        raise LedgerFileError(f"{name}: is a directory, not a ledger file (name a file in it, "
+                              f"made with 'dpmean ledger init')") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise LedgerFileError(f"{name}: cannot read the ledger: {exc}") from None
     if links > 1:
