@@ -123,7 +123,7 @@ def test_the_choice_depends_on_the_data_only_through_private_medians(monkeypatch
     def far_apart(self, distances, l2_median, ledger, rng):
         ledger.charge(auto_module.FAR_PAIRS_STAGE, ledger.planned[auto_module.FAR_PAIRS_STAGE],
                       gaussian_event(ledger.planned[auto_module.FAR_PAIRS_STAGE]))
-        return False
+        return 0.0
 
     monkeypatch.setattr(auto_module, "_private_median_pair", median_pair)
     monkeypatch.setattr(auto_module, "private_median_norm", median_norm)

@@ -86,13 +86,19 @@ CENTRE_NOISE = 0.5
 # bulk and clip a group that lies at the bulk's distance from the origin, are left out (a
 # trial: 80% of the rows at one corner of (-5, 5)^8 and 20% at the other, n = 1000, rho =
 # 1/2: IOME ran at 40-70x the Gaussian mechanism's error, the origin's histogram seeing
-# nothing). For Gaussian rows the share beyond 4 medians is 0.7% of the pairs at d = 1 and
-# below 10^-3 from d = 2.
+# nothing), where they could clip the whole group: where the rows that many far pairs imply
+# (a group of p n rows parts 2 p (1 - p) of the pairs from the rest) are at most
+# FAR_CLIP_FACTOR times the most rows either aims to clip (public). A larger group their
+# radius must reach. Without that test, rows tied at one point but for 3% of flips per
+# column, whose pairs' median is 0 and every flip a far pair, lost IOME at 66x its error
+# (the diff review). For Gaussian rows the share beyond 4 medians is 0.7% of the pairs at
+# d = 1 and below 10^-3 from d = 2.
 FAR_PAIRS_STAGE = "choice far pairs"
 FAR_PAIRS_RHO = 0.01
 FAR_PAIR_RATIO = 4.0
 FAR_PAIRS_SHARE = 0.01
 FAR_PAIRS_SDS = 3.0
+FAR_CLIP_FACTOR = 1.5
 # IOME's search share where the rows beyond its radius lean one way (``AutoMean.predictions``):
 # the paper's 1/4, which clips about sqrt(n)-many rows rather than the hundreds its 1% share's
 # escape margin allows, whose far tail the histogram cannot always see.
@@ -1252,11 +1258,11 @@ class AutoMean(MeanEstimator):
 
     def predictions(self, engine: Engine, rho_rest: float, ledger: PrivacyLedger,
                     rng: np.random.Generator, one_column: bool = False
-                    ) -> tuple[dict[str, float], dict[str, float], bool, bool]:
+                    ) -> tuple[dict[str, float], dict[str, float], bool, float]:
         """Each candidate's predicted l2 noise and clipping bias (private: the medians and the
-        tail histogram; see the class notes), whether IOME is its robust variant, and whether
-        the rows lie in groups far apart (``far_apart``, where its stage is bought). No bias is
-        predicted on baskets (empty).
+        tail histogram; see the class notes), whether IOME is its robust variant, and the rows
+        of a group far from the rest (``far_apart``, where its stage is bought; else 0). No
+        bias is predicted on baskets (empty).
 
         The tail histogram (``private_tail``, stage ``TAIL_STAGE``) serves both: a candidate
         aiming to clip k rows (``clip_counts``) is predicted no less noise than at the radius
@@ -1272,7 +1278,7 @@ class AutoMean(MeanEstimator):
                     for stage in norm_stages(engine.baskets) if stage in ledger.planned]
         r0 = measured[0] if len(measured) == 1 else float(np.exp(np.mean(np.log(measured))))
         if engine.baskets:
-            return self.predicted_noise(engine, r0, rho_rest), {}, False, False
+            return self.predicted_noise(engine, r0, rho_rest), {}, False, 0.0
         edges = tail_edges(r0, reach)
         rho_tail = ledger.planned[TAIL_STAGE]
         up, down = private_tail(engine, edges, r0, rho=rho_tail, ledger=ledger, rng=rng,
@@ -1281,8 +1287,8 @@ class AutoMean(MeanEstimator):
         distances = np.sqrt(squared)
         pairs = self.pair_medians(engine, l1, distances, ledger, rng,
                                   pair_median_bound(edges, up + down, rho_tail, n))
-        far = (FAR_PAIRS_STAGE in ledger.planned
-               and self.far_apart(distances, pairs[0], ledger, rng))
+        far = (self.far_apart(distances, pairs[0], ledger, rng)
+               if FAR_PAIRS_STAGE in ledger.planned else 0.0)
         centred = (self.centred_tail(engine, pairs[0] / math.sqrt(2.0), ledger, rng)
                    if CENTRE_STAGE in ledger.planned else None)
 
@@ -1323,20 +1329,27 @@ class AutoMean(MeanEstimator):
         return noise, bias, robust, far
 
     def far_apart(self, distances: np.ndarray, l2_median: float, ledger: PrivacyLedger,
-                  rng: np.random.Generator) -> bool:
-        """Whether the rows lie in groups far apart: the noisy count of the random pairs
-        (``distances``, their l2 distances) more than ``FAR_PAIR_RATIO`` times ``l2_median``
-        (private, released) apart exceeds ``FAR_PAIRS_SHARE`` of the pairs by
-        ``FAR_PAIRS_SDS`` of its noise's standard deviation. One row is in one pair: the
+                  rng: np.random.Generator) -> float:
+        """The rows of a group far from the rest, or 0: where the noisy count of the random
+        pairs (``distances``, their l2 distances) more than ``FAR_PAIR_RATIO`` times
+        ``l2_median`` (private, released) apart exceeds ``FAR_PAIRS_SHARE`` of the pairs by
+        ``FAR_PAIRS_SDS`` of its noise's standard deviation, the p n rows of a group that parts
+        2 p (1 - p) of the pairs from the rest (p at most 1/2). One row is in one pair: the
         count of the pairs within that distance has sensitivity 1 (``charged_count``, stage
-        ``FAR_PAIRS_STAGE``), and the far pairs are the rest of the public number of pairs."""
+        ``FAR_PAIRS_STAGE``), and the far pairs are the rest of the public number of pairs;
+        the rest is post-processing."""
         reach = FAR_PAIR_RATIO * l2_median
         near = self.charged_count(FAR_PAIRS_STAGE,
                                   lambda t: np.array([np.count_nonzero(distances <= v)
                                                       for v in np.atleast_1d(t)]),
                                   reach, ledger, rng)
         sd = count_noise_std(1, ledger.planned[FAR_PAIRS_STAGE])
-        return bool(distances.size - near - FAR_PAIRS_SDS * sd > FAR_PAIRS_SHARE * distances.size)
+        pairs = distances.size
+        far = pairs - near
+        if not far - FAR_PAIRS_SDS * sd > FAR_PAIRS_SHARE * pairs:
+            return 0.0
+        parted = min(far / pairs, 0.5)
+        return float((1.0 - math.sqrt(1.0 - 2.0 * parted)) * pairs)
 
     def centred_tail(self, engine: Engine, typical: float, ledger: PrivacyLedger,
                      rng: np.random.Generator
@@ -1475,7 +1488,7 @@ class AutoMean(MeanEstimator):
         resolved = "choice norms" in budget  # public (choice_resolves)
         predicted, bias, robust, far = (self.predictions(engine, rho_rest, ledger, rng,
                                                          one_column=ends is not None)
-                                        if resolved else (None, {}, False, False))
+                                        if resolved else (None, {}, False, 0.0))
         near_origin = (self.rows_near_origin(engine, ledger, rng)
                        if NEAR_ORIGIN_STAGE in budget else False)
         spread = (self.rows_spread(engine, ledger, rng) if SPREAD_STAGE in budget
@@ -1509,9 +1522,12 @@ class AutoMean(MeanEstimator):
             runnable = [name for name in runnable if name not in ended]
         apart: list[str] = []
         if far:
-            # IOME and PLAN follow the bulk and clip a group far from it (post-processing of
-            # the far pairs' count).
-            apart = [name for name in runnable if name in ("iome", "plan")]
+            # IOME and PLAN follow the bulk and clip a group far from it, where they aim to
+            # clip about as many rows (post-processing of the far pairs' count and the
+            # public clip counts).
+            clips = self.clip_counts(engine, rho_rest, robust)
+            if far <= FAR_CLIP_FACTOR * max(clips["iome"], clips["plan"]):
+                apart = [name for name in runnable if name in ("iome", "plan")]
             runnable = [name for name in runnable if name not in apart]
         if not runnable or at_faces:
             # Rows at both ends of the box (``faces_share``), or no candidate meets its n.
