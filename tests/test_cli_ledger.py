@@ -542,7 +542,8 @@ def _type_refusal_files(folder: Path) -> dict[str, Path]:
     import scipy.sparse
 
     files = {name: folder / name for name in ("complex.npy", "timedelta.npy", "datetime.npy",
-                                              "ok.npy", "sparse.npz", "complex-sparse.npz")}
+                                              "ok.npy", "sparse.npz", "complex-sparse.npz",
+                                              "text-sparse.npz")}
     np.save(files["complex.npy"], np.ones((500, 2), dtype=complex))
     np.save(files["timedelta.npy"], np.arange(500).astype("timedelta64[s]").reshape(-1, 1))
     np.save(files["datetime.npy"], np.arange(500).astype("datetime64[s]").reshape(-1, 1))
@@ -551,6 +552,9 @@ def _type_refusal_files(folder: Path) -> dict[str, Path]:
     baskets.data[:] = 1.0
     scipy.sparse.save_npz(files["sparse.npz"], baskets)
     scipy.sparse.save_npz(files["complex-sparse.npz"], baskets.astype(complex))
+    # (a sparse archive whose values are text: scipy will not make such a matrix)
+    np.savez(files["text-sparse.npz"], format=np.array(b"csr"), shape=np.array(baskets.shape),
+             data=np.array(["a"] * baskets.nnz), indices=baskets.indices, indptr=baskets.indptr)
     return files
 
 
@@ -565,6 +569,8 @@ def _type_refusal_files(folder: Path) -> dict[str, Path]:
      "sparse input is not supported"),
     ("sparse.npz", ("--engine", "memory"), "engine='memory' needs dense input"),
     ("complex-sparse.npz", (), "sparse data must be real numbers, got complex128 values"),
+    # (the diff review: charged, a float stand-in taking the place scipy refused)
+    ("text-sparse.npz", (), "sparse data holds non-numeric values (text)"),
 ])
 def test_a_refusal_by_the_inputs_type_is_made_before_the_charge(capsys, tmp_path, name,
                                                                  flags, words):

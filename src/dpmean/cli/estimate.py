@@ -483,6 +483,12 @@ def _stand_in(args: argparse.Namespace, engine: str | None, layout: _Layout) -> 
 
     ext = Path(args.input).suffix.lower()
     if layout.sparse or (ext == ".dat" and engine in (None, "sparse")):
+        if layout.dtype is not None and np.dtype(layout.dtype).kind in "OUSV":
+            # Refused from the type alone, before the charge (text values: scipy refused the
+            # stand-in and a float one stood in, so the release was charged; the diff review).
+            from ..io import check_numeric_dtype
+
+            check_numeric_dtype(Path(args.input), np.dtype(layout.dtype), "sparse data ")
         try:
             return scipy.sparse.csr_matrix((1, layout.d), dtype=layout.dtype or np.float64)
         except (TypeError, ValueError):  # a type scipy does not take: its reader refuses it
