@@ -1019,6 +1019,13 @@ FACE_ROUNDING = 2.0**-40
 FACE_ROUNDING_WIDTH = 2.0**-20
 
 
+def _near_faces(mean: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                slack: np.ndarray | float) -> np.ndarray:
+    """The coordinates of ``mean`` within ``slack`` of a face of [lo, hi] that is not at 0:
+    a face at 0 is where counts, flags and baskets lie (the value sparse formats leave out)."""
+    return ((mean - lo <= slack) & (lo != 0.0)) | ((hi - mean <= slack) & (hi != 0.0))
+
+
 def warn_if_on_the_faces(result: MeanResult) -> None:
     """A ``BoxFaceWarning`` when the release lies on a face of the box (at lo or hi, where the
     release is projected, or within the noise's 95% reach of one where that reach is under a
@@ -1050,10 +1057,7 @@ def warn_if_on_the_faces(result: MeanResult) -> None:
     reach = noise_half_width(std)
     rounding = np.minimum(FACE_ROUNDING * np.maximum(np.abs(lo), np.abs(hi)),
                           FACE_ROUNDING_WIDTH * (hi - lo))
-    # A face at 0 is where counts, flags and baskets lie (the value sparse formats leave out).
-    on_face = (((mean - lo <= reach + rounding) & (lo != 0.0))
-               | ((hi - mean <= reach + rounding) & (hi != 0.0))) & (
-        reach <= (hi - lo) / FACE_REACH)
+    on_face = _near_faces(mean, lo, hi, reach + rounding) & (reach <= (hi - lo) / FACE_REACH)
     faces = int(np.count_nonzero(on_face))
     if faces < FACE_SHARE * result.d:
         return
@@ -1126,7 +1130,7 @@ def warn_if_projected_onto_the_faces(result: MeanResult) -> None:
         return
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     mean = np.asarray(result.mean, dtype=np.float64)
-    on_face = ((mean <= lo) & (lo != 0.0)) | ((mean >= hi) & (hi != 0.0))
+    on_face = _near_faces(mean, lo, hi, 0.0)
     faces = int(np.count_nonzero(on_face))
     if faces < FACE_SHARE * result.d:
         return
