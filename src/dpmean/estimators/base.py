@@ -1058,15 +1058,23 @@ def warn_if_on_the_faces(result: MeanResult) -> None:
     rounding = np.minimum(FACE_ROUNDING * np.maximum(np.abs(lo), np.abs(hi)),
                           FACE_ROUNDING_WIDTH * (hi - lo))
     on_face = _near_faces(mean, lo, hi, reach + rounding) & (reach <= (hi - lo) / FACE_REACH)
+    _warn_if_nearly_all(
+        result, on_face, BoxFaceWarning,
+        "{method}: the release lies on the box's faces in {faces} of {d} coordinates "
+        "({columns}): the rows lie at or beyond those faces (rows outside the box are clamped "
+        "to it). If the box was meant to hold them with room, check its values and units.")
+
+
+def _warn_if_nearly_all(result: MeanResult, on_face: np.ndarray, category: type[Warning],
+                        message: str) -> None:
+    """``message`` (formatted with the method, the count of faces, d and the columns) as a
+    ``category`` warning where ``on_face`` holds for nearly all coordinates (``FACE_SHARE``)."""
     faces = int(np.count_nonzero(on_face))
     if faces < FACE_SHARE * result.d:
         return
-    warnings.warn(
-        f"{result.method}: the release lies on the box's faces in {faces} of {result.d} "
-        f"coordinates ({shown_columns(result, np.flatnonzero(on_face))}): the rows lie at or "
-        f"beyond those faces (rows outside the box are clamped to it). If the box was meant "
-        f"to hold them with room, check its values and units.", BoxFaceWarning,
-        stacklevel=user_stacklevel())
+    warnings.warn(message.format(method=result.method, faces=faces, d=result.d,
+                                 columns=shown_columns(result, np.flatnonzero(on_face))),
+                  category, stacklevel=user_stacklevel())
 
 
 # Where the noise's NOISY_LEVEL interval alone spans more than NOISY_SHARE of the box, the
@@ -1130,17 +1138,13 @@ def warn_if_projected_onto_the_faces(result: MeanResult) -> None:
         return
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     mean = np.asarray(result.mean, dtype=np.float64)
-    on_face = _near_faces(mean, lo, hi, 0.0)
-    faces = int(np.count_nonzero(on_face))
-    if faces < FACE_SHARE * result.d:
-        return
-    warnings.warn(
-        f"{result.method}: the release was projected onto the box's faces in {faces} of "
-        f"{result.d} coordinates ({shown_columns(result, np.flatnonzero(on_face))}), and this "
-        f"method states no noise scale to tell rows at those faces from noise beyond the box: "
-        f"the release may say little the box does not. A larger budget or n, or a method "
-        f"with intervals (README, \"When to name a method yourself\"), would tell.",
-        NoisyReleaseWarning, stacklevel=user_stacklevel())
+    _warn_if_nearly_all(
+        result, _near_faces(mean, lo, hi, 0.0), NoisyReleaseWarning,
+        "{method}: the release was projected onto the box's faces in {faces} of {d} "
+        "coordinates ({columns}), and this method states no noise scale to tell rows at those "
+        "faces from noise beyond the box: the release may say little the box does not. A "
+        "larger budget or n, or a method with intervals (README, \"When to name a method "
+        "yourself\"), would tell.")
 
 
 def _row_count(rows: float) -> str:
