@@ -271,6 +271,13 @@ def norm_stages(baskets: bool) -> tuple[str, ...]:
     return (*CHOICE_STAGES, *TAIL_STAGES, FAR_PAIRS_STAGE) if baskets else CHOICE_STAGES[:1]
 
 
+def counts_within(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """The count function of ``values`` (``charged_count``'s ``count_le``): how many are at
+    most each threshold."""
+    return lambda thresholds: np.array([np.count_nonzero(values <= t)
+                                        for t in np.atleast_1d(thresholds)])
+
+
 # The stages that take ``tail_share`` of rho each.
 TAIL_STAGES = (TAIL_STAGE, CENTRE_STAGE, CENTRED_TAIL_STAGE)
 
@@ -1099,10 +1106,7 @@ class AutoMean(MeanEstimator):
         reach = float(np.min(engine.hi - engine.lo)) / SPREAD_DIVISOR
         _, squared = pair_distances(engine, rng.permutation(engine.n))
         distances = np.sqrt(squared)
-        count = self.charged_count(SPREAD_STAGE,
-                                   lambda t: np.array([np.count_nonzero(distances <= v)
-                                                       for v in np.atleast_1d(t)]),
-                                   reach, ledger, rng)
+        count = self.charged_count(SPREAD_STAGE, counts_within(distances), reach, ledger, rng)
         return count <= SPREAD_CLOSE * distances.size
 
     def choice_plan(self, n: int) -> dict[str, float]:
@@ -1339,10 +1343,8 @@ class AutoMean(MeanEstimator):
         ``FAR_PAIRS_STAGE``), and the far pairs are the rest of the public number of pairs;
         the rest is post-processing."""
         reach = FAR_PAIR_RATIO * l2_median
-        near = self.charged_count(FAR_PAIRS_STAGE,
-                                  lambda t: np.array([np.count_nonzero(distances <= v)
-                                                      for v in np.atleast_1d(t)]),
-                                  reach, ledger, rng)
+        near = self.charged_count(FAR_PAIRS_STAGE, counts_within(distances), reach, ledger,
+                                  rng)
         sd = count_noise_std(1, ledger.planned[FAR_PAIRS_STAGE])
         pairs = distances.size
         far = pairs - near
