@@ -13,7 +13,6 @@ from dpmean.estimators.auto import (
     CHOICE_RANK_ERROR,
     CHOICE_SHARE,
     CHOICE_STAGES,
-    FAR_PAIRS_STAGE,
     TAIL_SHARE,
     TAIL_STAGE,
     TAIL_STAGES,
@@ -33,13 +32,11 @@ def skewed(seed, n=10000, d=256):
 def test_ledger_adds_up_and_the_release_spends_the_rest():
     x, box = skewed(0, n=4000, d=32)
     result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=1)
-    # n rho = 2000: below 10^4 no centre and no histogram about it (reads_centred_tail), the
-    # far pairs' count instead
-    assert set(result.ledger) == {*CHOICE_STAGES, TAIL_STAGE, FAR_PAIRS_STAGE, "release"}
+    # n rho = 2000: below 10^4 no centre and no histogram about it (reads_centred_tail)
+    assert set(result.ledger) == {*CHOICE_STAGES, TAIL_STAGE, "release"}
     assert not AutoMean(0.5).reads_centred_tail(4000) and AutoMean(0.5).reads_centred_tail(
         20_000)
     assert set(AutoMean(0.5).choice_plan(20_000)) == {*CHOICE_STAGES, *TAIL_STAGES, "release"}
-    assert result.ledger[FAR_PAIRS_STAGE] == pytest.approx(0.5 * auto_module.FAR_PAIRS_RHO)
     assert sum(result.ledger.values()) == pytest.approx(0.5, rel=1e-12)
     # n = 4000 at rho = 1/2: 3 / ((2% of 2000)^2 rho) = 0.375% buys the medians' precision
     assert sum(result.ledger[s] for s in CHOICE_STAGES) == pytest.approx(0.5 * 0.00375)
@@ -120,15 +117,9 @@ def test_the_choice_depends_on_the_data_only_through_private_medians(monkeypatch
         ledger.charge(stage, rho, gaussian_event(rho))
         return np.zeros(edges.size), np.zeros(edges.size)
 
-    def far_apart(self, distances, l2_median, ledger, rng):
-        ledger.charge(auto_module.FAR_PAIRS_STAGE, ledger.planned[auto_module.FAR_PAIRS_STAGE],
-                      gaussian_event(ledger.planned[auto_module.FAR_PAIRS_STAGE]))
-        return 0.0
-
     monkeypatch.setattr(auto_module, "_private_median_pair", median_pair)
     monkeypatch.setattr(auto_module, "private_median_norm", median_norm)
     monkeypatch.setattr(auto_module, "private_tail", tail)
-    monkeypatch.setattr(AutoMean, "far_apart", far_apart)
     rng = np.random.default_rng(5)
     answers = []
     for x in (rng.normal(0.0, 1.0, size=(3000, 16)), rng.exponential(50.0, size=(3000, 16))):
@@ -141,9 +132,7 @@ def test_predictions_follow_their_formulas():
     x, box = skewed(1, n=4000, d=16)
     result = dpmean.mean(x, rho=0.5, method="auto", bounds=box, random_state=1)
     predicted = result.diagnostics["predicted_noise"]
-    # (the tail and, below n rho = 10^4, the far pairs' count)
-    rho_rest = 0.5 * (1 - AutoMean(0.5).choice_share(4000) - TAIL_SHARE
-                      - auto_module.FAR_PAIRS_RHO)
+    rho_rest = 0.5 * (1 - AutoMean(0.5).choice_share(4000) - TAIL_SHARE)
     assert rho_rest == pytest.approx(AutoMean(0.5).choice_plan(4000)["release"])
     width = np.linalg.norm(np.full(16, box[1] - box[0]))
     # The Gaussian mechanism's noise is public: sqrt(d) ||hi - lo|| / (n sqrt(2 rho)).

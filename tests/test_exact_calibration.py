@@ -284,7 +284,7 @@ def test_auto_release_charges_its_choice_and_checks_the_chosen_candidate(x, monk
                         lambda self, d, sparse: {})
     monkeypatch.setattr(AutoMean, "predictions",
                         lambda self, engine, rho, ledger, rng, one_column=False: (
-                            {"plan": 0.0, "cm": 1.0}, {}, False, 0.0))
+                            {"plan": 0.0, "cm": 1.0}, {}, False))
     monkeypatch.setattr(AutoMean, "stage_events", lambda self, plan, n, d, sparse=False: None)
     with pytest.raises(PrivacyAccountingError, match="declares"):
         build_estimator("auto", 0.5, bounds=BOUNDS).estimate(x)
@@ -304,7 +304,7 @@ def test_auto_refuses_a_candidate_whose_plan_is_not_a_declared_option(x, monkeyp
 
     monkeypatch.setattr(AutoMean, "predictions",
                         lambda self, engine, rho, ledger, rng, one_column=False: (
-                            {"plan": 0.0, "cm": 1.0, "gaussian": 2.0}, {}, False, 0.0))
+                            {"plan": 0.0, "cm": 1.0, "gaussian": 2.0}, {}, False))
     monkeypatch.setattr(AutoMean, "stage_events", gaussian_only)
     with pytest.raises(PrivacyAccountingError, match="not one of the choice's declared"):
         build_estimator("auto", 0.5, bounds=BOUNDS).estimate(x)

@@ -49,7 +49,7 @@ def mean(
         others convert it to the largest rho that implies it (Canonne-Kamath-Steinke).
     method : str, default "auto"
         One of ``available_methods()``: ``"auto"`` (a private choice between plan, iome, cm and
-        gaussian: a small share of the budget, at most 5% in most settings (docs/privacy.md
+        gaussian: a small share of the budget, at most 4% in most settings (docs/privacy.md
         gives each stage's), buys three private medians and histograms of the rows' far tail
         that predict each one's noise and clipping bias, where n rho is too small for them a
         count of 2-20% that decides between cm and the default, and for one column with bounds

@@ -78,27 +78,6 @@ TAIL_FAR_SHELL = round(math.log(TAIL_FAR / TAIL_START, TAIL_RATIO))
 CENTRE_STAGE = "choice centre"
 CENTRED_TAIL_STAGE = "choice centred tail"
 CENTRE_NOISE = 0.5
-# Where that centre is not bought (n rho below 10^4), rows in groups far apart (clusters, two
-# corners, a flag) are seen by the pairs instead: one noisy count (stage FAR_PAIRS_STAGE,
-# FAR_PAIRS_RHO of rho; a row is in one pair, sensitivity 1) of the pairs whose l2 distance
-# exceeds FAR_PAIR_RATIO times the pairs' private median. Where it exceeds FAR_PAIRS_SHARE of
-# the pairs by FAR_PAIRS_SDS of its noise, IOME and PLAN, whose centre and radius follow the
-# bulk and clip a group that lies at the bulk's distance from the origin, are left out (a
-# trial: 80% of the rows at one corner of (-5, 5)^8 and 20% at the other, n = 1000, rho =
-# 1/2: IOME ran at 40-70x the Gaussian mechanism's error, the origin's histogram seeing
-# nothing), where they could clip the whole group: where the rows that many far pairs imply
-# (a group of p n rows parts 2 p (1 - p) of the pairs from the rest) are at most
-# FAR_CLIP_FACTOR times the most rows either aims to clip (public). A larger group their
-# radius must reach. Without that test, rows tied at one point but for 3% of flips per
-# column, whose pairs' median is 0 and every flip a far pair, lost IOME at 66x its error
-# (the diff review). For Gaussian rows the share beyond 4 medians is 0.7% of the pairs at
-# d = 1 and below 10^-3 from d = 2.
-FAR_PAIRS_STAGE = "choice far pairs"
-FAR_PAIRS_RHO = 0.01
-FAR_PAIR_RATIO = 4.0
-FAR_PAIRS_SHARE = 0.01
-FAR_PAIRS_SDS = 3.0
-FAR_CLIP_FACTOR = 1.5
 # IOME's search share where the rows beyond its radius lean one way (``AutoMean.predictions``):
 # the paper's 1/4, which clips about sqrt(n)-many rows rather than the hundreds its 1% share's
 # escape margin allows, whose far tail the histogram cannot always see.
@@ -268,14 +247,7 @@ def norm_stages(baskets: bool) -> tuple[str, ...]:
     chunks asks the same; a basket's norm is the root of its size, and the choice between CM
     and PLAN's binary instantiation there weighs r0 against PLAN's centre's error, see
     ``AutoMean.predicted_noise``). Public: the input's kind."""
-    return (*CHOICE_STAGES, *TAIL_STAGES, FAR_PAIRS_STAGE) if baskets else CHOICE_STAGES[:1]
-
-
-def counts_within(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """The count function of ``values`` (``charged_count``'s ``count_le``): how many are at
-    most each threshold."""
-    return lambda thresholds: np.array([np.count_nonzero(values <= t)
-                                        for t in np.atleast_1d(thresholds)])
+    return (*CHOICE_STAGES, *TAIL_STAGES) if baskets else CHOICE_STAGES[:1]
 
 
 # The stages that take ``tail_share`` of rho each.
@@ -718,11 +690,6 @@ class AutoMean(MeanEstimator):
                                              "(``clips_a_column_end``; private: from the "
                                              "column ends' counts), comma-separated; absent "
                                              "where none was."),
-        "left_out_far_apart": Diagnostic(Kind.TEXT, "The candidates that clip about a centre "
-                                         "(IOME, PLAN) left out because the rows lie in "
-                                         "groups far apart (``far_apart``; private: from the "
-                                         "far pairs' count), comma-separated; absent where "
-                                         "none was."),
         "robust_iome": Diagnostic(Kind.BOOL, "IOME was a candidate with its search share "
                                   "ROBUST_IOME_SHARE, the rows beyond its radius leaning one way "
                                   "(private: from the histogram about the centre)."),
@@ -1106,20 +1073,19 @@ class AutoMean(MeanEstimator):
         reach = float(np.min(engine.hi - engine.lo)) / SPREAD_DIVISOR
         _, squared = pair_distances(engine, rng.permutation(engine.n))
         distances = np.sqrt(squared)
-        count = self.charged_count(SPREAD_STAGE, counts_within(distances), reach, ledger, rng)
+        count = self.charged_count(SPREAD_STAGE,
+                                   lambda t: np.array([np.count_nonzero(distances <= v)
+                                                       for v in np.atleast_1d(t)]),
+                                   reach, ledger, rng)
         return count <= SPREAD_CLOSE * distances.size
 
     def choice_plan(self, n: int) -> dict[str, float]:
         """The plan where the choice is made (public: n and rho): ``choice_share`` split over
         ``CHOICE_STAGES``, ``tail_share`` to each of ``TAIL_STAGES`` it buys (the centre's
-        two where ``reads_centred_tail``; else ``FAR_PAIRS_RHO`` to the far pairs' count), the
-        rest "release"."""
+        two where ``reads_centred_tail``), the rest "release"."""
         choice = self.rho * self.choice_share(n)
-        centred = self.reads_centred_tail(n)
         tails = {stage: self.rho * self.tail_share(n) for stage in TAIL_STAGES
-                 if stage == TAIL_STAGE or centred}
-        if not centred:
-            tails[FAR_PAIRS_STAGE] = self.rho * FAR_PAIRS_RHO
+                 if stage == TAIL_STAGE or self.reads_centred_tail(n)}
         return {**{stage: choice / len(CHOICE_STAGES) for stage in CHOICE_STAGES}, **tails,
                 "release": self.rho - choice - sum(tails.values())}
 
@@ -1213,11 +1179,12 @@ class AutoMean(MeanEstimator):
             options.append(tuple(candidate.plan_events(n, d, sparse)))
         norms = norm_stages(sparse)
         choice = {stage: gaussian_event(plan[stage], self.secure_noise)
-                  if stage in (*norms, *TAIL_STAGES, FAR_PAIRS_STAGE, NEAR_ORIGIN_STAGE,
-                               SPREAD_STAGE, COLUMN_ENDS_STAGE, *FACE_STAGES)
+                  if stage in (*norms, *TAIL_STAGES, NEAR_ORIGIN_STAGE, SPREAD_STAGE,
+                               COLUMN_ENDS_STAGE,
+                               *FACE_STAGES)
                   else exponential_event(plan[stage])
-                  for stage in (*CHOICE_STAGES, *TAIL_STAGES, FAR_PAIRS_STAGE,
-                                NEAR_ORIGIN_STAGE, SPREAD_STAGE, COLUMN_ENDS_STAGE,
+                  for stage in (*CHOICE_STAGES, *TAIL_STAGES, NEAR_ORIGIN_STAGE, SPREAD_STAGE,
+                                COLUMN_ENDS_STAGE,
                                 *FACE_STAGES)
                   if stage in plan}
         return {**choice, "release": ChoiceEvent(tuple(options))}
@@ -1262,11 +1229,9 @@ class AutoMean(MeanEstimator):
 
     def predictions(self, engine: Engine, rho_rest: float, ledger: PrivacyLedger,
                     rng: np.random.Generator, one_column: bool = False
-                    ) -> tuple[dict[str, float], dict[str, float], bool, float]:
+                    ) -> tuple[dict[str, float], dict[str, float], bool]:
         """Each candidate's predicted l2 noise and clipping bias (private: the medians and the
-        tail histogram; see the class notes), whether IOME is its robust variant, and the rows
-        of a group far from the rest (``far_apart``, where its stage is bought; else 0). No
-        bias is predicted on baskets (empty).
+        tail histogram; see the class notes). No bias is predicted on baskets (empty).
 
         The tail histogram (``private_tail``, stage ``TAIL_STAGE``) serves both: a candidate
         aiming to clip k rows (``clip_counts``) is predicted no less noise than at the radius
@@ -1282,17 +1247,13 @@ class AutoMean(MeanEstimator):
                     for stage in norm_stages(engine.baskets) if stage in ledger.planned]
         r0 = measured[0] if len(measured) == 1 else float(np.exp(np.mean(np.log(measured))))
         if engine.baskets:
-            return self.predicted_noise(engine, r0, rho_rest), {}, False, 0.0
+            return self.predicted_noise(engine, r0, rho_rest), {}, False
         edges = tail_edges(r0, reach)
         rho_tail = ledger.planned[TAIL_STAGE]
         up, down = private_tail(engine, edges, r0, rho=rho_tail, ledger=ledger, rng=rng,
                                 stage=TAIL_STAGE, secure=self.secure_noise)
-        l1, squared = pair_distances(engine, rng.permutation(engine.n))
-        distances = np.sqrt(squared)
-        pairs = self.pair_medians(engine, l1, distances, ledger, rng,
+        pairs = self.pair_medians(engine, ledger, rng,
                                   pair_median_bound(edges, up + down, rho_tail, n))
-        far = (self.far_apart(distances, pairs[0], ledger, rng)
-               if FAR_PAIRS_STAGE in ledger.planned else 0.0)
         centred = (self.centred_tail(engine, pairs[0] / math.sqrt(2.0), ledger, rng)
                    if CENTRE_STAGE in ledger.planned else None)
 
@@ -1330,28 +1291,7 @@ class AutoMean(MeanEstimator):
                               centred[3])))
         if robust:
             noise, bias = predicted(robust=True)
-        return noise, bias, robust, far
-
-    def far_apart(self, distances: np.ndarray, l2_median: float, ledger: PrivacyLedger,
-                  rng: np.random.Generator) -> float:
-        """The rows of a group far from the rest, or 0: where the noisy count of the random
-        pairs (``distances``, their l2 distances) more than ``FAR_PAIR_RATIO`` times
-        ``l2_median`` (private, released) apart exceeds ``FAR_PAIRS_SHARE`` of the pairs by
-        ``FAR_PAIRS_SDS`` of its noise's standard deviation, the p n rows of a group that parts
-        2 p (1 - p) of the pairs from the rest (p at most 1/2). One row is in one pair: the
-        count of the pairs within that distance has sensitivity 1 (``charged_count``, stage
-        ``FAR_PAIRS_STAGE``), and the far pairs are the rest of the public number of pairs;
-        the rest is post-processing."""
-        reach = FAR_PAIR_RATIO * l2_median
-        near = self.charged_count(FAR_PAIRS_STAGE, counts_within(distances), reach, ledger,
-                                  rng)
-        sd = count_noise_std(1, ledger.planned[FAR_PAIRS_STAGE])
-        pairs = distances.size
-        far = pairs - near
-        if not far - FAR_PAIRS_SDS * sd > FAR_PAIRS_SHARE * pairs:
-            return 0.0
-        parted = min(far / pairs, 0.5)
-        return float((1.0 - math.sqrt(1.0 - 2.0 * parted)) * pairs)
+        return noise, bias, robust
 
     def centred_tail(self, engine: Engine, typical: float, ledger: PrivacyLedger,
                      rng: np.random.Generator
@@ -1401,15 +1341,14 @@ class AutoMean(MeanEstimator):
                 clips[name] = n - candidate.target_rank(n, engine.lo, engine.hi, plan)
         return clips
 
-    def pair_medians(self, engine: Engine, l1: np.ndarray, l2: np.ndarray,
-                     ledger: PrivacyLedger, rng: np.random.Generator,
+    def pair_medians(self, engine: Engine, ledger: PrivacyLedger, rng: np.random.Generator,
                      l2_bound: float = math.inf) -> tuple[float, float]:
-        """The private medians of random row pairs' l2 and l1 distances (``l2``, ``l1``:
-        ``pair_distances`` of a public random pairing; stages "choice pair l2" and "choice
-        pair l1"), made consistent (``consistent_pair_medians``, with the l2 median's private
-        upper bound ``l2_bound``)."""
+        """The private medians of random row pairs' l2 and l1 distances (stages "choice pair
+        l2" and "choice pair l1"), made consistent (``consistent_pair_medians``, with the l2
+        median's private upper bound ``l2_bound``)."""
         width = float(np.linalg.norm(engine.hi - engine.lo))
-        l2_med = _private_median_pair(l2, width,
+        l1, squared = pair_distances(engine, rng.permutation(engine.n))
+        l2_med = _private_median_pair(np.sqrt(squared), width,
                                       rho=ledger.planned["choice pair l2"], ledger=ledger,
                                       rng=rng, stage="choice pair l2")
         l1_med = _private_median_pair(l1, float(np.sum(engine.hi - engine.lo)),
@@ -1488,9 +1427,9 @@ class AutoMean(MeanEstimator):
         column_ends = (self.column_end_counts(engine, ledger, rng)
                        if COLUMN_ENDS_STAGE in budget else None)
         resolved = "choice norms" in budget  # public (choice_resolves)
-        predicted, bias, robust, far = (self.predictions(engine, rho_rest, ledger, rng,
-                                                         one_column=ends is not None)
-                                        if resolved else (None, {}, False, 0.0))
+        predicted, bias, robust = (self.predictions(engine, rho_rest, ledger, rng,
+                                                    one_column=ends is not None)
+                                   if resolved else (None, {}, False))
         near_origin = (self.rows_near_origin(engine, ledger, rng)
                        if NEAR_ORIGIN_STAGE in budget else False)
         spread = (self.rows_spread(engine, ledger, rng) if SPREAD_STAGE in budget
@@ -1522,15 +1461,6 @@ class AutoMean(MeanEstimator):
             ended = [name for name in runnable if name in CLIPPING and self.clips_a_column_end(
                 column_ends, n, ledger.planned[COLUMN_ENDS_STAGE], clips[name])]
             runnable = [name for name in runnable if name not in ended]
-        apart: list[str] = []
-        if far:
-            # IOME and PLAN follow the bulk and clip a group far from it, where they aim to
-            # clip about as many rows (post-processing of the far pairs' count and the
-            # public clip counts).
-            clips = self.clip_counts(engine, rho_rest, robust)
-            if far <= FAR_CLIP_FACTOR * max(clips["iome"], clips["plan"]):
-                apart = [name for name in runnable if name in ("iome", "plan")]
-            runnable = [name for name in runnable if name not in apart]
         if not runnable or at_faces:
             # Rows at both ends of the box (``faces_share``), or no candidate meets its n.
             name = "gaussian"
@@ -1564,8 +1494,6 @@ class AutoMean(MeanEstimator):
             extra["left_out_at_face"] = ", ".join(left_out)
         if ended:
             extra["left_out_at_column_end"] = ", ".join(ended)
-        if apart:
-            extra["left_out_far_apart"] = ", ".join(apart)
         if robust:
             extra["robust_iome"] = True
         if SPREAD_STAGE in budget:
