@@ -364,6 +364,22 @@ def test_trimmed_on_baskets_is_told_engine_chunked_which_runs_it(capsys, baskets
     assert chunked["mean"] == json.loads(out)["mean"] and chunked["d"] == 10
 
 
+def test_option_engine_is_the_engine_flag(capsys, baskets):
+    # The diff review: --option engine=memory on a .dat file opened it sparse (the flag alone
+    # chose the reader) and was refused, where --engine memory reads it densely.
+    common = ("--items", 10, "--rho", 1, "--bounds", 0, 1, "--seed", 3, "--json", "--quiet")
+    releases = []
+    for flags in (("--engine", "memory"), ("--option", "engine=memory")):
+        code, out, err = run(capsys, "estimate", baskets, *common, *flags)
+        assert code == 0, err
+        releases.append(json.loads(out)["mean"])
+    assert releases[0] == releases[1]
+    code, out, err = run(capsys, "estimate", baskets, *common, "--engine", "sparse", "--option",
+                         "engine=memory")
+    assert_one_error_line(code, out, err)
+    assert "give the engine once" in err
+
+
 # ------------------------------------------------------------------- 8: budget --json
 
 

@@ -255,6 +255,13 @@ def _uncharged(args: argparse.Namespace) -> Iterator[None]:
 
 def _estimator_options(args: argparse.Namespace) -> dict[str, Any]:
     options = parse_options(args.option)
+    if "engine" in options:
+        # --option engine=X is --engine X: the input is then opened for that engine too (the
+        # diff review: a .dat file with --option engine=memory was opened sparse and refused,
+        # where --engine memory reads it densely).
+        if args.engine is not None:
+            raise UsageError("give the engine once: --engine or --option engine=..., not both")
+        args.engine = str(options.pop("engine"))
     if args.p is not None:
         if "p" in options:
             raise UsageError("give p once: --p or --option p=..., not both")
