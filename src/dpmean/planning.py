@@ -39,8 +39,8 @@ from .mechanisms.gaussian import normal_isf
 from .registry import ESTIMATORS, PLANNED
 from .validation import bounds_by_name, check_bounds, check_count, check_positive
 
-# The bracket of ``rho_for_accuracy``'s search.
-_LEAST_RHO, _MOST_RHO = 1e-12, 1e12
+# The bracket of ``rho_for_accuracy``'s search (as exp(log(.)), the values it has always tried).
+_LEAST_RHO, _MOST_RHO = math.exp(math.log(1e-12)), math.exp(math.log(1e12))
 
 
 def _noise_std(estimator: Any, n: int, d: int,
@@ -251,19 +251,12 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
             f"rho) gives the half-width at a budget")
 
     def meets(rho: float) -> bool:
-        try:
-            planned = accuracy(method, n, d, bounds, rho, level=level,
-                               clip_radius=clip_radius, **options)
-            return bool(np.max(planned) <= half_width)
-        except InvalidParameterError as exc:
-            if "fallback" in str(exc):
-                return False
-            raise
+        planned = _widest_half_width(method, n, d, bounds, rho, level, clip_radius, options)
+        return planned is not None and planned <= half_width
 
-    low, high = math.log(_LEAST_RHO), math.log(_MOST_RHO)
-    if not meets(math.exp(high)):
+    if not meets(_MOST_RHO):
         # Which column binds (they differ where the ranges do), and how near it comes.
-        best = np.atleast_1d(accuracy(method, n, d, bounds, math.exp(high), level=level,
+        best = np.atleast_1d(accuracy(method, n, d, bounds, _MOST_RHO, level=level,
                                       clip_radius=clip_radius, **options))
         j = int(np.argmax(best))
         names = list(bounds) if isinstance(bounds, Mapping) else None
@@ -277,9 +270,22 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
             f"rho_for_accuracy: {method} cannot reach half-width {half_width:g} at n={n}, "
             f"d={d} with any rho up to 1e12{which} comes no nearer than {best[j]:.3g} "
             f"({why})")
-    if meets(math.exp(low)):
-        return math.exp(low)
-    return narrowed(meets, math.exp(high), math.exp(low), 1e-9)
+    if meets(_LEAST_RHO):
+        return _LEAST_RHO
+    return narrowed(meets, _MOST_RHO, _LEAST_RHO, 1e-9)
+
+
+def _widest_half_width(method: str, n: int, d: int, bounds: Any, rho: float, level: float,
+                       clip_radius: float | None, options: Mapping[str, Any]) -> float | None:
+    """``accuracy``'s half-width at ``rho`` (the widest column's), or None where n rows are
+    too few for a release there (the zero-vector fallback)."""
+    try:
+        return float(np.max(accuracy(method, n, d, bounds, rho, level=level,
+                                     clip_radius=clip_radius, **options)))
+    except InvalidParameterError as exc:
+        if "fallback" in str(exc):
+            return None
+        raise
 
 
 def rho_limit(method: str, n: int, d: int, bounds: Any, half_width: float, rho: float, *,
@@ -306,38 +312,19 @@ def rho_limit(method: str, n: int, d: int, bounds: Any, half_width: float, rho: 
         the target alone is met at less. "search": ``rho`` is the least rho the search tries,
         1e-12, and the target is met at less.
     """
-    def planned(at: float) -> float:
-        return float(np.max(accuracy(method, n, d, bounds, at, level=level,
-                                     clip_radius=clip_radius, **options)))
+    def planned(at: float) -> float | None:
+        return _widest_half_width(method, n, d, bounds, at, level, clip_radius, options)
 
     # The bisection stops within a relative 1e-9 of rho, where the half-width (in 1 / sqrt
     # rho) is within about 5e-10 of the target: anything further below is another limit.
-    if planned(rho) >= half_width * (1.0 - 1e-6):
+    if (planned(rho) or 0.0) >= half_width * (1.0 - 1e-6):
         return "target"
-    least = _least_rho_with_enough_rows(method, n, d, bounds, options)
-    if least is None:
-        return "search" if rho <= math.exp(math.log(_LEAST_RHO)) * (1.0 + 1e-9) else "target"
-    return "rows" if planned(least) <= half_width else "target"
-
-
-def _least_rho_with_enough_rows(method: str, n: int, d: int, bounds: Any,
-                                options: Mapping[str, Any]) -> float | None:
-    """The least rho (to a relative 1e-9, enough itself) at which n rows are enough for a
-    ``method`` release of d columns, one that is not the zero-vector fallback; None when
-    1e-12, the least the search tries, is enough."""
-    def enough(rho: float) -> bool:
-        try:
-            accuracy(method, n, d, bounds, rho, **options)
-            return True
-        except InvalidParameterError as exc:
-            if "fallback" in str(exc):
-                return False
-            raise
-
-    low, high = math.exp(math.log(_LEAST_RHO)), math.exp(math.log(_MOST_RHO))
-    if enough(low):
-        return None
-    return narrowed(enough, high, low, 1e-9)
+    if planned(_LEAST_RHO) is not None:  # n rows are enough at the least rho tried
+        return "search" if rho <= _LEAST_RHO * (1.0 + 1e-9) else "target"
+    # The least rho (to a relative 1e-9, enough itself) at which n rows are enough.
+    least = narrowed(lambda at: planned(at) is not None, _MOST_RHO, _LEAST_RHO, 1e-9)
+    reached = planned(least)
+    return "rows" if reached is not None and reached <= half_width else "target"
 
 
 __all__ = ["accuracy", "rho_for_accuracy"]
