@@ -46,10 +46,11 @@ DPACC_TAIL = 1e-15
 
 def exact_gaussian_delta(mu: float, eps: float) -> float:
     """Balle-Wang's formula at 50 significant digits."""
-    mpmath.mp.dps = 50
-    mu, eps = mpmath.mpf(mu), mpmath.mpf(eps)
-    value = mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2)
-    return float(value)
+    with mpmath.workdps(50):  # locally: other modules' tests set their own precision
+        mu, eps = mpmath.mpf(mu), mpmath.mpf(eps)
+        value = (mpmath.ncdf(-eps / mu + mu / 2)
+                 - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2))
+        return float(value)
 
 
 def accountant_gaussian_delta(mu: float, eps: float, pieces: int = 1) -> float:
@@ -203,22 +204,22 @@ def test_pure_and_gaussian_sandwiched_by_dp_accounting(eps):
 
 def exact_kov_delta(eps0: float, delta0: float, k: int, eps: float) -> float:
     """delta(eps) of the k-fold Kairouz-Oh-Viswanath pair, in closed form (mpmath)."""
-    mpmath.mp.dps = 50
-    eps0, delta0, eps = mpmath.mpf(eps0), mpmath.mpf(delta0), mpmath.mpf(eps)
-    q = 1 / (1 + mpmath.exp(eps0))  # probability of loss -eps0
-    finite = (1 - delta0) ** k
-    total = 1 - finite
-    for j in range(k + 1):
-        loss = (k - 2 * j) * eps0
-        if loss > eps:
-            total += (
-                finite
-                * mpmath.binomial(k, j)
-                * (1 - q) ** (k - j)
-                * q**j
-                * (1 - mpmath.exp(eps - loss))
-            )
-    return float(total)
+    with mpmath.workdps(50):  # locally, as exact_gaussian_delta
+        eps0, delta0, eps = mpmath.mpf(eps0), mpmath.mpf(delta0), mpmath.mpf(eps)
+        q = 1 / (1 + mpmath.exp(eps0))  # probability of loss -eps0
+        finite = (1 - delta0) ** k
+        total = 1 - finite
+        for j in range(k + 1):
+            loss = (k - 2 * j) * eps0
+            if loss > eps:
+                total += (
+                    finite
+                    * mpmath.binomial(k, j)
+                    * (1 - q) ** (k - j)
+                    * q**j
+                    * (1 - mpmath.exp(eps - loss))
+                )
+        return float(total)
 
 
 @pytest.mark.parametrize("eps0, delta0, k", [(0.2, 1e-7, 40), (0.05, 0.0, 300), (1.0, 1e-9, 3)])
@@ -450,3 +451,14 @@ def test_bad_calibration_arguments():
         warnings.simplefilter("error", RuntimeWarning)
         assert compose_delta([PureDPEvent(1e6, bounded_range=True), GaussianEvent(1e5)], 1e7,
                              value_discretization_interval=100.0) <= 1e-12
+
+
+@pytest.mark.parametrize("eps, delta", [(1e-6, 1e-300), (1e-4, 1e-300), (1e-4, 1e-100),
+                                        (1e-6, 1e-12), (0.01, 1e-100), (5.0, 1e-100),
+                                        (0.1, 1e-12), (1.0, 1e-6)])
+def test_gaussian_rho_meets_delta_exactly_not_only_as_computed(eps, delta):
+    # A small epsilon with a tiny delta: delta is the difference of two nearly equal logs of
+    # Phi, whose rounding alone put the exact delta 3.5e-5 (relative) above the request at
+    # (1e-6, 1e-300) when the rho was checked against the rounded value.
+    rho = gaussian_rho_for_approx_dp(eps, delta)
+    assert exact_gaussian_delta(math.sqrt(2 * rho), eps) <= delta

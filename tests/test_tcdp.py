@@ -120,3 +120,36 @@ def test_rho_given_directly_is_unchanged():
         TrimmedMean(epsilon=2.0, noise="gaussian-tcdp", bounds=(0.0, 1.0))
     with pytest.raises(InvalidParameterError):
         tcdp_to_approx_dp(0.1, 1.0, 1e-6)
+
+
+def exact_order_epsilon(rho: float, delta: float, t: float) -> float:
+    """``_cks_order_epsilon``'s formula at alpha = 1 + e^t, at 50 significant digits (mpmath)."""
+    import mpmath as mp
+
+    with mp.workdps(50):  # locally: other modules' tests set their own precision
+        rho, alpha = mp.mpf(rho), 1 + mp.exp(mp.mpf(t))
+        log_inv_delta = -mp.log(mp.mpf(delta))
+        return float(alpha * rho + (log_inv_delta + (alpha - 1) * mp.log(1 - 1 / alpha)
+                                    - mp.log(alpha)) / (alpha - 1))
+
+
+@pytest.mark.parametrize("epsilon, delta", [(0.05, 1e-3), (0.1, 1e-6), (1.0, 1e-9), (3.0, 1e-6),
+                                            (10.0, 1e-12), (1.0, 0.5)])
+@pytest.mark.parametrize("omega", [3.0, 20.0, 1e4])
+def test_inverse_meets_epsilon_exactly_not_only_as_computed(epsilon, delta, omega):
+    # The order the conversion picks, evaluated exactly, must give at most the requested
+    # epsilon: checked only as computed, the rho returned could give an epsilon an ulp or two
+    # above it (20 ulps, relative 4.6e-15, at (0.05, 1e-3) before the terms' rounding bound).
+    from scipy.optimize import minimize_scalar
+
+    try:
+        rho = approx_dp_to_tcdp(epsilon, delta, omega)
+    except InvalidParameterError:
+        return  # the orders up to omega cannot meet this request at any rho (tested above)
+    top = math.log((omega - 1.0) * (1.0 - 1e-12))
+    refined = minimize_scalar(lambda t: exact_order_epsilon(rho, delta, t),
+                              bounds=(top - 40.0, top), method="bounded",
+                              options={"xatol": 1e-12})
+    grid = min(exact_order_epsilon(rho, delta, top - 40.0 * i / 400)
+               for i in range(401))
+    assert min(grid, float(refined.fun)) <= epsilon

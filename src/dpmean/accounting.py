@@ -703,19 +703,29 @@ def _omega(value: object) -> float:
     return omega
 
 
+# A bound on the relative rounding error of ``_cks_order_epsilon``'s terms: 2^-45 is 256 units
+# of float64's 2^-53, far above the few operations each term costs.
+_CKS_ROUNDING = 2.0**-45
+
+
 def _cks_order_epsilon(alpha: float, rho: float, log_inv_delta: float) -> float:
-    """The epsilon that D_alpha <= rho alpha at the single order alpha gives at delta
-    (Canonne-Kamath-Steinke 2020, Prop. 12 with tau = rho alpha):
-    rho alpha + (log(1/delta) + (alpha - 1) log(1 - 1/alpha) - log(alpha)) / (alpha - 1)."""
+    """An upper bound on the epsilon that D_alpha <= rho alpha at the single order alpha gives
+    at delta (Canonne-Kamath-Steinke 2020, Prop. 12 with tau = rho alpha):
+    rho alpha + (log(1/delta) + (alpha - 1) log(1 - 1/alpha) - log(alpha)) / (alpha - 1),
+    raised by ``_CKS_ROUNDING`` times its terms' magnitudes, so that the rounding of its
+    terms cannot leave it below the exact value (a budget that meets the request only as
+    computed could miss it by an ulp)."""
     am1 = alpha - 1.0
-    return (alpha * rho
-            + (log_inv_delta + am1 * math.log1p(-1.0 / alpha) - math.log(alpha)) / am1)
+    terms = (alpha * rho, log_inv_delta / am1, math.log1p(-1.0 / alpha),
+             -math.log(alpha) / am1)
+    return sum(terms) + _CKS_ROUNDING * sum(abs(term) for term in terms)
 
 
 def _tcdp_epsilon(rho: float, omega: float, delta: float) -> float:
     """min over orders 1 < alpha <= omega of ``_cks_order_epsilon`` (rho >= 0 allowed): every
     value evaluated is a valid conversion, so the minimum found is valid whatever the search."""
-    log_inv_delta = math.log(1.0 / delta)
+    # The larger of log(1/delta)'s two float forms (``_largest_rho`` says why): epsilon grows in it.
+    log_inv_delta = max(-math.log(delta), math.log(1.0 / delta))
     top = math.log((omega - 1.0) * (1.0 - _TCDP_TOP_MARGIN))
 
     def objective(t: float) -> float:

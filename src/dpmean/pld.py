@@ -143,6 +143,29 @@ def _gaussian_delta_array(mu: float, epsilon: np.ndarray) -> np.ndarray:
     return np.exp(log_delta)
 
 
+# A bound on the relative rounding error of each log term in ``_gaussian_delta_array`` (the
+# logs of Phi from ``log_ndtr``, epsilon added, their difference): 2^-45 is 256 units of
+# float64's 2^-53, far above the few units each operation costs.
+_LOG_TERM_ROUNDING = 2.0**-45
+
+
+def _gaussian_delta_upper(mu: float, epsilon: float) -> float:
+    """An upper bound on the exact delta(epsilon) of mu-GDP, not only its rounded value.
+
+    log Phi(-x1) and epsilon + log Phi(-x2) are each within a relative ``_LOG_TERM_ROUNDING``
+    of their exact values, so their difference errs by at most that times their magnitudes;
+    where delta is tiny against Phi(-x1) (a small epsilon with a tiny delta) the difference is
+    tiny too, and that absolute error is a large relative one in delta (3.5e-5 at epsilon =
+    1e-6, delta = 1e-300). Taking each term at its unfavourable end keeps the result above
+    the exact delta."""
+    log_a = float(special.log_ndtr(-epsilon / mu + mu / 2.0))
+    log_b = epsilon + float(special.log_ndtr(-epsilon / mu - mu / 2.0))
+    slack = _LOG_TERM_ROUNDING * (abs(log_a) + abs(log_b))
+    diff = min(log_b - log_a, 0.0) - slack
+    with np.errstate(divide="ignore"):
+        return math.exp(log_a + _LOG_TERM_ROUNDING * abs(log_a) + math.log(-math.expm1(diff)))
+
+
 def gaussian_delta(mu: float, epsilon: float) -> float:
     """The exact delta(epsilon) of mu-GDP: of a Gaussian mechanism with sensitivity / sigma = mu.
 
@@ -199,8 +222,10 @@ def gaussian_rho_for_approx_dp(epsilon: float, delta: float) -> float:
     Returns
     -------
     float
-        rho with ``gaussian_delta(sqrt(2 rho), epsilon) <= delta`` as computed (the root is
-        stepped down until that holds), and never below ``approx_dp_to_zcdp(epsilon, delta)``
+        rho whose exact delta at epsilon is at most ``delta``: an upper bound on it that
+        covers the rounding of its logs (``_gaussian_delta_upper``) is at most ``delta`` (the
+        root is stepped down until that holds), and never below
+        ``approx_dp_to_zcdp(epsilon, delta)``
         (the CKS rho is valid for Gaussian releases too, so taking the larger one is sound; the
         exact rho is strictly larger in every case we measured).
     """
@@ -210,7 +235,7 @@ def gaussian_rho_for_approx_dp(epsilon: float, delta: float) -> float:
     log_delta = math.log(delta)
 
     def excess_mu(mu: float) -> float:
-        value = float(_gaussian_delta_array(mu, np.array([epsilon]))[0])
+        value = _gaussian_delta_upper(mu, epsilon)
         return (math.log(value) if value > 0.0 else -math.inf) - log_delta
 
     # The CKS rho meets (epsilon, delta) for any rho-zCDP release, so its mu is a lower end.
