@@ -3,6 +3,7 @@ claimed guarantee, the privacy arithmetic, range counting, summation, and the es
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -423,3 +424,15 @@ def test_a_grs_release_of_noise_says_so():
     result = dpmean.mean(more, method="grs-knownvar", bounds=(0, 1), epsilon=1, delta=1e-6,
                          random_state=0)
     assert 2 * 1.959963984540054 * result.diagnostics["noise_std"][0] <= 0.5 * 1.0001
+
+
+def test_a_subnormal_row_raises_no_numpy_warning_a_neighbour_would_not():
+    # With numpy's floating-point errors turned into warnings, the rotation's product of a
+    # subnormal value underflowed and warned: whether some row held one (a review).
+    x = np.random.default_rng(0).normal(0.0, 1.0, size=(2000, 3))
+    neighbour = x.copy()
+    neighbour[7] = 5e-324
+    for data in (x, neighbour):
+        with np.errstate(all="warn"), warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            dpmean.mean(data, rho=0.5, method="iome-shuffle", bounds=(-5, 5), random_state=4)

@@ -39,6 +39,7 @@ __all__ = [
     "gaussian_mechanism_zcdp",
     "gaussian_sigma",
     "pure_dp_to_zcdp",
+    "remainder",
     "resolve_budget",
     "warn_if_large_delta",
     "zcdp_to_approx_dp",
@@ -497,6 +498,15 @@ def _exceeds(amount: float, limit: float) -> bool:
     return amount > limit * (1.0 + _RELATIVE_SLACK) + _ABSOLUTE_SLACK
 
 
+def remainder(total: float, *parts: float) -> float:
+    """The largest float r >= 0 with fsum(parts + (r,)) <= total: the last share of a budget
+    split, so that the shares never sum an ulp above the total (total - a - b can round up)."""
+    rest = max(total - math.fsum(parts), 0.0)
+    while rest > 0.0 and math.fsum((*parts, rest)) > total:
+        rest = math.nextafter(rest, 0.0)
+    return rest
+
+
 def _stage_name(stage: object) -> str:
     if not isinstance(stage, str) or not stage:
         raise InvalidParameterError(f"a stage name must be a non-empty string, got {stage!r}")
@@ -577,8 +587,28 @@ class PrivacyLedger:
                 f"the budget plan ({_format_stages(union)}) sums to {self._unit}={total:.6g}, "
                 f"more than the budget {self._unit}={self._budget:.6g}"
             )
-        self._planned = union
+        if total > self._budget:
+            new = self._within_budget(new)
+        self._planned = {**self._planned, **new}
         return dict(new)
+
+    def _within_budget(self, new: dict[str, float]) -> dict[str, float]:
+        """The new stages lowered by their rounding, so that the plan sums to at most the
+        budget exactly. Shares of the total (rho * 0.3 + rho * 0.7, or rho - rho * 0.05 beside
+        rho * 0.05) can sum an ulp or two above it; the estimator draws with the amounts
+        ``plan`` returns, so the release then costs at most its budget, not an ulp more."""
+        fresh = [name for name in new if name not in self._planned]
+        total = math.fsum({**self._planned, **new}.values())
+        lowered = dict(new)
+        for name in fresh:
+            lowered[name] = new[name] * (self._budget / total)
+        while math.fsum({**self._planned, **lowered}.values()) > self._budget:
+            positive = [name for name in fresh if lowered[name] > 0.0]
+            if not positive:  # pragma: no cover - the earlier plan alone was within the budget
+                raise PrivacyAccountingError("a budget plan could not be fitted to its budget")
+            for name in positive:
+                lowered[name] = math.nextafter(lowered[name], 0.0)
+        return lowered
 
     def charge(self, stage: str, amount: float, event: Event | None = None) -> float:
         """Record that ``stage`` spent ``amount``; return ``amount``.

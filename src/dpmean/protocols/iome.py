@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting import PrivacyLedger
+from ..accounting import PrivacyLedger, remainder
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
 from ..errors import InvalidParameterError
@@ -181,9 +181,11 @@ class _IOMEProtocol(ProtocolEstimator):
         diagnostics; its randomisers charge stage "noise"."""
 
     def _split(self, total: float) -> dict[str, float]:
-        rest = total * (1.0 - self.centre_share)
-        return {"centre": total * self.centre_share, "threshold": rest * self.threshold_share,
-                "noise": rest * (1.0 - self.threshold_share)}
+        centre = total * self.centre_share
+        threshold = total * (1.0 - self.centre_share) * self.threshold_share
+        # The last share takes what is left, so that the three never sum above the total.
+        return {"centre": centre, "threshold": threshold,
+                "noise": remainder(total, centre, threshold)}
 
     def _centre(self, engine: Engine, view: View, budget: RoundBudget,
                 rng: np.random.Generator, ledger: PrivacyLedger
