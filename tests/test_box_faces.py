@@ -133,3 +133,41 @@ def test_data_on_a_face_in_some_coordinates_is_not_told():
     flags[:, :3] = rng.random((2000, 3)) < 0.5
     assert not faces_warned(lambda: dpmean.mean(flags, rho=0.5, bounds=(0, 1), method="cm",
                                                 random_state=0))
+
+
+def telemetry(n: int, seed: int) -> pd.DataFrame:
+    """Columns of very different scales: latencies in ms, an error rate, bytes, a CPU share."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "latency_ms": rng.lognormal(3.5, 0.6, n), "errors": rng.binomial(1, 0.01, n) * 1.0,
+        "bytes": rng.lognormal(13.9, 0.4, n), "cpu_pct": rng.uniform(0.0, 57.0, n)})
+
+
+def drowned(frame: pd.DataFrame, bounds) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dpmean.mean(frame, rho=0.5, bounds=bounds, random_state=1)
+    return [str(w.message) for w in caught if "times the released value" in str(w.message)]
+
+
+def test_columns_drowned_by_a_box_shared_with_wider_ones_are_told_by_name():
+    # One box (0, 1e9) for every column: the error rate, latency and CPU share came out as
+    # 35.5, 0 and 0, each with an interval of half a million, without a word (a user trial).
+    frame = telemetry(100_000, 0)
+    told = drowned(frame, (0.0, 1e9))
+    assert len(told) == 1
+    assert "'latency_ms'" in told[0] and "'cpu_pct'" in told[0] and "'bytes'" not in told[0]
+    assert "its own range" in told[0]
+    # Each column in a range of its own scale: nothing to say.
+    assert drowned(frame, {"latency_ms": (0, 1000), "errors": (0, 1), "bytes": (0, 1e7),
+                           "cpu_pct": (0, 100)}) == []
+
+
+def test_data_near_zero_in_a_box_of_its_scale_is_not_told_drowned():
+    # Gradient-like rows: coordinates whose means are near 0 against their noise are not a
+    # box of the wrong scale; the warning needs more than a quarter of them 100 times under.
+    rng = np.random.default_rng(3)
+    for d in (3, 20, 100):
+        rows = (rng.normal(0, 0.06, size=d)
+                + rng.normal(0, 1, size=(10_000, d)) * rng.lognormal(0, 1, size=(10_000, 1)))
+        assert drowned(pd.DataFrame(rows), (-10.0, 10.0)) == []

@@ -535,6 +535,7 @@ class MeanEstimator(ABC):
         warn_if_box_borrowed(result)
         warn_if_box_lifted(result)
         warn_if_on_the_faces(result)
+        warn_if_drowned(result)
         self.warn_if_one_scale(result)
         return result
 
@@ -1082,6 +1083,12 @@ def _warn_if_nearly_all(result: MeanResult, on_face: np.ndarray, category: type[
 NOISY_SHARE = 0.5
 
 
+def _box_ratio(std: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The noise's two-sided ``NOISY_LEVEL`` interval in units of ``NOISY_SHARE`` of the box:
+    above 1 on a coordinate, the release says little the box does not."""
+    return 2.0 * noise_half_width(std) / (NOISY_SHARE * (hi - lo))
+
+
 def warn_if_mostly_noise(result: MeanResult) -> None:
     """A ``NoisyReleaseWarning`` when the noise's two-sided ``NOISY_LEVEL`` interval (from its
     standard deviation, released in the diagnostics: post-processing) is wider than
@@ -1098,7 +1105,7 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
         warn_if_projected_onto_the_faces(result)
         return
     std, lo, hi = judged
-    ratio = 2.0 * noise_half_width(std) / (NOISY_SHARE * (hi - lo))
+    ratio = _box_ratio(std, lo, hi)
     loud = int(np.count_nonzero(ratio > 1.0))
     if 2 * loud <= result.d:
         return
@@ -1122,6 +1129,50 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
         f"release says little the box does not. About {more_rho} or n >= "
         f"{_row_count(rows)} rows would bring it within half the box.",
         NoisyReleaseWarning, stacklevel=user_stacklevel())
+
+
+# A coordinate whose noise reaches this many times its released value cannot be told from 0;
+# the warning fires where more than DROWNED_SHARE of the coordinates are so.
+DROWNED_RATIO = 100.0
+DROWNED_SHARE = 0.25
+
+
+def warn_if_drowned(result: MeanResult) -> None:
+    """A ``NoisyReleaseWarning`` when the release's ``NOISY_LEVEL`` interval (noise and
+    clipping bias; the noise alone where the bias has no bound) reaches more than
+    ``DROWNED_RATIO`` times the released value on more than ``DROWNED_SHARE`` of the
+    coordinates, though the noise is within half the box on most (else
+    ``warn_if_mostly_noise`` has said so): columns on a far smaller scale than a box shared
+    with larger ones. A user's telemetry table in one box (0, 1e9) released an error rate of
+    0.0099 as 35.5 and a CPU share of 28.6 as 0, each with an interval of half a million,
+    without a word (a user trial). Post-processing of the release and its diagnostics."""
+    from ..intervals import SEARCH_SHARE, error_model
+
+    judged = noise_and_box(result)
+    if judged is None:
+        return
+    std, lo, hi = judged
+    if 2 * int(np.count_nonzero(_box_ratio(std, lo, hi) > 1.0)) > result.d:
+        return  # mostly noise against the box: warned as such
+    mean = np.asarray(result.mean, dtype=np.float64)
+    model = error_model(result)
+    found = None if isinstance(model, str) else model.interval(mean, NOISY_LEVEL, SEARCH_SHARE)
+    reach = (noise_half_width(std) * np.ones(result.d) if found is None
+             else (np.asarray(found[1]) - np.asarray(found[0])) / 2.0)
+    drowned = np.flatnonzero(reach > DROWNED_RATIO * np.abs(mean))
+    if drowned.size == 0 or drowned.size <= DROWNED_SHARE * result.d:
+        return
+    many = drowned.size > 1
+    its, them = ("their", "them") if many else ("its", "it")
+    warnings.warn(
+        f"{result.method}: on {drowned.size} of {result.d} coordinates "
+        f"({shown_columns(result, drowned)}) the release's {NOISY_LEVEL:.0%} interval reaches "
+        f"{float(np.median(reach[drowned])):.3g} either side, more than {DROWNED_RATIO:g} "
+        f"times the released value: at this budget the release cannot tell {them} from 0. "
+        f"The box's width sets the noise and the clipping's reach; if {its} values lie on a far smaller scale than the box, give "
+        f"each column its own range (bounds=(lo, hi) arrays or a mapping; on the command line "
+        f"--bounds-file or --range NAME=LO:HI), or release {them} apart; a larger budget or "
+        f"more rows also help.", NoisyReleaseWarning, stacklevel=user_stacklevel())
 
 
 def warn_if_projected_onto_the_faces(result: MeanResult) -> None:
