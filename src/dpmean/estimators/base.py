@@ -1169,10 +1169,10 @@ def warn_if_drowned(result: MeanResult) -> None:
         f"({shown_columns(result, drowned)}) the release's {NOISY_LEVEL:.0%} interval reaches "
         f"{float(np.median(reach[drowned])):.3g} either side, more than {DROWNED_RATIO:g} "
         f"times the released value: at this budget the release cannot tell {them} from 0. "
-        f"The box's width sets the noise and the clipping's reach; if {its} values lie on a far smaller scale than the box, give "
-        f"each column its own range (bounds=(lo, hi) arrays or a mapping; on the command line "
-        f"--bounds-file or --range NAME=LO:HI), or release {them} apart; a larger budget or "
-        f"more rows also help.", NoisyReleaseWarning, stacklevel=user_stacklevel())
+        f"The box's width sets the noise and the clipping's reach; if {its} values lie on a "
+        f"far smaller scale than the box, give each column its own range (bounds=(lo, hi) "
+        f"arrays or a mapping; on the command line --bounds-file or --range NAME=LO:HI), or "
+        f"release {them} apart; a larger budget or more rows also help.", NoisyReleaseWarning, stacklevel=user_stacklevel())
 
 
 def warn_if_projected_onto_the_faces(result: MeanResult) -> None:
