@@ -496,3 +496,53 @@ def test_atomic_replacement_keeps_the_old_files_mode(tmp_path):
         os.umask(old)
     assert target.read_text() == "new" and target.stat().st_mode & 0o777 == 0o640
     assert os.listdir(tmp_path) == ["out.txt"]
+
+
+def test_a_key_into_a_scipy_sparse_archive_is_refused_before_any_charge(tmp_path):
+    # Its members (data, indices, indptr) are the matrix's internals: --key indptr released
+    # a column of n + 1 offsets, each moved by many rows (a review).
+    import dpmean
+    from dpmean.cli import main
+
+    path = tmp_path / "baskets.npz"
+    rows = (np.random.default_rng(0).random((300, 20)) < 0.1) * 1.0
+    scipy.sparse.save_npz(path, scipy.sparse.csr_matrix(rows))
+    session = dpmean.Session(rho=1.0)
+    for key in ("indptr", "data", "indices"):
+        with pytest.raises(InvalidDataError, match="internal parts"):
+            session.mean(path, key=key, rho=0.5, bounds=(0, 1), method="gaussian")
+    assert session.spent == 0.0
+    ledger = tmp_path / "ledger.json"
+    assert main(["ledger", "init", str(ledger), "--rho", "1"]) == 0
+    assert main(["estimate", str(path), "--key", "indptr", "--rho", "0.5", "--bounds", "0",
+                 "5000", "--method", "gaussian", "--ledger", str(ledger)]) != 0
+    assert "releases: none" in _ledger_text(ledger)
+
+
+def _ledger_text(path: Path) -> str:
+    from contextlib import redirect_stdout
+
+    from dpmean.cli import main
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        main(["ledger", "show", str(path)])
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("engine", ["memory", "chunked"])
+def test_a_truncated_npy_is_refused_by_the_command_line_before_any_charge(tmp_path, engine):
+    # The length follows from the header's shape and dtype (public); the command line
+    # charged the ledger and failed in the read, where the Python API refused it for free.
+    from dpmean.cli import main
+
+    whole = tmp_path / "whole.npy"
+    np.save(whole, np.random.default_rng(0).normal(size=(1000, 5)))
+    cut = write(tmp_path / "cut.npy", whole.read_bytes()[:-8])
+    ledger = tmp_path / "ledger.json"
+    assert main(["ledger", "init", str(ledger), "--rho", "1"]) == 0
+    assert main(["estimate", str(cut), "--rho", "0.5", "--bounds", "-5", "5", "--method", "cm",
+                 "--engine", engine, "--ledger", str(ledger)]) != 0
+    assert "releases: none" in _ledger_text(ledger)
+    assert main(["estimate", str(whole), "--rho", "0.5", "--bounds", "-5", "5", "--method",
+                 "cm", "--engine", engine, "--ledger", str(ledger)]) == 0

@@ -303,7 +303,14 @@ def npz_member(p: Path, keys: list[str], key: str | None) -> str | None:
     """
     if not keys:
         raise InvalidDataError(f"{p}: the archive holds no arrays")
-    if key is None and {"format", "shape", "data"} <= set(keys):
+    if {"format", "shape", "data"} <= set(keys):
+        if key is not None:
+            # Its members are the matrix's internals, not rows: one person's row moves many
+            # entries of ``indptr`` and gives several of ``data``, so no stated sensitivity
+            # holds for them (a review released ``indptr`` as a column of n + 1 rows).
+            raise InvalidDataError(
+                f"{p}: is a scipy.sparse matrix (scipy.sparse.save_npz); it is read whole, "
+                f"without key= (--key), whose arrays are its internal parts, not rows")
         return None
     if key is None:
         if len(keys) > 1:

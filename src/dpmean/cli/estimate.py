@@ -677,7 +677,16 @@ def _input_layout(args: argparse.Namespace) -> _Layout:
             raise InvalidDataError(f"{path}: is an .npz archive, not a .npy array; rename it "
                                    f"to .npz")
         f.seek(0)
-        return _array_layout(path, f, "")
+        layout = _array_layout(path, f, "")
+        # The length the header's shape and dtype imply (public, as they are): a file cut
+        # short is refused here, before the charge, as the Python API refuses it when it maps
+        # the file (a review: the command line charged it and failed in the read).
+        needed = f.tell() + (layout.n or 0) * layout.d * layout.dtype.itemsize
+        if path.stat().st_size < needed:
+            raise InvalidDataError(
+                f"{path}: not a valid .npy array (the file is shorter than its header's shape "
+                f"and dtype need: was it fully written?)")
+        return layout
 
 
 def _npz_layout(path: Path, key: str | None) -> _Layout:
