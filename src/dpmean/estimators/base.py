@@ -1172,7 +1172,8 @@ def warn_if_drowned(result: MeanResult) -> None:
         f"The box's width sets the noise and the clipping's reach; if {its} values lie on a "
         f"far smaller scale than the box, give each column its own range (bounds=(lo, hi) "
         f"arrays or a mapping; on the command line --bounds-file or --range NAME=LO:HI), or "
-        f"release {them} apart; a larger budget or more rows also help.", NoisyReleaseWarning, stacklevel=user_stacklevel())
+        f"release {them} apart; a larger budget or more rows also help.",
+        NoisyReleaseWarning, stacklevel=user_stacklevel())
 
 
 def warn_if_projected_onto_the_faces(result: MeanResult) -> None:
