@@ -279,6 +279,36 @@ def test_a_full_stdout_says_the_release_was_made_and_charged(capsys, folder, mon
     assert [r.status for r in ledger_file.read("T.json").ledger] == ["released"]
 
 
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_a_short_write_to_stdout_says_the_release_was_made_and_charged(capsys, folder,
+                                                                       monkeypatch, json_flag):
+    # A nearly full disk: the first write takes part of the result, the next has no room.
+    # Python's text stdout let such a short write pass (truncated JSON, exit code 0).
+    stdout = open("stdout.txt", "w")  # a real descriptor, as a shell's redirection gives
+    target, real_write, calls = stdout.fileno(), os.write, []
+
+    def nearly_full(fd, data):
+        if fd != target:
+            return real_write(fd, data)
+        calls.append(len(data))
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, bytes(data)[:len(data) // 2])
+
+    monkeypatch.setattr(sys, "stdout", stdout)
+    monkeypatch.setattr(os, "write", nearly_full)
+    try:
+        code, _, err = estimate(capsys, "a.npy", "--bounds", 0, 10, "--ledger", "T.json",
+                                *json_flag)
+    finally:
+        stdout.close()
+    err = err.splitlines()[-1] if json_flag else err  # --json: the summary went to stderr
+    assert len(calls) == 2 and one_error_line(code, err)
+    assert "the release was made, charged to the ledger T.json as release #0" in err
+    assert "could not be printed" in err and "No space left on device" in err
+    assert [r.status for r in ledger_file.read("T.json").ledger] == ["released"]
+
+
 def test_an_output_that_fails_after_the_release_says_it_was_charged(capsys, folder,
                                                                     monkeypatch):
     rename = os.replace

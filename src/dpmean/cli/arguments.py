@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import re
 import sys
@@ -669,6 +670,44 @@ def printing(done: str | None = None) -> Iterator[None]:
         what = f"{done}, but its result" if done else "the result"
         raise UsageError(f"{what} could not be printed: cannot write to standard output "
                          f"({exc.strerror or exc})") from None
+
+
+def write_stdout(text: str) -> None:
+    """Write ``text`` to standard output whole, or raise: an ``OSError`` when it cannot all
+    be written.
+
+    Where standard output is a file descriptor, ``text`` is encoded as ``sys.stdout`` would
+    encode it and written to the descriptor until every byte is taken: Python's text
+    standard output can take a short write to a nearly full disk without a word (a JSON
+    result cut short, exit code 0), while a loop of ``os.write`` gets the full disk's
+    ``ENOSPC`` on the write after it. Elsewhere (a test's capture) it is ``sys.stdout.write``.
+    Use it within ``printing``, which turns the error into one line.
+
+    Parameters
+    ----------
+    text : str
+        What to print.
+
+    Raises
+    ------
+    OSError
+        When standard output does not take all of ``text`` (``BrokenPipeError`` for a closed
+        pipe).
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        sys.stdout.write(text)  # no descriptor (a test's capture, a replaced stream)
+        return
+    # What is buffered on sys.stdout goes first, so that the output keeps its order.
+    sys.stdout.flush()
+    data = memoryview(text.encode(sys.stdout.encoding or "utf-8",
+                                  getattr(sys.stdout, "errors", None) or "strict"))
+    while data:
+        written = os.write(fd, data)
+        if written <= 0:  # a write that takes nothing and reports no error: never done
+            raise OSError(errno.EIO, "standard output took no bytes")
+        data = data[written:]
 
 
 def discard_stdout() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import sys
@@ -49,6 +50,7 @@ from .arguments import (
     printing,
     table_options,
     write_file,
+    write_stdout,
 )
 from .output import describe, digits_to_resolve, format_level, format_values, json_default
 
@@ -224,16 +226,20 @@ def run(args: argparse.Namespace) -> int:
             exc.add_note(_made(done) + ", but its result is lost")
             raise
         done.append(f"written to {output}")
-    summary_to = sys.stderr if args.json else sys.stdout
     with printing(_made(done)):
         if args.json:
-            sys.stdout.write(text)
+            write_stdout(text)
+        # Without --json the summary is the result: gathered, then written whole by
+        # write_stdout, which notices a full disk that print's short write did not.
+        summary_to = sys.stderr if args.json else io.StringIO()
         _print_summary(result, budget, args, output, summary_to)
         if session is not None:
             print(f"charged to ledger {args.ledger} as release #{index} ({result.spent:.6g} "
                   f"{result.unit}); the ledger: {session.spent:.6g} {session.unit} of "
                   f"{session.budget} spent in all, {session.remaining:.6g} remaining",
                   file=summary_to)
+        if isinstance(summary_to, io.StringIO):
+            write_stdout(summary_to.getvalue())
     return 0
 
 
