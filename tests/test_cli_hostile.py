@@ -309,6 +309,31 @@ def test_a_short_write_to_stdout_says_the_release_was_made_and_charged(capsys, f
     assert [r.status for r in ledger_file.read("T.json").ledger] == ["released"]
 
 
+def test_a_full_temporary_directory_is_one_error_line(capsys, folder, monkeypatch):
+    # The chunked engine spills a trimmed mean's columns to a file in TMPDIR: a directory
+    # too small for it is one line naming it (a traceback from os.pwrite before), and the
+    # release stays charged, as failed (the data was read).
+    import tempfile
+
+    from dpmean.engines import base as base_module
+
+    monkeypatch.setattr(base_module, "COLUMN_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+
+    def full(fd, data, offset):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full)
+    code, out, err = run(capsys, "estimate", "a.npy", "--rho", 1, "--bounds", 0, 10,
+                         "--method", "trimmed", "--engine", "chunked", "--ledger", "T.json",
+                         "--quiet")
+    assert one_error_line(code, err) and out == ""
+    assert f"the temporary directory {folder} ran out of space" in err
+    assert "300 rows x 3 columns x 8 bytes = 7.2 kB (7,200 bytes)" in err
+    assert "point TMPDIR at a disk" in err and "stays charged" in err
+    assert [r.status for r in ledger_file.read("T.json").ledger] == ["failed"]
+
+
 def test_an_output_that_fails_after_the_release_says_it_was_charged(capsys, folder,
                                                                     monkeypatch):
     rename = os.replace

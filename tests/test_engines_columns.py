@@ -1,6 +1,8 @@
 """The column questions (order statistics, pair differences) in column blocks: equal to the direct
 computation on every engine, memory bounded on the chunked engine, temporary files removed."""
 
+import errno
+import os
 import tempfile
 import tracemalloc
 
@@ -11,7 +13,7 @@ import dpmean
 from dpmean.engines import ChunkedEngine, InMemoryEngine, open_source
 from dpmean.engines import base as base_module
 from dpmean.engines import chunked as chunked_module
-from dpmean.errors import InvalidDataError
+from dpmean.errors import InvalidDataError, TemporarySpaceError
 from dpmean.transforms import IDENTITY, Quantizer, RandomRotation, View
 
 
@@ -142,6 +144,52 @@ def test_temporary_files_are_removed_on_error(tmp_path, monkeypatch):
         list(engine.sorted_column_blocks(View(), 4))
     assert opened == [1]
     assert list(scratch.iterdir()) == []
+
+
+def _full_after(monkeypatch, pieces):
+    """os.pwrite of the engines that writes ``pieces`` pieces and then finds the disk full."""
+    real, calls = os.pwrite, []
+
+    def pwrite(fd, data, offset):
+        calls.append(1)
+        if len(calls) > pieces:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(base_module.os, "pwrite", pwrite)
+
+
+def test_a_full_temporary_directory_names_it_and_the_room_needed(tmp_path, monkeypatch):
+    # A TMPDIR too small for the spilled columns: a DPMeanError saying which directory and
+    # how much room (40,000 x 32 x 8 bytes), not the OSError of os.pwrite; no file is left.
+    x = np.random.default_rng(0).normal(size=(40_000, 32))
+    engine, scratch, _ = _spilling_engine(tmp_path, monkeypatch, x)
+    _full_after(monkeypatch, 3)
+    with pytest.raises(TemporarySpaceError) as raised:
+        list(engine.sorted_column_blocks(View(), 4))
+    message = str(raised.value)
+    assert f"temporary directory {scratch} ran out of space" in message
+    assert "40,000 rows x 32 columns x 8 bytes = 10.2 MB (10,240,000 bytes)" in message
+    assert "point TMPDIR at a disk" in message
+    assert raised.value.__cause__.errno == errno.ENOSPC
+    assert list(scratch.iterdir()) == []
+    # The public API: the same error (a DPMeanError) from a release on the chunked engine.
+    np.save(tmp_path / "big.npy", x)
+    with pytest.raises(dpmean.DPMeanError, match=f"temporary directory {scratch} ran out"):
+        dpmean.mean(str(tmp_path / "big.npy"), rho=1.0, bounds=(-3, 3), method="trimmed",
+                    engine="chunked", random_state=0)
+
+
+def test_a_short_write_of_a_spilled_column_is_completed(tmp_path, monkeypatch):
+    # A nearly full disk can take part of a write: the rest is written, not left as a hole
+    # that reads back as zeros.
+    x = np.random.default_rng(0).normal(size=(40_000, 32))
+    engine, _, _ = _spilling_engine(tmp_path, monkeypatch, x)
+    real = os.pwrite
+    monkeypatch.setattr(base_module.os, "pwrite",
+                        lambda fd, data, offset: real(fd, data[:max(1, len(data) // 2)], offset))
+    got = np.concatenate([v for _, v in engine.sorted_column_blocks(View(), 4)], axis=1)
+    np.testing.assert_array_equal(got, np.sort(np.clip(x, -3.0, 3.0), axis=0))
 
 
 def test_temporary_files_are_removed_after_use(tmp_path, monkeypatch):

@@ -28,6 +28,13 @@ class PrivacyAccountingError(DPMeanError, RuntimeError):
     that does not add up): a defect in dpmean, caught before the release leaves."""
 
 
+class TemporarySpaceError(DPMeanError):
+    """The temporary directory (``TMPDIR``, ``tempfile.gettempdir()``) ran out of room for a
+    file an engine spills its rows to (the chunked and Dask engines' column blocks). The
+    message names the directory and the bytes the file needs; the system's ``OSError``
+    (``ENOSPC`` or ``EDQUOT``) is its ``__cause__``."""
+
+
 class InsufficientDataWarning(UserWarning):
     """n is too small for the budget (a public check); the estimator released the zero vector."""
 

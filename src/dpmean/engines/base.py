@@ -6,6 +6,7 @@ answers them in memory, from sparse structure, in chunks or on a cluster.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from abc import ABC, abstractmethod
@@ -14,6 +15,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from ..errors import TemporarySpaceError
 from ..parallel import over_row_ranges, sort_columns
 from ..progress import counted_pass
 from ..transforms import View
@@ -375,7 +377,13 @@ def spilled_column_blocks(
         for rows in row_blocks:
             for cols in blocks:
                 piece = block_columns(rows[:, cols])
-                os.pwrite(file.fileno(), piece.data, 8 * (n * cols.start + start * piece.shape[0]))
+                try:
+                    _write_exactly(file, piece, 8 * (n * cols.start + start * piece.shape[0]))
+                except OSError as exc:
+                    full = _out_of_space(exc, n, k)
+                    if full is None:
+                        raise
+                    raise full from exc
             start += rows.shape[0]
             sizes.append(rows.shape[0])
         pieces = np.empty(width * n)  # one buffer for every block's read
@@ -388,6 +396,40 @@ def spilled_column_blocks(
                 block[:, first:first + size] = pieces[w * first:w * (first + size)].reshape(w, size)
                 first += size
             yield cols, block.T
+
+
+def _write_exactly(file: Any, data: np.ndarray, offset: int) -> None:
+    """Write the C-contiguous ``data`` into the file from ``offset``, all of it: a short
+    write (a nearly full disk) left a hole that read back as zeros; the next write raises
+    the disk's error instead."""
+    view = data.data.cast("B")
+    done = 0
+    while done < len(view):
+        wrote = os.pwrite(file.fileno(), view[done:], offset + done)
+        if wrote <= 0:
+            raise OSError(errno.ENOSPC, "a temporary file of the engine took no bytes")
+        done += wrote
+
+
+def _out_of_space(exc: OSError, n: int, k: int) -> TemporarySpaceError | None:
+    """``exc`` from the write of a temporary file of ``n`` rows x ``k`` columns as the user
+    can act on it: a full temporary directory (``ENOSPC``, ``EDQUOT``) as a
+    ``TemporarySpaceError`` naming the directory and the bytes the file needs (public: n and
+    k); None for any other error, raised as it is."""
+    if exc.errno not in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return None
+    return TemporarySpaceError(
+        f"the temporary directory {tempfile.gettempdir()} ran out of space: the engine "
+        f"spills the data to a temporary file there, {n:,} rows x {k:,} columns x 8 bytes = "
+        f"{_amount(8 * n * k)}; point TMPDIR at a disk with that much free space")
+
+
+def _amount(size: int) -> str:
+    """``size`` bytes for a person: "1.45 GB (1,448,000,000 bytes)"."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit} ({size:,} bytes)"
+    return f"{size:,} bytes"
 
 
 def _read_exactly(file: Any, out: np.ndarray, offset: int) -> None:
