@@ -1141,11 +1141,11 @@ def warn_if_drowned(result: MeanResult) -> None:
     """A ``NoisyReleaseWarning`` when the release's ``NOISY_LEVEL`` interval (noise and
     clipping bias; the noise alone where the bias has no bound) reaches more than
     ``DROWNED_RATIO`` times the released value on more than ``DROWNED_SHARE`` of the
-    coordinates, though the noise is within half the box on most (else
-    ``warn_if_mostly_noise`` has said so): columns on a far smaller scale than a box shared
-    with larger ones. A user's telemetry table in one box (0, 1e9) released an error rate of
-    0.0099 as 35.5 and a CPU share of 28.6 as 0, each with an interval of half a million,
-    without a word (a user trial). Post-processing of the release and its diagnostics."""
+    coordinates whose box lies on one side of 0, though the noise is within half the box on
+    most (else ``warn_if_mostly_noise`` has said so): columns on a far smaller scale than a
+    box shared with larger ones. A user's telemetry table in one box (0, 1e9) released an
+    error rate of 0.0099 as 35.5 and a CPU share of 28.6 as 0, each with an interval of half
+    a million, without a word (a user trial). Post-processing of the release and its diagnostics."""
     from ..intervals import SEARCH_SHARE, error_model
 
     judged = noise_and_box(result)
@@ -1159,7 +1159,10 @@ def warn_if_drowned(result: MeanResult) -> None:
     found = None if isinstance(model, str) else model.interval(mean, NOISY_LEVEL, SEARCH_SHARE)
     reach = (noise_half_width(std) * np.ones(result.d) if found is None
              else (np.asarray(found[1]) - np.asarray(found[0])) / 2.0)
-    drowned = np.flatnonzero(reach > DROWNED_RATIO * np.abs(mean))
+    # Only where the box lies on one side of 0: in a box about 0 (centred features,
+    # gradients) a mean near 0 is what the data hold, and says nothing of the box's scale.
+    one_sided = (lo >= 0.0) | (hi <= 0.0)
+    drowned = np.flatnonzero(one_sided & (reach > DROWNED_RATIO * np.abs(mean)))
     if drowned.size == 0 or drowned.size <= DROWNED_SHARE * result.d:
         return
     many = drowned.size > 1
