@@ -26,7 +26,13 @@ from typing import Any
 import numpy as np
 
 from .accounting import _exceeds, pure_dp_to_zcdp, warn_if_large_delta, zcdp_to_approx_dp
-from .api import build_estimator, check_bounds_names, opened_path, reader_options
+from .api import (
+    basket_bounds,
+    build_estimator,
+    check_bounds_names,
+    opened_path,
+    reader_options,
+)
 from .budget import Budget
 from .errors import (
     BudgetExceededError,
@@ -608,6 +614,8 @@ class Session:
         seed = self._claim_seed(options.get("random_state"))
         try:
             reader = reader_options(x, options)  # a path's: the file is opened with them
+            if "bounds" in options or basket_bounds(x, None) is not None:
+                options["bounds"] = basket_bounds(x, options.get("bounds"))  # as dpmean.mean
             estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, **options)
             if estimator.calibrates_to_shape():
                 # Its budget follows the plan for the data's shape: checked once granted.

@@ -120,6 +120,12 @@ class DatSource(RowSource):
         for block in self._baskets.blocks(rows):
             yield block.toarray()
 
+    def sparse(self) -> Any:
+        """Every basket as one scipy.sparse CSR matrix (``io.BasketFile.read``): what the
+        sparse engine reads, the same release as these dense chunks give (``Engine.baskets``).
+        Reading it judges the ids, so it is called where the release reads its rows."""
+        return self._baskets.read()
+
 
 def open_source(path: str | os.PathLike, *, n_items: int | None = None,
                 **table_options: Any) -> RowSource:
