@@ -324,3 +324,38 @@ def test_an_npz_path_is_refused_with_the_way_to_load_it(tmp_path):
     np.savez(path, x=np.ones((10, 2)))
     with pytest.raises(dpmean.InvalidDataError, match=r"load_data\(path, key=NAME\)"):
         dpmean.mean(str(path), rho=1.0, bounds=(0, 1))
+
+
+def test_the_cli_reads_in_chunks_where_the_memory_engine_would_not_fit(tmp_path, monkeypatch):
+    # A review: an 800 MB .npy file, below the size threshold, ran PLAN on the memory engine
+    # with 2.5 GB to give (its rotated copy and pair differences beside the rows) and failed
+    # for memory after the ledger's charge. The machine's memory is not the data's.
+    import dpmean.cli.estimate as cli
+    import dpmean.engines as engines
+    from dpmean.cli import build_parser
+
+    path = tmp_path / "x.npy"
+    np.save(path, np.zeros((2000, 5)))
+    args = build_parser().parse_args(["estimate", str(path), "--rho", "1"])
+    layout = cli._input_layout(args)
+    data = 2000 * 5 * 8  # as float64
+    monkeypatch.setattr(engines, "available_memory", lambda: cli.MEMORY_ENGINE_PEAK * data - 1)
+    assert cli._choose_engine(args, layout) == "chunked"
+    monkeypatch.setattr(engines, "available_memory", lambda: cli.MEMORY_ENGINE_PEAK * data + 1)
+    assert cli._choose_engine(args, layout) is None
+    monkeypatch.setattr(engines, "available_memory", lambda: None)
+    assert cli._choose_engine(args, layout) is None
+
+
+def test_available_memory_counts_what_the_process_holds_against_its_address_limit(monkeypatch):
+    # Under ``ulimit -v`` the libraries' and threads' reservations count against the limit.
+    import resource
+
+    import dpmean.engines as engines
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (3 << 30, 3 << 30))
+    kilobytes = {"MemAvailable:": 20 << 30, "VmSize:": 1 << 30}
+    monkeypatch.setattr(engines, "_proc_kilobytes", lambda path, field: kilobytes[field])
+    assert engines.available_memory() == 2 << 30
+    kilobytes["VmSize:"] = 4 << 30
+    assert engines.available_memory() == 0

@@ -152,7 +152,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how the data is read: memory, chunked (bounded row chunks, one pass per "
                    "aggregate; chosen automatically for .npy/.csv/.parquet files above "
                    f"{CHUNKED_ABOVE_BYTES >> 30} GiB of float64 values: a Parquet file's "
-                   "rows x columns from its metadata, a large CSV file's rows counted), sparse "
+                   "rows x columns from its metadata, a large CSV file's rows counted; and "
+                   ".npy/.parquet files whose rows would not fit in memory three times), sparse "
                    "(.dat/.npz sparse input, any "
                    "method that supports it), dask (a dask.distributed cluster, see --scheduler)")
     p.add_argument("--scheduler", metavar="ADDRESS",
@@ -543,14 +544,35 @@ def _choose_engine(args: argparse.Namespace, layout: _Layout) -> str | None:
     if ext not in (".npy", ".csv", ".parquet") or not path.is_file():
         return None
     size = path.stat().st_size
+    # Where the memory engine would not fit (``_memory_fits``), any size is too large.
+    threshold = CHUNKED_ABOVE_BYTES if _memory_fits(layout) else 0
     if ext == ".parquet" and layout.n is not None:
         size = layout.n * layout.d * 8
     elif ext == ".csv":
         # Counted only where the rows could take that much; elsewhere they cannot, so the
         # choice is the same as counting would give.
         size = (_counted_rows(args) * layout.d * 8
-                if size * _CSV_EXPANSION > CHUNKED_ABOVE_BYTES else 0)
-    return "chunked" if size > CHUNKED_ABOVE_BYTES else None
+                if size * _CSV_EXPANSION > threshold else 0)
+    return "chunked" if size > threshold else None
+
+
+# What the memory engine may take, as a multiple of the data as float64: PLAN keeps a rotated
+# copy (d padded to a power of two) and the pairs' differences (n/2 x d) beside the rows; an
+# 800 MB file with 2.5 GB to give ran out of memory after the ledger's charge (a review).
+MEMORY_ENGINE_PEAK = 3
+
+
+def _memory_fits(layout: _Layout) -> bool:
+    """Whether ``MEMORY_ENGINE_PEAK`` times the data as float64 fits in the memory this
+    process may still take (``engines.available_memory``; true where neither is known: a CSV
+    file's rows are not counted for it). The machine's memory is not the data's, and the
+    engines' releases differ only by rounding: the choice tells nothing of the rows."""
+    from ..engines import available_memory
+
+    free = available_memory()
+    if free is None or layout.n is None:
+        return True
+    return MEMORY_ENGINE_PEAK * layout.n * layout.d * 8 <= free
 
 
 # The most a CSV cell's bytes grow as float64: a row of d cells takes at least 2d bytes (a

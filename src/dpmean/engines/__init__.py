@@ -33,22 +33,31 @@ def check_engine(kind: str | None) -> str | None:
 
 
 def available_memory() -> int | None:
-    """The bytes this process may still take: Linux's MemAvailable, and no more than its
-    address-space limit (``ulimit -v``) where one is set; None where neither is told."""
+    """The bytes this process may still take: Linux's MemAvailable, and no more than what its
+    address-space limit (``ulimit -v``) leaves beside the address space it holds already
+    (``VmSize``: the libraries and threads' reservations are counted against the limit, and
+    took 0.5-1 GB of it before any data); None where neither is told."""
     import resource
 
-    free = None
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    free = int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        free = None
+    free = _proc_kilobytes("/proc/meminfo", "MemAvailable:")
     limit = resource.getrlimit(resource.RLIMIT_AS)[0]
     if limit != resource.RLIM_INFINITY:
-        free = limit if free is None else min(free, limit)
+        held = _proc_kilobytes("/proc/self/status", "VmSize:") or 0
+        left = max(limit - held, 0)
+        free = left if free is None else min(free, left)
     return free
+
+
+def _proc_kilobytes(path: str, field: str) -> int | None:
+    """A "FIELD: N kB" line of a /proc file, in bytes; None where it cannot be read."""
+    try:
+        with open(path) as lines:
+            for line in lines:
+                if line.startswith(field):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def reads_whole(x: Any, kind: str | None) -> bool:
