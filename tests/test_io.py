@@ -546,3 +546,17 @@ def test_a_truncated_npy_is_refused_by_the_command_line_before_any_charge(tmp_pa
     assert "releases: none" in _ledger_text(ledger)
     assert main(["estimate", str(whole), "--rho", "0.5", "--bounds", "-5", "5", "--method",
                  "cm", "--engine", engine, "--ledger", str(ledger)]) == 0
+
+
+def test_a_directory_and_a_dask_data_frame_are_told_as_such(tmp_path):
+    # A review: a directory given to Session.mean was "no such file", and a dask data frame
+    # was refused as if one of its columns could not be converted.
+    import dpmean
+
+    with pytest.raises(InvalidDataError, match="is a directory"):
+        dpmean.Session(rho=1.0).mean(str(tmp_path), rho=0.5, bounds=(0, 1), method="cm")
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    frame = dd.from_pandas(pd.DataFrame(np.zeros((20, 2))), npartitions=2)
+    with pytest.raises(InvalidDataError, match="to_dask_array"):
+        dpmean.mean(frame, rho=0.5, bounds=(0, 1), method="cm")

@@ -138,6 +138,13 @@ def table_data(x: Any, columns: Sequence[str] | str | None = None
         # Names are public; pyarrow's refusal of them said only "ValueError".
         raise InvalidDataError(f"the {type(x).__name__} has two columns named {twice[0]!r}; "
                                f"rename one")
+    if type(x).__module__.startswith("dask."):
+        # A dask data frame is partitioned lazily; pyarrow's refusal of it read as a column
+        # problem (a review).
+        raise InvalidDataError(
+            f"a dask {type(x).__name__} is not read as a table: pass its values as a dask "
+            f"array (x.to_dask_array(lengths=True), with the columns chosen first), or compute "
+            f"it into a pandas data frame if it fits in memory")
     x = _declared_numeric(x, labels, columns)
     try:
         table = pa.table(x)

@@ -169,6 +169,8 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None,
         n_items = check_n_items(n_items)
     elif n_items is not None:
         raise InvalidParameterError(f"{p}: n_items ({n_items!r}) only applies to .dat files")
+    if p.is_dir():
+        raise InvalidDataError(f"{p}: is a directory, not a data file")  # as io.load_data
     if not p.is_file():
         raise InvalidDataError(f"{p}: no such file")
     if ext == ".npy":
