@@ -236,6 +236,14 @@ def choose_columns(available: Sequence[str], columns: Sequence[str] | str | None
             raise InvalidDataError(f"{where} has two columns named {name!r}; rename one")
     if not chosen:
         raise InvalidDataError(f"{where} has no data columns")
+    if columns is None and len(chosen) > 1 and chosen[-1] == "" and all(chosen[:-1]):
+        # A header's names are public: a last column without one (each line ending with the
+        # delimiter, as some spreadsheets write), chosen by default, is refused here, before
+        # any charge; its empty cells were refused after it (a review).
+        raise InvalidDataError(
+            f"{where}: its last column has no name (the header line ends with the delimiter, "
+            f"as some spreadsheets write); name it, or choose the named columns with columns= "
+            f"(--columns)")
     return chosen
 
 
