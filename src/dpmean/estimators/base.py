@@ -1175,7 +1175,9 @@ def warn_if_drowned(result: MeanResult) -> None:
              else (np.asarray(found[1]) - np.asarray(found[0])) / 2.0)
     # Only where the box lies on one side of 0: in a box about 0 (centred features,
     # gradients) a mean near 0 is what the data hold, and says nothing of the box's scale.
-    one_sided = (lo >= 0.0) | (hi <= 0.0)
+    # Nor in (0, 1), the box of flags and baskets by their format: a rare item's frequency
+    # is tiny against its noise, and no narrower range exists (Retail's 16,470 items).
+    one_sided = ((lo >= 0.0) | (hi <= 0.0)) & ~((lo == 0.0) & (hi == 1.0))
     drowned = np.flatnonzero(one_sided & (reach > DROWNED_RATIO * np.abs(mean)))
     if drowned.size == 0 or drowned.size <= DROWNED_SHARE * result.d:
         return
