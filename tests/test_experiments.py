@@ -199,3 +199,15 @@ def test_paper_figures_run_the_papers_clipped_means_without_the_interval_share(m
     np.testing.assert_array_equal(curve, paper.mean)
     assert "clip profile" not in paper.ledger and "clip profile" in default.ledger
     assert not np.array_equal(curve, default.mean)
+
+
+def test_quick_titles_give_the_full_runs_rows_not_default():
+    # user trial: plan-retail --quick said "rows = 5000 (full run: default)"
+    from dpmean.experiments.data import BASKET_ROWS, baskets
+
+    for name, rows in (("plan-retail", "88,162"), ("plan-kosarak-prefix", "36,682"),
+                       ("ours-baskets", "36,682")):
+        assert f"rows = 5000 (full run: all {rows})" in SPECS[name].quick_version().title
+    assert not any("default" in spec.quick_version().title for spec in SPECS.values())
+    for file, rows in BASKET_ROWS.items():
+        assert baskets(file).shape[0] == rows

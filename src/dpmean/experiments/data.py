@@ -91,6 +91,9 @@ def mnist_digit(digit: int) -> Dataset:
 # (data/README.md: retail uses exactly the ids 1..16,470, the Kosarak prefix 1..17,034), never
 # read from the files at run time. d must be public: one basket could change a data-derived d.
 BASKET_ITEMS = {"retail.dat": 16_470, "kosarak-first-36682.dat": 17_034}
+# Their row counts, for titles that compare a --quick run's first rows with the full file
+# (tested against the files).
+BASKET_ROWS = {"retail.dat": 88_162, "kosarak-first-36682.dat": 36_682}
 
 
 @cache

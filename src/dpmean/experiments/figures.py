@@ -11,6 +11,7 @@ import numpy as np
 from . import bun_steinke as bs
 from . import local, plan_variance
 from .data import (
+    BASKET_ROWS,
     Dataset,
     basket_data,
     constant_correlation,
@@ -352,7 +353,8 @@ def _basket_spec(key: str) -> Spec:
              f"{'POS' if key == 'retail' else 'full Kosarak'}; " + (
                  "IOME not run here (ours-baskets runs it on the Kosarak prefix)" if key == "retail"
                  else "IOME in ours-baskets, at rho = 1/2"),
-        quick={"settings": tuple({"rho": r, "rows": 5000} for r in (0.125, 1.0))})
+        quick={"settings": tuple({"rho": r, "rows": 5000} for r in (0.125, 1.0))},
+        defaults={"rows": f"all {BASKET_ROWS[BASKETS[key]]:,}"})
 
 
 # PLAN Table 2 (Appendix D.2): relative error of the private standard deviation, per estimator
@@ -473,7 +475,9 @@ BS_SPEC = Spec(
     note="a trial is a chunk of 5000 datasets (10^6 in all, as the paper), shared by both "
     "epsilons; semi-analytic (noise variance in closed form); t optimised per chunk",
     quick={"settings": tuple({"n": n, "datasets": 60, "epsilons": (1.0,), "ms": BS_M[n][::3]}
-                             for n in (201, 1001)), "trials": 2})
+                             for n in (201, 1001)), "trials": 2},
+    # written as the quick settings' tuples are
+    defaults={"epsilons": str(BS_EPSILONS), "ms": f"{len(BS_M[201])} values per n"})
 
 
 def _trimmed_variance_trial(s: Setting, rng: np.random.Generator) -> list[dict[str, Any]]:
@@ -560,7 +564,8 @@ OURS_BASKETS_SPEC = Spec(
     methods=(Method("PLAN", "plan", {"p": 1.0, "bounds": (0.0, 1.0)}),
              Method("IOME", "iome", {"bounds": (0.0, 1.0), "engine": "sparse"}), NON_PRIVATE),
     note="TVD against the data's own item frequencies; IOME on the sparse engine",
-    quick={"settings": ({"data": "kosarak-prefix", "rho": 0.5, "rows": 5000},), "trials": 2})
+    quick={"settings": ({"data": "kosarak-prefix", "rho": 0.5, "rows": 5000},), "trials": 2},
+    defaults={"rows": f"all {BASKET_ROWS[BASKETS['kosarak-prefix']]:,}"})
 
 
 SPECS: dict[str, Spec] = {spec.name: spec for spec in (

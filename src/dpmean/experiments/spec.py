@@ -84,7 +84,9 @@ AGGREGATIONS = {
 class Spec:
     """One figure: ``settings`` (the full grid) swept along ``x``; per setting, ``trials``
     independent trials of ``trial`` (default: draw ``data``, run every method, apply ``metric``).
-    ``quick`` overrides settings/trials/whatever for ``--quick``; ``panel`` splits the plot."""
+    ``quick`` overrides settings/trials/whatever for ``--quick``; ``panel`` splits the plot.
+    ``defaults`` says what a setting that omits a key runs, as a title writes it (a basket
+    figure's ``rows``: the file's row count), for the ``--quick`` title's "full run: ..."."""
 
     name: str
     title: str
@@ -105,6 +107,7 @@ class Spec:
     ylabel: str | None = None
     note: str = ""
     extra: tuple[str, ...] = ()
+    defaults: dict[str, Any] = field(default_factory=dict)
     seed: int = 20261121
 
     def __post_init__(self) -> None:
@@ -148,7 +151,10 @@ def ran_title(full: Spec, quick: Spec) -> str:
     """``full.title`` corrected to the settings of ``quick`` (see ``Spec.quick_version``)."""
     title, changes = full.title, []
     for key in dict.fromkeys(k for s in full.settings + quick.settings for k in s):
-        before, after = _values(full.settings, key), _values(quick.settings, key)
+        # A key only the quick settings give (a basket figure's rows) is compared with what the
+        # full run leaves it to: "full run: default" told a reader nothing.
+        default = full.defaults.get(key, "default")
+        before, after = _values(full.settings, key, default), _values(quick.settings, key, default)
         if before == after:
             continue
         if len(before) == len(after) == 1:
@@ -162,8 +168,9 @@ def ran_title(full: Spec, quick: Spec) -> str:
     return f"{title} [--quick: {'; '.join(changes)}]" if changes else title
 
 
-def _values(settings: tuple[Setting, ...], key: str) -> list[str]:
-    """The distinct values of ``key`` over ``settings``, formatted as titles write them."""
-    shown = [f"{s[key]:g}" if isinstance(s.get(key), (int, float)) else str(s.get(key, "default"))
-             for s in settings]
+def _values(settings: tuple[Setting, ...], key: str, default: Any = "default") -> list[str]:
+    """The distinct values of ``key`` over ``settings`` (``default`` where a setting omits
+    it), formatted as titles write them."""
+    values = [s.get(key, default) for s in settings]
+    shown = [f"{v:g}" if isinstance(v, (int, float)) else str(v) for v in values]
     return list(dict.fromkeys(shown))
