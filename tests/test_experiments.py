@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -176,7 +177,8 @@ def test_quick_titles_state_the_settings_that_ran():
     assert "n = 4000" in full.title
     assert {s["n"] for s in quick.settings} == {2000}
     assert "n = 4000" not in quick.title.split(" [")[0] and "n = 2000" in quick.title
-    assert "3 trials (full run: 100)" in quick.title
+    # the trials are stated by the plot and summary, counted in the CSV (--trials overrides)
+    assert "trials" not in quick.title and quick.paper_trials == 100
     assert "rho = 0.03, 0.3 (full run: 0.01, 0.03, 0.1, 0.3, 1)" in quick.title
 
 
@@ -211,3 +213,51 @@ def test_quick_titles_give_the_full_runs_rows_not_default():
     assert not any("default" in spec.quick_version().title for spec in SPECS.values())
     for file, rows in BASKET_ROWS.items():
         assert baskets(file).shape[0] == rows
+
+
+def _stats(methods, xs, trials=20, panel=""):
+    return {(panel, m, x): {"centre": value, "sd": 0.1 * value, "median": value,
+                            "trials": trials, "failed": 0}
+            for m, value in methods.items() for x in xs}
+
+
+def test_plot_title_states_the_trials_that_ran():
+    # user trial: iome-fig2 --trials 20 gave no sign in the plot that it was not the paper's 100
+    from dpmean.experiments.report import figure, summary
+
+    spec = SPECS["iome-fig2"]
+    stats = _stats({"IOME": 1.0, "CM": 2.0}, (0.03, 0.3))
+    assert "trials per point: 20 (full run: 100)" in figure(spec, stats)._suptitle.get_text()
+    assert "trials per point: 20 (full run: 100)" in summary(spec, stats, Path("a.csv"), None)
+    full = _stats({"IOME": 1.0}, (0.03,), trials=100)
+    assert "trials per point: 100\n" in figure(spec, full)._suptitle.get_text() + "\n"
+    quick = SPECS["iome-fig2"].quick_version()
+    assert "trials per point: 3 (full run: 100)" in figure(
+        quick, _stats({"IOME": 1.0}, (0.03,), trials=3))._suptitle.get_text()
+
+
+def test_legend_is_outside_the_panels_and_lists_only_drawn_series():
+    # user trial: plan-retail's legend named the non-private mean, whose error 0 a log axis
+    # cannot show, and iome-fig2's legend covered two curves
+    from dpmean.experiments.report import figure
+
+    spec = SPECS["plan-retail"].quick_version()
+    fig = figure(spec, _stats({"PLAN": 9.0, "PLAN-noscale": 8.0, "non-private mean": 0.0},
+                              (0.125, 1.0), trials=3))
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["PLAN", "PLAN-noscale"]
+    assert "not drawn: non-private mean (0 at every point" in fig._suptitle.get_text()
+    assert all(line.get_label() != "non-private mean" for line in fig.axes[0].get_lines())
+
+
+def test_error_bars_at_one_x_are_dodged():
+    # user trial: ours-plan-vs-iome --quick drew every method's error bar at the same d
+    from dpmean.experiments.report import figure
+
+    spec = SPECS["ours-plan-vs-iome"].quick_version()
+    fig = figure(spec, _stats({"PLAN": 1.0, "IOME": 1.1, "non-private mean": 0.9}, (64,),
+                              panel="isotropic"))
+    xs = [line.get_xdata()[0] for line in fig.axes[0].get_lines() if len(line.get_xdata())]
+    xs = sorted(set(xs))
+    assert len(xs) == 3 and xs[0] < 64 < xs[-1] and xs[-1] / xs[0] < 1.2

@@ -86,7 +86,8 @@ class Spec:
     independent trials of ``trial`` (default: draw ``data``, run every method, apply ``metric``).
     ``quick`` overrides settings/trials/whatever for ``--quick``; ``panel`` splits the plot.
     ``defaults`` says what a setting that omits a key runs, as a title writes it (a basket
-    figure's ``rows``: the file's row count), for the ``--quick`` title's "full run: ..."."""
+    figure's ``rows``: the file's row count), for the ``--quick`` title's "full run: ...".
+    ``full_trials`` is the full run's trial count of a ``--quick`` spec (None: ``trials``)."""
 
     name: str
     title: str
@@ -108,6 +109,7 @@ class Spec:
     note: str = ""
     extra: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
+    full_trials: int | None = None
     seed: int = 20261121
 
     def __post_init__(self) -> None:
@@ -138,9 +140,14 @@ class Spec:
     def quick_version(self) -> Spec:
         """The ``--quick`` spec, titled with the settings that actually run: a value the title
         states ("n = 4000") is replaced by the one run, and every difference from the full
-        figure is listed after it."""
+        figure but the trial count (which the plot and summary state) is listed after it."""
         quick = replace(self, **{"trials": 3, **self.quick})
-        return replace(quick, title=ran_title(self, quick))
+        return replace(quick, title=ran_title(self, quick), full_trials=self.trials)
+
+    @property
+    def paper_trials(self) -> int:
+        """The full run's trials per setting (the paper's count), also for a ``--quick`` spec."""
+        return self.trials if self.full_trials is None else self.full_trials
 
     @property
     def y_label(self) -> str:
@@ -161,11 +168,14 @@ def ran_title(full: Spec, quick: Spec) -> str:
             title = re.sub(rf"\b{re.escape(key)} = {re.escape(before[0])}(?![\w.])",
                            f"{key} = {after[0]}", title)
         changes.append(f"{key} = {', '.join(after)} (full run: {', '.join(before)})")
-    if quick.trials != full.trials:
-        changes.append(f"{quick.trials} trials (full run: {full.trials})")
+    # No trial count here: --trials overrides it, and a resumed CSV may hold other counts.
+    # The plot and the summary state the trials the CSV holds (report.trials_line).
     if quick.methods != full.methods:
         changes.append(f"methods {', '.join(m.label for m in quick.methods)}")
-    return f"{title} [--quick: {'; '.join(changes)}]" if changes else title
+    if changes:
+        return f"{title} [--quick: {'; '.join(changes)}]"
+    # only the trials differ (plan-table2, bs-fig1): still say it is not the full figure
+    return f"{title} [--quick]" if quick.trials != full.trials else title
 
 
 def _values(settings: tuple[Setting, ...], key: str, default: Any = "default") -> list[str]:
