@@ -17,7 +17,7 @@ import math
 import numbers
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from .errors import BudgetExceededError, InvalidParameterError, PrivacyAccountingError
@@ -35,6 +35,7 @@ __all__ = [
     "approx_dp_to_zcdp",
     "check_budget_request",
     "classic_zcdp_to_approx_dp",
+    "equal_share",
     "exponential_mechanism_zcdp",
     "gaussian_mechanism_zcdp",
     "gaussian_sigma",
@@ -498,13 +499,29 @@ def _exceeds(amount: float, limit: float) -> bool:
     return amount > limit * (1.0 + _RELATIVE_SLACK) + _ABSOLUTE_SLACK
 
 
+def within(amounts: Iterable[float], total: float) -> bool:
+    """Whether the exact sum of ``amounts`` is at most ``total``: fsum(amounts) <= total would
+    let it exceed the total by up to half an ulp (rounded down to it), and a ledger summed in
+    another order could then read an ulp over."""
+    return math.fsum([*amounts, -total]) <= 0.0
+
+
 def remainder(total: float, *parts: float) -> float:
-    """The largest float r >= 0 with fsum(parts + (r,)) <= total: the last share of a budget
-    split, so that the shares never sum an ulp above the total (total - a - b can round up)."""
+    """The largest float r >= 0 with parts + (r,) summing exactly to at most ``total``: the last
+    share of a budget split (total - a - b can round up)."""
     rest = max(total - math.fsum(parts), 0.0)
-    while rest > 0.0 and math.fsum((*parts, rest)) > total:
+    while rest > 0.0 and not within((*parts, rest), total):
         rest = math.nextafter(rest, 0.0)
     return rest
+
+
+def equal_share(total: float, parts: int) -> float:
+    """The largest float s with ``parts`` copies of s summing exactly to at most ``total``: a
+    budget split evenly (total / parts can round so that the parts sum above the total)."""
+    share = total / parts
+    while share > 0.0 and not within([share] * parts, total):
+        share = math.nextafter(share, 0.0)
+    return share
 
 
 def _stage_name(stage: object) -> str:
@@ -587,7 +604,7 @@ class PrivacyLedger:
                 f"the budget plan ({_format_stages(union)}) sums to {self._unit}={total:.6g}, "
                 f"more than the budget {self._unit}={self._budget:.6g}"
             )
-        if total > self._budget:
+        if not within(union.values(), self._budget):
             new = self._within_budget(new)
         self._planned = {**self._planned, **new}
         return dict(new)
@@ -602,7 +619,7 @@ class PrivacyLedger:
         lowered = dict(new)
         for name in fresh:
             lowered[name] = new[name] * (self._budget / total)
-        while math.fsum({**self._planned, **lowered}.values()) > self._budget:
+        while not within({**self._planned, **lowered}.values(), self._budget):
             positive = [name for name in fresh if lowered[name] > 0.0]
             if not positive:  # pragma: no cover - the earlier plan alone was within the budget
                 raise PrivacyAccountingError("a budget plan could not be fitted to its budget")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..accounting import PrivacyLedger, check_budget_request, resolve_budget
+from ..accounting import PrivacyLedger, check_budget_request, remainder, resolve_budget
 from ..budget import Budget
 from ..diagnostics import Diagnostic, Kind, document, normalise
 from ..engines import (
@@ -752,8 +752,6 @@ class MeanEstimator(ABC):
         command line reads such a file: the same release, which dense chunks took 40 times
         longer to make (a review, Retail baskets through ``dpmean.mean``). Read here, where
         the release reads its rows (a session has charged), since reading judges the ids."""
-        from ..engines import DatSource
-
         if (isinstance(x, DatSource) and self.engine in (None, "sparse")
                 and self.supports_sparse):
             return x.sparse()
@@ -813,7 +811,8 @@ class MeanEstimator(ABC):
                                                     self.diagnostic_declarations(), d),
                               fallback=True)
         # The rest of the budget, the same options, the private box, and the same stream.
-        inner = self.in_box(self.rho - rho_box, (lo, hi), rng)
+        # What is left, an ulp less where rho_box + (rho - rho_box) would round above rho.
+        inner = self.in_box(remainder(self.rho, rho_box), (lo, hi), rng)
         if self._granted_for is not None:
             # Calibrated with the plan in a stand-in box: this box's plan must compose alike.
             from ..events import equivalent_events

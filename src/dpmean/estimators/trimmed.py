@@ -22,6 +22,7 @@ from ..accounting import (
     approx_dp_to_tcdp,
     check_budget_request,
     check_tcdp_request,
+    equal_share,
 )
 from ..budget import Budget
 from ..diagnostics import Diagnostic, Kind
@@ -363,7 +364,7 @@ class TrimmedMean(MeanEstimator):
             return 1.0
         d = lo.shape[0]
         widths = self.release_box(n, d)[1] - self.release_box(n, d)[0]
-        share = budget["noise"] / d
+        share = equal_share(budget["noise"], d)
         epsilon = share if self.budget.unit == "epsilon" else math.sqrt(2.0 * share)
         std = (self.assumed_std if self.assumed_std is not None
                else _DEFAULT_STD_FRACTION * widths)
@@ -419,7 +420,7 @@ class TrimmedMean(MeanEstimator):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         n, d = engine.n, engine.d
         lo, hi = check_bounds(self.bounds, d)
-        share = budget["noise"] / d
+        share = equal_share(budget["noise"], d)
         widths = (hi - lo).tolist()
         chosen = {w: self.settings(n, w, share) for w in set(widths)}
         per_coordinate = [chosen[w] for w in widths]
