@@ -426,13 +426,19 @@ def test_a_grs_release_of_noise_says_so():
     assert 2 * 1.959963984540054 * result.diagnostics["noise_std"][0] <= 0.5 * 1.0001
 
 
-def test_a_subnormal_row_raises_no_numpy_warning_a_neighbour_would_not():
-    # With numpy's floating-point errors turned into warnings, the rotation's product of a
-    # subnormal value underflowed and warned: whether some row held one (a review).
+@pytest.mark.parametrize("method, options", [
+    ("iome-shuffle", {"bounds": (-5, 5)}), ("trimmed", {"bounds": (-5, 5)}),
+    ("coinpress-cov", {"radius": 10, "sigma_max": 10}),
+    ("iome-gaussian", {"mean_radius": 10, "sigma_max": 10, "sigma_min": 0.1}),
+])
+def test_a_subnormal_row_raises_no_numpy_warning_a_neighbour_would_not(method, options):
+    # With numpy's floating-point errors turned into warnings (or raised), a subnormal value's
+    # underflow in the rotation, a matmul or a division warned: whether some row held one
+    # (two reviews). A release runs with them ignored.
     x = np.random.default_rng(0).normal(0.0, 1.0, size=(2000, 3))
     neighbour = x.copy()
     neighbour[7] = 5e-324
     for data in (x, neighbour):
-        with np.errstate(all="warn"), warnings.catch_warnings():
+        with np.errstate(all="raise"), warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
-            dpmean.mean(data, rho=0.5, method="iome-shuffle", bounds=(-5, 5), random_state=4)
+            dpmean.mean(data, rho=0.5, method=method, random_state=4, **options)

@@ -530,7 +530,11 @@ class MeanEstimator(ABC):
             estimator = self.with_params(bounds=box)
         x = estimator.baskets_read_sparse(x)
         try:
-            result = estimator._estimate(x).named(names)
+            # numpy's floating-point errors as the caller set them (warnings, or raised) would
+            # say whether some row made one: a subnormal value's underflow in a neighbour and
+            # not in x (a review). The release handles its own floating point.
+            with np.errstate(all="ignore"):
+                result = estimator._estimate(x).named(names)
         except InvalidDataError as exc:
             raise named_column(exc, names) from None
         warn_if_box_borrowed(result)

@@ -105,11 +105,8 @@ class RandomRotation:
         """Rotate rows of ``x`` (shape (..., dim)) to shape (..., d_pad)."""
         x = np.asarray(x, dtype=np.float64)
         padded = np.zeros((*x.shape[:-1], self.padded_dim))
-        # The normalisation folds into the signs: one pass over the rows fewer. A subnormal
-        # value's product underflows; with numpy's errors raised to warnings, that warning
-        # would tell whether some row held such a value (a review), so it is silenced here.
-        with np.errstate(under="ignore"):
-            np.multiply(x, self.signs[: self.dim] * self.scale, out=padded[..., : self.dim])
+        # The normalisation folds into the signs: one pass over the rows fewer.
+        np.multiply(x, self.signs[: self.dim] * self.scale, out=padded[..., : self.dim])
         return fwht(padded)
 
     def apply_padded(self, y: np.ndarray) -> np.ndarray:
