@@ -171,3 +171,15 @@ def test_a_bad_basket_id_is_still_refused_after_a_sessions_charge(tmp_path):
     with pytest.raises(dpmean.InvalidDataError, match="n_items"):
         session.mean(str(path), n_items=20, rho=0.5, method="cm", random_state=2)
     assert session.spent == pytest.approx(0.5)
+
+
+def test_a_session_takes_a_dat_path_with_the_sparse_engine_named(tmp_path):
+    # dpmean.mean and the command line took engine="sparse" for a .dat path; a session
+    # refused it before its charge, seeing a row source where the release reads sparse rows
+    # (a diff review). The same release as dpmean.mean.
+    path = _baskets_file(tmp_path, ["0 1", "2 3", "1 4"] * 128)
+    expected = dpmean.mean(str(path), n_items=7, rho=1.0, method="cm", random_state=1).mean
+    for engine in ("sparse", None):
+        got = dpmean.Session(rho=1.0).mean(str(path), n_items=7, rho=1.0, method="cm",
+                                           engine=engine, random_state=1)
+        np.testing.assert_array_equal(got.mean, expected)

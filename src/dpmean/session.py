@@ -304,13 +304,15 @@ def check_input_type(estimator: Any, data: Any, d: int) -> None:
     if estimator.finds_its_box():
         # Its own refusals (a budget other than zCDP, sparse input), before the charge.
         estimator.check_private_box_input(data)
-    sparse = is_sparse(data)
+    # A .dat basket source becomes a scipy.sparse matrix in the release (after the charge).
+    sparse = is_sparse(data) or estimator.reads_baskets_sparse(data)
     if sparse and not estimator.finds_its_box():
-        if not estimator.runs_sparse(data):
+        if not (estimator.runs_sparse(data) or estimator.reads_baskets_sparse(data)):
             check_data(data)  # refuses sparse input by its type, before looking at it
         import scipy.sparse
 
-        check_sparse_data(scipy.sparse.csr_matrix((1, d), dtype=data.dtype))
+        check_sparse_data(scipy.sparse.csr_matrix((1, d), dtype=getattr(data, "dtype",
+                                                                        np.float64)))
     elif not sparse:
         dtype = getattr(data, "dtype", None)
         if isinstance(dtype, np.dtype):

@@ -756,10 +756,14 @@ class MeanEstimator(ABC):
         command line reads such a file: the same release, which dense chunks took 40 times
         longer to make (a review, Retail baskets through ``dpmean.mean``). Read here, where
         the release reads its rows (a session has charged), since reading judges the ids."""
-        if (isinstance(x, DatSource) and self.engine in (None, "sparse")
-                and self.supports_sparse):
-            return x.sparse()
-        return x
+        return x.sparse() if self.reads_baskets_sparse(x) else x
+
+    def reads_baskets_sparse(self, x: Any) -> bool:
+        """Whether ``baskets_read_sparse`` makes ``x`` a scipy.sparse matrix: a ``.dat`` basket
+        source, an estimator that takes sparse rows, its engine none or ``sparse``. Public (the
+        input's type and the options), for the checks before a session's charge."""
+        return (isinstance(x, DatSource) and self.engine in (None, "sparse")
+                and self.supports_sparse)
 
     def check_private_box_input(self, x: Any) -> None:
         """Refuse, from public information only (the budget's notion, the input's type), what
