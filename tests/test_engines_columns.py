@@ -492,3 +492,23 @@ def test_strided_rows_give_the_contiguous_rows_release(method):
     releases = [dpmean.mean(data, rho=1.0, method=method, bounds=(-20, 20), random_state=3).mean
                 for data in (x, strided)]
     np.testing.assert_array_equal(releases[0], releases[1])
+
+
+def test_a_scratch_array_takes_its_disk_space_before_it_is_mapped(monkeypatch):
+    # A memory-mapped scratch answer on a full TMPDIR: its sparse file's pages, first touched
+    # through the map, killed the process with SIGBUS (a diff review). Its space is now taken
+    # with posix_fallocate, whose ENOSPC is a TemporarySpaceError.
+    from dpmean.engines import base as engine_base
+
+    if not hasattr(os, "posix_fallocate"):
+        pytest.skip("no posix_fallocate on this system")
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    rows = engine_base.COLUMN_BLOCK_BYTES // 8 + 1
+    with pytest.raises(TemporarySpaceError, match="ran out of space"):
+        engine_base.scratch_array((rows, 1))
+    monkeypatch.undo()
+    assert engine_base.scratch_array((rows, 1)).shape == (rows, 1)

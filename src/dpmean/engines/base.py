@@ -329,6 +329,17 @@ def scratch_array(shape: tuple[int, int], *, order: Literal["C", "F"] = "C") -> 
         return np.zeros(shape, order=order)
     with tempfile.TemporaryFile(prefix="dpmean-") as f:
         f.truncate(nbytes)  # a sparse file of zeros
+        allocate = getattr(os, "posix_fallocate", None)  # not on every system
+        if allocate is not None:
+            # Its disk space taken now: a sparse file's pages, first touched through the map
+            # on a full disk, killed the process with SIGBUS and no message (a review).
+            try:
+                allocate(f.fileno(), 0, nbytes)
+            except OSError as exc:
+                full = _out_of_space(exc, shape[0], shape[1])
+                if full is None:
+                    raise
+                raise full from exc
         # The map keeps its own reference to the file, which closing ``f`` does not end.
         return np.memmap(f, dtype=np.float64, mode="r+", shape=shape, order=order)
 
