@@ -503,3 +503,14 @@ def test_a_file_too_large_to_read_whole_is_refused_before_the_charge(folder, cap
     with pytest.raises(dpmean.InvalidParameterError, match="use engine='chunked'"):
         dpmean.mean(name, **({"n_items": 3} if name.endswith(".dat") else {}), rho=1.0,
                     bounds=(0, 10), method="cm", engine="memory")
+
+
+def test_a_result_standard_output_cannot_encode_says_the_release_was_made():
+    # PYTHONIOENCODING=ascii and a column named 'temp°C': a traceback lost the note that the
+    # release was made and charged (a diff review).
+    from dpmean.cli.arguments import UsageError, printing
+
+    with pytest.raises(UsageError, match=r"was made, but its result could not be printed: "
+                                         r"standard output's encoding \(ascii\)"):
+        with printing("the release was made"):
+            raise UnicodeEncodeError("ascii", "temp\u00b0C", 4, 5, "ordinal not in range")

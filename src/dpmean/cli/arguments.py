@@ -670,6 +670,15 @@ def printing(done: str | None = None) -> Iterator[None]:
         what = f"{done}, but its result" if done else "the result"
         raise UsageError(f"{what} could not be printed: cannot write to standard output "
                          f"({exc.strerror or exc})") from None
+    except UnicodeEncodeError as exc:
+        # A column's name that standard output's encoding cannot write (PYTHONIOENCODING=
+        # ascii and a name 'temp°C'): a traceback lost the note that the release was made
+        # and charged (a diff review).
+        discard_stdout()
+        what = f"{done}, but its result" if done else "the result"
+        raise UsageError(f"{what} could not be printed: standard output's encoding "
+                         f"({exc.encoding}) cannot write a character of it; set "
+                         f"PYTHONIOENCODING=utf-8, or write it to a file with --output") from None
 
 
 def write_stdout(text: str) -> None:
