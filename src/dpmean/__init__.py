@@ -35,6 +35,7 @@ _HOME = {
     "InvalidDataError": "errors",
     "InvalidParameterError": "errors",
     "SecureNoiseWarning": "errors",
+    "TemporarySpaceError": "errors",
     "NoisyReleaseWarning": "errors",
     "AutoMean": "estimators",
     "ClippedMean": "estimators",
@@ -72,6 +73,7 @@ __all__ = [
     "GRSUnkVar",
     "InsufficientDataWarning",
     "SecureNoiseWarning",
+    "TemporarySpaceError",
     "InvalidDataError",
     "InvalidParameterError",
     "LocalIOME",
@@ -106,6 +108,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
         InvalidParameterError,
         NoisyReleaseWarning,
         SecureNoiseWarning,
+        TemporarySpaceError,
     )
     from .estimators import (
         AutoMean,
