@@ -345,6 +345,16 @@ def test_the_cli_reads_in_chunks_where_the_memory_engine_would_not_fit(tmp_path,
     assert cli._choose_engine(args, layout) is None
     monkeypatch.setattr(engines, "available_memory", lambda: None)
     assert cli._choose_engine(args, layout) is None
+    # A CSV file's rows are counted for it where they could take that much.
+    table = tmp_path / "x.csv"
+    table.write_text("a,b\n" + "1,0\n" * 2000)
+    args = build_parser().parse_args(["estimate", str(table), "--rho", "1"])
+    layout = cli._input_layout(args)
+    data = 2000 * 2 * 8
+    monkeypatch.setattr(engines, "available_memory", lambda: cli.MEMORY_ENGINE_PEAK * data - 1)
+    assert cli._choose_engine(args, layout) == "chunked"
+    monkeypatch.setattr(engines, "available_memory", lambda: cli.MEMORY_ENGINE_PEAK * data + 1)
+    assert cli._choose_engine(args, layout) is None
 
 
 def test_available_memory_counts_what_the_process_holds_against_its_address_limit(monkeypatch):

@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import os
 import sys
 import threading
@@ -153,7 +154,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "aggregate; chosen automatically for .npy/.csv/.parquet files above "
                    f"{CHUNKED_ABOVE_BYTES >> 30} GiB of float64 values: a Parquet file's "
                    "rows x columns from its metadata, a large CSV file's rows counted; and "
-                   ".npy/.parquet files whose rows would not fit in memory three times), sparse "
+                   "files whose rows as float64 would not fit in memory three times), sparse "
                    "(.dat/.npz sparse input, any "
                    "method that supports it), dask (a dask.distributed cluster, see --scheduler)")
     p.add_argument("--scheduler", metavar="ADDRESS",
@@ -544,16 +545,18 @@ def _choose_engine(args: argparse.Namespace, layout: _Layout) -> str | None:
     if ext not in (".npy", ".csv", ".parquet") or not path.is_file():
         return None
     size = path.stat().st_size
-    # Where the memory engine would not fit (``_memory_fits``), any size is too large.
-    threshold = CHUNKED_ABOVE_BYTES if _memory_fits(layout) else 0
-    if ext == ".parquet" and layout.n is not None:
-        size = layout.n * layout.d * 8
-    elif ext == ".csv":
-        # Counted only where the rows could take that much; elsewhere they cannot, so the
-        # choice is the same as counting would give.
-        size = (_counted_rows(args) * layout.d * 8
-                if size * _CSV_EXPANSION > threshold else 0)
-    return "chunked" if size > threshold else None
+    memory = _memory_limit()
+    if ext == ".csv":
+        # A CSV file's rows, counted only where they could take that much; elsewhere they
+        # cannot, so the choice is the same as counting would give.
+        could = size * _CSV_EXPANSION > min(CHUNKED_ABOVE_BYTES, memory)
+        floats = _counted_rows(args) * layout.d * 8 if could else 0
+    else:
+        floats = size if layout.n is None else layout.n * layout.d * 8
+    # The threshold reads a .npy file's own size (small integers take a byte a value), the
+    # others' as float64; the memory engine's peak, the data as float64.
+    sized = size if ext == ".npy" else floats
+    return "chunked" if sized > CHUNKED_ABOVE_BYTES or floats > memory else None
 
 
 # What the memory engine may take, as a multiple of the data as float64: PLAN keeps a rotated
@@ -562,17 +565,15 @@ def _choose_engine(args: argparse.Namespace, layout: _Layout) -> str | None:
 MEMORY_ENGINE_PEAK = 3
 
 
-def _memory_fits(layout: _Layout) -> bool:
-    """Whether ``MEMORY_ENGINE_PEAK`` times the data as float64 fits in the memory this
-    process may still take (``engines.available_memory``; true where neither is known: a CSV
-    file's rows are not counted for it). The machine's memory is not the data's, and the
-    engines' releases differ only by rounding: the choice tells nothing of the rows."""
+def _memory_limit() -> float:
+    """The most data, as float64, the memory engine should read whole: 1 / ``MEMORY_ENGINE_PEAK``
+    of the memory this process may still take (``engines.available_memory``; infinite where
+    that is not told). The machine's memory is not the data's, and the engines' releases
+    differ only by rounding: the choice tells nothing of the rows."""
     from ..engines import available_memory
 
     free = available_memory()
-    if free is None or layout.n is None:
-        return True
-    return MEMORY_ENGINE_PEAK * layout.n * layout.d * 8 <= free
+    return math.inf if free is None else free / MEMORY_ENGINE_PEAK
 
 
 # The most a CSV cell's bytes grow as float64: a row of d cells takes at least 2d bytes (a
