@@ -42,6 +42,7 @@ __all__ = [
     "pure_dp_to_zcdp",
     "remainder",
     "resolve_budget",
+    "stepped_down",
     "warn_if_large_delta",
     "zcdp_to_approx_dp",
 ]
@@ -506,22 +507,26 @@ def within(amounts: Iterable[float], total: float) -> bool:
     return math.fsum([*amounts, -total]) <= 0.0
 
 
+def stepped_down(value: float, fits: Callable[[float], bool]) -> float:
+    """``value``, or the largest float below it (down to 0) for which ``fits`` holds, an ulp at
+    a time: for a budget's share computed to the nearest float, which its rounding can leave
+    an ulp or two above what it must not exceed."""
+    while value > 0.0 and not fits(value):
+        value = math.nextafter(value, 0.0)
+    return value
+
+
 def remainder(total: float, *parts: float) -> float:
     """The largest float r >= 0 with parts + (r,) summing exactly to at most ``total``: the last
     share of a budget split (total - a - b can round up)."""
-    rest = max(total - math.fsum(parts), 0.0)
-    while rest > 0.0 and not within((*parts, rest), total):
-        rest = math.nextafter(rest, 0.0)
-    return rest
+    return stepped_down(max(total - math.fsum(parts), 0.0),
+                        lambda rest: within((*parts, rest), total))
 
 
 def equal_share(total: float, parts: int) -> float:
     """The largest float s with ``parts`` copies of s summing exactly to at most ``total``: a
     budget split evenly (total / parts can round so that the parts sum above the total)."""
-    share = total / parts
-    while share > 0.0 and not within([share] * parts, total):
-        share = math.nextafter(share, 0.0)
-    return share
+    return stepped_down(total / parts, lambda share: within([share] * parts, total))
 
 
 def _stage_name(stage: object) -> str:

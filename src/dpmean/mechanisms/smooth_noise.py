@@ -22,7 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..accounting import PrivacyLedger
+from ..accounting import PrivacyLedger, stepped_down
 from ..budget import Budget
 from ..errors import InvalidParameterError
 from ..validation import check_positive
@@ -137,11 +137,9 @@ def _cdp_epsilon(budget: Budget) -> float:
     """The eps of (1/2) eps^2-CDP that a rho-zCDP budget is: sqrt(2 rho), an ulp lower where
     its cost as charged, 0.5 eps eps, would round above rho (a review: a trimmed mean charged
     0.9249144902833768 of 0.9249144902833767)."""
-    assert budget.rho is not None  # a zCDP Budget has its rho
-    epsilon = math.sqrt(2.0 * budget.rho)
-    while epsilon > 0.0 and 0.5 * epsilon * epsilon > budget.rho:
-        epsilon = math.nextafter(epsilon, 0.0)
-    return epsilon
+    rho = budget.rho
+    assert rho is not None  # a zCDP Budget has its rho
+    return stepped_down(math.sqrt(2.0 * rho), lambda epsilon: 0.5 * epsilon * epsilon <= rho)
 
 
 def _check_t(t: float | None, limit: float, why: str) -> float:
