@@ -11,6 +11,7 @@ import os
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -333,13 +334,8 @@ def scratch_array(shape: tuple[int, int], *, order: Literal["C", "F"] = "C") -> 
         if allocate is not None:
             # Its disk space taken now: a sparse file's pages, first touched through the map
             # on a full disk, killed the process with SIGBUS and no message (a review).
-            try:
+            with _room_for(shape[0], shape[1]):
                 allocate(f.fileno(), 0, nbytes)
-            except OSError as exc:
-                full = _out_of_space(exc, shape[0], shape[1])
-                if full is None:
-                    raise
-                raise full from exc
         # The map keeps its own reference to the file, which closing ``f`` does not end.
         return np.memmap(f, dtype=np.float64, mode="r+", shape=shape, order=order)
 
@@ -388,13 +384,8 @@ def spilled_column_blocks(
         for rows in row_blocks:
             for cols in blocks:
                 piece = block_columns(rows[:, cols])
-                try:
+                with _room_for(n, k):
                     _write_exactly(file, piece, 8 * (n * cols.start + start * piece.shape[0]))
-                except OSError as exc:
-                    full = _out_of_space(exc, n, k)
-                    if full is None:
-                        raise
-                    raise full from exc
             start += rows.shape[0]
             sizes.append(rows.shape[0])
         pieces = np.empty(width * n)  # one buffer for every block's read
@@ -422,17 +413,22 @@ def _write_exactly(file: Any, data: np.ndarray, offset: int) -> None:
         done += wrote
 
 
-def _out_of_space(exc: OSError, n: int, k: int) -> TemporarySpaceError | None:
-    """``exc`` from the write of a temporary file of ``n`` rows x ``k`` columns as the user
-    can act on it: a full temporary directory (``ENOSPC``, ``EDQUOT``) as a
+@contextmanager
+def _room_for(n: int, k: int) -> Iterator[None]:
+    """Writes to a temporary file of ``n`` rows x ``k`` columns, with a full temporary
+    directory (``ENOSPC``, ``EDQUOT``) raised as the user can act on it: a
     ``TemporarySpaceError`` naming the directory and the bytes the file needs (public: n and
-    k); None for any other error, raised as it is."""
-    if exc.errno not in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
-        return None
-    return TemporarySpaceError(
-        f"the temporary directory {tempfile.gettempdir()} ran out of space: the engine "
-        f"spills the data to a temporary file there, {n:,} rows x {k:,} columns x 8 bytes = "
-        f"{_amount(8 * n * k)}; point TMPDIR at a disk with that much free space")
+    k), the ``OSError`` its cause; any other error as it is."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+            raise
+        raise TemporarySpaceError(
+            f"the temporary directory {tempfile.gettempdir()} ran out of space: the engine "
+            f"spills the data to a temporary file there, {n:,} rows x {k:,} columns x 8 bytes "
+            f"= {_amount(8 * n * k)}; point TMPDIR at a disk with that much free space"
+        ) from exc
 
 
 def _amount(size: int) -> str:
