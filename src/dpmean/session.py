@@ -305,9 +305,10 @@ def check_input_type(estimator: Any, data: Any, d: int) -> None:
         # Its own refusals (a budget other than zCDP, sparse input), before the charge.
         estimator.check_private_box_input(data)
     # A .dat basket source becomes a scipy.sparse matrix in the release (after the charge).
-    sparse = is_sparse(data) or estimator.reads_baskets_sparse(data)
+    baskets = estimator.reads_baskets_sparse(data)
+    sparse = is_sparse(data) or baskets
     if sparse and not estimator.finds_its_box():
-        if not (estimator.runs_sparse(data) or estimator.reads_baskets_sparse(data)):
+        if not (baskets or estimator.runs_sparse(data)):
             check_data(data)  # refuses sparse input by its type, before looking at it
         import scipy.sparse
 
@@ -616,8 +617,9 @@ class Session:
         seed = self._claim_seed(options.get("random_state"))
         try:
             reader = reader_options(x, options)  # a path's: the file is opened with them
-            if "bounds" in options or basket_bounds(x, None) is not None:
-                options["bounds"] = basket_bounds(x, options.get("bounds"))  # as dpmean.mean
+            bounds = basket_bounds(x, options.get("bounds"))  # as dpmean.mean
+            if bounds is not None:
+                options["bounds"] = bounds
             estimator = build_estimator(method, rho, epsilon=epsilon, delta=delta, **options)
             if estimator.calibrates_to_shape():
                 # Its budget follows the plan for the data's shape: checked once granted.
