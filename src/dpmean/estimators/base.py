@@ -1110,6 +1110,12 @@ def _box_ratio(std: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return 2.0 * noise_half_width(std) / (NOISY_SHARE * (hi - lo))
 
 
+def _mostly_noise(ratio: np.ndarray, d: int) -> bool:
+    """Whether ``_box_ratio`` is above 1 on most of the d coordinates: ``warn_if_mostly_noise``'s
+    case, which ``warn_if_drowned`` leaves to it."""
+    return 2 * int(np.count_nonzero(ratio > 1.0)) > d
+
+
 def warn_if_mostly_noise(result: MeanResult) -> None:
     """A ``NoisyReleaseWarning`` when the noise's two-sided ``NOISY_LEVEL`` interval (from its
     standard deviation, released in the diagnostics: post-processing) is wider than
@@ -1127,9 +1133,9 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
         return
     std, lo, hi = judged
     ratio = _box_ratio(std, lo, hi)
-    loud = int(np.count_nonzero(ratio > 1.0))
-    if 2 * loud <= result.d:
+    if not _mostly_noise(ratio, result.d):
         return
+    loud = int(np.count_nonzero(ratio > 1.0))
     factor = float(np.median(ratio))
     # A radius near float64's largest makes the factor's square overflow (CoinPress at
     # radius 1e200 with its interval's profile): inf, said as such.
@@ -1164,19 +1170,19 @@ def warn_if_drowned(result: MeanResult) -> None:
     clipping bias; the noise alone where the bias has no bound) reaches more than
     ``DROWNED_RATIO`` times the released value on more than ``DROWNED_SHARE`` of the
     coordinates, each in a box on one side of 0 (not (0, 1)), though the noise is within
-    half the box on
-    most (else ``warn_if_mostly_noise`` has said so): columns on a far smaller scale than a
-    box shared with larger ones. A user's telemetry table in one box (0, 1e9) released an
-    error rate of 0.0099 as 35.5 and a CPU share of 28.6 as 0, each with an interval of half
-    a million, without a word (a user trial). Post-processing of the release and its diagnostics."""
+    half the box on most (else ``warn_if_mostly_noise`` has said so): columns on a far
+    smaller scale than a box shared with larger ones. A user's telemetry table in one box
+    (0, 1e9) released an error rate of 0.0099 as 35.5 and a CPU share of 28.6 as 0, each with
+    an interval of half a million, without a word (a user trial). Post-processing of the
+    release and its diagnostics."""
     from ..intervals import SEARCH_SHARE, error_model
 
     judged = noise_and_box(result)
     if judged is None:
         return
     std, lo, hi = judged
-    if 2 * int(np.count_nonzero(_box_ratio(std, lo, hi) > 1.0)) > result.d:
-        return  # mostly noise against the box: warned as such
+    if _mostly_noise(_box_ratio(std, lo, hi), result.d):
+        return  # warned as such
     mean = np.asarray(result.mean, dtype=np.float64)
     model = error_model(result)
     found = None if isinstance(model, str) else model.interval(mean, NOISY_LEVEL, SEARCH_SHARE)
