@@ -129,12 +129,16 @@ _SPLIT_POINTS = 33
 # --------------------------------------------------------------------------------------------
 
 
+def _gaussian_log_terms(mu: float, epsilon: Any) -> tuple[Any, Any]:
+    """The logs of delta(epsilon)'s two terms for mu-GDP: Phi(-x1) and e^epsilon Phi(-x2),
+    x1 = eps/mu - mu/2, x2 = eps/mu + mu/2 (a number or an array of epsilon)."""
+    return (special.log_ndtr(-epsilon / mu + mu / 2.0),
+            epsilon + special.log_ndtr(-epsilon / mu - mu / 2.0))
+
+
 def _gaussian_delta_array(mu: float, epsilon: np.ndarray) -> np.ndarray:
     """delta(epsilon) of mu-GDP for an array of epsilon >= 0, in log space."""
-    epsilon = np.asarray(epsilon, dtype=float)
-    # log of each term: Phi(-x1) and e^epsilon Phi(-x2), x1 = eps/mu - mu/2, x2 = eps/mu + mu/2.
-    log_a = special.log_ndtr(-epsilon / mu + mu / 2.0)
-    log_b = epsilon + special.log_ndtr(-epsilon / mu - mu / 2.0)
+    log_a, log_b = _gaussian_log_terms(mu, np.asarray(epsilon, dtype=float))
     # delta = e^log_a (1 - e^(log_b - log_a)); log_b <= log_a because delta >= 0. Rounding can
     # make the difference a hair positive when delta underflows relative to Phi(-x1); clamp.
     diff = np.minimum(log_b - log_a, 0.0)
@@ -158,8 +162,7 @@ def _gaussian_delta_upper(mu: float, epsilon: float) -> float:
     tiny too, and that absolute error is a large relative one in delta (3.5e-5 at epsilon =
     1e-6, delta = 1e-300). Taking each term at its unfavourable end keeps the result above
     the exact delta."""
-    log_a = float(special.log_ndtr(-epsilon / mu + mu / 2.0))
-    log_b = epsilon + float(special.log_ndtr(-epsilon / mu - mu / 2.0))
+    log_a, log_b = (float(term) for term in _gaussian_log_terms(mu, epsilon))
     slack = _LOG_TERM_ROUNDING * (abs(log_a) + abs(log_b))
     diff = min(log_b - log_a, 0.0) - slack
     with np.errstate(divide="ignore"):
