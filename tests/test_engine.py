@@ -216,16 +216,22 @@ def test_sparse_engine_refuses_to_materialise_dense_rows():
         engine.materialised(View())
 
 
-def test_engines_without_rows_refuse_protocol_simulations():
+def test_the_sparse_engine_hands_over_the_dense_engines_rows(monkeypatch):
+    # Dense blocks of the finished rows (a secure release's exact sums read them), the values
+    # the in-memory engine gives for the same rows, whatever the block size.
     import scipy.sparse
 
-    from dpmean.engines import SparseEngine
-    from dpmean.errors import InvalidParameterError
+    from dpmean.engines import InMemoryEngine, SparseEngine
+    from dpmean.engines import sparse as sparse_module
 
-    engine = SparseEngine(scipy.sparse.random(20, 4, density=0.3, format="csr", random_state=0),
-                          np.zeros(4), np.ones(4))
-    with pytest.raises(InvalidParameterError, match="protocol simulation"):
-        next(iter(engine.user_rows(View())))
+    x = scipy.sparse.random(200, 6, density=0.3, format="csr", random_state=0)
+    lo, hi = np.zeros(6), np.full(6, 0.5)
+    view = View(shift=np.full(6, 0.1), scale=np.linspace(1.0, 2.0, 6))
+    monkeypatch.setattr(sparse_module, "_BLOCK_BYTES", 8 * 6 * 37)
+    blocks = list(SparseEngine(x, lo, hi).user_rows(view))
+    assert len(blocks) == 6
+    expected = np.concatenate(list(InMemoryEngine(x.toarray(), lo, hi).user_rows(view)))
+    np.testing.assert_array_equal(np.concatenate(blocks), expected)
 
 
 @pytest.mark.parametrize("dtype,d,lo,hi,compact", [

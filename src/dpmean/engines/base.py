@@ -12,7 +12,7 @@ import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from ..errors import TemporarySpaceError
 from ..parallel import over_row_ranges, sort_columns
 from ..progress import counted_pass
 from ..transforms import View
+
+if TYPE_CHECKING:
+    from .grid_sums import OuterSplit, SplitBands
 
 # Bytes of the column answers an engine holds in memory at a time: one block of n x width
 # values in the column questions, and the largest answer kept in memory rather than spilled to
@@ -29,7 +32,8 @@ COLUMN_BLOCK_BYTES = 64 << 20
 CHUNK_ROWS_BYTES = 64 << 20
 # The questions that read every row: one pass each.
 _PASSES = ("coordinate_counts", "coordinate_count_table", "row_norms", "clipped_sum",
-           "clipped_sums", "clipped_outer_sum", "column_blocks", "user_rows")
+           "clipped_sums", "clipped_outer_sum", "column_blocks", "user_rows", "split_sums",
+           "outer_splits")
 
 
 class ColumnOrder(Protocol):
@@ -240,6 +244,24 @@ class Engine(ABC):
             f"{type(self).__name__} cannot hand rows to a local or shuffle protocol simulation; "
             f"pass a dense in-memory array"
         )
+
+    def split_sums(self, view: View, split: SplitBands) -> np.ndarray:
+        """The sums behind a secure release (``grid_sums.exact_clipped_sums``): for each of
+        ``split``'s bands, the level sums of every row's term split on the band's public grids,
+        whole numbers whose sums are exact in any order, as a (bands, levels, k) array. Each
+        row's term is computed from that row alone. This default splits the blocks of
+        ``user_rows``; an engine whose blocks live elsewhere adds them there."""
+        from .grid_sums import rows_split_sums
+
+        return rows_split_sums(self.user_rows(view), split, view.output_dim(self.d))
+
+    def outer_splits(self, view: View, split: OuterSplit) -> np.ndarray:
+        """The three whole-number products behind a secure release's clipped outer sum
+        (``grid_sums.exact_outer_sum``), exact in any order, as a (3, k, k) array; this
+        default from the blocks of ``user_rows``, as ``split_sums``."""
+        from .grid_sums import rows_outer_splits
+
+        return rows_outer_splits(self.user_rows(view), split, view.output_dim(self.d))
 
     def materialised(self, view: View) -> Engine:
         """An engine over the finished rows v(x_i), computed once, unbounded (no clamping).

@@ -19,6 +19,7 @@ from ..transforms import IDENTITY, BoxClamp, View
 from ..validation import check_data
 from .base import CHUNK_ROWS_BYTES, Engine, pairs_of, spilled_column_blocks
 from .dask_order import DaskColumnOrder
+from .grid_sums import OuterSplit, SplitBands
 from .memory import InMemoryEngine
 
 # A random pairing's gather takes a piece of every source block for every block of pairs, so
@@ -153,6 +154,14 @@ class DaskEngine(Engine):
     def clipped_outer_sum(self, view: View, radius: float) -> np.ndarray:
         k = view.output_dim(self.d)
         return self._reduce(view, "clipped_outer_sum", (k, k), radius)
+
+    def split_sums(self, view: View, split: SplitBands) -> np.ndarray:
+        # Added on the workers: whole numbers, exact in the reduction's order as in any.
+        return self._reduce(view, "split_sums", split.shape(view.output_dim(self.d)), split)
+
+    def outer_splits(self, view: View, split: OuterSplit) -> np.ndarray:
+        k = view.output_dim(self.d)
+        return self._reduce(view, "outer_splits", (3, k, k), split)
 
     def _finished(self, view: View) -> Any:
         blocks, rest, box = self._for(view)
