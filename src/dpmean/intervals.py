@@ -22,8 +22,10 @@ With ``secure_noise=True`` the release is gamma (round(v / gamma) + Z), Z the di
 on the integers of variance s^2 (rounded up to a multiple of 2^-30) with gamma s <=
 std (1 + GRID_SLACK) and 2 gamma sqrt(k) <= GRID_SLACK Delta for its k coordinates, Delta = std
 sqrt(2 rho_noise) <= std sqrt(2 rho) (``mechanisms.gaussian``). Z lies stochastically below
-W + 1, W ~ N(0, s^2), up to eps(s) (``DiscretisedNoise``), so each coordinate errs by more than
-gamma / 2 + gamma + sigma' z(alpha_noise / 2 - eps) with probability at most alpha_noise,
+W + 1, W ~ N(0, s^2), up to eps(s) (``DiscretisedNoise``), and v lies within gamma / 8 of the
+exact statistic (its sums split on finer grids, ``engines.grid_sums``), so each coordinate errs
+by more than 5 gamma / 8 + gamma + sigma' z(alpha_noise / 2 - eps) with probability at most
+alpha_noise,
 sigma'^2 = (std (1 + GRID_SLACK))^2 + gamma^2 2^-30; the sub-Gaussian bound (Canonne-Kamath-
 Steinke 2020, Cor. 9: P(|Z| >= t) <= 2 exp(-t^2 / (2 s^2))) is taken where it is narrower. A
 rotated-back coordinate is a unit-norm combination of the k discretised coordinates: the same
@@ -156,7 +158,7 @@ from scipy import special
 from .errors import BoxIntervalWarning, InvalidParameterError
 from .mechanisms import count_noise_std, gaussian_noise_std, integer_search_steps
 from .mechanisms.discrete_gaussian import SIGMA2_BITS
-from .mechanisms.gaussian import GRID_SLACK, normal_isf
+from .mechanisms.gaussian import FINEST_FRACTION, GRID_SLACK, normal_isf
 from .validation import check_fraction, user_stacklevel
 
 
@@ -220,7 +222,10 @@ class DiscretisedNoise:
         the grid gamma <= GRID_SLACK std sqrt(2 rho), s >= std / gamma."""
         grid = GRID_SLACK * std * math.sqrt(2.0 * rho)
         sub = np.sqrt((std * (1.0 + GRID_SLACK)) ** 2 + grid**2 * _VARIANCE_ROUNDING)
-        return cls(sub, grid, grid / 2.0, _lattice_slack(1.0 / (GRID_SLACK * math.sqrt(2 * rho))))
+        # The rounding: half a step to the grid, and the statistic's own split and roundings
+        # before it (``engines.grid_sums``: at most FINEST_FRACTION of a step).
+        return cls(sub, grid, grid * (0.5 + FINEST_FRACTION),
+                   _lattice_slack(1.0 / (GRID_SLACK * math.sqrt(2 * rho))))
 
     @classmethod
     def count(cls, std: float) -> DiscretisedNoise:

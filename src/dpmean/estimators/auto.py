@@ -36,7 +36,7 @@ from ..transforms import IDENTITY, View
 from ..validation import check_fraction
 from .base import MeanEstimator
 from .baselines import GaussianMean
-from .clipped import INTERVAL_SHARE, box_reach
+from .clipped import INTERVAL_SHARE, box_reach, release_sums
 from .iome import ClippedMean, ShiftedClippedMean, plans_a_centre
 from .plan import CENTRE_STAGES, LOG_RANGE, VARIANCE_STAGES, PrivateLimitAdaptedNoise
 from .variance import noisy_mean, pair_distances
@@ -875,9 +875,14 @@ class AutoMean(MeanEstimator):
         # Each row's distance taken before the sum (x - lo is exact near lo, where the sum of
         # the rows less n lo would cancel in a box far from the origin).
         in_widths = View(shift=engine.lo, scale=1.0 / (engine.hi - engine.lo))
-        distance = float(engine.clipped_sum(in_widths, np.inf)[0])
+        rho = ledger.planned[FACE_MASS_STAGE]
+        summed = (release_sums(engine, in_widths, [(0.0, np.inf)],
+                               [(FACE_MASS_SENSITIVITY, rho)], rows=engine.n, bound=1.0,
+                               size=3)[0]
+                  if self.secure_noise else engine.clipped_sum(in_widths, np.inf))
+        distance = float(summed[0])
         return gaussian_mechanism(np.array([below, above, distance], dtype=np.float64),
-                                  FACE_MASS_SENSITIVITY, ledger.planned[FACE_MASS_STAGE], rng,
+                                  FACE_MASS_SENSITIVITY, rho, rng,
                                   ledger=ledger, stage=FACE_MASS_STAGE,
                                   secure=self.secure_noise)
 

@@ -589,6 +589,7 @@ class MeanEstimator(ABC):
         # a caller may have changed the arrays in place since the last one).
         self.__dict__.pop("_checked_boxes", None)
         n, d = public_shape(x)
+        self.check_secure_scale(n, d)
         if self.engine is not None and reads_whole(x, self.engine):  # before any charge
             check_whole_read_fits(n, d, self.engine, isinstance(x, DatSource))
         baskets = self.reads_baskets(x)
@@ -662,6 +663,7 @@ class MeanEstimator(ABC):
         public values only (n, d, the box, the budget): a caller that must account a release
         before reading the data (the command line's ``--ledger``) refuses it at no cost. None
         where the box is private (found in the release)."""
+        self.check_secure_scale(n, d)
         if self.finds_its_box():
             return None
         granted = self.granted(n, d, sparse)
@@ -672,6 +674,19 @@ class MeanEstimator(ABC):
             return self._moved(n, d, offset).fallback_reason(n, d)
         plan = self.budget_plan(n, d)
         return self.fallback_message(n, d) if self.too_few_rows(n, d, plan) else None
+
+    def secure_coordinates(self, d: int) -> int:
+        """The most coordinates a secure release of this estimator's takes on d columns (a
+        rotation pads to at most 2 d; public)."""
+        return 2 * d
+
+    def check_secure_scale(self, n: int, d: int) -> None:
+        """With ``secure_noise``, refuse before any charge a shape whose release grid is finer
+        than float64 sums hold (``grid_sums.check_secure_scale``; public: n, d)."""
+        if self.secure_noise:
+            from ..engines.grid_sums import check_secure_scale
+
+            check_secure_scale(n, self.secure_coordinates(d))
 
     def far_box_offset(self, n: int, d: int) -> np.ndarray | None:
         """The public shift a release runs at, or None: where a column's box lies farther from
@@ -691,7 +706,10 @@ class MeanEstimator(ABC):
         lo, hi = self.release_box(n, d)
         if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
             return None
-        far = np.maximum(np.abs(lo), np.abs(hi)) > FAR_BOX * (hi - lo)
+        # Secure noise: every box that does not hold the origin, so that a box's sum has terms
+        # no larger than its width (``engines.grid_sums``).
+        far = np.maximum(np.abs(lo), np.abs(hi)) > (1.0 if self.secure_noise else FAR_BOX) * (
+            hi - lo)
         if not far.any():
             return None
         return np.where(far, lo / 2.0 + hi / 2.0, 0.0)

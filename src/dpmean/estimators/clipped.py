@@ -4,6 +4,7 @@ it spends, before it draws."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -12,6 +13,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
+from ..engines.grid_sums import exact_clipped_sums
 from ..errors import NoisyReleaseWarning
 from ..events import gaussian_event
 from ..mechanisms import (
@@ -24,6 +26,7 @@ from ..mechanisms import (
     rank_error_bound,
     reliable_search_steps,
 )
+from ..mechanisms.gaussian import FINEST_FRACTION, secure_grid
 from ..mechanisms.quantiles import (
     check_octave_search,
     noisy_count,
@@ -257,7 +260,12 @@ def noisy_clipped_mean(
     space, noise std).
     """
     sensitivity = 2.0 * radius / engine.n
-    total = engine.clipped_sum(view, radius) if clipped_sum is None else clipped_sum
+    if clipped_sum is not None:
+        total = clipped_sum
+    elif secure:
+        total = release_sums(engine, view, [(0.0, radius)], [(sensitivity, rho)])[0]
+    else:
+        total = engine.clipped_sum(view, radius)
     noisy = gaussian_mechanism(total / engine.n, sensitivity, rho, rng,
                                ledger=ledger, stage=stage, secure=secure)
     return noisy, gaussian_noise_std(sensitivity, rho)
@@ -348,14 +356,59 @@ def with_interval_stages(rho: float, share: float,
 
 
 def planned_clipped_sums(
-    engine: Engine, view: View, radius: float, norm_bound: float, budget: dict[str, float],
+    engine: Engine, view: View, radius: float, norm_bound: float, budget: dict[str, float], *,
+    secure: bool = False,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """The view's clipped sum at ``radius``, and at the clip residual's edge when the plan has
-    the stage "clip residual" (else None): one pass where the engine can."""
-    if RESIDUAL_STAGE not in budget:
+    """The view's clipped sum at ``radius``, and the clip residual's sum (the rows' moves from
+    the radius to its edge, ``clip_residual``) when the plan has the stage "clip residual"
+    (else None): one pass where the engine can; with ``secure``, ``release_sums``' for the
+    plan's noise and residual stages."""
+    edge = clip_residual_edge(radius, norm_bound)
+    residual = RESIDUAL_STAGE in budget
+    if secure:
+        n = engine.n
+        bands, steps = [(0.0, radius)], [(2.0 * radius / n, budget["noise"])]
+        if residual and edge > radius:
+            bands.append((radius, edge))
+            steps.append((2.0 * (edge - radius) / n, budget[RESIDUAL_STAGE]))
+        sums = release_sums(engine, view, bands, steps)
+        moved = sums[1] if len(sums) > 1 else (
+            np.zeros_like(sums[0]) if residual else None)
+        return sums[0], moved
+    if not residual:
         return engine.clipped_sum(view, radius), None
-    inner, outer = engine.clipped_sums(view, (radius, clip_residual_edge(radius, norm_bound)))
-    return inner, outer
+    inner, outer = engine.clipped_sums(view, (radius, edge))
+    return inner, outer - inner
+
+
+def release_sums(
+    engine: Engine, view: View, bands: Sequence[tuple[float, float]],
+    releases: Sequence[tuple[float, float]], *, rows: int = 1, bound: float | None = None,
+    size: int | None = None,
+) -> list[np.ndarray]:
+    """The sums behind secure releases whose rounding does not grow with n
+    (``grid_sums.exact_clipped_sums``): for each band (inner, outer) of radii, the rows' moves
+    between the two clips (inner 0: the clipped rows; outer inf: the rows, each coordinate at
+    most ``bound``), split down to an eighth of its release's grid step over ``rows`` (1 for a
+    release of the sum over n, n for the sum itself). ``releases``: each band's release's
+    (l2 sensitivity, rho), public. A release of sensitivity 0 (a zero radius or a box of
+    zero width) is a public value: summed as the engine sums. ``size``: the releases'
+    coordinates, where not the view's."""
+    k = view.output_dim(engine.d) if size is None else size
+    finest = [secure_grid(sensitivity, rho, k) * FINEST_FRACTION / rows if sensitivity > 0
+              else math.inf
+              for sensitivity, rho in releases]
+    exact = [i for i, step in enumerate(finest) if math.isfinite(step)]
+    sums = exact_clipped_sums(engine, view, [bands[i] for i in exact],
+                              finest=[finest[i] for i in exact], bound=bound) if exact else []
+    out: list[np.ndarray] = []
+    for i, (inner, outer) in enumerate(bands):
+        if i in exact:
+            out.append(sums[exact.index(i)])
+        else:
+            out.append(engine.clipped_sum(view, outer) - (
+                engine.clipped_sum(view, inner) if inner else 0.0))
+    return out
 
 
 def planned_interval_stages(
@@ -413,9 +466,9 @@ def clip_residual(
     move is restore(v) - restore(0)). Each row's term is u_i (min(1, E/|u_i|) - min(1,
     C/|u_i|)), of norm at most E - C, so replacing one row moves the mean by at most
     2 (E - C) / n in l2: cost ``rho``. The view, the radius and the edge are earlier releases
-    or public. ``sums``: the clipped sums at C and E (``planned_clipped_sums``) when the caller
-    has them. Returns the diagnostics it adds; ``clip_residual_std`` is the noise's std times
-    ``std_factor``."""
+    or public. ``sums``: the clipped sum at C and the sum of the terms
+    (``planned_clipped_sums``) when the caller has them. Returns the diagnostics it adds;
+    ``clip_residual_std`` is the noise's std times ``std_factor``."""
     n = engine.n
     edge = clip_residual_edge(radius, norm_bound)
     if not edge > radius:
@@ -425,11 +478,14 @@ def clip_residual(
         moved = np.zeros(view.output_dim(engine.d))
         std = 0.0
     else:
-        inner, outer = (None, None) if sums is None else sums
-        if inner is None or outer is None:
-            inner, outer = engine.clipped_sums(view, (radius, edge))
         sensitivity = 2.0 * (edge - radius) / n
-        moved = gaussian_mechanism((outer - inner) / n, sensitivity, rho, rng, ledger=ledger,
+        total = None if sums is None else sums[1]
+        if total is None and secure:
+            total = release_sums(engine, view, [(radius, edge)], [(sensitivity, rho)])[0]
+        elif total is None:
+            inner, outer = engine.clipped_sums(view, (radius, edge))
+            total = outer - inner
+        moved = gaussian_mechanism(total / n, sensitivity, rho, rng, ledger=ledger,
                                    stage=RESIDUAL_STAGE, secure=secure)
         std = gaussian_noise_std(sensitivity, rho)
     origin = view.restore(np.zeros_like(moved))

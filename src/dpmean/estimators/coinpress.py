@@ -14,6 +14,7 @@ import numpy as np
 from ..accounting import PrivacyLedger
 from ..diagnostics import NOISE_STD, Diagnostic, Kind
 from ..engines import Engine
+from ..engines.grid_sums import OUTER_SUM_ROWS, exact_outer_sum
 from ..errors import InvalidParameterError
 from ..mechanisms import symmetric_gaussian_mechanism
 from ..mechanisms.gaussian import check_secure_noise
@@ -318,7 +319,9 @@ def _mvc_steps(
         for rho in budgets:
             check_secure_noise(sensitivity, rho, d * (d + 1) // 2)
     for k, rho in enumerate(budgets, start=1):
-        second = paired.clipped_outer_sum(_whitening_view(a), gamma) / m
+        view = _whitening_view(a)
+        second = (exact_outer_sum(paired, view, gamma) if secure
+                  else paired.clipped_outer_sum(view, gamma)) / m
         noisy = symmetric_gaussian_mechanism(second, sensitivity, rho, rng,
                                              ledger=ledger, stage=f"cov-step-{k}",
                                              secure=secure)
@@ -671,6 +674,18 @@ class CoinPressCovMean(_CoinPress):
         self.cov_share = check_fraction(cov_share, "cov_share")
         self.sigma_max = None if sigma_max is None else check_positive(sigma_max, "sigma_max")
         self.cov_beta = check_fraction(cov_beta, "cov_beta")
+
+    def secure_coordinates(self, d: int) -> int:
+        # The covariance steps release the upper triangle of a d x d moment.
+        return max(2 * d, d * (d + 1) // 2)
+
+    def check_secure_scale(self, n: int, d: int) -> None:
+        super().check_secure_scale(n, d)
+        if self.secure_noise and n // 2 > OUTER_SUM_ROWS:
+            # Public: the covariance steps' exact outer sums take at most this many pairs.
+            raise InvalidParameterError(
+                f"secure noise on coinpress-cov sums at most {OUTER_SUM_ROWS} row pairs exactly "
+                f"({n // 2} asked); use secure_noise=False or a sample of the rows")
 
     def public_scale(self, d: int) -> float:
         return self.sigma_max or self.radius / math.sqrt(d)

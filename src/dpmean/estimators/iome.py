@@ -181,7 +181,8 @@ class ClippedMean(MeanEstimator):
         radius = private_radius(engine, IDENTITY, rank, norm_bound, steps=self.threshold_steps,
                                 rho=budget["threshold"], ledger=ledger, rng=rng,
                                 secure=self.secure_noise)
-        sums = planned_clipped_sums(engine, IDENTITY, radius, norm_bound, budget)
+        sums = planned_clipped_sums(engine, IDENTITY, radius, norm_bound, budget,
+                                    secure=self.secure_noise)
         mean, noise_std = noisy_clipped_mean(engine, IDENTITY, radius, rho=budget["noise"],
                                              ledger=ledger, rng=rng, secure=self.secure_noise,
                                              clipped_sum=sums[0])
@@ -440,7 +441,8 @@ class ShiftedClippedMean(ClippedMean):
         radius = private_radius(
             engine, view, rank, norm_bound, steps=None if quantizer else self.threshold_steps,
             rho=budget["threshold"], ledger=ledger, rng=rng, secure=self.secure_noise)
-        sums = planned_clipped_sums(engine, view, radius, norm_bound, budget)
+        sums = planned_clipped_sums(engine, view, radius, norm_bound, budget,
+                                    secure=self.secure_noise)
         noisy, noise_std = noisy_clipped_mean(engine, view, radius, rho=budget["noise"],
                                               ledger=ledger, rng=rng, secure=self.secure_noise,
                                               clipped_sum=sums[0])

@@ -421,7 +421,8 @@ class _PlanBase(MeanEstimator):
                                     rho=budget["threshold"], ledger=ledger, rng=rng,
                                     secure=self.secure_noise)
         view_bound = _PlanBase.norm_bound(self, engine, centre, std, scale)
-        sums = planned_clipped_sums(engine, view, radius, view_bound, budget)
+        sums = planned_clipped_sums(engine, view, radius, view_bound, budget,
+                                    secure=self.secure_noise)
         noisy, noise_std = noisy_clipped_mean(engine, view, radius, rho=budget["noise"],
                                               ledger=ledger, rng=rng, secure=self.secure_noise,
                                               clipped_sum=sums[0])

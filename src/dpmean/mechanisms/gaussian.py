@@ -17,6 +17,12 @@ from .discrete_gaussian import check_variance, discrete_gaussian
 # The secure grid's spacing gamma keeps the rounding slack, 2 gamma sqrt(k), at most this
 # fraction of the sensitivity: the discretised release costs at most 0.1% more noise.
 GRID_SLACK = 1e-3
+# A secure release's sum is split down to this fraction of its grid step over the rows of one
+# unit of the release (``estimators.clipped.release_sums``, ``engines.grid_sums``): the split
+# moves a mean by at most half of it, the combination's roundings by a fifth of it more, so
+# the computed statistic lies within FINEST_FRACTION gamma of the exact one (what intervals
+# add to the grid's rounding).
+FINEST_FRACTION = 1.0 / 8.0
 
 
 def normal_isf(p: float | np.ndarray) -> Any:
@@ -109,6 +115,13 @@ def _grid(sensitivity: float, rho: float, size: int) -> tuple[float, float]:
     gamma = 2.0 ** math.floor(math.log2(GRID_SLACK * sensitivity / (2.0 * math.sqrt(k))))
     grid_sensitivity = sensitivity / gamma + 2.0 * math.sqrt(k)
     return gamma, grid_sensitivity**2 / (2.0 * rho)
+
+
+def secure_grid(sensitivity: float, rho: float, size: int) -> float:
+    """The grid step gamma of a secure release of ``size`` coordinates (``_discretised_gaussian``):
+    public, from the sensitivity (> 0), rho and the shape. Sums behind such a release are split
+    on grids finer than it (``engines.grid_sums``)."""
+    return _grid(sensitivity, rho, size)[0]
 
 
 def check_secure_noise(sensitivity: float, rho: float, size: int) -> None:
