@@ -21,6 +21,7 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.pld import privacy_loss_distribution as dp_pld
 from scipy.optimize import brentq
 
+from dpmean import pld as pld_module
 from dpmean.accounting import approx_dp_to_zcdp, zcdp_to_approx_dp
 from dpmean.errors import InvalidParameterError
 from dpmean.pld import (
@@ -279,8 +280,9 @@ def test_single_approx_dp_event_round_trip():
 
 
 def test_pure_event_single():
-    # A single eps0-DP event is (eps0, 0)-DP: delta vanishes from eps0 + GRID on.
-    assert compose_delta([PureDPEvent(0.8)], 0.8 + GRID) == 0.0
+    # A single eps0-DP event is (eps0, 0)-DP: delta vanishes from eps0 + GRID on, down to the
+    # least delta a PLD is read as (its round-off and cut tails, pld._PLD_FLOOR).
+    assert compose_delta([PureDPEvent(0.8)], 0.8 + GRID) == pld_module._PLD_FLOOR
     assert compose_delta([PureDPEvent(0.8)], 0.5) > 0.0
 
 
@@ -450,7 +452,7 @@ def test_bad_calibration_arguments():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         assert compose_delta([PureDPEvent(1e6, bounded_range=True), GaussianEvent(1e5)], 1e7,
-                             value_discretization_interval=100.0) <= 1e-12
+                             value_discretization_interval=100.0) <= pld_module._PLD_FLOOR
 
 
 @pytest.mark.parametrize("eps, delta", [(1e-6, 1e-300), (1e-4, 1e-300), (1e-4, 1e-100),

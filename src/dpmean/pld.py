@@ -117,14 +117,15 @@ MAX_DISCRETIZATION = 100.0
 # Mass cut from each tail of a discretised PLD or of a convolution; moved to +inf (upper tail) or
 # up to the lowest kept loss (lower tail), so it can only raise delta, by at most this much.
 _TAIL_MASS = 1e-20
-# Added to every delta read from a discretised PLD: its FFT convolutions carry round-off of up
-# to about 2e-12 (1 - delta read 7e-13 to 2e-12 for PLAN without scaling near delta = 1, by the
-# grid), and delta is a difference of two tail sums that cancel where it is small. Without it,
-# requests below about 1e-18 met with delta read as 1e-18 or negative: PLAN without scaling at
-# (10, 1e-20) was granted rho = 0.587 where its Gaussian stages alone need delta >= 1.4e-19,
-# at (50, 1e-50) rho = 7.75 (its noise stage alone: delta 2.5e-40; a review). With it, a
-# request below it is met by the accountings without a PLD (zCDP, the Gaussian's exact curve).
-_PLD_ROUNDOFF = 1e-11
+# The least delta read from a discretised PLD. Below it the PLD does not tell: delta is a
+# difference of two tail sums that cancel, its FFT convolutions' round-off is about 1e-18 at
+# small deltas (up to 2e-12 near delta = 1), and losses beyond its tails (a Gaussian's cut 10
+# standard deviations out, _TAIL_MASS) are not all counted. Without the floor, requests below
+# about 1e-18 were met: PLAN without scaling at (10, 1e-20) was granted rho = 0.587 where its
+# Gaussian stages alone need delta >= 1.4e-19, at (50, 1e-50) rho = 7.75 (its noise stage
+# alone: delta 2.5e-40; a review). A request below the floor is met by the accountings
+# without a PLD (each stage as zCDP, the Gaussian's exact curve).
+_PLD_FLOOR = 1e-11
 # Standard deviations kept either side of the mean of the Gaussian privacy loss:
 # Phi(-10) = 7.6e-24 < _TAIL_MASS.
 _GAUSSIAN_TAIL_SDS = 10.0
@@ -540,7 +541,7 @@ class _Bound:
     def _pld_delta(self, epsilon: np.ndarray) -> np.ndarray:
         if self.pld is not None:
             if self._tails is None:  # pragma: no cover - a dp_accounting without dense arrays
-                return np.array([float(self.pld.get_delta_for_epsilon(e)) + _PLD_ROUNDOFF
+                return np.array([max(float(self.pld.get_delta_for_epsilon(e)), _PLD_FLOOR)
                                  for e in epsilon])
             losses, mass_p, mass_q, infinity = self._tails
             # delta(eps) = P[L = inf] + sum_{L > eps} p (1 - e^(eps - L))
@@ -549,8 +550,8 @@ class _Bound:
             # Capping e^eps only shrinks the subtracted term (conservative); a loss above 700
             # never occurs in practice, so the cap only avoids inf * 0 when nothing is above eps.
             scale = np.exp(np.minimum(epsilon, 700.0))
-            value = infinity + mass_p[start] - scale * mass_q[start] + _PLD_ROUNDOFF
-            return np.clip(value, infinity, 1.0)
+            value = infinity + mass_p[start] - scale * mass_q[start]
+            return np.clip(np.maximum(value, _PLD_FLOOR), infinity, 1.0)
         if self.mu > 0.0:
             return _gaussian_delta_array(self.mu, epsilon)
         return np.zeros_like(epsilon)
