@@ -13,6 +13,7 @@ import io
 import math
 import numbers
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
@@ -133,7 +134,7 @@ def table_data(x: Any, columns: Sequence[str] | str | None = None
     import pyarrow as pa
 
     labels = _column_labels(x)
-    twice = sorted({name for name in labels if labels.count(name) > 1})
+    twice = sorted(name for name, count in Counter(labels).items() if count > 1)
     if twice:
         # Names are public; pyarrow's refusal of them said only "ValueError".
         raise InvalidDataError(f"the {type(x).__name__} has two columns named {twice[0]!r}; "
@@ -174,11 +175,12 @@ def _declared_numeric(x: Any, labels: list[str], columns: Sequence[str] | str | 
     if type(x).__module__.split(".")[0] != "pandas" or not hasattr(x, "dtypes"):
         return x
     chosen = choose_columns(labels, columns, "the table")
+    picked = set(chosen)
     for label, dtype in zip(labels, x.dtypes, strict=True):
         arrow = getattr(dtype, "pyarrow_dtype", None)  # pandas' ArrowDtype declares its type
-        if label in chosen and arrow is not None:
+        if label in picked and arrow is not None:
             check_numeric_type(arrow, label)
-        elif label in chosen and getattr(dtype, "kind", "O") in ("m", "M", "O", "S", "U"):
+        elif label in picked and getattr(dtype, "kind", "O") in ("m", "M", "O", "S", "U"):
             # (The dtype alone: an object column of arrays is the usual pandas embedding.)
             arrays = ("; a column of arrays (vectors) reads as one column per element when "
                       "typed pd.ArrowDtype(pa.list_(pa.float32(), d)), or pass "
@@ -187,7 +189,8 @@ def _declared_numeric(x: Any, labels: list[str], columns: Sequence[str] | str | 
                 f"column {label!r} has type {dtype}; only numeric or boolean columns can be "
                 f"used (convert it first, e.g. .astype(float), or choose others with "
                 f"columns=){arrays}")
-    return x.iloc[:, [labels.index(name) for name in chosen]]
+    position = {label: i for i, label in enumerate(labels)}  # names are unique (checked)
+    return x.iloc[:, [position[name] for name in chosen]]
 
 
 def _column_labels(x: Any) -> list[str]:
@@ -225,14 +228,15 @@ def choose_columns(available: Sequence[str], columns: Sequence[str] | str | None
         # "1", ...): columns=[0, 1] chooses them.
         chosen = [str(c) for c in chosen]
     seen: set[str] = set()
+    counts = Counter(available)  # a set's and a count's lookups: O(d), not O(d^2)
     for name in chosen:
         if name in seen:
             raise InvalidParameterError(f"column {name!r} is chosen twice")
         seen.add(name)
-        if name not in available:
+        if name not in counts:
             raise InvalidDataError(f"{where} has no column named {name!r}; it has "
                                    f"{_list_names(available)}")
-        if list(available).count(name) > 1:
+        if counts[name] > 1:
             raise InvalidDataError(f"{where} has two columns named {name!r}; rename one")
     if not chosen:
         raise InvalidDataError(f"{where} has no data columns")
@@ -694,12 +698,14 @@ class CsvTable:
             raise InvalidParameterError(f"{where}: fill names columns by header name, and the "
                                         f"file is read without a header")
         self.fill: dict[str, float] = check_fill(fill, chosen, where)
+        counts = Counter(all_names)
         for name in chosen:  # pyarrow picks columns by name: an index's name must differ
-            if all_names.count(name) > 1:
+            if counts[name] > 1:
                 raise InvalidDataError(f"{where}: the header names two columns {name!r}; "
                                        f"rename one")
         # (physical column number, name) of the chosen columns, for errors.
-        self._column_of = {name: all_names.index(name) + 1 for name in chosen}
+        number = {name: i + 1 for i, name in reversed(list(enumerate(all_names)))}
+        self._column_of = {name: number[name] for name in chosen}
         # Chosen columns found to hold a boolean word (True, false ...): read as text and
         # converted cell by cell (``_numbers``), since pyarrow's float parse refuses the words.
         self._worded: set[str] = set()
