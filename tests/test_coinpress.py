@@ -459,3 +459,21 @@ def test_center_is_a_deprecated_alias_of_centre():
         old = dpmean.mean(x, rho=1.0, method="coinpress", radius=2, center=[40] * 4, t=3,
                           random_state=5)
     np.testing.assert_array_equal(old.mean, new.mean)
+
+
+def test_a_release_noisier_than_its_ball_says_so():
+    # A trial: one row at rho = 1e-4 in a ball of radius 100 released 5.3e6, its balls grown to
+    # 1.1e6, and only the interval's box warning spoke (the noise was judged against the
+    # safety box). The noise's reach beyond the declared radius is now told; a release whose
+    # steps shrink the ball is not.
+    import warnings
+
+    from dpmean.errors import NoisyReleaseWarning
+
+    with pytest.warns(NoisyReleaseWarning, match="beyond the radius 100 of the ball"):
+        dpmean.mean(np.full((1, 1), 0.73), rho=1e-4, method="coinpress", radius=100.0,
+                    sigma=0.1, random_state=7)
+    x = np.random.default_rng(0).normal(3.0, 1.0, size=(2000, 8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoisyReleaseWarning)
+        dpmean.mean(x, rho=0.5, method="coinpress", radius=100.0, random_state=7)
