@@ -442,3 +442,15 @@ def test_a_subnormal_row_raises_no_numpy_warning_a_neighbour_would_not(method, o
         with np.errstate(all="raise"), warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
             dpmean.mean(data, rho=0.5, method=method, random_state=4, **options)
+
+
+def test_a_centre_round_too_large_to_analyse_is_refused_before_any_charge():
+    # iome-shuffle's default centre tree (4^6 buckets) for 32,768 rotated coordinates is 2^27
+    # counts, whose analyser holds about four times that in float64 (a trial: 2^28 counts
+    # peaked at 9.5 GB and failed after the users were randomised). Refused from the plan.
+    x = np.zeros((8, 20_000))
+    with pytest.raises(InvalidParameterError, match="smaller centre_height"):
+        dpmean.mean(x, rho=0.5, method="iome-shuffle", bounds=(-1, 1))
+    # At 16,384 coordinates (2^26 counts) the plan is accepted.
+    estimator = dpmean.api.build_estimator("iome-shuffle", rho=0.5, bounds=(-1, 1))
+    estimator._check_centre_tree(16_384)

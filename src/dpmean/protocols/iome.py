@@ -67,9 +67,13 @@ def _histogram_round(
     return messages.permuted(rng.permutation(engine.n)) if shuffled else messages
 
 
-# The most counts the centre round's analyser may hold (float64: 2 GiB): iome-shuffle's default
-# tree (4^6 buckets) for up to 65,536 rotated coordinates.
-CENTRE_COUNTS = 2**28
+# The most counts in the centre round's tree (one bucket a rotated coordinate): its analyser
+# holds about four float64 arrays of that many (every level's estimates, the consistent
+# leaves, their cumulative sums: 0.52 GiB above the data for 2^24 counts, measured), so 2 GiB
+# at this limit: iome-shuffle's default tree (4^6 buckets) for up to 16,384 rotated
+# coordinates. At 2^28 it allowed 65,536, whose round peaked at 9.5 GB and failed for memory
+# after its users were randomised under a 6.5 GB limit (a trial).
+CENTRE_COUNTS = 2**26
 
 
 def _precision(n: int) -> int:
@@ -152,7 +156,7 @@ class _IOMEProtocol(ProtocolEstimator):
             raise InvalidParameterError(
                 f"{self.method}: the centre round's tree ({self.centre_tree.buckets} buckets) "
                 f"for each of {k} rotated coordinates needs more than {CENTRE_COUNTS:,} "
-                f"counts (2 GiB); give a smaller centre_height")
+                f"counts (about 2 GiB to analyse); give a smaller centre_height")
 
     def _check_reports(self, n: int) -> None:
         """Refuse, from the plan alone (public; before any charge), a budget whose range-count

@@ -114,8 +114,12 @@ class HierarchicalHistogram:
             # E[b H[v, j]] over the uniform j is 1[v = v_i] times the response's bias (about
             # (e^eps - 1)/(e^eps + 1)): one Hadamard transform of the per-index sums estimates
             # every node's count at once.
-            counts = fwht(sums.reshape(groups, size)) * unbias
-            estimates.append(counts / np.maximum(users, 1.0)[:, None])
+            # (In place: at the leaves these are the largest arrays the analyser holds.)
+            counts = fwht(sums.reshape(groups, size))
+            del sums
+            counts *= unbias
+            counts /= np.maximum(users, 1.0)[:, None]
+            estimates.append(counts)
             # Each node's variance is about unbias^2 / users; the common factor cancels.
             variances.append(1.0 / np.maximum(users, 1.0))
         return _consistent_leaves(estimates, variances, b)
