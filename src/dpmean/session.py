@@ -692,11 +692,15 @@ class Session:
             total = self._total([*((r.budget, r.events) for r in self._releases), entry])
             if _exceeds(total, self._budget.total):
                 before = self.spent
+                left = max(0.0, self._budget.total - before)
+                # Six digits, or as many as tell the total from the budget (a review: "would
+                # take the session to 1 rho ... over its budget zCDP(rho=1)").
+                shown = (".6g" if f"{total:.6g}" != f"{self._budget.total:.6g}" else ".17g")
                 raise BudgetExceededError(
-                    f"this release ({budget}) would take the session to {total:.6g} "
-                    f"{self.unit} composed, over its budget {self._budget} ({before:.6g} "
-                    f"already spent, {max(0.0, self._budget.total - before):.6g} remaining); "
-                    f"refused before any value of the data was read"
+                    f"this release ({budget}) would take the session to {total:{shown}} "
+                    f"{self.unit} composed, over its budget {self._budget} ({before:{shown}} "
+                    f"already spent, {left:{shown}} remaining); refused before any value of "
+                    f"the data was read"
                 )
 
     def reserve(self, method: str, budget: Budget,
