@@ -231,10 +231,11 @@ class Engine(ABC):
     def user_rows(self, view: View) -> Iterator[np.ndarray]:
         """The finished view rows v(x_i), in row order, as consecutive blocks of rows.
 
-        Only protocol simulations (dpmean.protocols, the local and shuffle models) may ask this:
-        each block goes straight to the users' own randomisers, row i's messages depending only
-        on row i and public values, never to an aggregate. ``materialised`` reads it too, to
-        keep the rows inside a new engine. Engines that cannot hand rows over (this default)
+        Only protocol simulations (dpmean.protocols, the local and shuffle models) may ask this,
+        each block going straight to the users' own randomisers (row i's messages depending only
+        on row i and public values), and the secure sums (``split_sums``), which split each
+        row's own term before anything is added. ``materialised`` reads it too, to keep the rows
+        inside a new engine. Engines that cannot hand rows over (this default)
         raise InvalidParameterError.
         """
         # Imported here, as in ``paired``: keep the interface's imports minimal.

@@ -92,7 +92,8 @@ def grid_levels(n: int, bound: float, finest: float) -> tuple[float, ...]:
     levels: list[float] = []
     reach = bound
     while True:
-        step = math.ldexp(1.0, math.ceil(math.log2(n * reach)) - 52)
+        # (log2 of each factor: n reach itself may overflow at the largest bounds.)
+        step = math.ldexp(1.0, math.ceil(math.log2(n) + math.log2(reach)) - 52)
         if step <= last:
             return (*levels, last)
         levels.append(step)

@@ -352,6 +352,11 @@ class TrimmedMean(MeanEstimator):
         self._trim_count(n)  # a public check, before any data is read
         return {"noise": self.total}
 
+    def check_secure_scale(self, n: int, d: int) -> None:
+        # No secure sum: its noises are the smooth sensitivity's, floating point (a review:
+        # it was refused above n sqrt(2 d) = 5e9 for sums it never takes).
+        return
+
     def minimum_rows(
         self, n: int, lo: np.ndarray, hi: np.ndarray, budget: dict[str, float]
     ) -> float:
