@@ -125,7 +125,7 @@ _TAIL_MASS = 1e-20
 # Gaussian stages alone need delta >= 1.4e-19, at (50, 1e-50) rho = 7.75 (its noise stage
 # alone: delta 2.5e-40; a review). A request below the floor is met by the accountings
 # without a PLD (each stage as zCDP, the Gaussian's exact curve).
-_PLD_FLOOR = 1e-11
+_PLD_FLOOR = 1e-12
 # Standard deviations kept either side of the mean of the Gaussian privacy loss:
 # Phi(-10) = 7.6e-24 < _TAIL_MASS.
 _GAUSSIAN_TAIL_SDS = 10.0
