@@ -565,3 +565,23 @@ def test_signal_handlers_are_the_callers_again_after_a_command(capsys, monkeypat
     finally:
         for signum, handler in old.items():
             signal.signal(signum, handler)
+
+
+def test_baskets_in_a_box_that_misses_zero_are_refused_before_the_ledger_charge(capsys,
+                                                                               tmp_path):
+    # The sparse engine refuses a box without 0 (its implicit zeros); the ledger was charged
+    # first and the release recorded as failed (a review). In dense chunks it runs.
+    rng = np.random.default_rng(3)
+    baskets = [" ".join(map(str, sorted(set(rng.integers(0, 20, size=3))))) for _ in range(500)]
+    path = tmp_path / "b.dat"
+    path.write_text("\n".join(baskets) + "\n")
+    ledger = tmp_path / "ledger.json"
+    assert run(capsys, "ledger", "init", ledger, "--rho", 1)[0] == 0
+    code, out, err = run(capsys, "estimate", path, "--items", 20, "--rho", 0.5, "--method", "cm",
+                         "--bounds", 0.5, 2, "--ledger", ledger)
+    assert_one_error_line(code, out, err)
+    assert "contain 0 in every coordinate" in err and "nothing was charged" in err
+    assert json.loads(ledger.read_text())["session"]["releases"] == []
+    code, _, _ = run(capsys, "estimate", path, "--items", 20, "--rho", 0.5, "--method", "cm",
+                     "--bounds", 0.5, 2, "--engine", "chunked", "--seed", 1)
+    assert code == 0

@@ -740,3 +740,17 @@ def test_a_refusal_by_the_inputs_type_charges_nothing(tmp_path, data, options, w
     with pytest.raises(dpmean.DPMeanError, match=re.escape(words)):
         session.mean(x, rho=0.1, bounds=(0, 1), **options)
     assert session.ledger == [] and session.spent == 0
+
+
+def test_sparse_rows_in_a_box_that_misses_zero_are_refused_before_the_charge():
+    # The sparse engine keeps the implicit zeros at zero, so it refuses such a box; a session
+    # charged the release first (a review). Public: the bounds and the input's type.
+    import scipy.sparse
+
+    x = scipy.sparse.random(3000, 10, density=0.2, format="csr", random_state=0)
+    session = dpmean.Session(rho=1.0)
+    with pytest.raises(InvalidParameterError, match="contain 0 in every coordinate"):
+        session.mean(x, rho=0.5, method="cm", bounds=(0.5, 2.0))
+    assert session.spent == 0
+    session.mean(x, rho=0.5, method="cm", bounds=(0.0, 2.0), random_state=1)
+    assert session.spent == 0.5

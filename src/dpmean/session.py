@@ -310,6 +310,8 @@ def check_input_type(estimator: Any, data: Any, d: int) -> None:
     if sparse and not estimator.finds_its_box():
         if not (baskets or estimator.runs_sparse(data)):
             check_data(data)  # refuses sparse input by its type, before looking at it
+        else:
+            estimator.check_sparse_box(d)
         import scipy.sparse
 
         check_sparse_data(scipy.sparse.csr_matrix((1, d), dtype=getattr(data, "dtype",

@@ -675,6 +675,18 @@ class MeanEstimator(ABC):
         plan = self.budget_plan(n, d)
         return self.fallback_message(n, d) if self.too_few_rows(n, d, plan) else None
 
+    def check_sparse_box(self, d: int) -> None:
+        """Refuse, before any charge, bounds that miss 0 in some column for rows the sparse
+        engine runs (its implicit zeros must stay zeros: ``SparseEngine``). Public: the
+        bounds. A session charged such a release, then the engine refused it (a review)."""
+        from ..engines.sparse import SPARSE_BOX_ERROR
+
+        if self.finds_its_box():
+            return
+        lo, hi = check_bounds(self.bounds, d)
+        if not ((lo <= 0.0) & (hi >= 0.0)).all():
+            raise InvalidParameterError(SPARSE_BOX_ERROR)
+
     def secure_coordinates(self, d: int) -> int:
         """The most coordinates a secure release of this estimator's takes on d columns (a
         rotation pads to at most 2 d; public)."""
