@@ -585,3 +585,11 @@ def test_baskets_in_a_box_that_misses_zero_are_refused_before_the_ledger_charge(
     code, _, _ = run(capsys, "estimate", path, "--items", 20, "--rho", 0.5, "--method", "cm",
                      "--bounds", 0.5, 2, "--engine", "chunked", "--seed", 1)
     assert code == 0
+
+
+def test_a_ledger_no_release_could_use_is_refused(capsys, tmp_path):
+    # Releases take rho >= MIN_RHO (1e-200): a ledger of 1e-300 could take none (a review).
+    ledger = tmp_path / "tiny.json"
+    code, out, err = run(capsys, "ledger", "init", ledger, "--rho", 1e-300)
+    assert_one_error_line(code, out, err)
+    assert "at least 1e-200" in err and not ledger.exists()

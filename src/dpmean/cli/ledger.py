@@ -67,9 +67,14 @@ def run_init(args: argparse.Namespace) -> int:
         0; failures raise and become one error line.
     """
     from .. import ledger_file
+    from ..accounting import check_budget_request
     from ..session import Session
 
     budget = budget_from(args)
+    if budget.get("rho") is not None:
+        # No release is granted less than MIN_RHO: a ledger of less could take none (a
+        # review: --rho 1e-300 was accepted).
+        check_budget_request(budget["rho"], None, None)
     session = Session(budget.get("rho"), epsilon=budget.get("epsilon"),
                       delta=budget.get("delta"))
     ledger_file.create(args.file, session)
