@@ -55,11 +55,14 @@ def _rotation_error(rotation: RandomRotation) -> float:
     return (relative * (1.0 + float(_gamma(4))) - 1.0) * 1.01
 
 
-# Why a box that misses 0 is refused for sparse rows (here, and before any charge by
-# ``MeanEstimator.check_sparse_box``).
-SPARSE_BOX_ERROR = ("sparse data needs bounds that contain 0 in every coordinate (the implicit "
-                    "zeros must stay zeros); pass e.g. bounds=(0, 1) for baskets, or a dense "
-                    "array")
+def check_sparse_box(lo: np.ndarray, hi: np.ndarray) -> None:
+    """Refuse a box that misses 0 in some coordinate for sparse rows: clamping must keep the
+    implicit zeros at zero. The engine's own check, and ``MeanEstimator.check_sparse_box``'s
+    before any charge (public: the box)."""
+    if not ((lo <= 0.0) & (hi >= 0.0)).all():
+        raise InvalidParameterError(
+            "sparse data needs bounds that contain 0 in every coordinate (the implicit zeros "
+            "must stay zeros); pass e.g. bounds=(0, 1) for baskets, or a dense array")
 
 
 class SparseEngine(Engine):
@@ -105,8 +108,7 @@ class SparseEngine(Engine):
                  scale: np.ndarray | None = None) -> None:
         box = BoxClamp.of(lo, hi, scale)
         self.lo, self.hi = box.out_lo, box.out_hi
-        if not ((self.lo <= 0.0) & (self.hi >= 0.0)).all():
-            raise InvalidParameterError(SPARSE_BOX_ERROR)
+        check_sparse_box(self.lo, self.hi)
         x = scipy.sparse.csr_matrix(x)
         self.n, self.d = x.shape
         # Only the stored values: a rescaled zero stays zero (the box scales, never shifts).

@@ -679,13 +679,10 @@ class MeanEstimator(ABC):
         """Refuse, before any charge, bounds that miss 0 in some column for rows the sparse
         engine runs (its implicit zeros must stay zeros: ``SparseEngine``). Public: the
         bounds. A session charged such a release, then the engine refused it (a review)."""
-        from ..engines.sparse import SPARSE_BOX_ERROR
+        from ..engines.sparse import check_sparse_box
 
-        if self.finds_its_box():
-            return
-        lo, hi = check_bounds(self.bounds, d)
-        if not ((lo <= 0.0) & (hi >= 0.0)).all():
-            raise InvalidParameterError(SPARSE_BOX_ERROR)
+        if not self.finds_its_box():
+            check_sparse_box(*check_bounds(self.bounds, d))
 
     def secure_coordinates(self, d: int) -> int:
         """The most coordinates a secure release of this estimator's takes on d columns (a
