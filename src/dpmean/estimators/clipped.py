@@ -372,9 +372,8 @@ def planned_clipped_sums(
             bands.append((radius, edge))
             steps.append((2.0 * (edge - radius) / n, budget[RESIDUAL_STAGE]))
         sums = release_sums(engine, view, bands, steps)
-        moved = sums[1] if len(sums) > 1 else (
-            np.zeros_like(sums[0]) if residual else None)
-        return sums[0], moved
+        # (No band where the edge is the radius: ``clip_residual`` then sums nothing.)
+        return sums[0], sums[1] if len(sums) > 1 else None
     if not residual:
         return engine.clipped_sum(view, radius), None
     inner, outer = engine.clipped_sums(view, (radius, edge))
