@@ -703,8 +703,9 @@ class CsvTable:
             if counts[name] > 1:
                 raise InvalidDataError(f"{where}: the header names two columns {name!r}; "
                                        f"rename one")
-        # (physical column number, name) of the chosen columns, for errors.
-        number = {name: i + 1 for i, name in reversed(list(enumerate(all_names)))}
+        # (physical column number, name) of the chosen columns, for errors (each named once:
+        # refused just above otherwise).
+        number = {name: i + 1 for i, name in enumerate(all_names)}
         self._column_of = {name: number[name] for name in chosen}
         # Chosen columns found to hold a boolean word (True, false ...): read as text and
         # converted cell by cell (``_numbers``), since pyarrow's float parse refuses the words.
