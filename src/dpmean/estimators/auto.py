@@ -876,11 +876,9 @@ class AutoMean(MeanEstimator):
         # the rows less n lo would cancel in a box far from the origin).
         in_widths = View(shift=engine.lo, scale=1.0 / (engine.hi - engine.lo))
         rho = ledger.planned[FACE_MASS_STAGE]
-        summed = (release_sums(engine, in_widths, [(0.0, np.inf)],
-                               [(FACE_MASS_SENSITIVITY, rho)], rows=engine.n, bound=1.0,
-                               size=3)[0]
-                  if self.secure_noise else engine.clipped_sum(in_widths, np.inf))
-        distance = float(summed[0])
+        distance = float(release_sums(engine, in_widths, [(0.0, np.inf)],
+                                      [(FACE_MASS_SENSITIVITY, rho)], secure=self.secure_noise,
+                                      rows=engine.n, bound=1.0, size=3)[0][0])
         return gaussian_mechanism(np.array([below, above, distance], dtype=np.float64),
                                   FACE_MASS_SENSITIVITY, rho, rng,
                                   ledger=ledger, stage=FACE_MASS_STAGE,

@@ -14,7 +14,6 @@ from ..diagnostics import NOISE_STD, Diagnostic, Kind
 from ..engines import Engine
 from ..errors import InvalidParameterError
 from ..mechanisms import gaussian_mechanism, gaussian_noise_std
-from ..transforms import IDENTITY
 from ..validation import NARROWEST_WIDTH, check_fraction, check_positive
 from .base import MeanEstimator
 from .iome import ClippedMean
@@ -117,8 +116,8 @@ class GaussianMean(MeanEstimator):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         sensitivity = clipped_sensitivity(engine.lo, engine.hi, self.norm_bound) / engine.n
         radius = np.inf if self.norm_bound is None else self.norm_bound
-        exact_mean = (box_sum(engine, radius, sensitivity, budget["noise"]) if self.secure_noise
-                      else engine.clipped_sum(IDENTITY, radius)) / engine.n
+        exact_mean = box_sum(engine, radius, sensitivity, budget["noise"],
+                             secure=self.secure_noise) / engine.n
         mean = gaussian_mechanism(exact_mean, sensitivity, budget["noise"], rng, ledger=ledger,
                                   stage="noise", secure=self.secure_noise)
         diagnostics: dict[str, Any] = {"noise_std": gaussian_noise_std(sensitivity,

@@ -260,12 +260,8 @@ def noisy_clipped_mean(
     space, noise std).
     """
     sensitivity = 2.0 * radius / engine.n
-    if clipped_sum is not None:
-        total = clipped_sum
-    elif secure:
-        total = release_sums(engine, view, [(0.0, radius)], [(sensitivity, rho)])[0]
-    else:
-        total = engine.clipped_sum(view, radius)
+    total = clipped_sum if clipped_sum is not None else release_sums(
+        engine, view, [(0.0, radius)], [(sensitivity, rho)], secure=secure)[0]
     noisy = gaussian_mechanism(total / engine.n, sensitivity, rho, rng,
                                ledger=ledger, stage=stage, secure=secure)
     return noisy, gaussian_noise_std(sensitivity, rho)
@@ -361,53 +357,45 @@ def planned_clipped_sums(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The view's clipped sum at ``radius``, and the clip residual's sum (the rows' moves from
     the radius to its edge, ``clip_residual``) when the plan has the stage "clip residual"
-    (else None): one pass where the engine can; with ``secure``, ``release_sums``' for the
-    plan's noise and residual stages."""
+    (else None, as where the edge is the radius: ``clip_residual`` then sums nothing): one
+    pass where the engine can (``release_sums``, for the plan's noise and residual stages)."""
     edge = clip_residual_edge(radius, norm_bound)
-    residual = RESIDUAL_STAGE in budget
-    if secure:
-        n = engine.n
-        bands, steps = [(0.0, radius)], [(2.0 * radius / n, budget["noise"])]
-        if residual and edge > radius:
-            bands.append((radius, edge))
-            steps.append((2.0 * (edge - radius) / n, budget[RESIDUAL_STAGE]))
-        sums = release_sums(engine, view, bands, steps)
-        # (No band where the edge is the radius: ``clip_residual`` then sums nothing.)
-        return sums[0], sums[1] if len(sums) > 1 else None
-    if not residual:
-        return engine.clipped_sum(view, radius), None
-    inner, outer = engine.clipped_sums(view, (radius, edge))
-    return inner, outer - inner
+    n = engine.n
+    bands, steps = [(0.0, radius)], [(2.0 * radius / n, budget["noise"])]
+    if RESIDUAL_STAGE in budget and edge > radius:
+        bands.append((radius, edge))
+        steps.append((2.0 * (edge - radius) / n, budget[RESIDUAL_STAGE]))
+    sums = release_sums(engine, view, bands, steps, secure=secure)
+    return sums[0], sums[1] if len(sums) > 1 else None
 
 
 def release_sums(
     engine: Engine, view: View, bands: Sequence[tuple[float, float]],
-    releases: Sequence[tuple[float, float]], *, rows: int = 1, bound: float | None = None,
-    size: int | None = None,
+    releases: Sequence[tuple[float, float]], *, secure: bool, rows: int = 1,
+    bound: float | None = None, size: int | None = None,
 ) -> list[np.ndarray]:
-    """The sums behind secure releases whose rounding does not grow with n
-    (``grid_sums.exact_clipped_sums``): for each band (inner, outer) of radii, the rows' moves
+    """The sums behind releases: for each band (inner, outer) of radii, the rows' moves
     between the two clips (inner 0: the clipped rows; outer inf: the rows, each coordinate at
-    most ``bound``), split down to an eighth of its release's grid step over ``rows`` (1 for a
-    release of the sum over n, n for the sum itself). ``releases``: each band's release's
-    (l2 sensitivity, rho), public. A release of sensitivity 0 (a zero radius or a box of
-    zero width) is a public value: summed as the engine sums. ``size``: the releases'
-    coordinates, where not the view's."""
+    most ``bound``). With ``secure``, sums whose rounding does not grow with n
+    (``grid_sums.exact_clipped_sums``), split down to an eighth of each release's grid step
+    over ``rows`` (1 for a release of the sum over n, n for the sum itself); ``releases``:
+    each band's release's (l2 sensitivity, rho), public; ``size``: the releases' coordinates,
+    where not the view's. Otherwise, or for a release of sensitivity 0 (a zero radius or a
+    box of zero width: a public value), the engine's clipped sums, every radius in one pass
+    (each radius's bits as the engine gives them alone; a band is their difference)."""
+    bands = [(float(inner), float(outer)) for inner, outer in bands]  # (released radii: arrays)
     k = view.output_dim(engine.d) if size is None else size
-    finest = [secure_grid(sensitivity, rho, k) * FINEST_FRACTION / rows if sensitivity > 0
-              else math.inf
-              for sensitivity, rho in releases]
+    finest = [secure_grid(sensitivity, rho, k) * FINEST_FRACTION / rows
+              if secure and sensitivity > 0 else math.inf for sensitivity, rho in releases]
     exact = [i for i, step in enumerate(finest) if math.isfinite(step)]
     sums = exact_clipped_sums(engine, view, [bands[i] for i in exact],
                               finest=[finest[i] for i in exact], bound=bound) if exact else []
-    out: list[np.ndarray] = []
-    for i, (inner, outer) in enumerate(bands):
-        if i in exact:
-            out.append(sums[exact.index(i)])
-        else:
-            out.append(engine.clipped_sum(view, outer) - (
-                engine.clipped_sum(view, inner) if inner else 0.0))
-    return out
+    radii = sorted({r for i, (inner, outer) in enumerate(bands) if i not in exact
+                    for r in ((inner, outer) if inner else (outer,))})
+    plain = dict(zip(radii, engine.clipped_sums(view, radii), strict=True)) if radii else {}
+    return [sums[exact.index(i)] if i in exact
+            else plain[outer] - plain[inner] if inner else plain[outer]
+            for i, (inner, outer) in enumerate(bands)]
 
 
 def planned_interval_stages(
@@ -478,12 +466,8 @@ def clip_residual(
         std = 0.0
     else:
         sensitivity = 2.0 * (edge - radius) / n
-        total = None if sums is None else sums[1]
-        if total is None and secure:
-            total = release_sums(engine, view, [(radius, edge)], [(sensitivity, rho)])[0]
-        elif total is None:
-            inner, outer = engine.clipped_sums(view, (radius, edge))
-            total = outer - inner
+        total = sums[1] if sums is not None and sums[1] is not None else release_sums(
+            engine, view, [(radius, edge)], [(sensitivity, rho)], secure=secure)[0]
         moved = gaussian_mechanism(total / n, sensitivity, rho, rng, ledger=ledger,
                                    stage=RESIDUAL_STAGE, secure=secure)
         std = gaussian_noise_std(sensitivity, rho)

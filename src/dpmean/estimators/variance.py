@@ -244,19 +244,19 @@ def noisy_mean(
     frequencies). Sensitivity under replace-one: ||hi - lo||_2 / n (sqrt(d) / n for baskets in
     {0, 1}^d), the most one row can move the mean. Budget: ``rho`` charged to ``stage``."""
     sensitivity = float(np.linalg.norm(engine.hi - engine.lo)) / engine.n
-    total = box_sum(engine, np.inf, sensitivity, rho) if secure else engine.clipped_sum(
-        IDENTITY, np.inf)
+    total = box_sum(engine, np.inf, sensitivity, rho, secure=secure)
     return gaussian_mechanism(total / engine.n, sensitivity, rho, rng, ledger=ledger,
                               stage=stage, secure=secure)
 
 
-def box_sum(engine: Engine, radius: float, sensitivity: float, rho: float) -> np.ndarray:
+def box_sum(engine: Engine, radius: float, sensitivity: float, rho: float, *,
+            secure: bool) -> np.ndarray:
     """The sum of the clamped rows, each clipped to l2 ``radius`` (inf: not clipped), for a
-    secure release of their mean at ``sensitivity`` and ``rho`` (``clipped.release_sums``):
-    each coordinate at most the box's largest magnitude."""
+    release of their mean at ``sensitivity`` and ``rho`` (``clipped.release_sums``; each
+    coordinate at most the box's largest magnitude)."""
     bound = float(np.max(np.maximum(np.abs(engine.lo), np.abs(engine.hi))))
     return release_sums(engine, IDENTITY, [(0.0, radius)], [(sensitivity, rho)],
-                        bound=bound)[0]
+                        secure=secure, bound=bound)[0]
 
 
 def pooled_noisy_mean(
