@@ -228,6 +228,40 @@ def test_a_private_box_too_wide_to_compute_in_is_the_fallback_not_an_error(metho
     assert set(result.ledger) == {"bounds"}
 
 
+@pytest.mark.parametrize("method", ["cm", "gaussian", "iome", "auto"])
+def test_a_private_box_narrower_than_any_box_may_be_is_widened_not_refused(method):
+    """Columns whose values all lie below 1e-100 (here 3e-120; negative in the second): their
+    private box is narrower than NARROWEST_WIDTH, and the release was refused ("bounds are
+    too narrow") after the box's charge (a review). The box's sides are widened to that width
+    (post-processing of the noisy box), the release goes on in it, spends the whole budget,
+    and a warning names the columns."""
+    rng = np.random.default_rng(3)
+    x = np.column_stack([np.full(4000, 3e-120), np.full(4000, -3e-120),
+                         rng.normal(5, 1, 4000)])
+    session = dpmean.Session(rho=2.0)
+    with pytest.warns(NoisyReleaseWarning, match=r"columns 0, 1 was narrower than 1e-100"):
+        result = session.mean(x, rho=1.0, method=method, random_state=1)
+    assert not result.fallback
+    assert result.diagnostics["private_bounds_widened"].tolist() == [1, 1, 0]
+    # Both signs are present in the table (a sign is decided for all columns at once).
+    np.testing.assert_array_equal(result.diagnostics["bounds_lo"][:2], [-1e-100, -1e-100])
+    np.testing.assert_array_equal(result.diagnostics["bounds_hi"][:2], [1e-100, 1e-100])
+    assert np.all(np.abs(result.mean[:2]) <= 1e-100)
+    assert abs(sum(result.ledger.values()) - 1.0) <= 1e-12
+    assert abs(session.spent - 1.0) <= 1e-12
+    # A box of its own width at 1e-90: nothing widened, nothing said.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoisyReleaseWarning)
+        quiet = dpmean.mean(np.full((4000, 2), 1e-90), rho=1.0, method=method, random_state=1)
+    assert "private_bounds_widened" not in quiet.diagnostics
+    # One sign only: the widened box keeps its one side.
+    with pytest.warns(NoisyReleaseWarning, match=r"column 0 was narrower"):
+        positive = dpmean.mean(np.full((4000, 1), 3e-120), rho=1.0, method=method,
+                               random_state=1)
+    assert (positive.diagnostics["bounds_lo"][0], positive.diagnostics["bounds_hi"][0]) == (
+        0.0, 1e-100)
+
+
 def test_a_column_lifted_far_above_its_own_values_is_named_in_a_warning():
     """Ages beside lognormal incomes, n = 3500, rho = 0.05 without bounds (a user trial): where
     the incomes' pooled reach lies exactly 10 powers of two above the ages' (here seed 5; 1

@@ -65,8 +65,9 @@ class BoxIntervalWarning(UserWarning):
 class NoisyReleaseWarning(UserWarning):
     """The release says little about the rows: the noise's 95% interval is wider than half the
     public box on most coordinates, a column's private box was lifted far above its own rows
-    by wider columns, or the clipping radius is the smallest its search can reach (the rows
-    clipped onto one point). The message says which, and what would help."""
+    by wider columns or widened to the narrowest width a box may have, or the clipping radius
+    is the smallest its search can reach (the rows clipped onto one point). The message says
+    which, and what would help."""
 
 
 class BoxFaceWarning(UserWarning):

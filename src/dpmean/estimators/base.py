@@ -41,6 +41,7 @@ from ..rng import RandomState, check_random_state, make_rng
 from ..tables import data_columns
 from ..transforms import box_scale
 from ..validation import (
+    NARROWEST_WIDTH,
     bounds_by_name,
     check_bounds,
     check_data,
@@ -176,6 +177,11 @@ class MeanEstimator(ABC):
                                             "and its noise), 0 where it set its own; absent "
                                             "when no column was lifted by 5 or more, or the "
                                             "box was given."),
+        "private_bounds_widened": Diagnostic(Kind.COUNTS, "1 for each column whose private "
+                                             "box was narrower than the narrowest width a box "
+                                             "may have (1e-100: its values are all smaller) "
+                                             "and was widened to it, else 0; absent when none "
+                                             "was or the box was given."),
         "box_offset": Diagnostic(Kind.VECTOR, "The public shift the release ran at, in the "
                                  "data's units: the centre of each column's box that lies "
                                  "farther from the origin than 1024 widths, else 0 (absent when "
@@ -539,6 +545,7 @@ class MeanEstimator(ABC):
             raise named_column(exc, names) from None
         warn_if_box_borrowed(result)
         warn_if_box_lifted(result)
+        warn_if_box_widened(result)
         warn_if_on_the_faces(result)
         warn_if_drowned(result)
         self.warn_if_one_scale(result)
@@ -845,6 +852,12 @@ class MeanEstimator(ABC):
                                                      "secure_noise": self.secure_noise},
                                                     self.diagnostic_declarations(), d),
                               fallback=True)
+        # A column whose values are all smaller than the narrowest width any box may have
+        # (about 1e-120) got a box no estimator computes in; refusing it here came after the
+        # charge (a review). Widened to that width, post-processing of the noisy box, and told.
+        widened = hi - lo < NARROWEST_WIDTH
+        lo = np.where(widened & (lo < 0), -NARROWEST_WIDTH, lo)
+        hi = np.where(widened & (hi > 0), NARROWEST_WIDTH, hi)
         # The rest of the budget, the same options, the private box, and the same stream.
         # What is left, an ulp less where rho_box + (rho - rho_box) would round above rho.
         inner = self.in_box(remainder(self.rho, rho_box), (lo, hi), rng)
@@ -864,6 +877,8 @@ class MeanEstimator(ABC):
         extra = {"private_bounds_borrowed": borrowed.astype(np.int64)} if borrowed.any() else {}
         if (lifted >= LIFT_WARN_LEVELS).any():
             extra["private_bounds_lifted"] = lifted.astype(np.int64)
+        if widened.any():
+            extra["private_bounds_widened"] = widened.astype(np.int64)
         return MeanResult(mean=result.mean, method=self.method, n=n, d=d, budget=self.budget,
                           ledger={**ledger.spent, **result.ledger},
                           diagnostics={**result.diagnostics, "private_bounds": True, **extra},
@@ -1010,6 +1025,26 @@ def warn_if_box_lifted(result: MeanResult) -> None:
         f"2^{int(np.asarray(lifted)[worst])} times the reach of {its} own values): {its} "
         f"release carries that box's noise. {_BOX_ADVICE.format(them=them, its=its)}",
         NoisyReleaseWarning, stacklevel=user_stacklevel())
+
+
+def warn_if_box_widened(result: MeanResult) -> None:
+    """A ``NoisyReleaseWarning`` naming the columns whose private box was widened to
+    ``NARROWEST_WIDTH`` (their values are all smaller), with what would help. Post-processing
+    of the private box."""
+    widened = result.diagnostics.get("private_bounds_widened")
+    if widened is None or not np.any(widened):
+        return
+    which = np.flatnonzero(widened)
+    many = len(which) > 1
+    its = "their" if many else "its"
+    warnings.warn(
+        f"{result.method}: the private box of column{'s' if many else ''} "
+        f"{shown_columns(result, which)} was narrower than {NARROWEST_WIDTH:g}, the narrowest "
+        f"width a box may have, and was widened to it: {its} values are all smaller, and "
+        f"{its} release may carry noise of that width, far above them. Rescale the data "
+        f"(e.g. multiply by 1e100 and divide the release by it), or give bounds.",
+        NoisyReleaseWarning,
+        stacklevel=user_stacklevel())
 
 
 def shown_columns(result: MeanResult, which: np.ndarray) -> str:
