@@ -465,6 +465,21 @@ def test_rho_for_accuracy_refuses_a_half_width_that_is_not_a_positive_number(bad
         dpmean.rho_for_accuracy("gaussian", N, D, BOX, bad)
 
 
+@pytest.mark.parametrize("method", ["gaussian", "cm", "iome"])
+def test_a_plan_without_bounds_says_the_box_is_what_is_missing(method):
+    """Without bounds, accuracy told "a differentially private mean needs a public range ...
+    reading the range from the data would leak it", where a release without bounds finds a
+    private box: for a plan, the public box is what is missing, and it says so."""
+    for plan in (lambda: dpmean.accuracy(method, N, D, None, 1.0),
+                 lambda: dpmean.rho_for_accuracy(method, N, D, None, 0.1)):
+        with pytest.raises(dpmean.InvalidParameterError,
+                           match=r"no bounds given: the noise is planned in the release's "
+                                 r"public box.*private box found from the data"):
+            plan()
+    # gaussian's norm_bound is a public box of its own.
+    assert dpmean.accuracy("gaussian", N, D, None, 1.0, norm_bound=1.0) > 0
+
+
 def test_radius_of_a_loose_box_does_not_overflow():
     # The noise's l2 radius for unequal scales (Laurent-Massart) summed fourth powers of the
     # standard deviations: 1e98 for bounds of 1e100 overflowed to inf, with a RuntimeWarning.

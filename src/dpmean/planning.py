@@ -142,6 +142,7 @@ def accuracy(method: str, n: int, d: int, bounds: Any, rho: float | None = None,
         estimator refuses.
     """
     n, d, level = _check_request(method, n, d, level)
+    _check_box_given("accuracy", bounds, options)
     if isinstance(bounds, Mapping):
         if len(bounds) != d:
             raise InvalidParameterError(
@@ -176,6 +177,21 @@ def _check_request(method: Any, n: Any, d: Any, level: Any) -> tuple[int, int, f
     if method not in PLANNED:
         raise InvalidParameterError(f"accuracy: {unplanned(method)}")
     return check_count(n, "n"), check_count(d, "d"), check_level(level)
+
+
+def _check_box_given(caller: str, bounds: Any, options: Mapping[str, Any]) -> None:
+    """Refuse a plan without a public box (``gaussian``'s ``norm_bound`` gives one). The
+    release-side message says a mean needs a public range, which a release without bounds
+    does not (it finds a private box): for a plan, the box is what is missing."""
+    if bounds is None and options.get("norm_bound") is None:
+        from .estimators.private_bounds import BOUNDS_SHARE
+
+        raise InvalidParameterError(
+            f"{caller}: no bounds given: the noise is planned in the release's public box, "
+            f"bounds=(lo, hi) (on the command line --bounds LO HI). A release without bounds "
+            f"spends {BOUNDS_SHARE:.0%} of rho on a private box found from the data, unknown "
+            f"before it runs; plan with the box the data are assumed to lie in, and give the "
+            f"release the same bounds")
 
 
 def unplanned(method: str) -> str:
@@ -242,6 +258,7 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
     # comparisons, and a bad n, d or level would fail only inside the first trial accuracy.
     half_width = check_positive(half_width, "half_width")
     n, d, level = _check_request(method, n, d, level)
+    _check_box_given("rho_for_accuracy", bounds, options)
     given = [name for name in ("rho", "epsilon", "delta") if name in options]
     if given:
         # Passed on to accuracy(), a rho= failed there with a bare TypeError (a trial).
