@@ -198,3 +198,18 @@ def test_a_target_met_below_the_searchs_least_rho_says_so(capsys):
     assert "at least the box's half-width 0.5" in out
     code, out, _ = run(capsys, *argv, "--json")
     assert json.loads(out)["rho_set_by"] == "search"
+
+
+def test_the_default_method_is_said_to_be_iome_and_not_estimates_auto(capsys):
+    """``dpmean budget`` plans iome by default while ``dpmean estimate`` runs auto, whose choice
+    may be another method: a plan of the default says so; a named method and --json do not."""
+    assert main(["budget", "--n", "1000", "--d", "4", "--rho", "1", "--bounds", "0", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("iome, n = 1000")
+    assert "release with --method iome for this plan" in out
+    assert main(["budget", "--method", "iome", "--n", "1000", "--d", "4", "--rho", "1",
+                 "--bounds", "0", "1"]) == 0
+    assert "for this plan" not in capsys.readouterr().out
+    assert main(["budget", "--n", "1000", "--d", "4", "--rho", "1", "--bounds", "0", "1",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["method"] == "iome"

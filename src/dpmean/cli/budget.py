@@ -58,8 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "noise depends on private values (auto's choice, PLAN's scales): plan the method the "
         "release will name with --method.",
     )
-    p.add_argument("--method", default="iome", type=_planned_method, metavar="M",
-                   help=f"estimator: {', '.join(PLANNED)} (default: iome)")
+    p.add_argument("--method", default=None, type=_planned_method, metavar="M",
+                   help=f"estimator: {', '.join(PLANNED)} (default: iome; dpmean estimate's "
+                   f"default, auto, is not planned: release with --method M for this plan)")
     p.add_argument("--n", type=int, required=True, metavar="N", help="number of rows (public)")
     p.add_argument("--d", type=int, required=True, metavar="D",
                    help="number of columns (public)")
@@ -117,6 +118,11 @@ def run(args: argparse.Namespace) -> int:
 
     from ..planning import accuracy, rho_for_accuracy, rho_limit
 
+    # A plan of the default method says so: dpmean estimate's default is auto, whose noise is
+    # that of the method its private choice runs, so the plan holds for --method iome only.
+    defaulted = args.method is None
+    if defaulted:
+        args.method = "iome"
     bounds = bounds_from(args)
     options = parse_options(args.option)
     if bounds is None and "norm_bound" not in options:
@@ -175,6 +181,10 @@ def run(args: argparse.Namespace) -> int:
     with printing():
         # An (epsilon, delta) budget was given (its rho is derived), not a rho or a width.
         _print(plan, args.json, args.half_width is None and args.rho is None)
+        if defaulted and not args.json:
+            print("planned for iome, this command's default; dpmean estimate's default, auto, "
+                  "chooses its method privately and may run another: release with --method "
+                  "iome for this plan")
     return 0
 
 
