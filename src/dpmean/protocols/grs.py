@@ -206,9 +206,13 @@ class GRSKnownVar(_GRS):
         for rows in _group_rows(engine, group1):
             index = np.clip(np.rint((rows - mid) / self.sigma), -reach, reach).astype(np.int64)
             index += reach.max()
-            for j in range(engine.d):
-                counts[j] += unary_encoding(index[:, j], bins, per_user, rng, ledger=coordinates,
-                                            stage="coordinates").sum(axis=0)
+            # Coordinates a block, at most 2^22 bits (and their uniforms) at a time.
+            width = max(1, (1 << 22) // (rows.shape[0] * bins))
+            for first in range(0, engine.d, width):
+                cols = slice(first, first + width)
+                counts[cols] += unary_encoding(index[:, cols], bins, per_user, rng,
+                                               ledger=coordinates,
+                                               stage="coordinates").sum(axis=1)
         # Debiased with the probabilities the draw realises (``flip_probability``), whose bias
         # 1 - 2 flip is exact (``response_bias``; positive: ``budget_plan`` checked it).
         flip = flip_probability(eps0 / 2)
