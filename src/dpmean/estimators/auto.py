@@ -668,6 +668,7 @@ class AutoMean(MeanEstimator):
     """
 
     method = "auto"
+    norms_about_origin = True  # the choice's norm medians and cm's radius
     # The chosen candidate's keys, and the choice.
     declared_diagnostics = {
         **{key: item for cls in CANDIDATES.values()
@@ -719,7 +720,7 @@ class AutoMean(MeanEstimator):
         inner.box_is_private = True
         return inner
 
-    def floating_point_stages(self, n: int, d: int) -> str | None:
+    def floating_point_stages(self, n: int, d: int, sparse: bool = False) -> str | None:
         # From the plan (public): the pair medians where the choice is made, PLAN's stages
         # where it is a candidate that meets its n (a false warning before: a review).
         plan = self.budget_plan(n, d)

@@ -153,11 +153,17 @@ class _PlanBase(MeanEstimator):
         self.steps = check_steps(steps, "steps")
         self.beta = check_fraction(beta, "beta")
 
-    def floating_point_stages(self, n: int, d: int) -> str | None:
-        if self.quantile != "exponential":
+    def floating_point_stages(self, n: int, d: int, sparse: bool = False) -> str | None:
+        # The stages the plan runs as exponential mechanisms: the default dense centre is
+        # IOME's Gaussian counts (exact), and PLAN's spread stays one with binary search.
+        stages = self.exponential_stages(d, sparse)
+        if not stages:
             return None
-        return ("PLAN's exponential-mechanism stages (its centre, variances and threshold; "
-                "quantile='binary-search' makes every stage exact)")
+        named = ", ".join(f'"{stage}"' for stage in stages)
+        searched = [stage for stage in stages if stage in ("threshold", "centre", "variance")]
+        hint = (f"; quantile='binary-search' searches {', '.join(searched)} by Gaussian counts"
+                if self.quantile == "exponential" and searched else "")
+        return f"PLAN's exponential-mechanism stages ({named}{hint})"
 
     def preprocess_stages(self, rho_pre: float, n: int, d: int) -> dict[str, float]:
         """How the preprocessing budget splits into stages."""
