@@ -277,3 +277,30 @@ def test_a_pandas_arrow_decimal_column_is_numeric_by_its_declared_type():
     text = pd.DataFrame({"a": pd.array(["x"] * 100, dtype=pd.ArrowDtype(pa.string()))})
     with pytest.raises(InvalidDataError, match="column 'a' has type"):
         dpmean.mean(text, rho=1.0, method="gaussian", bounds=(0, 10))
+
+
+@pytest.mark.parametrize("method", ["cm", "cm-fixed", "auto"])
+def test_a_box_whose_squared_reach_overflows_is_refused_before_the_charge(method, tmp_path):
+    """(6e153, 1.2e154)^2: the squared diameter is finite, but the farthest corner's squared
+    distance from the origin is not, so the clipped mean's norms about the origin are inf.
+    The radius search refused it after a session's or a ledger's charge (a review); it is
+    public, so it is refused before. Methods that centre the rows first still run it."""
+    from dpmean.cli import main
+    from dpmean.ledger_file import read as read_ledger
+
+    x = np.random.default_rng(0).uniform(6e153, 1.2e154, (500, 2))
+    session = dpmean.Session(rho=10.0)
+    with pytest.raises(dpmean.InvalidParameterError, match="farthest corner lies too far"):
+        session.mean(x, rho=1.0, method=method, bounds=(6e153, 1.2e154), random_state=1)
+    assert session.spent == 0.0 and session.ledger == []
+    path, ledger = tmp_path / "far.npy", tmp_path / "ledger.json"
+    np.save(path, x)
+    assert main(["ledger", "init", str(ledger), "--rho", "1"]) == 0
+    assert main(["estimate", str(path), "--method", method, "--rho", "0.5", "--bounds",
+                 "6e153", "1.2e154", "--ledger", str(ledger), "--seed", "1"]) == 2
+    assert read_ledger(ledger).spent == 0.0 and read_ledger(ledger).ledger == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        released = session.mean(x, rho=1.0, method="iome", bounds=(6e153, 1.2e154),
+                                random_state=1)
+    assert np.all((released.mean >= 6e153) & (released.mean <= 1.2e154))

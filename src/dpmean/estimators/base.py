@@ -150,6 +150,10 @@ class MeanEstimator(ABC):
     # (``private_bounds``) and run in it; the others take other public geometry without bounds
     # (CoinPress, the Gaussian wrapper) or run in the local model (protocols).
     finds_bounds: ClassVar[bool] = True
+    # Estimators that measure the rows' norms about the origin (the clipped mean, auto's
+    # choice): a box whose farthest corner's squared distance from it overflows float64 is
+    # refused before any charge (``check_box_reach``).
+    norms_about_origin: ClassVar[bool] = False
 
     # The diagnostics this class's results may carry, beyond those of the classes it extends
     # (``diagnostic_declarations`` merges them): key -> kind and meaning. Every result is
@@ -574,17 +578,17 @@ class MeanEstimator(ABC):
             f"columns to one range, or use {instead}, which run each column in units of its "
             f"range.", NoisyReleaseWarning, stacklevel=user_stacklevel())
 
-    def floating_point_stages(self, n: int, d: int) -> str | None:
-        """With ``secure_noise``, the stages a release of n rows of d columns may still draw in
-        floating point, as its ``SecureNoiseWarning`` names them (None: every stage is exact).
-        Public: n, d, the plan."""
+    def floating_point_stages(self, n: int, d: int, sparse: bool = False) -> str | None:
+        """With ``secure_noise``, the stages a release of n rows of d columns (``sparse``:
+        baskets) may still draw in floating point, as its ``SecureNoiseWarning`` names them
+        (None: every stage is exact). Public: n, d, the input's kind, the plan."""
         return None
 
-    def warn_if_floating_stages(self, n: int, d: int) -> None:
+    def warn_if_floating_stages(self, n: int, d: int, sparse: bool = False) -> None:
         """With ``secure_noise``, a ``SecureNoiseWarning`` naming the stages that still draw in
         floating point (``floating_point_stages``), once a release: from ``_estimate`` where the
         estimator runs in its box, after a private box or a budget's calibration."""
-        floating = self.floating_point_stages(n, d) if self.secure_noise else None
+        floating = self.floating_point_stages(n, d, sparse) if self.secure_noise else None
         if floating:
             warnings.warn(
                 f"secure_noise=True makes the Gaussian-mechanism stages exact; {floating} "
@@ -612,6 +616,7 @@ class MeanEstimator(ABC):
         offset = None if sparse else self.far_box_offset(n, d)
         if offset is not None:
             return self._estimate_moved(x, n, d, offset)
+        self.check_box_reach(n, d)
         lo, hi = self.box(n, d)
         scale = self.box_scale(n, d)
         unit_lo, unit_hi = self.unit_box(n, d)
@@ -623,7 +628,7 @@ class MeanEstimator(ABC):
         data = check_sparse_data(x) if sparse else x if is_deferred(x) else check_data(x)
         if self.too_few_rows(n, d, budget):
             return self._fallback(n, d, lo, hi, budget, ledger)
-        self.warn_if_floating_stages(n, d)  # (a fallback draws nothing: a review)
+        self.warn_if_floating_stages(n, d, sparse)  # (a fallback draws nothing: a review)
         engine = make_engine(data, lo, hi, self.engine, scale=scale)
         mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
         # Every stage must have been charged its plan by the mechanism that spent it.
@@ -679,6 +684,7 @@ class MeanEstimator(ABC):
         offset = None if sparse else self.far_box_offset(n, d)
         if offset is not None:
             return self._moved(n, d, offset).fallback_reason(n, d)
+        self.check_box_reach(n, d)
         plan = self.budget_plan(n, d)
         return self.fallback_message(n, d) if self.too_few_rows(n, d, plan) else None
 
@@ -703,6 +709,25 @@ class MeanEstimator(ABC):
             from ..engines.grid_sums import check_secure_scale
 
             check_secure_scale(n, self.secure_coordinates(d))
+
+    def check_box_reach(self, n: int, d: int) -> None:
+        """For an estimator that measures the rows' norms about the origin, refuse before any
+        charge a box (the one the release runs in, after any far-box shift) whose farthest
+        corner's squared distance from the origin overflows float64: the rows' norms would be
+        inf. A review found (6e153, 1.2e154)^2 refused by the radius search after the charge.
+        Public: the box. (A private box holds the origin, so its diameter overflows first:
+        the fallback.)"""
+        if not self.norms_about_origin or self.finds_its_box():
+            return
+        lo, hi = self.unit_box(n, d)
+        with np.errstate(over="ignore"):
+            squared = float(np.sum(np.square(np.maximum(np.abs(lo), np.abs(hi)))))
+        if not np.isfinite(squared):
+            raise InvalidParameterError(
+                f"{self.method}: the box's farthest corner lies too far from the origin for "
+                f"the rows' norms about it to be computed in float64 (their squares "
+                f"overflow); rescale the data, e.g. to other units, or use a method that "
+                f"centres the rows first ('iome', 'plan')")
 
     def far_box_offset(self, n: int, d: int) -> np.ndarray | None:
         """The public shift a release runs at, or None: where a column's box lies farther from

@@ -107,6 +107,7 @@ class ClippedMean(MeanEstimator):
     gaussian_stages = True  # every stage a Gaussian mechanism: exact (eps, delta)
 
     method = "cm"
+    norms_about_origin = True
     declared_diagnostics = {
         "threshold": Diagnostic(Kind.FLOAT, "The private clipping radius C (view units)."),
         "target_rank": Diagnostic(Kind.FLOAT, "The rank the radius search aimed at (public)."),
@@ -324,6 +325,7 @@ class ShiftedClippedMean(ClippedMean):
     """
 
     method = "iome"
+    norms_about_origin = False  # about its private centre
     declared_diagnostics = {
         "centre": Diagnostic(Kind.VECTOR, "The private centre the rows were shifted by (data "
                              "units)."),
