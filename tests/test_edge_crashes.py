@@ -187,8 +187,9 @@ def test_ragged_list_release_is_a_data_error():
     with pytest.raises(InvalidDataError, match="rows of different lengths"):
         dpmean.mean([[1.0, 2.0], [3.0]], rho=1.0, bounds=(0, 5))
     # A cell numpy cannot make a real number of is named too (a user trial read a text cell's
-    # refusal as a ragged row).
-    for cell in ("x", 1j, 10**400):
+    # refusal as a ragged row). (An integer beyond float64 is clamped like inf since
+    # 2026-11-28: test_hostile_inputs.)
+    for cell in ("x", 1j):
         with pytest.raises(InvalidDataError, match="a cell that is not a real number"):
             dpmean.mean([[1.0, 2.0], [3.0, cell]], rho=1.0, bounds=(0, 5))
 

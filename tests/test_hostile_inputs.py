@@ -304,3 +304,20 @@ def test_a_box_whose_squared_reach_overflows_is_refused_before_the_charge(method
         released = session.mean(x, rho=1.0, method="iome", bounds=(6e153, 1.2e154),
                                 random_state=1)
     assert np.all((released.mean >= 6e153) & (released.mean <= 1.2e154))
+
+
+@pytest.mark.parametrize("big", [10**309, -10**309])
+def test_a_python_integer_beyond_float64_in_a_list_is_clamped_like_infinity(big):
+    """numpy refuses to convert a Python int beyond float64's range to float64, and that
+    refusal came after a session's charge, where x' (one row holding it) failed and x was
+    released: one row's magnitude told with certainty (a side-channel review). It is now a
+    value beyond the range, as inf is: clamped to the box."""
+    rows = [[0.5, 0.5]] * 199
+    released = {}
+    for name, last in (("big", [big, 1.0]), ("inf", [math.inf if big > 0 else -math.inf, 1.0])):
+        session = dpmean.Session(rho=1.0)
+        result = session.mean(rows + [last], rho=0.01, method="gaussian", bounds=(0, 1),
+                              random_state=1)
+        assert [entry.status for entry in session.ledger] == ["released"]
+        released[name] = result.mean
+    np.testing.assert_array_equal(released["big"], released["inf"])
