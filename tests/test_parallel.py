@@ -1,6 +1,7 @@
 """Work shared among cores: every row range covered once, sorted columns equal numpy's sort."""
 
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -61,6 +62,25 @@ def test_jobs_share_one_pool_and_a_nested_job_runs_in_its_thread(monkeypatch):
         return [i * 10 + j for j, _ in inner]
 
     assert parallel.map_on_threads(outer, range(8)) == [[i * 10, i * 10 + 1] for i in range(8)]
+
+
+@pytest.mark.parametrize("handling", ["ignore", "raise"])
+def test_the_callers_floating_point_error_handling_reaches_the_pool(monkeypatch, handling):
+    # numpy's error state is the thread's: the pool's threads warned on an overflow that the
+    # caller (a release, which ignores them so that no row's value tells) had silenced.
+    monkeypatch.setattr(parallel, "THREADS", 2)
+    big = np.full(4, 1e308)
+
+    def overflow(i):
+        return float((big * 10.0)[0])
+
+    with np.errstate(all=handling), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if handling == "raise":
+            with pytest.raises(FloatingPointError):
+                parallel.map_on_threads(overflow, range(4))
+        else:
+            assert parallel.map_on_threads(overflow, range(4)) == [np.inf] * 4
 
 
 def test_a_forked_child_makes_its_own_pool():

@@ -61,7 +61,16 @@ def map_on_threads(fn: Callable[[_Item], _Result], items: Sequence[_Item]) -> li
                                        initializer=_mark_pool_thread)
             _pool_size = THREADS
         pool = _pool
-    return list(pool.map(fn, items))
+    # numpy's floating-point error handling is the calling thread's and is not inherited by
+    # the pool's: a release that ignores its own errors (``MeanEstimator.estimate``: whether
+    # a row made one would tell it) must ignore them in its threads too (a review).
+    handling = np.geterr()
+
+    def run(item: _Item) -> _Result:
+        with np.errstate(**handling):
+            return fn(item)
+
+    return list(pool.map(run, items))
 
 
 def over_row_ranges(rows: int, fn: Callable[[slice], object], *, values: int,
