@@ -181,6 +181,15 @@ def test_data_in_a_box_of_its_own_scale_is_not_told_drowned():
     assert drowned(pd.DataFrame(rows), (0.0, 100.0)) == []
 
 
+@pytest.mark.parametrize("method", ["cm", "auto", "iome", "plan"])
+def test_a_release_clear_of_its_noise_in_a_loose_box_is_not_told_drowned(method):
+    # The README's own advice, a generous box: rows in [0, 100] in (0, 1e12) are released to
+    # within 2% (noise half-width under 1), but the interval's clipping bound is box-sized,
+    # and the warning said the release "cannot tell them from 0" (a researcher's trial).
+    rows = np.random.default_rng(0).uniform(0, 100, (2000, 16))
+    assert drowned(pd.DataFrame(rows), (0.0, 1e12), method=method) == []
+
+
 def test_baskets_and_flags_in_their_unit_box_are_not_told_drowned():
     # Rare items' frequencies are tiny against their noise, and (0, 1) is their format's box:
     # no narrower range exists (the Retail reproduction printed a dozen such warnings).

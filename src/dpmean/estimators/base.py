@@ -1255,8 +1255,9 @@ DROWNED_SHARE = 0.5
 def warn_if_drowned(result: MeanResult) -> None:
     """A ``NoisyReleaseWarning`` when the release's ``NOISY_LEVEL`` interval (noise and
     clipping bias; the noise alone where the bias has no bound) reaches more than
-    ``DROWNED_RATIO`` times the released value on more than ``DROWNED_SHARE`` of the
-    coordinates, each in a box on one side of 0 (not (0, 1)), though the noise is within
+    ``DROWNED_RATIO`` times the released value, and its noise alone reaches the value, on
+    more than ``DROWNED_SHARE`` of the coordinates, each in a box on one side of 0 (not
+    (0, 1)), though the noise is within
     half the box on most (else ``warn_if_mostly_noise`` has said so): columns on a far
     smaller scale than a box shared with larger ones. A user's telemetry table in one box
     (0, 1e9) released an error rate of 0.0099 as 35.5 and a CPU share of 28.6 as 0, each with
@@ -1273,14 +1274,19 @@ def warn_if_drowned(result: MeanResult) -> None:
     mean = np.asarray(result.mean, dtype=np.float64)
     model = error_model(result)
     found = None if isinstance(model, str) else model.interval(mean, NOISY_LEVEL, SEARCH_SHARE)
-    reach = (noise_half_width(std) * np.ones(result.d) if found is None
-             else (np.asarray(found[1]) - np.asarray(found[0])) / 2.0)
+    noise = noise_half_width(std) * np.ones(result.d)
+    reach = noise if found is None else (np.asarray(found[1]) - np.asarray(found[0])) / 2.0
     # Only where the box lies on one side of 0: in a box about 0 (centred features,
     # gradients) a mean near 0 is what the data hold, and says nothing of the box's scale.
     # Nor in (0, 1), the box of flags and baskets by their format: a rare item's frequency
     # is tiny against its noise, and no narrower range exists (Retail's 16,470 items).
     one_sided = ((lo >= 0.0) | (hi <= 0.0)) & ~((lo == 0.0) & (hi == 1.0))
-    drowned = np.flatnonzero(one_sided & (reach > DROWNED_RATIO * np.abs(mean)))
+    # And only where the noise alone reaches the released value: where it does not, the
+    # release stands clear of 0 and only the clipping's bound is loose, as in a box 10^10
+    # times wider than rows released to within 1% (a researcher's trial: data in [0, 100],
+    # bounds (0, 1e12), told "cannot tell them from 0").
+    drowned = np.flatnonzero(one_sided & (reach > DROWNED_RATIO * np.abs(mean))
+                             & (noise >= np.abs(mean)))
     if drowned.size == 0 or drowned.size <= DROWNED_SHARE * result.d:
         return
     many = drowned.size > 1
