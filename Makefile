@@ -32,6 +32,7 @@ docs: $(BIN)/python
 	@echo "API reference: docs/_build/html/index.html"
 
 lint: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	$(BIN)/ruff check src tests benchmarks scripts
 
 bench: $(BIN)/python

@@ -21,6 +21,7 @@ __version__ = "0.1.0"
 # (tests/test_imports.py checks that they agree and that each resolves).
 _HOME = {
     "PrivacyLedger": "accounting",
+    "LargeDeltaWarning": "accounting",
     "approx_dp_to_zcdp": "accounting",
     "zcdp_to_approx_dp": "accounting",
     "accuracy": "planning",
@@ -76,6 +77,7 @@ __all__ = [
     "TemporarySpaceError",
     "InvalidDataError",
     "InvalidParameterError",
+    "LargeDeltaWarning",
     "LocalIOME",
     "MeanEstimator",
     "NoisyReleaseWarning",
@@ -96,7 +98,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__ imports these
-    from .accounting import PrivacyLedger, approx_dp_to_zcdp, zcdp_to_approx_dp
+    from .accounting import (
+        LargeDeltaWarning,
+        PrivacyLedger,
+        approx_dp_to_zcdp,
+        zcdp_to_approx_dp,
+    )
     from .api import mean
     from .errors import (
         BoxFaceWarning,

@@ -221,8 +221,8 @@ def rho_for_accuracy(method: str, n: int, d: int, bounds: Any, half_width: float
     The rho returned is not always the target's: where n rows are too few for a release at
     the rho the target needs (it would be the zero-vector fallback), it is the least rho at
     which they are enough, and where the target is met at 1e-12, it is 1e-12; the half-width
-    there is then below the target. ``rho_limit`` says which, and ``accuracy`` at the rho
-    returned gives the half-width it buys.
+    there is then below the target. ``dpmean.planning.rho_limit`` says which (``dpmean
+    budget`` prints it), and ``accuracy`` at the rho returned gives the half-width it buys.
 
     Parameters
     ----------
