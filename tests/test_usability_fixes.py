@@ -508,3 +508,27 @@ def test_small_messages_of_a_trial():
     # A range by name with lo > hi was "coordinate 1".
     with pytest.raises(dpmean.InvalidParameterError, match="column 'b' has lo=1, hi=0"):
         dpmean.accuracy("cm", 100, 2, {"a": (0, 1), "b": (1, 0)}, rho=1)
+
+
+def test_mistakes_a_docs_review_made_are_told_plainly(capsys, tmp_path):
+    """Mistakes the docs invite, each told in terms of what the user gave (a docs review)."""
+    x = np.random.default_rng(0).random((50, 2))
+    # The box given positionally was read as epsilon: "give either rho or (epsilon, delta)".
+    with pytest.raises(TypeError, match="positional"):
+        dpmean.mean(x, 0.5, (0, 1))
+    # A command's unknown argument points at that command's help, not the top one's.
+    path = tmp_path / "x.npy"
+    np.save(path, x)
+    assert main(["estimate", str(path), "--rho", "1", "--option", "threshold_share",
+                 "0.3"]) == 2
+    assert "unrecognized arguments: 0.3 (see 'dpmean estimate --help')" in (
+        capsys.readouterr().err)
+    # demo --data takes an MNIST .npz; a .npy was told of a key the user never gave.
+    assert main(["demo", "--data", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert "--data takes an MNIST .npz archive" in capsys.readouterr().err
+    # An .npz path without key= says to name the array.
+    archive = tmp_path / "x.npz"
+    np.savez(archive, rows=x)
+    with pytest.raises(InvalidDataError, match=r"holds several arrays: name the data's with "
+                                               r"key=NAME"):
+        dpmean.mean(str(archive), rho=1.0, bounds=(0, 1))

@@ -20,6 +20,7 @@ def mean(
     x: Any,
     /,
     rho: float | None = None,
+    *,
     epsilon: float | None = None,
     delta: float | None = None,
     method: str = DEFAULT_METHOD,
@@ -43,7 +44,9 @@ def mean(
     rho : float, optional
         The zCDP budget (> 0). Give either ``rho`` or both ``epsilon`` and ``delta``.
     epsilon, delta : float, optional
-        An (epsilon, delta)-DP budget instead (epsilon > 0, 0 < delta < 1). Estimators made only
+        An (epsilon, delta)-DP budget instead (epsilon > 0, 0 < delta < 1). These and every
+        parameter below are given by name (``dpmean.mean(x, 0.5, (0, 255))`` read the box as
+        epsilon: a trial). Estimators made only
         of Gaussian stages calibrate it exactly (the analytic Gaussian); PLAN and ``auto`` by
         privacy loss distributions to their plan for the data's shape (n and d, public); the
         others convert it to the largest rho that implies it (Canonne-Kamath-Steinke).
@@ -90,8 +93,9 @@ def mean(
     InvalidDataError
         Data that is empty, not 1-D/2-D or non-numeric; a column name the table does not
         have, or a chosen column that is not numeric; a NaN. A NaN is found as the rows are
-        read, after the budget is charged, and the refusal tells that one row is malformed,
-        the one bit the guarantee does not cover (docs/privacy.md): impute before the call
+        read, after the budget is charged, and the refusal tells that some row is malformed
+        and in which column (its first NaN's), which the guarantee does not cover: one bit
+        and at most log2(d + 1) more (docs/privacy.md). Impute before the call
         (``numpy.nan_to_num`` with a public value, or ``fill=`` when reading a file). An
         infinity is not refused: it is clamped to the box like any value beyond it.
 

@@ -58,7 +58,12 @@ def main(argv: list[str] | None = None) -> int:
             # same process), as one line each.
             warnings.simplefilter("default")
             warnings.showwarning = _show_warning
-            args = parser.parse_args(argv)
+            args, extra = parser.parse_known_args(argv)
+            if extra:
+                # argparse reports them from the top parser, whose help does not list the
+                # command's options ("--option NAME 0.3" pointed at 'dpmean --help').
+                raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see 'dpmean "
+                                 f"{args.command} --help')")
             code = args.run(args)
         with printing():
             pass  # flush what the command printed now: a failure at exit is a traceback

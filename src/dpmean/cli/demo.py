@@ -194,6 +194,11 @@ def load_digits(path: Path) -> list[np.ndarray]:
     """
     from ..io import load_data
 
+    if not str(path).lower().endswith(".npz"):
+        # load_data's "key ('images') only applies to .npz files" named a key the user never
+        # gave (a docs review).
+        raise UsageError(f"{path}: --data takes an MNIST .npz archive with arrays 'images' "
+                         f"(n, 784) and 'digits' (n,)")
     images = load_data(path, key="images")
     digits = load_data(path, key="digits")
     if images.ndim != 2 or images.shape[1] != SIDE * SIDE or digits.shape != (images.shape[0],):

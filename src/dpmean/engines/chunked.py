@@ -189,11 +189,12 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None,
         assert n_items is not None  # checked above, before the file is touched
         return DatSource(p, n_items)
     # A .npz archive holds several arrays: which one is the data is the user's to say.
-    hint = (" (an .npz archive is read whole: dpmean.mean(path, key=NAME), or pass "
-            "dpmean.io.load_data(path, key=NAME) or numpy.load(path)[NAME])"
-            if ext == ".npz" else "")
+    if ext == ".npz":
+        raise InvalidDataError(
+            f"{p}: an .npz archive holds several arrays: name the data's with key=NAME "
+            f"(dpmean.mean(path, key=NAME); on the command line --key NAME); it is read whole")
     raise InvalidDataError(f"{p}: the chunked engine reads .npy, .csv, .parquet and .dat "
-                           f"files, not {ext or 'files without extension'}{hint}")
+                           f"files, not {ext or 'files without extension'}")
 
 
 class ChunkedEngine(Engine):
