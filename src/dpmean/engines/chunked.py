@@ -192,7 +192,8 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None,
     if ext == ".npz":
         raise InvalidDataError(
             f"{p}: an .npz archive holds several arrays: name the data's with key=NAME "
-            f"(dpmean.mean(path, key=NAME); on the command line --key NAME); it is read whole")
+            f"(dpmean.mean(path, key=NAME), dpmean.io.load_data(path, key=NAME); on the "
+            f"command line --key NAME); it is read whole")
     raise InvalidDataError(f"{p}: the chunked engine reads .npy, .csv, .parquet and .dat "
                            f"files, not {ext or 'files without extension'}")
 
