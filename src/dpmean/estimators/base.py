@@ -877,8 +877,8 @@ class MeanEstimator(ABC):
                                                      "secure_noise": self.secure_noise},
                                                     self.diagnostic_declarations(), d),
                               fallback=True)
-        # A column whose values are all smaller than the narrowest width any box may have
-        # (about 1e-120) got a box no estimator computes in; refusing it here came after the
+        # A column whose values all lie below about 1e-100 gets a box narrower than any box
+        # may be (NARROWEST_WIDTH), which no estimator computes in; refusing it came after the
         # charge (a review). Widened to that width, post-processing of the noisy box, and told.
         widened = hi - lo < NARROWEST_WIDTH
         lo = np.where(widened & (lo < 0), -NARROWEST_WIDTH, lo)
@@ -1257,8 +1257,7 @@ def warn_if_drowned(result: MeanResult) -> None:
     clipping bias; the noise alone where the bias has no bound) reaches more than
     ``DROWNED_RATIO`` times the released value, and its noise alone reaches the value, on
     more than ``DROWNED_SHARE`` of the coordinates, each in a box on one side of 0 (not
-    (0, 1)), though the noise is within
-    half the box on most (else ``warn_if_mostly_noise`` has said so): columns on a far
+    (0, 1)), though the noise is within half the box on most (else ``warn_if_mostly_noise`` has said so): columns on a far
     smaller scale than a box shared with larger ones. A user's telemetry table in one box
     (0, 1e9) released an error rate of 0.0099 as 35.5 and a CPU share of 28.6 as 0, each with
     an interval of half a million, without a word (a user trial). Post-processing of the
