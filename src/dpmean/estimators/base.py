@@ -1257,11 +1257,11 @@ def warn_if_drowned(result: MeanResult) -> None:
     clipping bias; the noise alone where the bias has no bound) reaches more than
     ``DROWNED_RATIO`` times the released value, and its noise alone reaches the value, on
     more than ``DROWNED_SHARE`` of the coordinates, each in a box on one side of 0 (not
-    (0, 1)), though the noise is within half the box on most (else ``warn_if_mostly_noise`` has said so): columns on a far
-    smaller scale than a box shared with larger ones. A user's telemetry table in one box
-    (0, 1e9) released an error rate of 0.0099 as 35.5 and a CPU share of 28.6 as 0, each with
-    an interval of half a million, without a word (a user trial). Post-processing of the
-    release and its diagnostics."""
+    (0, 1)), though the noise is within half the box on most (else ``warn_if_mostly_noise``
+    has said so): columns on a far smaller scale than a box shared with larger ones. A user's
+    telemetry table in one box (0, 1e9) released an error rate of 0.0099 as 35.5 and a CPU
+    share of 28.6 as 0, each with an interval of half a million, without a word (a user
+    trial). Post-processing of the release and its diagnostics."""
     from ..intervals import SEARCH_SHARE, error_model
 
     judged = noise_and_box(result)
