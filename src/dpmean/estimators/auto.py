@@ -569,29 +569,33 @@ class AutoMean(MeanEstimator):
     Otherwise the choice spends ``choice_share`` of rho (``CHOICE_STAGES``; at most
     ``CHOICE_SHARE``, less where n and rho buy its precision for less) on private medians
     (sensitivity 1: a row is in one value each) of
-        - r0, the row norms ||x_i|| (how far the data lies from the origin: CM's radius), by
-          noisy counts (``private_median_norm``);
-        - l2 and l1, the norms ||a - b||_2 and ||a - b||_1 of differences of random row pairs
-          (dense input only; exponential mechanisms on log values, ``_private_median_pair``):
-          l2 / sqrt(2) is the typical distance of a row from the mean
-          (IOME's radius) and S = sqrt(pi / 2) l1 / (sqrt(d) l2) estimates
-          ||sigma||_1 / (sqrt(d) ||sigma||_2), which is 1 for equal coordinate variances and
-          small when a few coordinates carry the variance (where PLAN's scaling pays).
+
+    - r0, the row norms ||x_i|| (how far the data lies from the origin: CM's radius), by
+      noisy counts (``private_median_norm``);
+    - l2 and l1, the norms ||a - b||_2 and ||a - b||_1 of differences of random row pairs
+      (dense input only; exponential mechanisms on log values, ``_private_median_pair``):
+      l2 / sqrt(2) is the typical distance of a row from the mean
+      (IOME's radius) and S = sqrt(pi / 2) l1 / (sqrt(d) l2) estimates
+      ||sigma||_1 / (sqrt(d) ||sigma||_2), which is 1 for equal coordinate variances and
+      small when a few coordinates carry the variance (where PLAN's scaling pays).
+
     From them it predicts each candidate's l2 noise with the rest of the budget rho_r:
-        - gaussian: sqrt(d) ||hi - lo|| / (n sqrt(2 rho_r)) (public: the box);
-        - cm: sqrt(d) 2 k r0 / (n sqrt(2 rho_noise)), k = 1 + 3 / sqrt(d) (the clipping
-          radius sits above the median norm by a few standard deviations of the norms);
-        - iome: the same with l2 / sqrt(2) for r0 and IOME's noise share;
-        - plan: iome's prediction times sqrt(iome's noise share / plan's) times
-          min(1, S) / ``PLAN_MARGIN`` (S taken as 1 when PLAN's budget cannot resolve
-          its variances and it runs without scaling: a public check). PLAN's noise
-          is proportional to sqrt(sum_j sigma_j^2 / D_j * sum_j D_j), D_j = sigma_j +
-          mean(sigma) (its regularised scale), IOME's to sqrt(d) ||sigma||_2; their ratio lies
-          between S and sqrt(2) S (Cauchy-Schwarz below; sigma_j^2 / D_j <= sigma_j and
-          <= sigma_j^2 / mean(sigma) above). It sits near the lower end on the data measured
-          (1.04 S at Zipf variances with alpha = 1, 1.11 S on MNIST's pixels, 1.18 S at
-          alpha = 2), and the margin covers the rest; 2^(1/4) S, the geometric middle used
-          before, picked IOME at alpha = 1 where PLAN was 7-26% better;
+
+    - gaussian: sqrt(d) ||hi - lo|| / (n sqrt(2 rho_r)) (public: the box);
+    - cm: sqrt(d) 2 k r0 / (n sqrt(2 rho_noise)), k = 1 + 3 / sqrt(d) (the clipping
+      radius sits above the median norm by a few standard deviations of the norms);
+    - iome: the same with l2 / sqrt(2) for r0 and IOME's noise share;
+    - plan: iome's prediction times sqrt(iome's noise share / plan's) times
+      min(1, S) / ``PLAN_MARGIN`` (S taken as 1 when PLAN's budget cannot resolve
+      its variances and it runs without scaling: a public check). PLAN's noise
+      is proportional to sqrt(sum_j sigma_j^2 / D_j * sum_j D_j), D_j = sigma_j +
+      mean(sigma) (its regularised scale), IOME's to sqrt(d) ||sigma||_2; their ratio lies
+      between S and sqrt(2) S (Cauchy-Schwarz below; sigma_j^2 / D_j <= sigma_j and
+      <= sigma_j^2 / mean(sigma) above). It sits near the lower end on the data measured
+      (1.04 S at Zipf variances with alpha = 1, 1.11 S on MNIST's pixels, 1.18 S at
+      alpha = 2), and the margin covers the rest; 2^(1/4) S, the geometric middle used
+      before, picked IOME at alpha = 1 where PLAN was 7-26% better;
+
     and, on dense input, each candidate's clipping bias (``predictions``): ``tail_share``
     of rho (at most ``TAIL_SHARE``; stage ``TAIL_STAGE``) buys a noisy histogram of the row
     norms in geometric shells from r0 up (``private_tail``), and a candidate that aims to clip
