@@ -467,3 +467,12 @@ def test_a_centre_round_too_large_to_analyse_is_refused_before_any_charge():
     # At 16,384 coordinates (2^26 counts) the plan is accepted.
     estimator = dpmean.api.build_estimator("iome-shuffle", rho=0.5, bounds=(-1, 1))
     estimator._check_centre_tree(16_384)
+
+
+def test_grs_knownvar_reports_its_coarse_centre_group_after_the_blocked_encoding():
+    # The blocked unary encoding's loop variable overwrote the group's size, so the public
+    # diagnostic (and the debiasing's constant) read 0 (the stop 56 diff review).
+    x = np.random.default_rng(0).normal(size=(2000, 7))
+    result = dpmean.mean(x, epsilon=1.0, delta=1e-6, method="grs-knownvar", bounds=(-5, 5),
+                         random_state=1)
+    assert result.diagnostics["first_group"] == 1000

@@ -208,8 +208,8 @@ class GRSKnownVar(_GRS):
             index += reach.max()
             # Coordinates a block, at most 2^22 bits (and their uniforms) at a time.
             width = max(1, (1 << 22) // (rows.shape[0] * bins))
-            for first in range(0, engine.d, width):
-                cols = slice(first, first + width)
+            for start in range(0, engine.d, width):
+                cols = slice(start, start + width)
                 counts[cols] += unary_encoding(index[:, cols], bins, per_user, rng,
                                                ledger=coordinates,
                                                stage="coordinates").sum(axis=1)
