@@ -1250,18 +1250,21 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
 # quarter told MNIST's border pixels, which are 0, at n = 1000-5000 (a review: 199 of 784).
 DROWNED_RATIO = 100.0
 DROWNED_SHARE = 0.5
+# A released value this many noise half-widths (the 95% level's) from 0 is not drowned, however
+# loose the interval's clipping bound: the noise's own interval excludes 0 by far.
+CLEAR_OF_NOISE = 3.0
 
 
 def warn_if_drowned(result: MeanResult) -> None:
     """A ``NoisyReleaseWarning`` when the release's ``NOISY_LEVEL`` interval (noise and
     clipping bias; the noise alone where the bias has no bound) reaches more than
-    ``DROWNED_RATIO`` times the released value, and its noise alone reaches the value, on
-    more than ``DROWNED_SHARE`` of the coordinates, each in a box on one side of 0 (not
-    (0, 1)), though the noise is within half the box on most (else ``warn_if_mostly_noise``
-    has said so): columns on a far smaller scale than a box shared with larger ones. A user's
-    telemetry table in one box (0, 1e9) released an error rate of 0.0099 as 35.5 and a CPU
-    share of 28.6 as 0, each with an interval of half a million, without a word (a user
-    trial). Post-processing of the release and its diagnostics."""
+    ``DROWNED_RATIO`` times the released value, which lies within ``CLEAR_OF_NOISE`` of its
+    noise's half-widths from 0, on more than ``DROWNED_SHARE`` of the coordinates, each in a
+    box on one side of 0 (not (0, 1)), though the noise is within half the box on most (else
+    ``warn_if_mostly_noise`` has said so): columns on a far smaller scale than a box shared
+    with larger ones. A user's telemetry table in one box (0, 1e9) released an error rate of
+    0.0099 as 35.5 and a CPU share of 28.6 as 0, each with an interval of half a million,
+    without a word (a user trial). Post-processing of the release and its diagnostics."""
     from ..intervals import SEARCH_SHARE, error_model
 
     judged = noise_and_box(result)
@@ -1280,12 +1283,14 @@ def warn_if_drowned(result: MeanResult) -> None:
     # Nor in (0, 1), the box of flags and baskets by their format: a rare item's frequency
     # is tiny against its noise, and no narrower range exists (Retail's 16,470 items).
     one_sided = ((lo >= 0.0) | (hi <= 0.0)) & ~((lo == 0.0) & (hi == 1.0))
-    # And only where the noise alone reaches the released value: where it does not, the
-    # release stands clear of 0 and only the clipping's bound is loose, as in a box 10^10
-    # times wider than rows released to within 1% (a researcher's trial: data in [0, 100],
-    # bounds (0, 1e12), told "cannot tell them from 0").
+    # And not where the release stands clear of its noise (CLEAR_OF_NOISE half-widths from
+    # 0), so that only the clipping's bound is loose, as in a box 10^10 times wider than rows
+    # released to within 1% (a researcher's trial: data in [0, 100], bounds (0, 1e12), told
+    # "cannot tell them from 0"). Not one half-width: noise that carried a value of 0.01 to
+    # 533 clears that half the time, and the telemetry table went untold in 5-15% of
+    # releases (a diff review).
     drowned = np.flatnonzero(one_sided & (reach > DROWNED_RATIO * np.abs(mean))
-                             & (noise >= np.abs(mean)))
+                             & (CLEAR_OF_NOISE * noise >= np.abs(mean)))
     if drowned.size == 0 or drowned.size <= DROWNED_SHARE * result.d:
         return
     many = drowned.size > 1
