@@ -233,3 +233,62 @@ def test_coinpress_covariance_steps_are_checked_before_the_first_charge():
         mvc_rec(paired, 5.0, [0.5, 1e-30], beta=0.1, ledger=ledger,
                 rng=np.random.default_rng(1), secure=True)
     assert ledger.spent == {}
+
+
+def _said_and_drawn(x, **options):
+    """The stages a secure release's warning names, and those charged as exponential
+    mechanisms (``PureDPEvent``, drawn in floating point)."""
+    import re
+
+    from dpmean.events import PureDPEvent
+
+    drawn = set()
+    charge = PrivacyLedger.charge
+
+    def recording(self, stage, amount, event=None):
+        if isinstance(event, PureDPEvent):
+            drawn.add(stage)
+        return charge(self, stage, amount, event)
+
+    with warnings.catch_warnings(record=True) as caught, \
+            pytest.MonkeyPatch.context() as patch:
+        warnings.simplefilter("always")
+        patch.setattr(PrivacyLedger, "charge", recording)
+        dpmean.mean(x, secure_noise=True, random_state=0, **options)
+    said = [str(w.message) for w in caught if issubclass(w.category, SecureNoiseWarning)]
+    named = set(re.findall(r'"([a-z ]+)"', said[0])) if said else set()
+    return said, named, drawn
+
+
+@pytest.mark.parametrize("options", [
+    {"method": "plan"}, {"method": "plan", "quantile": "binary-search"},
+    {"method": "plan-noscale"}, {"method": "plan", "centre": "median"},
+    {"method": "plan", "rho": 0.003},  # too little to resolve the variances: none run
+])
+def test_plans_warning_names_exactly_the_stages_drawn_in_floating_point(options):
+    # The warning named PLAN's centre (exact by default) and not the spread under binary
+    # search (a docs review), then variance stages a plan without them never runs (a diff
+    # review). Here what it names is what was charged as exponential mechanisms.
+    options = {"rho": 0.5, "bounds": (-5, 5), **options}
+    n, d = (500, 50) if options["rho"] < 0.01 else (3000, 8)
+    x = np.random.default_rng(4).normal(size=(n, d))
+    said, named, drawn = _said_and_drawn(x, **options)
+    assert named == drawn and bool(said) == bool(drawn), (said, drawn)
+
+
+def test_baskets_read_densely_and_auto_on_baskets_name_no_stage_they_do_not_draw(tmp_path):
+    # A .dat file read in dense chunks keeps PLAN's basket stages (binary variances, no
+    # spread), and auto on baskets measures its choice by Gaussian counts, with no pair
+    # medians: both warnings named stages that never ran (a diff review).
+    rng = np.random.default_rng(2)
+    path = tmp_path / "b.dat"
+    path.write_text("\n".join(" ".join(map(str, np.flatnonzero(row)))
+                              for row in rng.random((3000, 30)) < 0.2) + "\n")
+    for engine in ("chunked", "memory"):
+        said, named, drawn = _said_and_drawn(str(path), rho=0.5, method="plan", n_items=30,
+                                             engine=engine)
+        assert named == drawn == {"threshold"}, (said, drawn)
+    baskets = sp.csr_matrix((rng.random((3000, 30)) < 0.2) * 1.0)
+    said, _, drawn = _said_and_drawn(baskets, rho=0.5, bounds=(0, 1))
+    # (Said before the choice: PLAN's stages "where PLAN runs", whichever it chose.)
+    assert said and "pair distances" not in said[0] and drawn <= {"threshold"}, (said, drawn)

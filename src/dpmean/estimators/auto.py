@@ -732,11 +732,12 @@ class AutoMean(MeanEstimator):
         if "choice norms" in plan:
             plan_may_run = not self.leaves_plan_out(plan) and self.runs("plan", rest, n, d)
         else:  # the first candidate that meets its n runs
-            first = [name for name in self.unresolved_choice(n, d, sparse=False)
+            first = [name for name in self.unresolved_choice(n, d, sparse=sparse)
                      if name == "gaussian" or self.runs(name, rest, n, d)][:1]
             plan_may_run = first == ["plan"]
+        # On baskets every choice stage counts norms (Gaussian): no pair medians (a review).
         parts = (["auto's choice medians of pair distances (exponential mechanisms)"]
-                 if "choice pair l2" in plan else [])
+                 if "choice pair l2" in plan and not sparse else [])
         if plan_may_run:
             parts.append("PLAN's exponential-mechanism stages, where PLAN runs,")
         return " and ".join(parts) or None

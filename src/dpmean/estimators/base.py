@@ -628,7 +628,9 @@ class MeanEstimator(ABC):
         data = check_sparse_data(x) if sparse else x if is_deferred(x) else check_data(x)
         if self.too_few_rows(n, d, budget):
             return self._fallback(n, d, lo, hi, budget, ledger)
-        self.warn_if_floating_stages(n, d, sparse)  # (a fallback draws nothing: a review)
+        # Baskets by their reading, as the accounting takes them (a .dat file read densely
+        # keeps PLAN's basket stages: a review).
+        self.warn_if_floating_stages(n, d, baskets)  # (a fallback draws nothing: a review)
         engine = make_engine(data, lo, hi, self.engine, scale=scale)
         mean, diagnostics = self.release(engine, budget, ledger, make_rng(self.random_state))
         # Every stage must have been charged its plan by the mechanism that spent it.

@@ -155,8 +155,10 @@ class _PlanBase(MeanEstimator):
 
     def floating_point_stages(self, n: int, d: int, sparse: bool = False) -> str | None:
         # The stages the plan runs as exponential mechanisms: the default dense centre is
-        # IOME's Gaussian counts (exact), and PLAN's spread stays one with binary search.
-        stages = self.exponential_stages(d, sparse)
+        # IOME's Gaussian counts (exact), and PLAN's spread stays one with binary search;
+        # none of the variances' where the budget cannot resolve them (a review).
+        plan = self.budget_plan(n, d)
+        stages = [stage for stage in self.exponential_stages(d, sparse) if stage in plan]
         if not stages:
             return None
         named = ", ".join(f'"{stage}"' for stage in stages)
