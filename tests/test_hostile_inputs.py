@@ -304,6 +304,15 @@ def test_a_box_whose_squared_reach_overflows_is_refused_before_the_charge(method
         released = session.mean(x, rho=1.0, method="iome", bounds=(6e153, 1.2e154),
                                 random_state=1)
     assert np.all((released.mean >= 6e153) & (released.mean <= 1.2e154))
+    if method == "auto":
+        # Where n and rho place no choice and no near-origin count, IOME, PLAN or the
+        # Gaussian mechanism runs, none measuring norms about the origin: released, as
+        # before the check (the diff review).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            few = session.mean(x[:60], rho=0.05, method="auto", bounds=(6e153, 1.2e154),
+                               random_state=2)
+        assert few.diagnostics["chosen"] == "gaussian"
 
 
 @pytest.mark.parametrize("big", [10**309, -10**309])

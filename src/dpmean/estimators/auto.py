@@ -672,7 +672,7 @@ class AutoMean(MeanEstimator):
     """
 
     method = "auto"
-    norms_about_origin = True  # the choice's norm medians and cm's radius
+    norms_about_origin = True  # the choice's norms and cm's radius, where its plan has them
     # The chosen candidate's keys, and the choice.
     declared_diagnostics = {
         **{key: item for cls in CANDIDATES.values()
@@ -723,6 +723,14 @@ class AutoMean(MeanEstimator):
         assert isinstance(inner, AutoMean)
         inner.box_is_private = True
         return inner
+
+    def check_box_reach(self, n: int, d: int) -> None:
+        # Only a plan that measures norms about the origin (the choice's norms and tail, the
+        # near-origin count before cm) needs them finite; without those stages IOME, PLAN or
+        # the Gaussian mechanism runs, and such a box was released before (a review).
+        plan = self.budget_plan(n, d)
+        if "choice norms" in plan or NEAR_ORIGIN_STAGE in plan:
+            super().check_box_reach(n, d)
 
     def floating_point_stages(self, n: int, d: int, sparse: bool = False) -> str | None:
         # From the plan (public): the pair medians where the choice is made, PLAN's stages
