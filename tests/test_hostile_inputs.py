@@ -330,3 +330,10 @@ def test_a_python_integer_beyond_float64_in_a_list_is_clamped_like_infinity(big)
         assert [entry.status for entry in session.ledger] == ["released"]
         released[name] = result.mean
     np.testing.assert_array_equal(released["big"], released["inf"])
+    # A None cell is a NaN, refused alike whether another row holds such an integer or inf.
+    messages = set()
+    for last in ([big, 0.5], [math.inf, 0.5]):
+        with pytest.raises(InvalidDataError) as refused:
+            dpmean.mean([[None, 1.0], last], rho=1.0, method="gaussian", bounds=(0, 1))
+        messages.add(str(refused.value))
+    assert len(messages) == 1 and "NaN" in messages.pop()

@@ -125,7 +125,11 @@ def _listed_floats(x: list | tuple) -> np.ndarray:
 
 
 def _float_or_infinity(value) -> float:
-    """float(value), or the infinity of its sign where it is beyond float64's range."""
+    """float(value), or the infinity of its sign where it is beyond float64's range; None is
+    NaN, as numpy reads it (refused as NaN then, the same whatever other rows hold: a review
+    found a None told apart from a NaN refusal by a huge integer elsewhere)."""
+    if value is None:
+        return math.nan
     try:
         return float(value)
     except OverflowError:
