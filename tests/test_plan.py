@@ -513,3 +513,31 @@ def test_plan_on_small_integers_equals_plan_on_their_float_values():
                                         random_state=3) for data in (x, x.astype(np.float64)))
         assert "variance" in as_int.ledger
         np.testing.assert_array_equal(as_int.mean, as_float.mean)
+
+
+def test_binary_variances_on_dense_rows_run_with_the_rotated_centre():
+    # variance="binary" on dense rows planned IOME's rotated centre ("centre domain",
+    # "centre") but centred on medians, so its ledger never added up and every release
+    # failed after a session's charge (a diff review).
+    x = (np.random.default_rng(0).random((3000, 8)) < 0.3).astype(float)
+    session = dpmean.Session(rho=2.0)
+    result = session.mean(x, rho=0.5, method="plan", variance="binary", bounds=(0, 1),
+                          random_state=1)
+    assert abs(sum(result.ledger.values()) - 0.5) <= 1e-12
+    assert {"centre domain", "centre"} <= set(result.ledger)
+    # Each frequency within 5 of its noise's standard deviations, plus the clipping's shrink
+    # bound (its interval), of the rows' mean: the interval must cover it.
+    lo, hi = result.confidence_interval(0.999)
+    assert np.all((lo <= x.mean(axis=0)) & (x.mean(axis=0) <= hi))
+
+
+@pytest.mark.parametrize("options", [{"centre": "median"}, {"variance": "gaussian"}])
+def test_options_that_ask_column_questions_of_sparse_rows_are_refused_before_the_charge(
+        options):
+    # The sparse engine refuses order statistics; a session charged these releases first.
+    rows = scipy.sparse.csr_matrix(
+        (np.random.default_rng(1).random((3000, 8)) < 0.2).astype(float))
+    session = dpmean.Session(rho=2.0)
+    with pytest.raises(dpmean.InvalidParameterError, match="column questions"):
+        session.mean(rows, rho=0.5, method="plan", bounds=(0, 1), random_state=1, **options)
+    assert session.spent == 0.0 and session.ledger == []

@@ -680,6 +680,8 @@ class MeanEstimator(ABC):
         self.check_secure_scale(n, d)
         if self.finds_its_box():
             return None
+        if sparse:
+            self.check_sparse_questions(n, d)
         granted = self.granted(n, d, sparse)
         if granted is not self:
             return granted.fallback_reason(n, d, sparse)
@@ -698,6 +700,12 @@ class MeanEstimator(ABC):
 
         if not self.finds_its_box():
             check_sparse_box(*check_bounds(self.bounds, d))
+
+    def check_sparse_questions(self, n: int, d: int) -> None:
+        """Refuse, before any charge, options whose plan for sparse rows of shape (n, d) asks
+        column questions (order statistics) the sparse engine refuses, after the charge,
+        without densifying. Public: the options, n, d. None here."""
+        return None
 
     def secure_coordinates(self, d: int) -> int:
         """The most coordinates a secure release of this estimator's takes on d columns (a
