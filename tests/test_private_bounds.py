@@ -239,7 +239,8 @@ def test_a_private_box_narrower_than_any_box_may_be_is_widened_not_refused(metho
     x = np.column_stack([np.full(4000, 3e-120), np.full(4000, -3e-120),
                          rng.normal(5, 1, 4000)])
     session = dpmean.Session(rho=2.0)
-    with pytest.warns(NoisyReleaseWarning, match=r"columns 0, 1 was narrower than 1e-100"):
+    with pytest.warns(NoisyReleaseWarning,
+                      match=r"boxes of columns 0, 1 were narrower than 1e-100"):
         result = session.mean(x, rho=1.0, method=method, random_state=1)
     assert not result.fallback
     assert result.diagnostics["private_bounds_widened"].tolist() == [1, 1, 0]
@@ -255,7 +256,7 @@ def test_a_private_box_narrower_than_any_box_may_be_is_widened_not_refused(metho
         quiet = dpmean.mean(np.full((4000, 2), 1e-90), rho=1.0, method=method, random_state=1)
     assert "private_bounds_widened" not in quiet.diagnostics
     # One sign only: the widened box keeps its one side.
-    with pytest.warns(NoisyReleaseWarning, match=r"column 0 was narrower"):
+    with pytest.warns(NoisyReleaseWarning, match=r"box of column 0 was narrower"):
         positive = dpmean.mean(np.full((4000, 1), 3e-120), rho=1.0, method=method,
                                random_state=1)
     assert (positive.diagnostics["bounds_lo"][0], positive.diagnostics["bounds_hi"][0]) == (

@@ -147,7 +147,7 @@ def test_chunked_reports_bad_rows(tmp_path):
         ChunkedEngine(open_source(tmp_path / "ragged.csv"), np.zeros(2), np.ones(2)).row_norms(
             View())
     (tmp_path / "x.npz").write_bytes(b"x")
-    with pytest.raises(InvalidDataError, match="holds several arrays"):
+    with pytest.raises(InvalidDataError, match="read whole, by the name of its array"):
         open_source(tmp_path / "x.npz")
 
 

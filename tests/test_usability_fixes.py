@@ -523,12 +523,15 @@ def test_mistakes_a_docs_review_made_are_told_plainly(capsys, tmp_path):
                  "0.3"]) == 2
     assert "unrecognized arguments: 0.3 (see 'dpmean estimate --help')" in (
         capsys.readouterr().err)
+    assert main(["ledger", "init", str(tmp_path / "L.json"), "--rho", "1", "--zzz"]) == 2
+    assert "(see 'dpmean ledger init --help')" in capsys.readouterr().err
+    assert not (tmp_path / "L.json").exists()
     # demo --data takes an MNIST .npz; a .npy was told of a key the user never gave.
     assert main(["demo", "--data", str(path), "--out", str(tmp_path / "out")]) == 2
     assert "--data takes an MNIST .npz archive" in capsys.readouterr().err
     # An .npz path without key= says to name the array.
     archive = tmp_path / "x.npz"
     np.savez(archive, rows=x)
-    with pytest.raises(InvalidDataError, match=r"holds several arrays: name the data's with "
+    with pytest.raises(InvalidDataError, match=r"read whole, by the name of its array: give "
                                                r"key=NAME"):
         dpmean.mean(str(archive), rho=1.0, bounds=(0, 1))

@@ -62,8 +62,9 @@ def main(argv: list[str] | None = None) -> int:
             if extra:
                 # argparse reports them from the top parser, whose help does not list the
                 # command's options ("--option NAME 0.3" pointed at 'dpmean --help').
+                command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
                 raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see 'dpmean "
-                                 f"{args.command} --help')")
+                                 f"{command} --help')")
             code = args.run(args)
         with printing():
             pass  # flush what the command printed now: a failure at exit is a traceback

@@ -191,9 +191,9 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None,
     # A .npz archive holds several arrays: which one is the data is the user's to say.
     if ext == ".npz":
         raise InvalidDataError(
-            f"{p}: an .npz archive holds several arrays: name the data's with key=NAME "
+            f"{p}: an .npz archive is read whole, by the name of its array: give key=NAME "
             f"(dpmean.mean(path, key=NAME), dpmean.io.load_data(path, key=NAME); on the "
-            f"command line --key NAME); it is read whole")
+            f"command line --key NAME)")
     raise InvalidDataError(f"{p}: the chunked engine reads .npy, .csv, .parquet and .dat "
                            f"files, not {ext or 'files without extension'}")
 

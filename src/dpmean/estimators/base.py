@@ -1073,10 +1073,11 @@ def warn_if_box_widened(result: MeanResult) -> None:
     many = len(which) > 1
     its = "their" if many else "its"
     warnings.warn(
-        f"{result.method}: the private box of column{'s' if many else ''} "
-        f"{shown_columns(result, which)} was narrower than {NARROWEST_WIDTH:g}, the narrowest "
-        f"width a box may have, and was widened to it: {its} values are all smaller, and "
-        f"{its} release may carry noise of that width, far above them. Rescale the data "
+        f"{result.method}: the private box{'es' if many else ''} of column{'s' if many else ''} "
+        f"{shown_columns(result, which)} {'were' if many else 'was'} narrower than "
+        f"{NARROWEST_WIDTH:g}, the narrowest width a box may have, and widened to it: {its} "
+        f"values are all smaller, and {its} release may carry noise of that width, far above "
+        f"them. Rescale the data "
         f"(e.g. multiply by 1e100 and divide the release by it), or give bounds.",
         NoisyReleaseWarning,
         stacklevel=user_stacklevel())
