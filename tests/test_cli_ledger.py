@@ -606,3 +606,21 @@ def test_a_directory_given_as_the_ledger_is_said_so(capsys, tmp_path, data):
                  ("estimate", data, "--rho", "0.1", "--bounds", "0", "1", "--ledger", folder)):
         code, out, err = run(capsys, *argv)
         assert code == 2 and "is a directory, not a ledger file" in err and "Errno" not in err
+
+
+def test_options_asking_the_sparse_engine_column_questions_cost_nothing(capsys, tmp_path):
+    # A .dat file's rows are counted after the input's first checks; PLAN's variance="generic"
+    # on its sparse rows (pair-difference quantiles the sparse engine refuses) was charged,
+    # then refused (a review). Read in dense chunks the same options run, charged.
+    cells = np.random.default_rng(3).random((400, 6)) < 0.3
+    path = tmp_path / "b.dat"
+    path.write_text("\n".join(" ".join(map(str, np.flatnonzero(row))) for row in cells) + "\n")
+    ledger = tmp_path / "L.json"
+    assert run(capsys, "ledger", "init", ledger, "--rho", "2")[0] == 0
+    common = ["estimate", path, "--items", "6", "--rho", "0.5", "--bounds", "0", "1",
+              "--method", "plan", "--option", "variance=generic", "--ledger", ledger]
+    code, _, err = run(capsys, *common)
+    assert code == 2 and "column questions" in err
+    assert ledger_file.read(ledger).spent == 0.0
+    assert run(capsys, *common, "--engine", "chunked", "--seed", "1")[0] == 0
+    assert ledger_file.read(ledger).spent == 0.5

@@ -531,13 +531,26 @@ def test_binary_variances_on_dense_rows_run_with_the_rotated_centre():
     assert np.all((lo <= x.mean(axis=0)) & (x.mean(axis=0) <= hi))
 
 
-@pytest.mark.parametrize("options", [{"centre": "median"}, {"variance": "gaussian"}])
+@pytest.mark.parametrize("options", [{"centre": "median"}, {"variance": "gaussian"},
+                                     {"variance": "generic"}])
 def test_options_that_ask_column_questions_of_sparse_rows_are_refused_before_the_charge(
-        options):
+        options, tmp_path):
     # The sparse engine refuses order statistics; a session charged these releases first.
-    rows = scipy.sparse.csr_matrix(
-        (np.random.default_rng(1).random((3000, 8)) < 0.2).astype(float))
-    session = dpmean.Session(rho=2.0)
+    # Read densely (a .dat file in dense chunks) the same options run: no refusal there, nor
+    # for medians found by Gaussian counts (binary search), which the engine answers (a
+    # review of the first version, which refused both).
+    cells = np.random.default_rng(1).random((3000, 8)) < 0.2
+    rows = scipy.sparse.csr_matrix(cells.astype(float))
+    session = dpmean.Session(rho=5.0)
     with pytest.raises(dpmean.InvalidParameterError, match="column questions"):
         session.mean(rows, rho=0.5, method="plan", bounds=(0, 1), random_state=1, **options)
     assert session.spent == 0.0 and session.ledger == []
+    path = tmp_path / "b.dat"
+    path.write_text("\n".join(" ".join(map(str, np.flatnonzero(row))) for row in cells) + "\n")
+    for seed, engine in enumerate(("chunked", "memory"), start=10):
+        session.mean(str(path), n_items=8, engine=engine, rho=0.5, method="plan",
+                     bounds=(0, 1), random_state=seed, **options)
+    if options == {"centre": "median"}:
+        session.mean(rows, rho=0.5, method="plan", bounds=(0, 1), random_state=3,
+                     quantile="binary-search", **options)
+    assert all(release.status == "released" for release in session.ledger)

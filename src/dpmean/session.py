@@ -251,7 +251,7 @@ def _checked(estimator: Any, x: Any, columns: Sequence[str] | str | None
         # The box and the budget's split the release takes for (n, d) before reading.
         estimator.box(n, d)
         estimator.budget_plan(n, d)
-    check_input_type(estimator, data, d)
+    check_input_type(estimator, data, d, n)
     baskets = estimator.reads_baskets(data)
     reason = estimator.fallback_reason(n, d, baskets)
     if reason is not None:
@@ -274,7 +274,7 @@ def _no_rows(table: Any) -> Any:
     return head(0) if callable(head) else None
 
 
-def check_input_type(estimator: Any, data: Any, d: int) -> None:
+def check_input_type(estimator: Any, data: Any, d: int, n: int | None = None) -> None:
     """Refuse, by its type and dtype alone (a stand-in of that dtype is checked, not the data),
     input the release refuses before reading a value: sparse input the estimator does not
     take, an engine for the other kind of input, values that are not real numbers.
@@ -293,6 +293,9 @@ def check_input_type(estimator: Any, data: Any, d: int) -> None:
         for a table, whose columns' types are checked already (read as float64).
     d : int
         The input's number of columns (public).
+    n : int, optional
+        The number of rows (public), where known: rows on the sparse engine are then also
+        checked for options whose plan asks it column questions (``check_sparse_questions``).
 
     Raises
     ------
@@ -312,6 +315,9 @@ def check_input_type(estimator: Any, data: Any, d: int) -> None:
             check_data(data)  # refuses sparse input by its type, before looking at it
         else:
             estimator.check_sparse_box(d)
+            if n is not None:
+                # Rows on the sparse engine: options whose plan asks it column questions.
+                estimator.granted(n, d, True).check_sparse_questions(n, d)
         import scipy.sparse
 
         check_sparse_data(scipy.sparse.csr_matrix((1, d), dtype=getattr(data, "dtype",

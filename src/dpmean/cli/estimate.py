@@ -423,6 +423,10 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
                 from ..engines import check_whole_read_fits
 
                 check_whole_read_fits(n, layout.d, engine, baskets)
+            if n is not None and layout.n is None:
+                # n counted just now: the input's checks that need it (options that ask the
+                # sparse engine column questions), before the charge.
+                _check_input_type(args, estimator, engine, layout, n)
             if n is not None:
                 # Too few rows for the budget is a question of public values (n from the
                 # header or counted, d, the box, the budget): refused here, it costs nothing
@@ -474,7 +478,7 @@ def _naming_input(args: argparse.Namespace, exc: InvalidDataError) -> InvalidDat
 
 
 def _check_input_type(args: argparse.Namespace, estimator: Any, engine: str | None,
-                      layout: _Layout) -> None:
+                      layout: _Layout, n: int | None = None) -> None:
     """Refuse, before the charge, what the release refuses by the type of the input its
     reader gives (``session.check_input_type`` on a stand-in of that type, from the layout):
     sparse input the method does not take, an engine for the other kind of input, a sparse
@@ -483,7 +487,8 @@ def _check_input_type(args: argparse.Namespace, estimator: Any, engine: str | No
     from ..session import check_input_type
 
     try:
-        check_input_type(estimator, _stand_in(args, engine, layout), layout.d)
+        check_input_type(estimator, _stand_in(args, engine, layout), layout.d,
+                         layout.n if n is None else n)
     except InvalidDataError as exc:
         raise _naming_input(args, exc) from None
 

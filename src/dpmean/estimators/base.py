@@ -680,8 +680,6 @@ class MeanEstimator(ABC):
         self.check_secure_scale(n, d)
         if self.finds_its_box():
             return None
-        if sparse:
-            self.check_sparse_questions(n, d)
         granted = self.granted(n, d, sparse)
         if granted is not self:
             return granted.fallback_reason(n, d, sparse)
@@ -702,9 +700,10 @@ class MeanEstimator(ABC):
             check_sparse_box(*check_bounds(self.bounds, d))
 
     def check_sparse_questions(self, n: int, d: int) -> None:
-        """Refuse, before any charge, options whose plan for sparse rows of shape (n, d) asks
-        column questions (order statistics) the sparse engine refuses, after the charge,
-        without densifying. Public: the options, n, d. None here."""
+        """Refuse, before any charge, options whose plan for rows of shape (n, d) that run on
+        the sparse engine asks column questions (order statistics) it refuses, after the
+        charge, without densifying (``session.check_input_type`` asks where the rows run
+        there). Public: the options, n, d. None here."""
         return None
 
     def secure_coordinates(self, d: int) -> int:
@@ -1310,7 +1309,8 @@ def warn_if_drowned(result: MeanResult) -> None:
         f"{result.method}: on {drowned.size} of {result.d} coordinates "
         f"({shown_columns(result, drowned)}) the release's {NOISY_LEVEL:.0%} interval reaches "
         f"{float(np.median(reach[drowned])):.3g} either side, more than {DROWNED_RATIO:g} "
-        f"times the released value: at this budget the release cannot tell {them} from 0. "
+        f"times the released value, which lies within {CLEAR_OF_NOISE:g} noise half-widths "
+        f"of 0: at this budget the release does not tell {them} from 0. "
         f"The box's width sets the noise and the clipping's reach; if {its} values lie on a "
         f"far smaller scale than the box, give each column its own range (bounds=(lo, hi) "
         f"arrays or a mapping; on the command line --bounds-file or --range NAME=LO:HI), or "

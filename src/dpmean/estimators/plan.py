@@ -336,16 +336,18 @@ class _PlanBase(MeanEstimator):
         asked = self.sparse_column_questions(n, d)
         if asked:
             raise InvalidParameterError(
-                f"{self.method}: {' and '.join(asked)} on sparse rows "
+                f"{self.method}: {' and '.join(asked)} on rows the sparse engine runs "
                 f"{'ask' if len(asked) > 1 else 'asks'} column questions (order statistics) "
-                f"the sparse engine cannot answer without densifying; give "
-                f"the defaults there (centre='auto': the mean; variance='auto': binary), or "
-                f"dense rows (engine='memory' or 'chunked')")
+                f"it cannot answer without densifying; give the defaults there "
+                f"(centre='auto': the mean; variance='auto': binary), or dense rows (a dense "
+                f"array; for a .dat file engine='memory' or 'chunked')")
 
     def sparse_column_questions(self, n: int, d: int) -> list[str]:
-        """The options whose stages, planned for sparse rows of shape (n, d), ask column
-        questions (public)."""
-        median = self._centre_kind_for(True) == "median" and "centre" in self.budget_plan(n, d)
+        """The options whose stages, planned for rows of shape (n, d) on the sparse engine,
+        ask column questions (public): coordinate medians by the exponential mechanism (by
+        Gaussian counts, quantile='binary-search', the engine answers them)."""
+        median = (self._centre_kind_for(True) == "median" and self.quantile == "exponential"
+                  and "centre" in self.budget_plan(n, d))
         return ["centre='median'"] if median else []
 
     def exponential_stages(self, d: int, sparse: bool) -> dict[str, int]:
@@ -688,10 +690,11 @@ class PrivateLimitAdaptedNoise(_PlanBase):
         return self._variance_kind_for(engine.baskets)
 
     def sparse_column_questions(self, n: int, d: int) -> list[str]:
-        gaussian = (self._variance_kind_for(True) == "gaussian"
-                    and "variance" in self.budget_plan(n, d))
+        # Every variance but the binary frequencies is a quantile of pair differences.
+        kind = self._variance_kind_for(True)
+        pairs = kind != "binary" and "variance" in self.budget_plan(n, d)
         return [*super().sparse_column_questions(n, d),
-                *(["variance='gaussian'"] if gaussian else [])]
+                *([f"variance={kind!r}"] if pairs else [])]
 
     def _variance_kind_for(self, sparse: bool) -> str:
         if self.variance != "auto":
