@@ -292,3 +292,12 @@ def test_baskets_read_densely_and_auto_on_baskets_name_no_stage_they_do_not_draw
     said, _, drawn = _said_and_drawn(baskets, rho=0.5, bounds=(0, 1))
     # (Said before the choice: PLAN's stages "where PLAN runs", whichever it chose.)
     assert said and "pair distances" not in said[0] and drawn <= {"threshold"}, (said, drawn)
+
+
+def test_auto_says_nothing_where_its_plan_fixes_the_gaussian_mechanism():
+    # A table of columns in their own ranges, too few rows for the choice and no spread
+    # count: auto runs the Gaussian mechanism, every stage exact, and warned of PLAN's stages
+    # "where PLAN runs" (a review of the fixes).
+    x = np.random.default_rng(0).normal(0, 0.3, (200, 2))
+    said, _, drawn = _said_and_drawn(x, rho=0.03, method="auto", bounds=([-1, -2], [1, 2]))
+    assert said == [] and drawn == set()

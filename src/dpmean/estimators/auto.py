@@ -739,6 +739,8 @@ class AutoMean(MeanEstimator):
         rest = plan["release"]
         if "choice norms" in plan:
             plan_may_run = not self.leaves_plan_out(plan) and self.runs("plan", rest, n, d)
+        elif SPREAD_STAGE not in plan and self.table_of_own_ranges(n, d):
+            plan_may_run = False  # the Gaussian mechanism runs (``release``; a review)
         else:  # the first candidate that meets its n runs
             first = [name for name in self.unresolved_choice(n, d, sparse=sparse)
                      if name == "gaussian" or self.runs(name, rest, n, d)][:1]
