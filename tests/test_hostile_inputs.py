@@ -337,3 +337,15 @@ def test_a_python_integer_beyond_float64_in_a_list_is_clamped_like_infinity(big)
             dpmean.mean([[None, 1.0], last], rho=1.0, method="gaussian", bounds=(0, 1))
         messages.add(str(refused.value))
     assert len(messages) == 1 and "NaN" in messages.pop()
+
+
+@pytest.mark.parametrize("cell", [np.datetime64("2020-01-01"), np.timedelta64(3, "D"),
+                                  np.complex128(0.5 + 2j), 0.5 + 2j])
+def test_a_list_cell_that_is_not_a_real_number_is_refused_whatever_other_rows_hold(cell):
+    # A date in a list was released as its day number (numpy's float64 cast), but refused
+    # beside a row with an integer beyond float64 (converted cell by cell): one row's content
+    # decided another's fate after the charge (a review of the fixes). Both refuse now.
+    rows = [[0.5, 0.5]] * 50 + [[cell, 0.5]]
+    for other in ([math.inf, 0.5], [10**309, 0.5]):
+        with pytest.raises(InvalidDataError, match="not a real number"):
+            dpmean.mean(rows + [other], rho=1.0, method="gaussian", bounds=(0, 1))

@@ -116,20 +116,27 @@ def _listed_floats(x: list | tuple) -> np.ndarray:
     """A list or tuple of rows as float64, a Python integer beyond float64's range (about
     1.8e308) read as the infinity of its sign: a value beyond the range, clamped to the box
     like inf. numpy refuses to convert it, and that refusal came after the charge: one row's
-    magnitude told with certainty (a review)."""
-    try:
-        return np.asarray(x, dtype=np.float64)
-    except OverflowError:
-        cells = np.asarray(x, dtype=object)
+    magnitude told with certainty (a review). Cells of mixed kinds (such an integer, None)
+    are converted one by one, as numpy converts them; dates, durations and complex numbers
+    are refused (TypeError) whichever way, so that no other row decides (a review: a date
+    was released as its day number, and refused beside a huge integer)."""
+    cells = np.asarray(x)
+    if cells.dtype.kind in "mMc":
+        raise TypeError("not real numbers")
+    if cells.dtype == object:
         return np.vectorize(_float_or_infinity, otypes=[np.float64])(cells)
+    return cells.astype(np.float64)
 
 
 def _float_or_infinity(value) -> float:
     """float(value), or the infinity of its sign where it is beyond float64's range; None is
     NaN, as numpy reads it (refused as NaN then, the same whatever other rows hold: a review
-    found a None told apart from a NaN refusal by a huge integer elsewhere)."""
+    found a None told apart from a NaN refusal by a huge integer elsewhere). A date, a
+    duration or a complex number is refused (TypeError)."""
     if value is None:
         return math.nan
+    if isinstance(value, np.datetime64 | np.timedelta64 | complex):
+        raise TypeError("not a real number")
     try:
         return float(value)
     except OverflowError:
