@@ -310,14 +310,13 @@ def check_input_type(estimator: Any, data: Any, d: int, n: int | None = None) ->
     # A .dat basket source becomes a scipy.sparse matrix in the release (after the charge).
     baskets = estimator.reads_baskets_sparse(data)
     sparse = is_sparse(data) or baskets
+    questions = False  # rows on the sparse engine, whose plan's questions are checked last
     if sparse and not estimator.finds_its_box():
         if not (baskets or estimator.runs_sparse(data)):
             check_data(data)  # refuses sparse input by its type, before looking at it
         else:
             estimator.check_sparse_box(d)
-            if n is not None:
-                # Rows on the sparse engine: options whose plan asks it column questions.
-                estimator.granted(n, d, True).check_sparse_questions(n, d)
+            questions = n is not None
         import scipy.sparse
 
         check_sparse_data(scipy.sparse.csr_matrix((1, d), dtype=getattr(data, "dtype",
@@ -329,6 +328,11 @@ def check_input_type(estimator: Any, data: Any, d: int, n: int | None = None) ->
     # As ``make_engine`` refuses it, once the input's type is allowed (a trial: the sparse
     # engine asked of an array was charged, then refused).
     check_engine_input(estimator.engine, sparse)
+    if questions:
+        # Options whose plan asks the sparse engine column questions; after the instant
+        # refusals, as an (epsilon, delta) budget's grant may take a calibration (a review).
+        assert n is not None
+        estimator.granted(n, d, True).check_sparse_questions(n, d)
 
 
 def release_events(estimator: Any) -> list[Event] | None:

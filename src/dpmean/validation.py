@@ -113,32 +113,25 @@ def sequence_shape(x) -> tuple[int, ...]:
 
 
 def _listed_floats(x: list | tuple) -> np.ndarray:
-    """A list or tuple of rows as float64, a Python integer beyond float64's range (about
-    1.8e308) read as the infinity of its sign: a value beyond the range, clamped to the box
-    like inf. numpy refuses to convert it, and that refusal came after the charge: one row's
-    magnitude told with certainty (a review). Cells of mixed kinds (such an integer, None)
-    are converted one by one, as numpy converts them; dates, durations and complex numbers
-    are refused (TypeError) whichever way, so that no other row decides (a review: a date
-    was released as its day number, and refused beside a huge integer)."""
-    cells = np.asarray(x)
-    if cells.dtype.kind in "mMc":
-        raise TypeError("not real numbers")
-    if cells.dtype == object:
-        return np.vectorize(_float_or_infinity, otypes=[np.float64])(cells)
-    return cells.astype(np.float64)
-
-
-def _float_or_infinity(value) -> float:
-    """float(value), or the infinity of its sign where it is beyond float64's range; None is
-    NaN, as numpy reads it (refused as NaN then, the same whatever other rows hold: a review
-    found a None told apart from a NaN refusal by a huge integer elsewhere). A date, a
-    duration or a complex number is refused (TypeError)."""
-    if value is None:
-        return math.nan
-    if isinstance(value, np.datetime64 | np.timedelta64 | complex):
-        raise TypeError("not a real number")
+    """A list or tuple of rows as float64 by numpy's cast, except that a Python integer beyond
+    float64's range (about 1.8e308) is read as the infinity of its sign: a value beyond the
+    range, clamped to the box like inf. numpy refuses to convert it, and that refusal came
+    after the charge: one row's magnitude told with certainty (a review). Such a list is cast
+    cell by cell with the same cast (``_cell_float``), so every other cell reads as it would
+    without it, whatever other rows hold (two reviews: a first version read the list by
+    numpy's guess of its kind, and a string in one row turned another's True into text)."""
     try:
-        return float(value)
+        return np.asarray(x, dtype=np.float64)
+    except OverflowError:
+        cells = np.asarray(x, dtype=object)
+        return np.vectorize(_cell_float, otypes=[np.float64])(cells)
+
+
+def _cell_float(value) -> float:
+    """One cell as numpy's float64 cast reads it in a list (None is NaN, a numeric string its
+    number), or the infinity of its sign where it is an integer beyond float64's range."""
+    try:
+        return float(np.asarray(value, dtype=np.float64))
     except OverflowError:
         return math.inf if value > 0 else -math.inf
 

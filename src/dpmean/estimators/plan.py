@@ -339,8 +339,9 @@ class _PlanBase(MeanEstimator):
                 f"{self.method}: {' and '.join(asked)} on rows the sparse engine runs "
                 f"{'ask' if len(asked) > 1 else 'asks'} column questions (order statistics) "
                 f"it cannot answer without densifying; give the defaults there "
-                f"(centre='auto': the mean; variance='auto': binary), or dense rows (a dense "
-                f"array; for a .dat file engine='memory' or 'chunked')")
+                f"(centre='auto': the mean; variance='auto': binary), medians by Gaussian "
+                f"counts (quantile='binary-search'), or dense rows (a dense array; for a "
+                f".dat file engine='memory' or 'chunked')")
 
     def sparse_column_questions(self, n: int, d: int) -> list[str]:
         """The options whose stages, planned for rows of shape (n, d) on the sparse engine,
