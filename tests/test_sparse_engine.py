@@ -183,3 +183,20 @@ def test_a_session_takes_a_dat_path_with_the_sparse_engine_named(tmp_path):
         got = dpmean.Session(rho=1.0).mean(str(path), n_items=7, rho=1.0, method="cm",
                                            engine=engine, random_state=1)
         np.testing.assert_array_equal(got.mean, expected)
+
+
+@pytest.mark.parametrize("method, options", [
+    ("iome", {"quantized": True}), ("iome", {"quantized": True, "engine": "sparse"}),
+    ("coinpress-cov", {"radius": 3, "engine": "sparse"}),
+    ("iome-gaussian", {"mean_radius": 2, "sigma_min": 0.1, "sigma_max": 1,
+                       "engine": "sparse"})])
+def test_releases_the_sparse_engine_cannot_answer_are_refused_before_the_charge(method,
+                                                                                options):
+    # Each was charged to a session, then refused by the sparse engine (a review): what the
+    # release asks of the engine follows from public options.
+    rows = scipy.sparse.csr_matrix(
+        (np.random.default_rng(0).random((3000, 8)) < 0.3).astype(float))
+    session = dpmean.Session(rho=10.0)
+    with pytest.raises(dpmean.InvalidParameterError, match="sparse engine does not answer"):
+        session.mean(rows, rho=1.0, method=method, bounds=(0, 1), random_state=1, **options)
+    assert session.spent == 0.0 and session.ledger == []

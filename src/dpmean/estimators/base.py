@@ -701,10 +701,17 @@ class MeanEstimator(ABC):
 
     def check_sparse_questions(self, n: int, d: int) -> None:
         """Refuse, before any charge, options whose plan for rows of shape (n, d) that run on
-        the sparse engine asks column questions (order statistics) it refuses, after the
-        charge, without densifying (``session.check_input_type`` asks where the rows run
-        there). Public: the options, n, d. None here."""
+        the sparse engine asks questions it refuses, after the charge, without densifying
+        (``session.check_input_type`` asks where the rows run there). Public: the options,
+        n, d. None here."""
         return None
+
+    def sparse_engine_refusal(self, what: str) -> InvalidParameterError:
+        """The refusal of ``check_sparse_questions``: ``what`` the release would ask."""
+        return InvalidParameterError(
+            f"{self.method}: {what}, which the sparse engine does not answer without "
+            f"densifying; give dense rows (a dense array; for a .dat file engine='memory' or "
+            f"'chunked')")
 
     def secure_coordinates(self, d: int) -> int:
         """The most coordinates a secure release of this estimator's takes on d columns (a

@@ -236,6 +236,10 @@ class TrimmedMean(MeanEstimator):
     """
 
     method = "trimmed"
+
+    def check_sparse_questions(self, n: int, d: int) -> None:
+        # With engine="sparse" it was charged, then refused (a review).
+        raise self.sparse_engine_refusal("its trim asks every column's order statistics")
     declared_diagnostics = {
         "noise": Diagnostic(Kind.TEXT, "The smooth-sensitivity noise distribution."),
         "truncation": Diagnostic(Kind.TEXT, "Where the trimmed mean is truncated."),
