@@ -343,7 +343,10 @@ def test_a_python_integer_beyond_float64_in_a_list_is_clamped_like_infinity(big)
     [[np.datetime64("2020-01-01"), 0.5]], [[np.timedelta64(3, "D"), 0.5]],
     [[np.complex64(0.5 + 2j), 0.5]], [[np.complex128(0.5 + 2j), 0.5]], [[0.5 + 2j, 0.5]],
     [[True, 0.5], ["0.25", 0.5]], [[np.float32(0.1), 0.5], ["0.25", 0.5]],
-    [["0.5\x00", 0.5]], [[b"0.25", 0.5]], [["abc", 0.5]], [[2**64, 0.5]]])
+    [["0.5\x00", 0.5]], [[b"0.25", 0.5]], [["abc", 0.5]], [[2**64, 0.5]],
+    # Rows given as numpy arrays, which a cast to Python objects unpacked (a fourth review).
+    [np.array([1 + 2j, 0.5], dtype=np.complex64)],
+    [np.array(["2020-01-01", "2020-01-02"], dtype="M8[D]")]])
 def test_a_lists_cells_read_the_same_whatever_other_rows_hold(cells):
     # A row with an integer beyond float64 sends the list down a cell-by-cell cast; every
     # other cell must read as numpy's cast of the whole list reads it, or one row decides

@@ -123,8 +123,20 @@ def _listed_floats(x: list | tuple) -> np.ndarray:
     try:
         return np.asarray(x, dtype=np.float64)
     except OverflowError:
-        cells = np.asarray(x, dtype=object)
-        return np.vectorize(_cell_float, otypes=[np.float64])(cells)
+        # Row by row, and cell by cell only within a row that overflows: a row given as a
+        # numpy array of dates or complex numbers, unpacked into Python objects, was refused
+        # where the whole-list cast reads it (a fourth review).
+        return np.array([_row_floats(row) for row in x], dtype=np.float64)
+
+
+def _row_floats(row) -> np.ndarray | float:
+    """One row (or, in a list of one variable, one cell) as ``_listed_floats`` reads it."""
+    try:
+        return np.asarray(row, dtype=np.float64)
+    except OverflowError:
+        if np.ndim(row) == 0:
+            return _cell_float(row)
+        return np.vectorize(_cell_float, otypes=[np.float64])(np.asarray(row, dtype=object))
 
 
 def _cell_float(value) -> float:
