@@ -154,6 +154,10 @@ class MeanEstimator(ABC):
     # choice): a box whose farthest corner's squared distance from it overflows float64 is
     # refused before any charge (``check_box_reach``).
     norms_about_origin: ClassVar[bool] = False
+    # What an estimator that has no sparse form would ask of the sparse engine where its rows
+    # run there all the same (engine="sparse"), refused before any charge
+    # (``check_sparse_questions``); None where it runs there.
+    sparse_engine_refuses: ClassVar[str | None] = None
 
     # The diagnostics this class's results may carry, beyond those of the classes it extends
     # (``diagnostic_declarations`` merges them): key -> kind and meaning. Every result is
@@ -702,9 +706,10 @@ class MeanEstimator(ABC):
     def check_sparse_questions(self, n: int, d: int) -> None:
         """Refuse, before any charge, options whose plan for rows of shape (n, d) that run on
         the sparse engine asks questions it refuses, after the charge, without densifying
-        (``session.check_input_type`` asks where the rows run there). Public: the options,
-        n, d. None here."""
-        return None
+        (``session.check_input_type`` asks where the rows run there): here
+        ``sparse_engine_refuses``. Public: the class, the options, n, d."""
+        if self.sparse_engine_refuses is not None:
+            raise self.sparse_engine_refusal(self.sparse_engine_refuses)
 
     def sparse_engine_refusal(self, what: str) -> InvalidParameterError:
         """The refusal of ``check_sparse_questions``: ``what`` the release would ask."""

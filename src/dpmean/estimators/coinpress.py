@@ -678,10 +678,8 @@ class CoinPressCovMean(_CoinPress):
     """
 
     method = "coinpress-cov"
-
-    def check_sparse_questions(self, n: int, d: int) -> None:
-        # With engine="sparse" it was charged, then refused (a review).
-        raise self.sparse_engine_refusal("its covariance steps ask the rows' pair differences")
+    # With engine="sparse" it was charged, then refused (a review).
+    sparse_engine_refuses = "its covariance steps ask the rows' pair differences"
     declared_diagnostics = {
         "whitening_norm": Diagnostic(Kind.FLOAT, "||M||_op of the private whitening map M."),
         "sigma_max": Diagnostic(Kind.FLOAT, "The a priori bound Sigma <= sigma_max^2 I used."),

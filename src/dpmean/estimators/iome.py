@@ -326,14 +326,6 @@ class ShiftedClippedMean(ClippedMean):
 
     method = "iome"
     norms_about_origin = False  # about its private centre
-
-    def check_sparse_questions(self, n: int, d: int) -> None:
-        # The quantized path's view (clipped, quantized rows) was charged, then refused by
-        # the sparse engine, on sparse input by default (a review).
-        if self.quantized:
-            raise self.sparse_engine_refusal(
-                "quantized=True asks its rows clipped and quantized (quantized=False runs on "
-                "sparse rows)")
     declared_diagnostics = {
         "centre": Diagnostic(Kind.VECTOR, "The private centre the rows were shifted by (data "
                              "units)."),
@@ -366,6 +358,15 @@ class ShiftedClippedMean(ClippedMean):
         self.median_steps = check_steps(median_steps, "median_steps")
         self.quantized = check_flag(quantized, "quantized")
         self.bucket = None if bucket is None else check_positive(bucket, "bucket")
+
+    def check_sparse_questions(self, n: int, d: int) -> None:
+        super().check_sparse_questions(n, d)
+        # The quantized path's view (clipped, quantized rows) was charged, then refused by
+        # the sparse engine, on sparse input by default (a review).
+        if self.quantized:
+            raise self.sparse_engine_refusal(
+                "quantized=True asks its rows clipped and quantized (quantized=False runs on "
+                "sparse rows)")
 
     def clipping_stages(self, rho: float, n: int, d: int) -> dict[str, float]:
         geometry = self._geometry(n, *self.unit_box(n, d))
@@ -774,10 +775,8 @@ class GaussianIOME(ShiftedClippedMean):
     """
 
     method = "iome-gaussian"
-
-    def check_sparse_questions(self, n: int, d: int) -> None:
-        # With engine="sparse" it was charged, then refused (a review).
-        raise self.sparse_engine_refusal("its rows are preclipped to its a-priori ball")
+    # With engine="sparse" it was charged, then refused (a review).
+    sparse_engine_refuses = "its rows are preclipped to its a-priori ball"
     # sigma_min, sigma_max and the mean radius are in the data's units (and its box is a cube
     # unless bounds narrow it): runs in the data's own units.
     box_normalised = False

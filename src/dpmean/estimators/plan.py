@@ -333,22 +333,20 @@ class _PlanBase(MeanEstimator):
 
     def check_sparse_questions(self, n: int, d: int) -> None:
         # A session or a ledger charged these, then the sparse engine refused them (a review).
-        asked = self.sparse_column_questions(n, d)
+        asked = self.sparse_column_questions(self.budget_plan(n, d))
         if asked:
-            raise InvalidParameterError(
-                f"{self.method}: {' and '.join(asked)} on rows the sparse engine runs "
-                f"{'ask' if len(asked) > 1 else 'asks'} column questions (order statistics) "
-                f"it cannot answer without densifying; give the defaults there "
-                f"(centre='auto': the mean; variance='auto': binary), medians by Gaussian "
-                f"counts (quantile='binary-search'), or dense rows (a dense array; for a "
-                f".dat file engine='memory' or 'chunked')")
+            raise self.sparse_engine_refusal(
+                f"{' and '.join(asked)} {'ask' if len(asked) > 1 else 'asks'} column questions "
+                f"(order statistics; the defaults there, centre='auto': the mean and "
+                f"variance='auto': binary, do not, nor medians by Gaussian counts, "
+                f"quantile='binary-search')")
 
-    def sparse_column_questions(self, n: int, d: int) -> list[str]:
-        """The options whose stages, planned for rows of shape (n, d) on the sparse engine,
-        ask column questions (public): coordinate medians by the exponential mechanism (by
-        Gaussian counts, quantile='binary-search', the engine answers them)."""
+    def sparse_column_questions(self, plan: Mapping[str, float]) -> list[str]:
+        """The options whose stages in ``plan`` (for rows on the sparse engine) ask column
+        questions (public): coordinate medians by the exponential mechanism (by Gaussian
+        counts, quantile='binary-search', the engine answers them)."""
         median = (self._centre_kind_for(True) == "median" and self.quantile == "exponential"
-                  and "centre" in self.budget_plan(n, d))
+                  and "centre" in plan)
         return ["centre='median'"] if median else []
 
     def exponential_stages(self, d: int, sparse: bool) -> dict[str, int]:
@@ -690,11 +688,11 @@ class PrivateLimitAdaptedNoise(_PlanBase):
     def _variance_kind(self, engine: Engine) -> str:
         return self._variance_kind_for(engine.baskets)
 
-    def sparse_column_questions(self, n: int, d: int) -> list[str]:
+    def sparse_column_questions(self, plan: Mapping[str, float]) -> list[str]:
         # Every variance but the binary frequencies is a quantile of pair differences.
         kind = self._variance_kind_for(True)
-        pairs = kind != "binary" and "variance" in self.budget_plan(n, d)
-        return [*super().sparse_column_questions(n, d),
+        pairs = kind != "binary" and "variance" in plan
+        return [*super().sparse_column_questions(plan),
                 *([f"variance={kind!r}"] if pairs else [])]
 
     def _variance_kind_for(self, sparse: bool) -> str:

@@ -236,10 +236,8 @@ class TrimmedMean(MeanEstimator):
     """
 
     method = "trimmed"
-
-    def check_sparse_questions(self, n: int, d: int) -> None:
-        # With engine="sparse" it was charged, then refused (a review).
-        raise self.sparse_engine_refusal("its trim asks every column's order statistics")
+    # With engine="sparse" it was charged, then refused (a review).
+    sparse_engine_refuses = "its trim asks every column's order statistics"
     declared_diagnostics = {
         "noise": Diagnostic(Kind.TEXT, "The smooth-sensitivity noise distribution."),
         "truncation": Diagnostic(Kind.TEXT, "Where the trimmed mean is truncated."),
