@@ -117,25 +117,21 @@ def _listed_floats(x: list | tuple) -> np.ndarray:
     float64's range (about 1.8e308) is read as the infinity of its sign: a value beyond the
     range, clamped to the box like inf. numpy refuses to convert it, and that refusal came
     after the charge: one row's magnitude told with certainty (a review). Such a list is cast
-    cell by cell with the same cast (``_cell_float``), so every other cell reads as it would
-    without it, whatever other rows hold (two reviews: a first version read the list by
-    numpy's guess of its kind, and a string in one row turned another's True into text)."""
+    row by row, and cell by cell only within the row that overflows, each cell by numpy's
+    cast: every other value reads as it would without that row (reviews found a date, a
+    boolean beside a string, a row given as a numpy array read differently when cast as
+    Python objects)."""
     try:
         return np.asarray(x, dtype=np.float64)
     except OverflowError:
-        # Row by row, and cell by cell only within a row that overflows: a row given as a
-        # numpy array of dates or complex numbers, unpacked into Python objects, was refused
-        # where the whole-list cast reads it (a fourth review).
         return np.array([_row_floats(row) for row in x], dtype=np.float64)
 
 
-def _row_floats(row) -> np.ndarray | float:
+def _row_floats(row) -> np.ndarray:
     """One row (or, in a list of one variable, one cell) as ``_listed_floats`` reads it."""
     try:
         return np.asarray(row, dtype=np.float64)
     except OverflowError:
-        if np.ndim(row) == 0:
-            return _cell_float(row)
         return np.vectorize(_cell_float, otypes=[np.float64])(np.asarray(row, dtype=object))
 
 
