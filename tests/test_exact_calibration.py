@@ -29,6 +29,7 @@ from dpmean.events import (
     GaussianEvent,
     PureDPEvent,
     ZCDPEvent,
+    equivalent_events,
     exponential_event,
     zcdp_cost,
 )
@@ -130,6 +131,38 @@ def test_a_plan_that_depends_on_the_private_box_is_refused(x, monkeypatch):
     monkeypatch.setattr(PrivateLimitAdaptedNoise, "budget_plan", box_dependent)
     with pytest.raises(PrivacyAccountingError, match="accounted differently"):
         build_estimator("plan", None, epsilon=EPSILON, delta=DELTA).estimate(x)
+
+
+def test_auto_without_bounds_on_a_table_of_mixed_scales_composes_both_plans():
+    # A private box of columns of different widths gives auto the plan of a table in its own
+    # ranges, which differs from the plan in a box of equal widths: the calibration composes
+    # a choice between them (the box chooses), and the release runs. Before, it was refused
+    # after the box's charge (auto at n = 3000, d = 3, epsilon = 0.5: a review).
+    rng = np.random.default_rng(11)
+    x = rng.normal(5.0, 1.0, size=(3000, 3)) * np.array([1.0, 100.0, 10_000.0])
+    estimator = build_estimator("auto", None, epsilon=0.5, delta=DELTA, random_state=3)
+    granted = estimator.granted(*x.shape)
+    assert granted.budget.rho > approx_dp_to_zcdp(0.5, DELTA)
+    box, choice = granted.privacy_events()
+    assert isinstance(box, GaussianEvent) and isinstance(choice, ChoiceEvent)
+    equal, own_ranges = choice.options
+    assert not equivalent_events(equal, own_ranges)
+    assert compose_delta([box, choice], 0.5) <= DELTA
+    # Whichever plan the box selects, the composition covers it.
+    for option in choice.options:
+        assert compose_delta([box, choice], 0.5) >= compose_delta([box, *option], 0.5) * (
+            1 - 1e-12)
+    result = estimator.estimate(x)
+    assert result.budget.rho == granted.budget.rho
+    assert math.fsum(result.ledger.values()) == pytest.approx(result.budget.rho, rel=1e-9)
+    assert result.diagnostics["private_bounds"]
+    # This table's box is of different widths: the plan of a table in its own ranges ran.
+    lo, hi = result.diagnostics["bounds_lo"], result.diagnostics["bounds_hi"]
+    assert len(set(np.round(hi - lo, 6))) > 1
+    session = dpmean.Session(epsilon=2.0, delta=1e-5)
+    session.mean(x, epsilon=0.5, delta=DELTA, method="auto", random_state=3)
+    (release,) = session.ledger
+    assert compose_delta(list(release.events), 0.5) <= DELTA
 
 
 def test_a_granted_copy_refuses_another_shape(x):
@@ -268,6 +301,35 @@ def test_a_choice_is_at_least_as_loose_as_each_option_after_the_selection():
     alone = compose_delta([ChoiceEvent(((GaussianEvent(rho),),))], 0.5)
     assert compose_delta([GaussianEvent(rho)], 0.5) <= alone * (1 + 1e-6)
     assert alone == pytest.approx(compose_delta([GaussianEvent(rho)], 0.5), rel=1e-3)
+
+
+def test_a_choice_within_a_choice_is_accounted_by_its_pld():
+    # A plan selected by the private box may itself hold a choice (auto's candidates): each
+    # option's inner choice is its dominating pair's PLD composed with the stages before it.
+    rho = 0.03
+    inner = ChoiceEvent(((GaussianEvent(rho / 2),), (exponential_event(rho / 8, 4),)))
+    first = (GaussianEvent(rho / 2), inner)
+    second = (exponential_event(rho / 4, 4),)
+    nested = [GaussianEvent(rho / 10), ChoiceEvent((first, second))]
+    for epsilon in (0.25, 1.0, 2.0):
+        delta = compose_delta(nested, epsilon)
+        # Covers each option, the inner choice's composed as at the top level ...
+        assert delta >= compose_delta([GaussianEvent(rho / 10), *first], epsilon) * (1 - 1e-12)
+        assert delta >= compose_delta([GaussianEvent(rho / 10), *second], epsilon) * (
+            1 - 1e-12)
+        # ... and at most the zCDP accounting of the choice a nested choice fell back to
+        # before, below it where the PLDs are tighter (small epsilon).
+        costly = max(zcdp_cost(GaussianEvent(rho / 2)) + zcdp_cost(inner),
+                     zcdp_cost(second[0]))
+        before = compose_delta([GaussianEvent(rho / 10), ZCDPEvent(costly)], epsilon)
+        assert delta <= before
+        if epsilon < 2.0:
+            assert delta < 0.9 * before
+    # A choice of one option within a choice of one option is that option (up to the grid).
+    alone = compose_delta([ChoiceEvent(((GaussianEvent(rho / 2),
+                                         ChoiceEvent(((GaussianEvent(rho / 2),),))),))], 0.5)
+    assert alone == pytest.approx(compose_delta([GaussianEvent(rho)], 0.5), rel=1e-3)
+    assert compose_delta([GaussianEvent(rho)], 0.5) <= alone * (1 + 1e-6)
 
 
 def test_auto_release_charges_its_choice_and_checks_the_chosen_candidate(x, monkeypatch):

@@ -590,9 +590,14 @@ class _Bound:
 
 def _option_bound(option: Sequence[Event], grid: float) -> _Bound | None:
     """Option of a choice as a PLD (accounting A below), or None when part of it has none (a
-    ``ZCDPEvent`` of positive rho, or a choice within it)."""
-    if any(isinstance(e, ChoiceEvent) or (isinstance(e, ZCDPEvent) and e.rho > 0.0)
-           for e in option):
+    ``ZCDPEvent`` of positive rho, or a choice within it that has none). A choice within it
+    (``auto``'s candidates, within the plan a private box selects) is its own dominating
+    pair's PLD (``_choice_pld``), composed with the option's other events: the stages before
+    it chose it, as in the top-level accounting."""
+    if any(isinstance(e, ZCDPEvent) and e.rho > 0.0 for e in option):
+        return None
+    nested = [_choice_pld(e, grid) for e in option if isinstance(e, ChoiceEvent)]
+    if any(pld is None for pld in nested):
         return None
     gaussian = math.fsum(e.rho for e in option if isinstance(e, GaussianEvent))
     groups: dict[tuple[str, float, float], int] = {}
@@ -601,7 +606,7 @@ def _option_bound(option: Sequence[Event], grid: float) -> _Bound | None:
             key = ((("br" if e.bounded_range else "kov"), e.epsilon, 0.0)
                    if isinstance(e, PureDPEvent) else ("kov", e.epsilon, e.delta))
             groups[key] = groups.get(key, 0) + e.count
-    return _Bound(gaussian, groups, 0.0, grid)
+    return _Bound(gaussian, groups, 0.0, grid, nested)
 
 
 # The most support points of a choice's connect-the-dots PLD on each side of 0 (fewer, coarser

@@ -151,7 +151,11 @@ def _describe_event(event: Any) -> str:
     kind = fields.pop("kind")
     if kind == "choice":
         # Every candidate's whole plan (auto's release) ran to 1,500 characters on one line
-        # (a trial); the ledger file keeps them all.
-        return f"choice among {len(fields['options'])} candidates' plans"
+        # (a trial); the ledger file keeps them all. Without bounds auto's choice is among the
+        # plans its private box can select, each holding the choice among candidates.
+        count = len(fields["options"])
+        return (f"choice among {count} plans, selected by the private box"
+                if any(e["kind"] == "choice" for option in fields["options"] for e in option)
+                else f"choice among {count} candidates' plans")
     return f"{kind}(" + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
                                   for k, v in fields.items()) + ")"

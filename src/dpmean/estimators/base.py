@@ -415,18 +415,16 @@ class MeanEstimator(ABC):
         for the whole grant.
 
         Without bounds: the private box's Gaussian, then the plan in a stand-in box
-        (``BOX_STAND_IN``). The box only moves rho between Gaussian stages (IOME's centre
-        narrowing), which does not change the composition; the release checks that the plan in
-        the private box is accounted the same (``equivalent_events``) before it runs."""
-        from ..events import GaussianEvent, gaussian_event
-        from .private_bounds import BOUNDS_SHARE
+        (``box_stand_ins``). The box mostly moves rho between Gaussian stages (IOME's centre
+        narrowing), which does not change the composition; where the stand-ins' plans differ
+        (``auto`` on columns of different widths), the plan is a ``ChoiceEvent`` among them,
+        chosen by the box. The release checks that the plan in the private box is accounted as
+        one of them (``equivalent_events``) before it runs."""
+        from ..events import ChoiceEvent, GaussianEvent
 
         if self.finds_its_box():
-            assert self.budget.rho is not None
-            rho_box = self.budget.rho * BOUNDS_SHARE
-            inner = self.in_box(self.budget.rho - rho_box, BOX_STAND_IN)
-            return [gaussian_event(rho_box, self.secure_noise),
-                    *inner.plan_events(n, d, sparse)]
+            box, options = self.stand_in_plans(n, d, sparse)
+            return [box, *options[0]] if len(options) == 1 else [box, ChoiceEvent(options)]
         plan = self.budget_plan(n, d)
         events = self.stage_events(plan, n, d, sparse)
         assert events is not None and self.budget.rho is not None
@@ -437,6 +435,29 @@ class MeanEstimator(ABC):
         # assumes delta grows with rho, met a 10x spike and granted the generic conversion.)
         unspent = self.budget.rho - math.fsum(plan.values())
         return [*events.values(), *([GaussianEvent(unspent)] if unspent > 0.0 else [])]
+
+    def box_stand_ins(self, d: int) -> tuple[Any, ...]:
+        """The boxes whose plans stand for every plan a private box can select for d columns
+        (``plan_events`` without bounds; public): ``BOX_STAND_IN``. ``auto`` adds one of
+        columns of different widths."""
+        return (BOX_STAND_IN,)
+
+    def stand_in_plans(self, n: int, d: int, sparse: bool
+                       ) -> tuple[Event, tuple[tuple[Event, ...], ...]]:
+        """Without bounds: the private box's Gaussian event and the plans (events) of the rest
+        of rho in each of ``box_stand_ins`` that composes differently from those before it."""
+        from ..events import equivalent_events, gaussian_event
+        from .private_bounds import BOUNDS_SHARE
+
+        assert self.budget.rho is not None
+        rho_box = self.budget.rho * BOUNDS_SHARE
+        options: list[tuple[Event, ...]] = []
+        for stand_in in self.box_stand_ins(d):
+            events = tuple(self.in_box(self.budget.rho - rho_box, stand_in).plan_events(
+                n, d, sparse))
+            if not any(equivalent_events(events, option) for option in options):
+                options.append(events)
+        return gaussian_event(rho_box, self.secure_noise), tuple(options)
 
     def privacy_events(self) -> list:
         """The release as an (epsilon, delta) accountant composes it (``dpmean.pld`` events),
@@ -908,17 +929,18 @@ class MeanEstimator(ABC):
         # What is left, an ulp less where rho_box + (rho - rho_box) would round above rho.
         inner = self.in_box(remainder(self.rho, rho_box), (lo, hi), rng)
         if self._granted_for is not None:
-            # Calibrated with the plan in a stand-in box: this box's plan must compose alike.
+            # Calibrated with the plans in stand-in boxes: this box's plan must compose as
+            # one of them.
             from ..events import equivalent_events
 
             sparse = self._granted_for[2]
-            if not equivalent_events(inner.plan_events(n, d, sparse),
-                                     self.in_box(inner.rho, BOX_STAND_IN).plan_events(
-                                         n, d, sparse)):
+            events = inner.plan_events(n, d, sparse)
+            if not any(equivalent_events(events, option)
+                       for option in self.stand_in_plans(n, d, sparse)[1]):
                 raise PrivacyAccountingError(
                     f"{self.method}: the plan in the private box is accounted differently from "
-                    f"the plan the (epsilon, delta) calibration composed; the release must not "
-                    f"leave")
+                    f"the plans the (epsilon, delta) calibration composed; the release must "
+                    f"not leave")
         result = inner.estimate(data)
         extra = {"private_bounds_borrowed": borrowed.astype(np.int64)} if borrowed.any() else {}
         if (lifted >= LIFT_WARN_LEVELS).any():
@@ -1387,8 +1409,9 @@ def public_shape(x: Any) -> tuple[int, int]:
 _EXACT_RHO: dict[tuple[str, int, int, bool], float] = {}
 
 
-# The box a calibration without bounds plans in (``MeanEstimator.plan_events``): any box gives
-# the same accounting, which each release checks for its private box.
+# The box a calibration without bounds plans in (``MeanEstimator.box_stand_ins``): any box of
+# columns of equal widths gives the same accounting, which each release checks for its private
+# box.
 BOX_STAND_IN = (-1.0, 1.0)
 
 
