@@ -2,6 +2,7 @@
 beyond them, clamped (a box in the wrong units); faces at 0, where flags, counts and baskets
 lie, and fallback releases are not judged (``estimators.base.warn_if_on_the_faces``)."""
 
+import math
 import warnings
 from pathlib import Path
 
@@ -165,6 +166,16 @@ def test_columns_drowned_by_a_box_shared_with_wider_ones_are_told_by_name():
     # Each column in a range of its own scale: nothing to say.
     assert drowned(frame, {"latency_ms": (0, 1000), "errors": (0, 1), "bytes": (0, 1e7),
                            "cpu_pct": (0, 100)}) == []
+
+
+def test_the_drowned_warning_tells_a_finite_reach_where_an_interval_is_one_sided():
+    # At n = 2000 (seed 1) the drowned coordinates' intervals are unbounded below (projected
+    # onto the face at 0): the warning printed "reaches inf either side" (a review); it tells
+    # the farther finite end's distance instead.
+    (told,) = drowned(telemetry(2000, 1), (0.0, 1e9), seed=1)
+    reach = float(told.split("interval reaches ")[1].split(" ")[0])
+    assert math.isfinite(reach) and reach > 1e6
+    assert "inf" not in told.split("interval reaches ")[1].split(",")[0]
 
 
 def test_data_in_a_box_of_its_own_scale_is_not_told_drowned():

@@ -1339,11 +1339,20 @@ def warn_if_drowned(result: MeanResult) -> None:
         return
     many = drowned.size > 1
     its, them = ("their", "them") if many else ("its", "it")
+    # How far the interval reaches from the release, on its farther finite side: one
+    # unbounded below (a coordinate projected onto the face at 0, the lower end of its
+    # clipping's bound then -inf) printed "reaches inf either side" (a review).
+    if found is None:
+        far = reach
+    else:
+        ends = np.abs(np.stack([np.asarray(found[0]), np.asarray(found[1])]) - mean)
+        far = np.max(np.where(np.isfinite(ends), ends, 0.0), axis=0)
     warnings.warn(
         f"{result.method}: on {drowned.size} of {result.d} coordinates "
         f"({shown_columns(result, drowned)}) the release's {NOISY_LEVEL:.0%} interval reaches "
-        f"{float(np.median(reach[drowned])):.3g} either side, more than {DROWNED_RATIO:g} "
-        f"times {its} released value{'s' if many else ''}, which "
+        f"{float(np.median(far[drowned])):.3g} from {its} released "
+        f"value{'s' if many else ''} (the median), more than {DROWNED_RATIO:g} times "
+        f"{'those values' if many else 'that value'}, which "
         f"{'lie' if many else 'lies'} within {CLEAR_OF_NOISE:g} noise half-widths of 0: at "
         f"this budget the release does not tell {them} from 0. "
         f"The box's width sets the noise and the clipping's reach; if {its} values lie on a "
