@@ -514,3 +514,22 @@ def test_a_result_standard_output_cannot_encode_says_the_release_was_made():
                                          r"standard output's encoding \(ascii\)"):
         with printing("the release was made"):
             raise UnicodeEncodeError("ascii", "temp\u00b0C", 4, 5, "ordinal not in range")
+
+
+@pytest.mark.parametrize("engine", ["memory", "chunked"])
+def test_a_file_that_is_not_a_npy_array_is_refused_without_its_bytes(capsys, tmp_path,
+                                                                      engine):
+    # numpy's error quoted the first six bytes it read, here a data value (a user trial).
+    path = tmp_path / "secret.npy"
+    path.write_bytes(b"734512,88\n12,3\n")
+    code, _, err = run(capsys, "estimate", path, "--rho", "1", "--bounds", "0", "1",
+                       "--engine", engine)
+    assert one_error_line(code, err), err
+    assert "not a valid .npy" in err and "734512" not in err, err
+    # A header numpy cannot parse is told without its text either.
+    header = b"{'descr': '<f8 734512', 'fortran_order': False, 'shape': (2, 2), }"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
+    code, _, err = run(capsys, "estimate", path, "--rho", "1", "--bounds", "0", "1",
+                       "--engine", engine)
+    assert one_error_line(code, err), err
+    assert "not a valid .npy" in err and "734512" not in err, err

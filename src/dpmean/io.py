@@ -248,7 +248,7 @@ def _load_npy(p: Path) -> np.ndarray:
     try:
         obj = np.load(p, allow_pickle=False)
     except _NUMPY_LOAD_ERRORS as exc:
-        raise InvalidDataError(f"{p}: not a valid .npy file ({_npy_reason(exc)})") from None
+        raise InvalidDataError(f"{p}: not a valid .npy file ({npy_reason(exc)})") from None
     if isinstance(obj, np.lib.npyio.NpzFile):
         obj.close()
         raise InvalidDataError(f"{p}: is an .npz archive, not a .npy array; rename it to .npz")
@@ -267,7 +267,7 @@ def not_an_npz(p: Path, exc: BaseException | None) -> InvalidDataError:
     if npy:
         return InvalidDataError(f"{p}: is a .npy array, not an .npz archive; rename it to .npy")
     return InvalidDataError(f"{p}: not a valid .npz file "
-                            f"({_npy_reason(exc) if exc is not None else 'not a zip archive'})")
+                            f"({npy_reason(exc) if exc is not None else 'not a zip archive'})")
 
 
 def _load_npz(p: Path, key: str | None) -> np.ndarray | scipy.sparse.csr_matrix:
@@ -285,7 +285,7 @@ def _load_npz(p: Path, key: str | None) -> np.ndarray | scipy.sparse.csr_matrix:
             arr = obj[key]
         except _NUMPY_LOAD_ERRORS as exc:
             raise InvalidDataError(
-                f"{p}: array {key!r} cannot be read ({_npy_reason(exc)})"
+                f"{p}: array {key!r} cannot be read ({npy_reason(exc)})"
             ) from None
     return _check_numeric(p, arr, f"array {key!r} ")
 
@@ -332,17 +332,29 @@ def _load_sparse_npz(p: Path) -> scipy.sparse.csr_matrix:
         mat = scipy.sparse.load_npz(p)
     except (*_NUMPY_LOAD_ERRORS, KeyError) as exc:
         raise InvalidDataError(
-            f"{p}: looks like a scipy.sparse .npz but cannot be read ({_npy_reason(exc)})"
+            f"{p}: looks like a scipy.sparse .npz but cannot be read ({npy_reason(exc)})"
         ) from None
     return scipy.sparse.csr_matrix(mat)
 
 
-def _npy_reason(exc: BaseException) -> str:
+def npy_reason(exc: BaseException) -> str:
+    """Why numpy could not read a .npy file, from its error, without any of the file's bytes:
+    numpy quotes what it read ("the magic string is not correct; expected b'\\x93NUMPY', got
+    b'734512'" told a file's first six bytes, a data value: a user trial), so every quoted
+    part is left out."""
     text = str(exc)
     if "pickle" in text.lower():
         return ("it holds Python objects or is not a numpy file; dpmean only reads numeric "
                 "arrays and never unpickles")
-    return text.splitlines()[0] if text else type(exc).__name__
+    if not text:
+        return type(exc).__name__
+    if "magic string is not correct" in text:
+        return "it does not begin as a .npy file does (numpy's magic string)"
+    return _QUOTED.sub("(...)", text.splitlines()[0])
+
+
+# A quoted part of an error message: bytes (b'...', b"..."), a string or a repr of either.
+_QUOTED = re.compile(r"b?'(?:[^'\\]|\\.)*'" + r'|b?"(?:[^"\\]|\\.)*"')
 
 
 class BasketFile:

@@ -779,8 +779,10 @@ def _array_header(path: Path, f: IO[bytes], what: str) -> tuple[tuple[int, ...],
                 else np.lib.format.read_array_header_2_0)
         shape, _, dtype = read(f)
     except (ValueError, OSError, EOFError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InvalidDataError(f"{path}: {what}not a valid .npy array ({reason})") from None
+        from ..io import npy_reason
+
+        raise InvalidDataError(f"{path}: {what}not a valid .npy array ({npy_reason(exc)})"
+                               ) from None
     return shape, dtype
 
 

@@ -177,7 +177,9 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None,
         try:
             x = np.load(p, mmap_mode="r", allow_pickle=False)
         except (ValueError, OSError) as exc:
-            raise InvalidDataError(f"{p}: not a valid .npy file ({exc})") from None
+            from ..io import npy_reason
+
+            raise InvalidDataError(f"{p}: not a valid .npy file ({npy_reason(exc)})") from None
         # From the header (the array is mapped, not read): a session refuses it before its
         # charge, as the command line does; complex numbers passed as numbers (a trial).
         check_numeric_dtype(p, x.dtype)
