@@ -464,21 +464,21 @@ def check_values(table: Any, names: Sequence[str], labels: Sequence[str], *,
         column = table.column(name)
         if is_list_column(column.type):
             column = _list_values(column)
-        if column.null_count:
-            # ("NaN" as the estimators say it: the same advice, a different cause.)
+        # One message for a null and a NaN: which of the two a column holds is a fact about
+        # some row that the refusal need not add (two messages told it: a user trial). (An
+        # infinite value, or a CSV number too large for a float64, is a number beyond the
+        # range: clamped, ``validation.beyond_range_clamped``.)
+        if column.null_count or (pa.types.is_floating(column.type) and pc.any(
+                pc.is_nan(column), min_count=1).as_py()):
             # (The CSV spellings of "missing" only for a CSV file: a Parquet file's null
             # named them, a user trial.)
             spellings = (" (where another column has a fill, a CSV cell NA, N/A, NULL, None, "
                          "#N/A or <NA> is empty too)" if csv else "")
-            raise InvalidDataError(f"{label} holds an empty cell (null): like NaN values, it "
-                                   f"must be removed or imputed before a private "
-                                   f"release{spellings}{_FILL_HINT}")
-        if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column),
-                                                        min_count=1).as_py():
-            # (An infinite value, or a CSV number too large for a float64, is a number beyond
-            # the range: clamped, ``validation.beyond_range_clamped``.)
-            raise InvalidDataError(f"{label} holds NaN values (nan); remove or impute them "
-                                   f"before a private release{_FILL_HINT}")
+            error = InvalidDataError(f"{label} holds an empty cell (null) or a NaN value: it "
+                                     f"must be removed or imputed before a private "
+                                     f"release{spellings}{_FILL_HINT}")
+            error.column_name = name  # type: ignore[attr-defined]
+            raise error
 
 
 def check_fill(fill: Any, names: Sequence[str], where: str) -> dict[str, float]:
@@ -1014,10 +1014,11 @@ class CsvTable:
         self._check(table)
         return table
 
-    def read(self) -> np.ndarray:
+    def read(self, check: bool = False) -> np.ndarray:
         """All rows of the chosen columns, (n, d) float64, as they are (``nan``/``inf`` cells
-        included: the estimators refuse them)."""
-        return _as_array(self._table(), list(self._column_of))
+        included: the estimators refuse them), or with a NaN refused as a cell that is not a
+        number, naming its column (``check``, as ``table``)."""
+        return _as_array(self.table() if check else self._table(), list(self._column_of))
 
     def _table(self) -> Any:
         import pyarrow as pa
@@ -1032,7 +1033,10 @@ class CsvTable:
             check_values(rows, list(self._column_of), self._labels, csv=True)
         except InvalidDataError as exc:
             self._check_lines()  # a record over lines is told first (a review: a NaN was)
-            raise InvalidDataError(f"{self.path}: {exc}") from None
+            # As a cell that is not a number: an empty cell, NA or NaN in a CSV file is told
+            # as one (three messages told which of them a row held: a user trial).
+            column = exc.column_name  # type: ignore[attr-defined]  # set by check_values
+            raise self._not_a_number(self._column_of[column]) from None
 
     def _error(self, exc: Exception) -> InvalidDataError:
         """pyarrow's error (which quotes the cell or row) retold without the row: neither the
@@ -1065,8 +1069,8 @@ class CsvTable:
         filled = name in self.fill
         return InvalidDataError(
             f"{self.path}: column {number} holds a cell that is not a number ({named}"
-            f"{'' if filled else 'empty, '}text, or a malformed number; True and False are read "
-            f"as 1 and 0); fix the cell, remove the row, or choose other columns{hint}"
+            f"{'' if filled else 'empty, NA, NaN, '}text, or a malformed number; True and False "
+            f"are read as 1 and 0); fix the cell, remove the row, or choose other columns{hint}"
             + ("; its fill takes empty cells and NA, N/A, NULL, None, #N/A, <NA>, not a cell "
                "of spaces" if filled else
                "; an empty cell can take a public value with --fill NAME=VALUE (fill=)"))

@@ -645,7 +645,9 @@ def _open_input(args: argparse.Namespace, engine: str | None) -> Any:
     if tables:
         table = open_table(args.input, **tables)
         # A table keeps its names into the result; a CSV file without a header has none.
-        return table.table() if table.names is not None else table.read()
+        # Either is checked as a file's cells are (a NaN cell was told apart from an empty
+        # one by the estimators' own message, its column counted from 0: a trial).
+        return table.table() if table.names is not None else table.read(check=True)
     return load_data(args.input, key=args.key, **items)
 
 
