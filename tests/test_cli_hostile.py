@@ -169,6 +169,37 @@ def test_an_unwritable_output_directory_is_refused_before_the_charge(capsys, fol
     assert Path("T.json").read_bytes() == before and os.listdir("locked") == []
 
 
+@pytest.mark.parametrize("length", [240, 300])
+def test_an_output_name_too_long_is_refused_before_the_charge(capsys, folder, length):
+    # 300 characters: a traceback from the checks (a user trial). 240: the name fits, the
+    # write's temporary file (18 characters more) does not, so the result was charged and lost.
+    before = Path("T.json").read_bytes()
+    name = "r" * length + ".json"
+    code, _, err = estimate(capsys, "a.npy", "--bounds", 0, 10, "--output", name,
+                            "--ledger", "T.json")
+    assert one_error_line(code, err) and "too long" in err, err
+    assert Path("T.json").read_bytes() == before
+    assert sorted(os.listdir(".")) == sorted(p.name for p in folder.iterdir())
+    assert not any(p.name.startswith(".r") for p in folder.iterdir())
+
+
+def test_a_directory_that_refuses_new_files_is_refused_before_the_charge(capsys, folder):
+    # /proc's permission bits let root write, its file system takes no new file: the result
+    # was charged, then lost (a user trial).
+    if not (Path("/proc").is_dir() and os.access("/proc", os.W_OK)):
+        pytest.skip("needs a /proc that os.access calls writable (root on Linux)")
+    before = Path("T.json").read_bytes()
+    code, _, err = estimate(capsys, "a.npy", "--bounds", 0, 10, "--output", "/proc/x.json",
+                            "--ledger", "T.json")
+    assert one_error_line(code, err) and "refused a new file" in err, err
+    assert Path("T.json").read_bytes() == before
+
+
+def test_a_ledger_name_too_long_is_one_error_line(capsys, folder):
+    code, _, err = run(capsys, "ledger", "init", "l" * 300 + ".json", "--rho", 1)
+    assert one_error_line(code, err) and "too long" in err, err
+
+
 def test_an_output_under_a_regular_file_is_refused(capsys, folder):
     # Not writable even by root: the "directory" is a file.
     before = Path("T.json").read_bytes()

@@ -495,6 +495,29 @@ def write_files_atomic(files: Mapping[Path, bytes]) -> None:
             tmp.unlink(missing_ok=True)
 
 
+def _new_temporary(path: Path, mode: int) -> tuple[int, Path]:
+    """A new hidden file beside ``path`` (its name ``path``'s and 18 characters more), open
+    for writing: its descriptor and path."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), tmp
+        except FileExistsError:
+            continue
+    # pragma: no cover - 100 collisions of 48 random bits
+    raise FileExistsError(f"could not create a temporary file next to {path}")
+
+
+def check_can_write(path: Path) -> None:
+    """Create and remove the temporary file an atomic write of ``path`` would create first
+    (``write_files_atomic``): what fails there (a directory that refuses new files, such as
+    /proc's, a name too long once the temporary file's 18 characters are added, a full
+    directory table) fails before anything is spent, not after. An OSError says why."""
+    fd, tmp = _new_temporary(path, 0o600)
+    os.close(fd)
+    os.unlink(tmp)
+
+
 def _synced_temporary(path: Path, data: bytes) -> Path:
     """``data`` in a new hidden file beside ``path``, on disk; returns its path. Where
     ``path`` is a regular file already, the new file has its permissions (and its owner and
@@ -505,16 +528,7 @@ def _synced_temporary(path: Path, data: bytes) -> Path:
     # plain open would; one that replaces a file starts private (0o600) and takes the old
     # file's mode before any data is written, so a file its owner made private is never
     # readable to others, not even for a moment.
-    for _ in range(100):
-        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                         0o666 if old is None else 0o600)
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover - 100 collisions of 48 random bits
-        raise FileExistsError(f"could not create a temporary file next to {path}")
+    fd, tmp = _new_temporary(path, 0o666 if old is None else 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
             if old is not None:

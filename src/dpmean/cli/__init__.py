@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         # stdout at /dev/null so that Python's flush at exit does not raise again.
         discard_stdout()
         return 141  # 128 + SIGPIPE, as a shell reports it
+    except OSError as exc:
+        # What the system refused where no check foresaw it (a file name too long for the
+        # file system, given to 'ledger init': a traceback, a user trial): one line.
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"{where}{exc.strerror or exc}", exc)
 
 
 def build_parser() -> Parser:

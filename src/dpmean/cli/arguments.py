@@ -584,6 +584,18 @@ def check_writable(path: str, keep: Mapping[str, str | None] | None = None, *,
         # Path("") is the working directory: an empty name would write nothing or fail late.
         raise UsageError("cannot write '': the file name is empty")
     out = Path(path)
+    try:
+        return _writable(out, keep, replace)
+    except OSError as exc:
+        # A name too long for the file system (a traceback before: a user trial), or the
+        # write's own temporary file refused (``check_can_write``).
+        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+def _writable(out: Path, keep: Mapping[str, str | None] | None, replace: bool) -> Path:
+    """``check_writable``'s checks of ``out``; an OSError where the system refuses one."""
+    from ..io import check_can_write
+
     parent = out.parent
     if out.is_dir():
         raise UsageError(f"cannot write {out}: it is a directory")
@@ -607,6 +619,15 @@ def check_writable(path: str, keep: Mapping[str, str | None] | None = None, *,
     if out.exists() and not replace:
         raise UsageError(f"cannot write {out}: the file exists (an earlier result, whose budget "
                          f"is spent?); choose another name, or pass --force to replace it")
+    # The permission bits can say yes where the file system says no (/proc: a result charged
+    # and then lost, a user trial): the write's first step is tried.
+    try:
+        check_can_write(out)
+    except OSError as exc:
+        why = ("the name is too long for the file system once the write's temporary file "
+               "adds its 18 characters" if exc.errno == errno.ENAMETOOLONG
+               else f"directory {parent} refused a new file ({exc.strerror or exc})")
+        raise UsageError(f"cannot write {out}: {why}") from None
     return out
 
 
