@@ -121,6 +121,9 @@ def test_estimate_seed_is_reproducible(capsys, data):
     first = json.loads(run(capsys, *args)[1])
     second = json.loads(run(capsys, *args)[1])
     assert first["mean"] == second["mean"]
+    # The file says its noise is reproducible (a user trial: only the terminal did).
+    assert first["seeded"] is True
+    assert json.loads(run(capsys, *args[:-2])[1])["seeded"] is False
 
 
 def test_estimate_negative_bounds_in_scientific_notation(capsys, data):

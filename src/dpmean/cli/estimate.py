@@ -218,6 +218,9 @@ def run(args: argparse.Namespace) -> int:
     if "epsilon" in budget:
         payload["epsilon"] = budget["epsilon"]
         payload["delta"] = budget["delta"]
+    # A seeded release's noise is reproducible by anyone who has the seed: the file says so,
+    # not only the terminal (a shared file could not be told from a private release: a trial).
+    payload["seeded"] = args.seed is not None
     text = json.dumps(payload, indent=2, default=json_default) + "\n"
     # What an error from here on must say: the release was made (and charged) all the same.
     done = [f"charged to the ledger {args.ledger} as release #{index}"] if index is not None else []
