@@ -46,7 +46,9 @@ GOOD_ROWS = "0.5,0.25,0.75\n" * 300  # enough rows that the estimators read the 
 # name -> (file name, contents, number of items for .dat, markers that must not appear,
 # what the message must say)
 FILES = {
-    "nan-csv": ("nan.csv", csv_text(ARRAYS["nan"][0]), None, [str(N_NAN)], "NaN values"),
+    # (A release of the file says "a cell that is not a number (... NaN ...)", as for an
+    # empty cell; load_data's array, the estimators' "NaN values".)
+    "nan-csv": ("nan.csv", csv_text(ARRAYS["nan"][0]), None, [str(N_NAN)], "NaN"),
     "csv-cell": ("cell.csv", "a,b,c\n0.5,0.5,0.5\n" + "1," + SECRET + NUMBER + ",3\n"
                  + GOOD_ROWS, None, [SECRET, NUMBER, "xyz", "line 3"],
                  "column 2 holds a cell that is not a number"),

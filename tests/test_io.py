@@ -395,6 +395,16 @@ def test_directory(tmp_path):
     (tmp_path / "d.npy").mkdir()
     with pytest.raises(InvalidDataError, match=r"d\.npy: is a directory"):
         load_data(tmp_path / "d.npy")
+    # Without a data file's extension too (it was "unknown file type": a user trial).
+    (tmp_path / "d").mkdir()
+    with pytest.raises(InvalidDataError, match=r"d: is a directory"):
+        load_data(tmp_path / "d")
+
+
+def test_a_tab_separated_file_is_told_to_be_read_as_csv(tmp_path):
+    (tmp_path / "x.tsv").write_text("a\tb\n1\t2\n")
+    with pytest.raises(InvalidDataError, match=r"tab-separated file is read as \.csv"):
+        load_data(tmp_path / "x.tsv")
 
 
 GARBAGE = b"\x00\x01garbage, not what the name says\xff" * 10

@@ -203,10 +203,16 @@ def check_readable(p: Path) -> None:
     ledger's charge."""
     ext = p.suffix.lower()
     if ext not in SUPPORTED_EXTENSIONS:
+        if p.is_dir():  # as a directory named .csv is told (a trial)
+            raise InvalidDataError(f"{p}: is a directory, not a data file")
         shown = f"extension {ext!r}" if ext else "no extension"
+        # A tab-separated file is a CSV file whose delimiter is a tab (a trial).
+        hint = (" (a tab-separated file is read as .csv: rename it; the delimiter is found "
+                "from its first line, or give --delimiter)" if ext in (".tsv", ".tab", ".txt")
+                else "")
         raise InvalidDataError(
-            f"{p}: unknown file type ({shown}); dpmean reads {', '.join(SUPPORTED_EXTENSIONS)}"
-        )
+            f"{p}: unknown file type ({shown}); dpmean reads "
+            f"{', '.join(SUPPORTED_EXTENSIONS)}{hint}")
     try:
         st = p.stat()
     except FileNotFoundError:

@@ -513,7 +513,8 @@ def check_bounds(bounds, d: int, names: Sequence[str] | None = None
     if not np.isfinite(diameter_squared):
         raise InvalidParameterError(
             "bounds are too wide to compute with in floating point (the squared diameter of "
-            "the box overflows); rescale the data, e.g. to other units"
+            "the box overflows); give bounds that hold the data more closely, or rescale the "
+            "data, e.g. to other units"
         )
     narrowest = float(np.min(hi_arr - lo_arr))
     if narrowest < NARROWEST_WIDTH:

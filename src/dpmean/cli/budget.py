@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from ..registry import ESTIMATORS, PLANNED
@@ -283,11 +284,12 @@ def _print(plan: dict, as_json: bool, epsilon_budget: bool = False) -> None:
     # proportional to its width, and a target binds on the widest column. For a target, the
     # half-width the rho found buys, which the target is not where another limit set it.
     half_width = plan.get("reached_half_width", plan["half_width"])
+    names = plan.get("columns")
     if getattr(half_width, "ndim", 0):
-        print(f"{setting}: half-widths per coordinate {_first(half_width)} at {budget}")
+        print(f"{setting}: half-widths per coordinate {_first(half_width, names)} at {budget}")
     elif "half_widths" in plan:
         print(f"{setting}: half-width at most {half_width:.6g} on every coordinate at "
-              f"{budget}; per coordinate {_first(plan['half_widths'])}")
+              f"{budget}; per coordinate {_first(plan['half_widths'], names)}")
     else:
         print(f"{setting}: half-width {half_width:.6g} at {budget}")
     for line in _target_notes(plan):
@@ -338,8 +340,12 @@ def _rounded_up(value: float, digits: int = 4) -> str:
     return f"{float(text) + step:.{digits}g}"
 
 
-def _first(values: Any) -> str:
-    """The first few of a vector's values, and how many there are."""
+def _first(values: Any, names: Sequence[str] | None = None) -> str:
+    """The first few of a vector's values, each after its column's name where the ranges were
+    given by name (the JSON had the names, the text not: a trial), and how many there are."""
     shown = min(len(values), 8)
     more = f" ... ({len(values)} in all)" if len(values) > shown else ""
-    return format_values(values[:shown]) + more
+    if names is None:
+        return format_values(values[:shown]) + more
+    return ", ".join(f"{name} {value}" for name, value in zip(
+        names[:shown], format_values(values[:shown]).split(", "), strict=True)) + more

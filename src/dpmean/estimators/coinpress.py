@@ -415,9 +415,9 @@ class _CoinPress(MeanEstimator):
             centre = center
         if radius is None:
             raise InvalidParameterError(
-                f"{self.method} needs radius=R: a public bound ||mean - centre|| <= R, chosen "
-                f"without looking at the data (CoinPress's experiments use 10 sqrt(d), IOME's "
-                f"50 sqrt(d))")
+                f"{self.method} needs radius=R (on the command line --option radius=R): a "
+                f"public bound ||mean - centre|| <= R, chosen without looking at the data "
+                f"(CoinPress's experiments use 10 sqrt(d), IOME's 50 sqrt(d))")
         self.radius = check_positive(radius, "radius")
         try:
             self.centre = np.asarray(centre, dtype=np.float64)
