@@ -409,6 +409,19 @@ def test_split_budget_composes_to_at_most_its_epsilon(epsilon, delta, k):
     assert step >= epsilon / k * (1.0 - 1e-11)
 
 
+@pytest.mark.parametrize("epsilon", [1e-320, 1e-300, 1e-200])
+def test_an_epsilon_too_small_to_split_is_refused_clearly(epsilon):
+    # scipy's "Failed to converge" (a RuntimeError) and "xtol too small" reached the user of
+    # grs-unkvar, before any charge (a review).
+    from dpmean.protocols.composition import split_budget
+
+    with pytest.raises(InvalidParameterError, match="too small to split over 3 steps"):
+        split_budget(epsilon, 1e-6, 3)
+    with pytest.raises(InvalidParameterError, match="too small to split"):
+        dpmean.mean(np.zeros((200, 3)), epsilon=epsilon, delta=1e-6, method="grs-unkvar",
+                    bounds=(-3, 3))
+
+
 @pytest.mark.parametrize("local_epsilon", [1e-12, 1e-10, 1e-6, 1e-3, 1.0])
 def test_fmt_closed_form_is_accurate_at_small_local_epsilon(local_epsilon):
     """e^eps0 - 1 was a float subtraction: at eps0 = 1e-10 off by a relative 8e-9 (either way,

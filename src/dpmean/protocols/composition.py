@@ -66,7 +66,17 @@ def split_budget(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     # to more than epsilon wherever epsilon / k is near it (50% more at epsilon = 1e-14, k = 3;
     # 4.7% at 1e-12, k = 1024) and gave 0 below it. The composition of k >= 2 steps of epsilon
     # exceeds epsilon, so [0, epsilon] brackets the root.
-    step = brentq(excess, 0.0, epsilon, xtol=epsilon / k * 2.0**-50, rtol=4.0 * 2.0**-52)
+    xtol = epsilon / k * 2.0**-50
+    try:
+        if not xtol > 0.0:
+            raise ValueError("no tolerance")
+        step = brentq(excess, 0.0, epsilon, xtol=xtol, rtol=4.0 * 2.0**-52)
+    except (RuntimeError, ValueError):
+        # Near float64's smallest numbers the root cannot be found (scipy's error reached the
+        # user at epsilon = 1e-300, k = 3: a review); no such budget buys a usable release.
+        raise InvalidParameterError(
+            f"epsilon={epsilon:.3g} is too small to split over {k} steps in floating point; "
+            f"use a larger epsilon") from None
     step *= 1.0 - 1e-12
     # The guarantee must hold as computed, not only up to the root's tolerance: step down.
     while step > 0.0 and excess(step) > 0.0:
