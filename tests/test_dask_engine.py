@@ -232,3 +232,15 @@ def test_pair_gather_in_both_layouts_and_of_no_pairs(dask_client):
     np.testing.assert_array_equal(other.compute(), want)
     none = dask_module._pair_gather(rows, np.empty((0, 2), dtype=np.intp), first_sorted=True)
     assert none.compute().shape == (0, 1)
+
+
+@pytest.mark.parametrize("bounds", [(0.0, 1.0), None])
+@pytest.mark.parametrize("values, message", [
+    (np.array([["a", "b"]] * 10), "must be numeric"),
+    (np.ones((10, 2)) + 1j, "must be real-valued"),
+])
+def test_a_dask_array_is_refused_by_its_dtype_before_anything_else(bounds, values, message):
+    # Too few rows for cm at rho = 1: a dask array of text released the fallback's zero vector
+    # where the same array in memory was refused (a review). Its dtype is metadata.
+    with pytest.raises(dpmean.InvalidDataError, match=message):
+        dpmean.mean(da.from_array(values, chunks=5), rho=1.0, method="cm", bounds=bounds)

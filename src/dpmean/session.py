@@ -57,7 +57,13 @@ from .registry import DEFAULT_METHOD, ESTIMATORS
 from .result import MeanResult
 from .rng import seed_digest
 from .tables import data_columns, is_table, series_as_frame, table_data
-from .validation import bounds_by_name, check_data, check_sparse_data, is_sparse
+from .validation import (
+    bounds_by_name,
+    check_data,
+    check_declared_dtype,
+    check_sparse_data,
+    is_sparse,
+)
 
 # 2: every release carries its accountant events. Version 1 files (no events) are still read:
 # their releases are accounted by their notion (budget_events), which is what version 1 did.
@@ -322,9 +328,7 @@ def check_input_type(estimator: Any, data: Any, d: int, n: int | None = None) ->
         check_sparse_data(scipy.sparse.csr_matrix((1, d), dtype=getattr(data, "dtype",
                                                                         np.float64)))
     elif not sparse:
-        dtype = getattr(data, "dtype", None)
-        if isinstance(dtype, np.dtype):
-            check_data(np.zeros((1, d), dtype=dtype))
+        check_declared_dtype(data, d)
     # As ``make_engine`` refuses it, once the input's type is allowed (a trial: the sparse
     # engine asked of an array was charged, then refused).
     check_engine_input(estimator.engine, sparse)

@@ -144,6 +144,15 @@ def _cell_float(value) -> float:
         return math.inf if value > 0 else -math.inf
 
 
+def check_declared_dtype(data: object, d: int) -> None:
+    """Refuse ``data`` by the dtype it declares (an array's, a dask array's or a row source's
+    metadata: no value read) where ``check_data`` would refuse values of that dtype: text,
+    objects, complex numbers. Nothing without a numpy dtype."""
+    dtype = getattr(data, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        check_data(np.zeros((1, d), dtype=dtype))
+
+
 def check_data(x) -> np.ndarray:
     """Return ``x`` as a real numeric array of shape (n, d), without NaN or inf; a 1-D array is
     n values of one variable. The dtype is kept (engines convert once, while copying)."""

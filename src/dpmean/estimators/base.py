@@ -45,6 +45,7 @@ from ..validation import (
     bounds_by_name,
     check_bounds,
     check_data,
+    check_declared_dtype,
     check_flag,
     check_sparse_data,
     is_sparse,
@@ -625,6 +626,10 @@ class MeanEstimator(ABC):
         # a caller may have changed the arrays in place since the last one).
         self.__dict__.pop("_checked_boxes", None)
         n, d = public_shape(x)
+        if is_deferred(x) and not is_sparse(x):
+            # By its declared dtype before anything else: a dask array of text at too few rows
+            # released the fallback where the same array in memory was refused (a review).
+            check_declared_dtype(x, d)
         self.check_secure_scale(n, d)
         if self.engine is not None and reads_whole(x, self.engine):  # before any charge
             check_whole_read_fits(n, d, self.engine, isinstance(x, DatSource))
