@@ -436,3 +436,13 @@ def test_fmt_closed_form_is_accurate_at_small_local_epsilon(local_epsilon):
     reference = mp.log1p((e0 - 1) / (e0 + mp.exp(-mp.log1p(a + b))) * (a + b))
     assert fmt_closed_form_epsilon(local_epsilon, n, delta) == pytest.approx(
         float(reference), rel=1e-13, abs=0.0)
+
+
+@pytest.mark.parametrize("method", ["grs-unkvar", "iome-shuffle"])
+def test_a_large_delta_to_convert_a_rho_at_is_warned_as_a_pair_is(method):
+    # rho with delta=0.5 was accepted silently where (epsilon, 0.5) warns (a review).
+    from dpmean import LargeDeltaWarning
+
+    x = np.random.default_rng(0).normal(0.0, 1.0, size=(500, 3))
+    with pytest.warns(LargeDeltaWarning, match="delta=0.5 is large"):
+        dpmean.mean(x, rho=1.0, delta=0.5, method=method, bounds=(-3, 3), random_state=0)

@@ -42,7 +42,10 @@ def mean(
         (``fill``, ``delimiter``, ``header``, ``index_col``, ``decimal``, ``n_items``; ``key``
         for an ``.npz`` archive, read whole), as ``dpmean.io.load_data`` takes them.
     rho : float, optional
-        The zCDP budget (> 0). Give either ``rho`` or both ``epsilon`` and ``delta``.
+        The zCDP budget (> 0). Give either ``rho`` or both ``epsilon`` and ``delta``. The
+        (epsilon, delta) protocols (``iome-shuffle``, ``grs-knownvar``, ``grs-unkvar``) convert
+        a rho to the epsilon it implies at ``delta`` (default 1e-9): their result's budget is
+        that (epsilon, delta), not a rho.
     epsilon, delta : float, optional
         An (epsilon, delta)-DP budget instead (epsilon > 0, 0 < delta < 1). These and every
         parameter below are given by name (``dpmean.mean(x, 0.5, (0, 255))`` read the box as

@@ -176,8 +176,9 @@ SEARCH_SHARE = 0.5
 _COINPRESS = ("CoinPress's last step clips rows to a ball about a private centre with no count "
               "or rank guarantee of the rows it clips, so only the box bounds its bias "
               "(coinpress with bounds and interval_share > 0 buys a clip profile)")
-_PROTOCOLS = ("the local and shuffle protocols' range counts carry no rank guarantee that the "
-              "intervals use yet")
+_PROTOCOLS = ("the local and shuffle protocols clip to ranges that an earlier round of their "
+              "own finds (IOME's range counts, GRS's histograms), whose noisy counts carry no "
+              "rank guarantee that the intervals use yet")
 NO_INTERVAL = {
     "coinpress": _COINPRESS,
     "coinpress-cov": _COINPRESS,

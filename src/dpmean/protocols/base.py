@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..accounting import check_budget_request, zcdp_to_approx_dp
+from ..accounting import check_budget_request, warn_if_large_delta, zcdp_to_approx_dp
 from ..budget import Budget
 from ..diagnostics import Diagnostic, Kind
 from ..engines import Engine
@@ -111,6 +111,7 @@ class ApproxDPProtocol(ProtocolEstimator):
         check_budget_request(rho, epsilon)  # a positive rho, never with epsilon
         if delta is not None:
             check_fraction(delta, "delta")  # the delta to convert rho at
+            warn_if_large_delta(float(delta))  # as for a pair (it was silent here: a review)
 
     def grant(self, rho: float | None, epsilon: float | None, delta: float | None) -> Budget:
         if rho is not None:
