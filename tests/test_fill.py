@@ -130,8 +130,7 @@ def test_parquet_fill_on_every_engine(capsys, files, engine):
 
 
 @pytest.mark.parametrize("fill, message", [
-    ({"agee": 1.0}, "fill names 'agee', not one of the columns read"),
-    ({"name": 1.0}, "fill names 'name', not one of the columns read"),
+    ({"agee": 1.0}, "fill names 'agee', not one of the file's columns"),
     ({"age": float("nan")}, "finite number"),
     ({"age": float("inf")}, "finite number"),
     ({"age": True}, "finite number"),
@@ -142,6 +141,14 @@ def test_parquet_fill_on_every_engine(capsys, files, engine):
 def test_a_bad_fill_is_refused_before_any_row_is_read(files, fill, message, name):
     with pytest.raises(InvalidParameterError, match=message):
         open_table(files / name, columns=["age", "income"], fill=fill)
+
+
+@pytest.mark.parametrize("name, other", [("blanks.csv", "name"), ("blanks.parquet", "flag")])
+def test_a_fill_for_a_column_left_out_is_allowed_and_unused(files, name, other):
+    # As a range for such a column is: a fill kept for a table was refused once columns=
+    # left its column out (a user trial).
+    table = open_table(files / name, columns=["age", "income"], fill={other: 1.0, "age": 2.0})
+    assert table.fill == {"age": 2.0}
 
 
 def test_fill_needs_a_named_column_of_numbers(files, tmp_path):

@@ -481,9 +481,13 @@ def check_values(table: Any, names: Sequence[str], labels: Sequence[str], *,
             raise error
 
 
-def check_fill(fill: Any, names: Sequence[str], where: str) -> dict[str, float]:
+def check_fill(fill: Any, names: Sequence[str], where: str,
+               available: Sequence[str] = ()) -> dict[str, float]:
     """``fill`` (a mapping of column name to a public value, or None) checked against the
-    chosen columns ``names``: each name one of them, each value a finite real number.
+    chosen columns ``names``: each name one of them or of the file's other columns
+    ``available`` (allowed and unused, as a range for a column left out is: a fill kept for a
+    table was refused once ``columns`` left its column out, a user trial), each value a finite
+    real number. Returns the fills of the chosen columns.
 
     A fill value is public, given before the rows are read, and replaces each missing cell of
     its column, row by row (``fill_missing``): a row's value depends on that row alone, so
@@ -492,8 +496,8 @@ def check_fill(fill: Any, names: Sequence[str], where: str) -> dict[str, float]:
     Raises
     ------
     InvalidParameterError
-        ``fill`` is not a mapping, names a column that is not read, or gives a value that
-        is not a finite real number.
+        ``fill`` is not a mapping, names a column the file does not have, or gives a value
+        that is not a finite real number.
     """
     if fill is None:
         return {}
@@ -502,15 +506,16 @@ def check_fill(fill: Any, names: Sequence[str], where: str) -> dict[str, float]:
                                     f"{{'income': 0.0}}, got {type(fill).__name__}")
     checked: dict[str, float] = {}
     for name, value in fill.items():
-        if str(name) not in names:
+        if str(name) not in names and str(name) not in available:
             raise InvalidParameterError(f"{where}: fill names {name!r}, not one of the "
-                                        f"columns read ({_list_names(list(names))})")
+                                        f"file's columns "
+                                        f"({_list_names(list(available or names))})")
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
                 math.isfinite(value)):
             raise InvalidParameterError(f"the fill value of column {name!r} must be a finite "
                                         f"number, got {value!r}")
         checked[str(name)] = float(value)
-    return checked
+    return {name: value for name, value in checked.items() if name in names}
 
 
 def fill_missing(rows: Any, fill: dict[str, float]) -> Any:
@@ -697,7 +702,7 @@ class CsvTable:
         if fill is not None and not self.header:
             raise InvalidParameterError(f"{where}: fill names columns by header name, and the "
                                         f"file is read without a header")
-        self.fill: dict[str, float] = check_fill(fill, chosen, where)
+        self.fill: dict[str, float] = check_fill(fill, chosen, where, data_names)
         counts = Counter(all_names)
         for name in chosen:  # pyarrow picks columns by name: an index's name must differ
             if counts[name] > 1:
@@ -1157,7 +1162,7 @@ class ParquetTable:
         if listed:
             raise InvalidParameterError(f"{self.path}: fill applies to columns of numbers, not "
                                         f"to the list column {listed[0]!r}")
-        self.fill = check_fill(fill, self.columns, str(self.path))
+        self.fill = check_fill(fill, self.columns, str(self.path), available)
 
     def _rows(self, rows: Any) -> Any:
         """Rows read from the file with the missing cells of the ``fill`` columns filled."""

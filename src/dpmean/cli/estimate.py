@@ -139,7 +139,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     table.add_argument("--fill", metavar="NAME=VALUE", type=fill_pair, action="append",
                        help="a public value for the missing cells of column NAME (an empty "
                        "CSV cell, a Parquet null, a NaN), chosen without looking at the data; "
-                       "repeat for other columns. n is unchanged and the count of cells filled "
+                       "repeat for other columns (one --columns leaves out is unused, as a "
+                       "--range for it). n is unchanged and the count of cells filled "
                        "is not reported. Without it an empty cell is refused (after the "
                        "charge, as the rows are read)")
     add_output_arguments(p)
