@@ -1,11 +1,13 @@
 """Hostile inputs through the public API: every call ends in a clear DPMeanError or a finite,
 correctly accounted release, never a crash, a hang or a silently wrong budget."""
 
+import collections
 import math
 import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
@@ -313,6 +315,33 @@ def test_a_box_whose_squared_reach_overflows_is_refused_before_the_charge(method
             few = session.mean(x[:60], rho=0.05, method="auto", bounds=(6e153, 1.2e154),
                                random_state=2)
         assert few.diagnostics["chosen"] == "gaussian"
+
+
+@pytest.mark.parametrize("sequence", [collections.deque, collections.UserList, tuple])
+@pytest.mark.parametrize("last", [[10**309, 0.5], [2**64, 0.5], ["0.5", 0.5]])
+def test_any_sequence_of_rows_is_read_as_a_list_is(sequence, last):
+    # A deque or a UserList went through numpy's dtype guess: one row holding 10**309, 2**64
+    # beside floats or a numeric string made the array object or text, refused after the
+    # session's charge, where its neighbour was released (a review).
+    rows = [[0.5, 0.5]] * 199
+    session = dpmean.Session(rho=1.0)
+    result = session.mean(sequence(rows + [last]), rho=0.1, method="gaussian", bounds=(0, 1),
+                          random_state=0)
+    assert [entry.status for entry in session.ledger] == ["released"]
+    listed = dpmean.mean(rows + [last], rho=0.1, method="gaussian", bounds=(0, 1),
+                         random_state=0)
+    np.testing.assert_array_equal(result.mean, listed.mean)
+
+
+def test_a_dask_array_of_sparse_blocks_is_refused_before_the_charge():
+    # Charged, then refused as its blocks were read (a review).
+    da = pytest.importorskip("dask.array")
+    x = da.from_array(scipy.sparse.random(2000, 16, density=0.2, format="csr",
+                                          random_state=0), chunks=(500, 16), asarray=False)
+    session = dpmean.Session(rho=1.0)
+    with pytest.raises(InvalidDataError, match="dask array of scipy.sparse blocks"):
+        session.mean(x, rho=0.1, method="plan", bounds=(0, 1))
+    assert session.spent == 0.0 and session.ledger == []
 
 
 @pytest.mark.parametrize("big", [10**309, -10**309])

@@ -112,7 +112,14 @@ def sequence_shape(x) -> tuple[int, ...]:
         raise InvalidDataError(NOT_AN_ARRAY) from None
 
 
-def _listed_floats(x: list | tuple) -> np.ndarray:
+def _declares_no_dtype(x: object) -> bool:
+    """Whether numpy would read ``x``'s dtype off its values: a Python sequence (a list, a
+    tuple, a deque, a UserList), not an array or anything that hands numpy one."""
+    return not any(hasattr(x, name) for name in ("dtype", "__array__", "__array_interface__",
+                                                  "__array_struct__"))
+
+
+def _listed_floats(x) -> np.ndarray:
     """A list or tuple of rows as float64 by numpy's cast, except that a Python integer beyond
     float64's range (about 1.8e308) is read as the infinity of its sign: a value beyond the
     range, clamped to the box like inf. numpy refuses to convert it, and that refusal came
@@ -147,7 +154,14 @@ def _cell_float(value) -> float:
 def check_declared_dtype(data: object, d: int) -> None:
     """Refuse ``data`` by the dtype it declares (an array's, a dask array's or a row source's
     metadata: no value read) where ``check_data`` would refuse values of that dtype: text,
-    objects, complex numbers. Nothing without a numpy dtype."""
+    objects, complex numbers; and a dask array whose blocks are scipy.sparse matrices (its
+    ``_meta``), which every engine refuses as it reads them: after a session's charge, before
+    (a review). Nothing without a numpy dtype."""
+    if is_sparse(getattr(data, "_meta", None)):
+        raise InvalidDataError(
+            "a dask array of scipy.sparse blocks is not supported; pass the scipy.sparse "
+            "matrix itself (the sparse engine), or dense blocks (x.map_blocks(lambda b: "
+            "b.toarray()))")
     dtype = getattr(data, "dtype", None)
     if isinstance(dtype, np.dtype):
         check_data(np.zeros((1, d), dtype=dtype))
@@ -168,9 +182,10 @@ def check_data(x) -> np.ndarray:
         x = np.ma.getdata(x)
     try:
         # A list's dtype would be read off its values (one integer above 2^64 made it an
-        # object array, refused, where 7 was released): lists and tuples are float64 by
+        # object array, refused, where 7 was released): lists, tuples and every other
+        # sequence without a dtype of its own (a deque, a UserList: a review) are float64 by
         # declaration, as every value is clamped to the box anyway.
-        arr = _listed_floats(x) if isinstance(x, list | tuple) else np.asarray(x)
+        arr = _listed_floats(x) if _declares_no_dtype(x) else np.asarray(x)
     except (TypeError, ValueError, OverflowError):
         # numpy's message may quote the input; say only what is expected.
         raise InvalidDataError(NOT_AN_ARRAY) from None
