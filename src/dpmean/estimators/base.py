@@ -741,8 +741,8 @@ class MeanEstimator(ABC):
         """The refusal of ``check_sparse_questions``: ``what`` the release would ask."""
         return InvalidParameterError(
             f"{self.method}: {what}, which the sparse engine does not answer without "
-            f"densifying; give dense rows (a dense array; for a .dat file engine='memory' or "
-            f"'chunked')")
+            f"densifying; give dense rows (a dense array, e.g. a sparse matrix's .toarray(); "
+            f"for a .dat file engine='memory' or 'chunked')")
 
     def secure_coordinates(self, d: int) -> int:
         """The most coordinates a secure release of this estimator's takes on d columns (a
