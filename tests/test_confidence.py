@@ -523,3 +523,26 @@ def test_an_interval_in_a_private_box_says_it_is_about_the_clamped_rows():
     assert "clamping bias is not included" in private["confidence_basis"]
     public = dpmean.mean(x, rho=0.5, method="gaussian", bounds=(0, 200), random_state=0)
     assert public.to_dict()["confidence_basis"] == "noise"
+
+
+def test_an_interval_in_a_private_box_is_told_to_be_of_the_clamped_rows():
+    # Without bounds a lognormal column's interval missed its mean in 30 of 30 releases, and
+    # only confidence_basis said why (a user trial): the methods warn; to_dict does not (it
+    # carries the basis).
+    import warnings
+
+    from dpmean import PrivateBoxIntervalWarning
+
+    rng = np.random.default_rng(0)
+    x = np.column_stack([rng.integers(18, 90, 2000), rng.lognormal(20, 2, 2000)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = dpmean.mean(x, rho=0.5, method="gaussian", random_state=0)
+    for ask in (result.confidence_interval, result.confidence_radius):
+        with pytest.warns(PrivateBoxIntervalWarning, match="rows clamped to the private box"):
+            ask()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivateBoxIntervalWarning)
+        assert "private box" in result.to_dict()["confidence_basis"]
+        boxed = dpmean.mean(x, rho=0.5, method="gaussian", bounds=(0, 1e12), random_state=0)
+        boxed.confidence_interval()

@@ -30,6 +30,7 @@ _HOME = {
     "available_methods": "registry",
     "BoxFaceWarning": "errors",
     "BoxIntervalWarning": "errors",
+    "PrivateBoxIntervalWarning": "errors",
     "BudgetExceededError": "errors",
     "DPMeanError": "errors",
     "InsufficientDataWarning": "errors",
@@ -82,6 +83,7 @@ __all__ = [
     "MeanEstimator",
     "NoisyReleaseWarning",
     "MeanResult",
+    "PrivateBoxIntervalWarning",
     "PlanNoScale",
     "PrivacyLedger",
     "PrivateLimitAdaptedNoise",
@@ -114,6 +116,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
         InvalidDataError,
         InvalidParameterError,
         NoisyReleaseWarning,
+        PrivateBoxIntervalWarning,
         SecureNoiseWarning,
         TemporarySpaceError,
     )

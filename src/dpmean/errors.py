@@ -62,6 +62,13 @@ class BoxIntervalWarning(UserWarning):
     values yet); the message says why."""
 
 
+class PrivateBoxIntervalWarning(UserWarning):
+    """A confidence interval of a release made without ``bounds``: it covers the mean of the
+    rows clamped to the private box the release found, not rows beyond it (a heavy tail past
+    the box's power of two), whose clamping bias no interval bounds; give ``bounds`` for an
+    interval of the rows themselves (within them)."""
+
+
 class NoisyReleaseWarning(UserWarning):
     """The release says little about the rows: the noise's 95% interval is wider than half the
     public box on most coordinates, a column's private box was lifted far above its own rows
