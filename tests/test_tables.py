@@ -426,3 +426,39 @@ def test_a_series_named_by_a_number_takes_ranges_by_that_name():
                         random_state=3)
     assert result.columns == whole.columns == ("0",)
     np.testing.assert_array_equal(result.mean, whole.mean)
+
+
+def test_a_groupby_is_refused_with_what_to_do():
+    # numpy read a pandas GroupBy as rows of different lengths and a polars one as a 0-d
+    # object (a user trial).
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"g": [0, 1, 0, 1] * 50, "a": np.linspace(0.0, 1.0, 200)})
+    session = dpmean.Session(rho=2.0)
+    for grouped in (frame.groupby("g"), frame.groupby("g")["a"]):
+        with pytest.raises(InvalidDataError, match="a GroupBy is not data"):
+            session.mean(grouped, rho=1.0, bounds=(0, 1))
+    assert session.spent == 0.0
+
+
+def test_a_mapping_of_columns_is_a_table():
+    # README: anything pyarrow.table converts; a dict of arrays was refused ("got shape ()").
+    rng = np.random.default_rng(0)
+    columns = {"a": rng.normal(0, 1, 500), "b": rng.normal(3, 1, 500)}
+    result = dpmean.mean(columns, rho=1.0, bounds={"a": (-5, 5), "b": (-5, 10)},
+                         random_state=0)
+    frame = dpmean.mean(np.column_stack([columns["a"], columns["b"]]), rho=1.0,
+                        bounds=([-5, -5], [5, 10]), random_state=0)
+    assert result.columns == ("a", "b")
+    np.testing.assert_array_equal(result.mean, frame.mean)
+    with pytest.raises(InvalidDataError, match="columns differ in length"):
+        dpmean.mean({"a": [1, 2], "b": [1]}, rho=1.0, bounds=(0, 5))
+    # A list column is float64 by declaration, never by pyarrow's guess from its values: one
+    # row's 2**64 or numeric string does not refuse the rest (as for a list of rows).
+    released = set()
+    for last in (1.0, 2**64, 10**309, "1.0"):
+        session = dpmean.Session(rho=2.0)
+        result = session.mean({"a": [0.5] * 199 + [last]}, rho=1.0, bounds={"a": (0, 1)},
+                              random_state=0)
+        assert [entry.status for entry in session.ledger] == ["released"]
+        released.add(float(result.mean[0]))
+    assert len(released) == 1  # each last cell clamped to 1

@@ -409,6 +409,11 @@ class Session:
     possibly smaller amount its ledger used), so the composed guarantee below holds for the
     whole sequence of releases, adaptively chosen, under the replace-one relation.
 
+    Means per group (a loop over ``frame.groupby(...)``) are releases of their own, charged
+    in sequence, never in parallel: a session does not know the groups are disjoint, and
+    each result publishes its group's size ``n`` exactly, which is private only where the
+    groups' membership is public (a GroupBy itself is refused as input).
+
     Parameters
     ----------
     rho : float, optional

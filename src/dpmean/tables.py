@@ -82,6 +82,14 @@ def data_columns(x: Any, columns: Sequence[str] | str | None = None
         # A query, not its rows: numpy read it as a 0-d object ("got shape ()").
         raise InvalidDataError("a polars LazyFrame is a query, not its rows: pass "
                                "frame.collect()")
+    if type(x).__name__.endswith("GroupBy"):
+        # pandas' and polars' GroupBy: numpy read them as rows of different lengths or a 0-d
+        # object (a user trial).
+        raise InvalidDataError(
+            "a GroupBy is not data: release each group's mean by itself (for name, group in "
+            "frame.groupby(...)); each is a release of its own, charged in sequence by a "
+            "Session, and publishes its group's size n (a group's membership must be public "
+            "for that to be private)")
     if isinstance(x, str | PathLike):
         # A file, read in chunks by the chunked engine (a 0-d array of text before, refused
         # with "got shape ()").
@@ -97,12 +105,47 @@ def data_columns(x: Any, columns: Sequence[str] | str | None = None
     return x, getattr(x, "column_names", None)
 
 
+def _mapping_table(x: Mapping) -> Any:
+    """A mapping of column name to values as a pyarrow Table (README: a table is anything
+    ``pyarrow.table`` converts). Each column's type is declared, never guessed from its
+    values (pyarrow's guess made one Python integer above 2^64, or one string, refuse the
+    whole input: the leak a list's cast closed, ``validation.check_data``): an array or
+    Series keeps its dtype (text and objects refused by it), a list or other sequence is
+    float64 by declaration."""
+    import pyarrow as pa
+
+    from .validation import declared_floats
+
+    columns = {}
+    for name, values in x.items():
+        label = f"column {name!r}"
+        dtype = getattr(values, "dtype", None)
+        if isinstance(dtype, np.dtype) and dtype.kind in "OSUVMm":
+            raise InvalidDataError(f"{label} has type {dtype}; only numeric or boolean "
+                                   f"columns can be used (choose others with columns=)")
+        try:
+            column = declared_floats(values) if dtype is None else np.asarray(values)
+        except InvalidDataError as exc:
+            raise InvalidDataError(f"{label}: {exc}") from None
+        if column.ndim != 1:
+            raise InvalidDataError(f"{label} must be one-dimensional, got shape "
+                                   f"{column.shape}")
+        columns[str(name)] = column
+    if len({len(column) for column in columns.values()}) > 1:
+        raise InvalidDataError("a mapping is read as a table of columns, and its columns "
+                               "differ in length")
+    return pa.table(columns)
+
+
 def series_as_frame(x: Any) -> Any:
     """A pandas or polars Series with a name (pandas' default is None, polars' the empty
     string) as the frame of its one column, whose name the result then carries, as a frame's
     column's (a user trial: ``dpmean.mean(frame.age)`` lost it; a column picked from a frame
     of integer names, ``frame[0]``, is named 0, and ranges by that name are taken as a
-    frame's are); else ``x``."""
+    frame's are); a mapping of column name to values as the pyarrow Table it converts to
+    (``_mapping_table``); else ``x``."""
+    if isinstance(x, Mapping):
+        return _mapping_table(x)
     module = type(x).__module__.split(".")[0]
     named = (module in ("pandas", "polars") and type(x).__name__ == "Series"
              and x.name is not None and x.name != "")

@@ -119,6 +119,17 @@ def _declares_no_dtype(x: object) -> bool:
                                                   "__array_struct__"))
 
 
+def declared_floats(x) -> np.ndarray:
+    """A sequence without a dtype of its own (a list of rows, a mapping's column) as float64
+    by declaration (``_listed_floats``); ``InvalidDataError`` where numpy cannot convert it,
+    without numpy's message (which may quote a value). NaN and inf stay (the release refuses
+    or clamps them)."""
+    try:
+        return _listed_floats(x)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidDataError(NOT_AN_ARRAY) from None
+
+
 def _listed_floats(x) -> np.ndarray:
     """A list or tuple of rows as float64 by numpy's cast, except that a Python integer beyond
     float64's range (about 1.8e308) is read as the infinity of its sign: a value beyond the
