@@ -339,3 +339,11 @@ def test_a_fallback_names_the_fewest_rows_that_release(method, rho, d):
     if named < 2000:  # the fewest, by counting up
         assert named == next(n for n in range(2, named + 1)
                              if estimator.fallback_reason(n, d) is None)
+
+
+def test_bounds_equal_only_as_float64_say_so():
+    # Nanosecond timestamps: (1.7e18, 1.7e18 + 100) are one float64 number, and the message
+    # printed lo=1.7e+18, hi=1.7e+18 without why (a user trial).
+    with pytest.raises(InvalidParameterError, match="256 apart at this magnitude"):
+        dpmean.mean(np.zeros((10, 1)), rho=1.0,
+                    bounds=(1_700_000_000_000_000_000, 1_700_000_000_000_000_100))

@@ -505,6 +505,15 @@ def _holds_bool(value) -> bool:
 NARROWEST_WIDTH = 1e-100
 
 
+def _equal_as_floats(lo: float, hi: float) -> str:
+    """Why bounds given apart can be equal: read as float64 numbers, whose spacing grows with
+    their magnitude (nanosecond timestamps near 1.7e18 are 256 apart: a user trial)."""
+    if lo != hi or abs(lo) < 2.0**53:
+        return ""
+    return (f" (equal as float64 numbers, which are {float(np.spacing(abs(lo))):g} apart at "
+            f"this magnitude: subtract a public offset from the data and the bounds first)")
+
+
 def check_bounds(bounds, d: int, names: Sequence[str] | None = None
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Return (lo, hi) as float64 arrays of shape (d,) from scalars or per-coordinate arrays;
@@ -541,7 +550,7 @@ def check_bounds(bounds, d: int, names: Sequence[str] | None = None
         which = f"column {names[j]!r}" if names is not None else f"coordinate {j}"
         raise InvalidParameterError(
             f"bounds need lo < hi in every coordinate; {which} has lo={lo_arr[j]:g}, "
-            f"hi={hi_arr[j]:g}"
+            f"hi={hi_arr[j]:g}" + _equal_as_floats(lo_arr[j], hi_arr[j])
         )
     with np.errstate(over="ignore"):
         diameter_squared = np.sum(np.square(hi_arr - lo_arr))
