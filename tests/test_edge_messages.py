@@ -347,3 +347,20 @@ def test_bounds_equal_only_as_float64_say_so():
     with pytest.raises(InvalidParameterError, match="256 apart at this magnitude"):
         dpmean.mean(np.zeros((10, 1)), rho=1.0,
                     bounds=(1_700_000_000_000_000_000, 1_700_000_000_000_000_100))
+
+
+def test_frame_messages_fit_the_column():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"t": pd.date_range("2020-01-01", periods=5),
+                          "c": pd.Categorical(["a", "b", "a", "b", "a"]), "a": np.arange(5.0),
+                          "b": np.arange(5.0)})
+    # .astype(float) was offered for dates and categories, which pandas refuses, with advice
+    # about columns of arrays (a user trial).
+    for column, hint in (("t", "total_seconds"), ("c", ".cat.codes")):
+        with pytest.raises(dpmean.InvalidDataError) as refused:
+            dpmean.mean(frame, rho=1.0, bounds=(0, 5), columns=[column])
+        assert hint in str(refused.value) and "astype(float)" not in str(refused.value)
+        assert "arrays" not in str(refused.value)
+    # Scalar bounds are every column's, not "coordinate 0".
+    with pytest.raises(InvalidParameterError, match="every column has lo=10, hi=0"):
+        dpmean.mean(frame[["a", "b"]], rho=1.0, bounds=(10, 0))

@@ -224,16 +224,29 @@ def _declared_numeric(x: Any, labels: list[str], columns: Sequence[str] | str | 
         if label in picked and arrow is not None:
             check_numeric_type(arrow, label)
         elif label in picked and getattr(dtype, "kind", "O") in ("m", "M", "O", "S", "U"):
-            # (The dtype alone: an object column of arrays is the usual pandas embedding.)
-            arrays = ("; a column of arrays (vectors) reads as one column per element when "
-                      "typed pd.ArrowDtype(pa.list_(pa.float32(), d)), or pass "
-                      "np.stack(frame[column])" if getattr(dtype, "kind", "O") == "O" else "")
             raise InvalidDataError(
                 f"column {label!r} has type {dtype}; only numeric or boolean columns can be "
-                f"used (convert it first, e.g. .astype(float), or choose others with "
-                f"columns=){arrays}")
+                f"used (convert it first, {_conversion_hint(dtype)}, or choose others with "
+                f"columns=)")
     position = {label: i for i, label in enumerate(labels)}  # names are unique (checked)
     return x.iloc[:, [position[name] for name in chosen]]
+
+
+def _conversion_hint(dtype: Any) -> str:
+    """How to make numbers of a pandas column of ``dtype`` (the dtype alone): .astype(float)
+    was offered for dates and categories of text, which pandas refuses (a user trial)."""
+    kind, name = getattr(dtype, "kind", "O"), str(dtype)
+    if kind in "mM":
+        return ("e.g. seconds since a public origin: (frame[column] - pd.Timestamp(ORIGIN))"
+                ".dt.total_seconds()" if kind == "M" else "e.g. .dt.total_seconds()")
+    if name == "category":
+        return "e.g. .cat.codes where the codes mean something, or pd.to_numeric on its values"
+    if name.startswith(("str", "string")) or kind in "SU":
+        return "e.g. pd.to_numeric(frame[column]) where its text holds numbers"
+    # (An object column of arrays is the usual pandas embedding.)
+    return ("e.g. .astype(float); a column of arrays (vectors) reads as one column per "
+            "element when typed pd.ArrowDtype(pa.list_(pa.float32(), d)), or pass "
+            "np.stack(frame[column])")
 
 
 def _column_labels(x: Any) -> list[str]:

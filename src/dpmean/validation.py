@@ -547,7 +547,11 @@ def check_bounds(bounds, d: int, names: Sequence[str] | None = None
     lo_arr, hi_arr = out
     if not (lo_arr < hi_arr).all():
         j = int(np.argmax(~(lo_arr < hi_arr)))
-        which = f"column {names[j]!r}" if names is not None else f"coordinate {j}"
+        # Scalar bounds are every coordinate's: "coordinate 0" named the first of a frame's
+        # columns by position (a user trial).
+        scalar = np.ndim(lo) == 0 and np.ndim(hi) == 0
+        which = ("every column" if scalar and d > 1 else
+                 f"column {names[j]!r}" if names is not None else f"coordinate {j}")
         raise InvalidParameterError(
             f"bounds need lo < hi in every coordinate; {which} has lo={lo_arr[j]:g}, "
             f"hi={hi_arr[j]:g}" + _equal_as_floats(lo_arr[j], hi_arr[j])
