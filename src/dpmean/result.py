@@ -266,7 +266,9 @@ class MeanResult:
         # dataclass's repr printed every coordinate and diagnostic array, hundreds of lines at
         # d = 1000 (a user trial).
         mean = np.array2string(self.mean, threshold=8, edgeitems=3, precision=6)
-        columns = "" if self.columns is None else f", columns={len(self.columns)} names"
+        # The names where they are few (a user trial read "columns=3 names"), else how many.
+        columns = ("" if self.columns is None else f", columns={list(self.columns)}"
+                   if len(self.columns) <= 8 else f", columns={len(self.columns)} names")
         return (f"MeanResult(method={self.method!r}, n={self.n}, d={self.d}, "
                 f"budget={self.budget}, mean={mean}, {self.unit}_spent={self.spent:.6g}, "
                 f"ledger stages={list(self.ledger)}, diagnostics={sorted(self.diagnostics)}, "
