@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import dpmean
 from dpmean import ledger_file
 from dpmean.cli import main
 
@@ -557,10 +558,27 @@ def test_a_file_that_is_not_a_npy_array_is_refused_without_its_bytes(capsys, tmp
                        "--engine", engine)
     assert one_error_line(code, err), err
     assert "not a valid .npy" in err and "734512" not in err, err
-    # A header numpy cannot parse is told without its text either.
-    header = b"{'descr': '<f8 734512', 'fortran_order': False, 'shape': (2, 2), }"
-    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
-    code, _, err = run(capsys, "estimate", path, "--rho", "1", "--bounds", "0", "1",
-                       "--engine", engine)
-    assert one_error_line(code, err), err
-    assert "not a valid .npy" in err and "734512" not in err, err
+    # A header numpy cannot parse is told without its text either (numpy names what it read
+    # after a colon, unquoted), and a crafted one (a key that is not a string, an open quote,
+    # a negative size, another format version) is one error line, never a traceback, and is
+    # refused before a session's charge (a review).
+    headers = [b"{'descr': '<f8 734512', 'fortran_order': False, 'shape': (2, 2), }",
+               b"734512.25", b"{'descr': '<f8', 'fortran_order': False, 'shape': [734512]}",
+               b"{'descr': '<f8', 'fortran_order': 734512, 'shape': (2, 2), }",
+               b"{'descr': 734512, 'fortran_order': False, 'shape': (2, 2), }",
+               b"{1: 2, 'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }",
+               b"{'descr': '<f8, 'fortran_order': False, 'shape': (734512, 2), }",
+               b"{'descr': '<f8', 'fortran_order': False, 'shape': (-734512,), }"]
+    for header in headers:
+        for version in (b"\x01\x00", b"74"):
+            path.write_bytes(b"\x93NUMPY" + version + len(header).to_bytes(2, "little")
+                             + header + b"\n" + bytes(64))
+            code, _, err = run(capsys, "estimate", path, "--rho", "1", "--bounds", "0", "1",
+                               "--engine", engine)
+            assert one_error_line(code, err), (header, err)
+            assert "734512" not in err and "2021" not in err, (header, err)
+            session = dpmean.Session(rho=1.0)
+            with pytest.raises(dpmean.InvalidDataError) as refused:
+                session.mean(str(path), rho=0.5, bounds=(0, 1), engine=engine)
+            assert "734512" not in str(refused.value), (header, refused.value)
+            assert session.spent == 0.0, header

@@ -11,8 +11,6 @@ import os
 import re
 import secrets
 import stat
-import zipfile
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -246,8 +244,12 @@ def check_numeric_dtype(p: Path, dtype: np.dtype, what: str = "") -> None:
         raise InvalidDataError(f"{p}: {what.strip() + ': ' if what else ''}{exc}") from None
 
 
-# Errors numpy and zipfile raise on a damaged or mislabelled .npy/.npz file.
-_NUMPY_LOAD_ERRORS = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error)
+# Errors numpy and zipfile raise on a damaged, mislabelled or crafted .npy/.npz file: numpy's
+# header parser lets through a TypeError (a key that is not a string), tokenize's error (an
+# unbalanced quote) and others, which printed tracebacks or came after a session's charge (a
+# review): any error of reading the file is the file's.
+NUMPY_LOAD_ERRORS = (Exception,)
+_NUMPY_LOAD_ERRORS = NUMPY_LOAD_ERRORS
 
 
 def _load_npy(p: Path) -> np.ndarray:
@@ -356,7 +358,13 @@ def npy_reason(exc: BaseException) -> str:
         return type(exc).__name__
     if "magic string is not correct" in text:
         return "it does not begin as a .npy file does (numpy's magic string)"
-    return _QUOTED.sub("(...)", text.splitlines()[0])
+    if "format version" in text:
+        return "its format version is not one numpy reads (1, 2 or 3)"
+    if isinstance(exc, UnicodeError):
+        return "its header is not valid text"
+    # numpy names what it read after a colon, unquoted ("Header is not a dictionary:
+    # 734512.25", "shape is not valid: [734512]": a review): the part before it only.
+    return _QUOTED.sub("(...)", text.splitlines()[0].split(":")[0])
 
 
 # A quoted part of an error message: bytes (b'...', b"..."), a string or a repr of either.

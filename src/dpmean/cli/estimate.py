@@ -777,18 +777,24 @@ def _array_header(path: Path, f: IO[bytes], what: str) -> tuple[tuple[int, ...],
     """The shape and dtype in a .npy header (at ``f``'s position)."""
     import numpy as np
 
+    from ..io import NUMPY_LOAD_ERRORS, npy_reason
+
     try:
         version = np.lib.format.read_magic(f)
+        if version not in ((1, 0), (2, 0), (3, 0)):
+            # (Read as version 2, another's bytes gave a header length: a review.)
+            raise ValueError("format version")
         # Version 3 differs from 2 only in the header's encoding (UTF-8, for the field names
         # of structured dtypes, which are refused below as non-numeric anyway).
         read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                 else np.lib.format.read_array_header_2_0)
         shape, _, dtype = read(f)
-    except (ValueError, OSError, EOFError) as exc:
-        from ..io import npy_reason
-
+    except NUMPY_LOAD_ERRORS as exc:
         raise InvalidDataError(f"{path}: {what}not a valid .npy array ({npy_reason(exc)})"
                                ) from None
+    if not all(isinstance(size, int) and size >= 0 for size in shape):
+        raise InvalidDataError(f"{path}: {what}not a valid .npy array (its shape is not of "
+                               f"sizes 0 or more)")
     return shape, dtype
 
 

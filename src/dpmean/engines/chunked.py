@@ -17,7 +17,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidDataError, InvalidParameterError
-from ..io import BasketFile, check_n_items, check_numeric_dtype, open_table
+from ..io import (
+    NUMPY_LOAD_ERRORS,
+    BasketFile,
+    check_n_items,
+    check_numeric_dtype,
+    npy_reason,
+    open_table,
+)
 from ..tables import CsvTable, ParquetTable
 from ..transforms import BoxClamp, View
 from ..validation import check_data
@@ -176,9 +183,7 @@ def open_source(path: str | os.PathLike, *, n_items: int | None = None,
     if ext == ".npy":
         try:
             x = np.load(p, mmap_mode="r", allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            from ..io import npy_reason
-
+        except NUMPY_LOAD_ERRORS as exc:
             raise InvalidDataError(f"{p}: not a valid .npy file ({npy_reason(exc)})") from None
         # From the header (the array is mapped, not read): a session refuses it before its
         # charge, as the command line does; complex numbers passed as numbers (a trial).
