@@ -528,8 +528,10 @@ def check_can_write(path: Path) -> None:
     /proc's, a name too long once the temporary file's 18 characters are added, a full
     directory table) fails before anything is spent, not after. An OSError says why."""
     fd, tmp = _new_temporary(path, 0o600)
-    os.close(fd)
-    os.unlink(tmp)
+    try:
+        os.close(fd)
+    finally:  # an interruption or a failing close leaves no file behind (a review)
+        os.unlink(tmp)
 
 
 def _synced_temporary(path: Path, data: bytes) -> Path:
