@@ -383,6 +383,26 @@ def test_an_output_that_fails_after_the_release_says_it_was_charged(capsys, fold
         "is lost" in err
 
 
+def test_a_ledger_that_cannot_be_settled_says_the_release_was_made(capsys, folder,
+                                                                   monkeypatch):
+    # The release was made and its entry stays reserved (counted in full); the error said only
+    # "cannot write T.json: No space left on device" (a review).
+    settle = ledger_file.settle
+
+    def full_disk(path, index, status, *args, **kwargs):
+        if status == "released":
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return settle(path, index, status, *args, **kwargs)
+
+    monkeypatch.setattr(ledger_file, "settle", full_disk)
+    code, out, err = estimate(capsys, "a.npy", "--bounds", 0, 10, "--ledger", "T.json")
+    assert one_error_line(code, err) and out == "", err
+    assert "No space left on device" in err
+    assert "the release was made and stays charged to the ledger T.json as release #0" in err
+    assert "its result is lost" in err
+    assert [entry.status for entry in ledger_file.read("T.json").ledger] == ["reserved"]
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("argv", [
     ["estimate", "a.npy", "--rho", "1", "--bounds", "0", "10", "--method", "cm", "--json"],

@@ -469,8 +469,17 @@ def _release(args: argparse.Namespace, estimator: Any, engine: str | None,
                              f"failed: the data may have been read, and a failure can depend "
                              f"on it")
             raise
-    session = (ledger_file.settle(args.ledger, index, "released", result.spent)
-               if index is not None else None)
+    session = None
+    if index is not None:
+        try:
+            session = ledger_file.settle(args.ledger, index, "released", result.spent)
+        except (UsageError, DPMeanError, OSError) as exc:
+            # The release was made and is charged in full (its entry stays reserved); the
+            # error said only that the ledger could not be written (a review).
+            exc.add_note(f"the release was made and stays charged to the ledger "
+                         f"{args.ledger} as release #{index} (reserved: counted in full), "
+                         f"but its result is lost")
+            raise
     return result, session, index
 
 
