@@ -292,7 +292,7 @@ def test_the_output_may_not_replace_the_ledgers_lock_file(capsys, tmp_path, data
 
 @pytest.mark.parametrize("given, words", [
     (["--range", "age=90:18", "--range", "flag=0:1"], "column 'age' has lo=90, hi=18"),
-    (["--bounds", "90", "18"], "column 'age' has lo=90, hi=18"),
+    (["--bounds", "90", "18"], "every column has lo=90, hi=18"),  # scalar bounds: ea23265
     (["--bounds", "0", "inf"], "must be finite"),
     (["--range", "age=nan:5", "--range", "flag=0:1"], "must be finite"),
 ])
