@@ -203,7 +203,7 @@ def test_the_missing_words_of_other_writers_are_filled_and_spaces_are_told(tmp_p
     np.testing.assert_array_equal(got[:, 1], [5.0] * len(words) + [2.0])
     spaces = tmp_path / "spaces.csv"
     spaces.write_text("a,b\n1, \n2,3\n")
-    with pytest.raises(InvalidDataError, match="its fill takes empty cells and NA"):
+    with pytest.raises(InvalidDataError, match="its fill takes empty cells, NaN and NA"):
         load_data(spaces, fill={"b": 5.0})
 
 

@@ -1132,8 +1132,8 @@ class CsvTable:
             f"{self.path}: column {number} holds a cell that is not a number ({named}"
             f"{'' if filled else 'empty, NA, NaN, '}text, or a malformed number; True and False "
             f"are read as 1 and 0); fix the cell, remove the row, or choose other columns{hint}"
-            + ("; its fill takes empty cells and NA, N/A, NULL, None, #N/A, <NA>, not a cell "
-               "of spaces" if filled else
+            + ("; its fill takes empty cells, NaN and NA, N/A, NULL, None, #N/A, <NA>, not a "
+               "cell of spaces" if filled else
                "; an empty cell can take a public value with --fill NAME=VALUE (fill=)"))
 
 
