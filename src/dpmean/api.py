@@ -36,8 +36,8 @@ def mean(
     x : array_like, data frame, scipy.sparse matrix, dask array, row source or path
         The data, shape (n, d) (or (n,) for one variable). n and d are public; values outside
         ``bounds`` are clamped to them silently (counting them would leak). A pandas or polars
-        data frame, a pyarrow Table (anything ``pyarrow.table`` converts; a mapping of column
-        name to values, a list column as float64) is read through its
+        data frame, a pyarrow Table (anything ``pyarrow.table`` converts from a frame; a plain
+        mapping of columns is refused: its columns declare no types) is read through its
         numeric ``columns``. A path to a ``.npy``, ``.csv``, ``.parquet`` or ``.dat`` file is
         read in chunks (``dpmean.engines.open_source``), with the reader's options given here
         (``fill``, ``delimiter``, ``header``, ``index_col``, ``decimal``, ``n_items``; ``key``

@@ -106,35 +106,14 @@ def data_columns(x: Any, columns: Sequence[str] | str | None = None
 
 
 def _mapping_table(x: Mapping) -> Any:
-    """A mapping of column name to values as a pyarrow Table (README: a table is anything
-    ``pyarrow.table`` converts). Each column's type is declared, never guessed from its
-    values (pyarrow's guess made one Python integer above 2^64, or one string, refuse the
-    whole input: the leak a list's cast closed, ``validation.check_data``): an array or
-    Series keeps its dtype (text and objects refused by it), a list or other sequence is
-    float64 by declaration."""
-    import pyarrow as pa
-
-    from .validation import declared_floats
-
-    columns = {}
-    for name, values in x.items():
-        label = f"column {name!r}"
-        dtype = getattr(values, "dtype", None)
-        if isinstance(dtype, np.dtype) and dtype.kind in "OSUVMm":
-            raise InvalidDataError(f"{label} has type {dtype}; only numeric or boolean "
-                                   f"columns can be used (choose others with columns=)")
-        try:
-            column = declared_floats(values) if dtype is None else np.asarray(values)
-        except InvalidDataError as exc:
-            raise InvalidDataError(f"{label}: {exc}") from None
-        if column.ndim != 1:
-            raise InvalidDataError(f"{label} must be one-dimensional, got shape "
-                                   f"{column.shape}")
-        columns[str(name)] = column
-    if len({len(column) for column in columns.values()}) > 1:
-        raise InvalidDataError("a mapping is read as a table of columns, and its columns "
-                               "differ in length")
-    return pa.table(columns)
+    """Refuse a mapping of column name to values, before anything is read: its columns carry
+    no declared types (a list's, or a pandas category's, would be guessed from its values,
+    where one row's 2**64 or text refused the whole input after a session's charge and
+    quoted it: a review), so the caller makes the frame whose types it declares."""
+    raise InvalidDataError(
+        "a mapping of columns is not read directly (its columns declare no types): pass "
+        "pandas.DataFrame(mapping), polars.DataFrame(mapping) or pyarrow.table(mapping), "
+        "whose column types are then checked, or an array")
 
 
 def series_as_frame(x: Any) -> Any:
@@ -142,8 +121,8 @@ def series_as_frame(x: Any) -> Any:
     string) as the frame of its one column, whose name the result then carries, as a frame's
     column's (a user trial: ``dpmean.mean(frame.age)`` lost it; a column picked from a frame
     of integer names, ``frame[0]``, is named 0, and ranges by that name are taken as a
-    frame's are); a mapping of column name to values as the pyarrow Table it converts to
-    (``_mapping_table``); else ``x``."""
+    frame's are); a mapping of column name to values is refused (``_mapping_table``); else
+    ``x``."""
     if isinstance(x, Mapping):
         return _mapping_table(x)
     module = type(x).__module__.split(".")[0]

@@ -119,19 +119,9 @@ def _declares_no_dtype(x: object) -> bool:
                                                   "__array_struct__"))
 
 
-def declared_floats(x) -> np.ndarray:
-    """A sequence without a dtype of its own (a list of rows, a mapping's column) as float64
-    by declaration (``_listed_floats``); ``InvalidDataError`` where numpy cannot convert it,
-    without numpy's message (which may quote a value). NaN and inf stay (the release refuses
-    or clamps them)."""
-    try:
-        return _listed_floats(x)
-    except (TypeError, ValueError, OverflowError):
-        raise InvalidDataError(NOT_AN_ARRAY) from None
-
-
 def _listed_floats(x) -> np.ndarray:
-    """A list or tuple of rows as float64 by numpy's cast, except that a Python integer beyond
+    """A sequence of rows without a dtype (``_declares_no_dtype``: a list, a tuple, a deque)
+    as float64 by numpy's cast, except that a Python integer beyond
     float64's range (about 1.8e308) is read as the infinity of its sign: a value beyond the
     range, clamped to the box like inf. numpy refuses to convert it, and that refusal came
     after the charge: one row's magnitude told with certainty (a review). Such a list is cast
@@ -333,9 +323,12 @@ def named_column(error: InvalidDataError, names: Sequence[str] | None) -> Invali
 
 
 def dtype_kind(dtype: np.dtype) -> str:
-    """A dtype's kind without its size: a string dtype's size is the longest string's length."""
+    """A dtype's kind without its size (a string dtype's size is the longest string's length)
+    or a structured dtype's field names (a file's header bytes: a review)."""
     if np.issubdtype(dtype, np.str_) or np.issubdtype(dtype, np.bytes_):
         return "text"
+    if dtype.names is not None:
+        return f"records of {len(dtype.names)} fields"
     return "object" if dtype.kind == "O" else str(dtype)
 
 
