@@ -588,7 +588,9 @@ def test_a_file_that_is_not_a_npy_array_is_refused_without_its_bytes(capsys, tmp
                b"{'descr': 734512, 'fortran_order': False, 'shape': (2, 2), }",
                b"{1: 2, 'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }",
                b"{'descr': '<f8, 'fortran_order': False, 'shape': (734512, 2), }",
-               b"{'descr': '<f8', 'fortran_order': False, 'shape': (-734512,), }"]
+               b"{'descr': '<f8', 'fortran_order': False, 'shape': (-734512,), }",
+               b"{'descr': '<f8', 'fortran_order': False, 'shape': (True, 734512), }",
+               b"{'descr': [('s734512', '<f8')], 'fortran_order': False, 'shape': (2,), }"]
     for header in headers:
         for version in (b"\x01\x00", b"74"):
             path.write_bytes(b"\x93NUMPY" + version + len(header).to_bytes(2, "little")

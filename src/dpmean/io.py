@@ -249,13 +249,12 @@ def check_numeric_dtype(p: Path, dtype: np.dtype, what: str = "") -> None:
 # unbalanced quote) and others, which printed tracebacks or came after a session's charge (a
 # review): any error of reading the file is the file's.
 NUMPY_LOAD_ERRORS = (Exception,)
-_NUMPY_LOAD_ERRORS = NUMPY_LOAD_ERRORS
 
 
 def _load_npy(p: Path) -> np.ndarray:
     try:
         obj = np.load(p, allow_pickle=False)
-    except _NUMPY_LOAD_ERRORS as exc:
+    except NUMPY_LOAD_ERRORS as exc:
         raise InvalidDataError(f"{p}: not a valid .npy file ({npy_reason(exc)})") from None
     if isinstance(obj, np.lib.npyio.NpzFile):
         obj.close()
@@ -281,7 +280,7 @@ def not_an_npz(p: Path, exc: BaseException | None) -> InvalidDataError:
 def _load_npz(p: Path, key: str | None) -> np.ndarray | scipy.sparse.csr_matrix:
     try:
         obj = np.load(p, allow_pickle=False)
-    except _NUMPY_LOAD_ERRORS as exc:
+    except NUMPY_LOAD_ERRORS as exc:
         raise not_an_npz(p, exc) from None
     if not isinstance(obj, np.lib.npyio.NpzFile):
         raise not_an_npz(p, None)
@@ -291,7 +290,7 @@ def _load_npz(p: Path, key: str | None) -> np.ndarray | scipy.sparse.csr_matrix:
             return _load_sparse_npz(p)
         try:
             arr = obj[key]
-        except _NUMPY_LOAD_ERRORS as exc:
+        except NUMPY_LOAD_ERRORS as exc:
             raise InvalidDataError(
                 f"{p}: array {key!r} cannot be read ({npy_reason(exc)})"
             ) from None
@@ -338,7 +337,7 @@ def _load_sparse_npz(p: Path) -> scipy.sparse.csr_matrix:
     """A matrix saved with ``scipy.sparse.save_npz`` (which reads without unpickling)."""
     try:
         mat = scipy.sparse.load_npz(p)
-    except (*_NUMPY_LOAD_ERRORS, KeyError) as exc:
+    except (*NUMPY_LOAD_ERRORS, KeyError) as exc:
         raise InvalidDataError(
             f"{p}: looks like a scipy.sparse .npz but cannot be read ({npy_reason(exc)})"
         ) from None
@@ -518,8 +517,8 @@ def _new_temporary(path: Path, mode: int) -> tuple[int, Path]:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), tmp
         except FileExistsError:
             continue
-    # pragma: no cover - 100 collisions of 48 random bits
-    raise FileExistsError(f"could not create a temporary file next to {path}")
+    raise FileExistsError(  # pragma: no cover - 100 collisions of 48 random bits
+        f"could not create a temporary file next to {path}")
 
 
 def check_can_write(path: Path) -> None:

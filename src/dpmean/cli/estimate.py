@@ -801,7 +801,7 @@ def _array_header(path: Path, f: IO[bytes], what: str) -> tuple[tuple[int, ...],
     except NUMPY_LOAD_ERRORS as exc:
         raise InvalidDataError(f"{path}: {what}not a valid .npy array ({npy_reason(exc)})"
                                ) from None
-    if not all(isinstance(size, int) and size >= 0 for size in shape):
+    if not all(type(size) is int and size >= 0 for size in shape):  # (True is an int)
         raise InvalidDataError(f"{path}: {what}not a valid .npy array (its shape is not of "
                                f"sizes 0 or more)")
     return shape, dtype
