@@ -394,3 +394,22 @@ def test_a_lists_cells_read_the_same_whatever_other_rows_hold(cells):
 
     rows = [[0.5, 0.5]] * 50 + cells
     assert outcome(rows + [[math.inf, 0.5]]) == outcome(rows + [[10**309, 0.5]])
+
+
+def test_a_series_is_refused_by_its_declared_type_before_the_charge():
+    # An unnamed category Series of one text category was charged, then refused ("object
+    # values"), where its neighbour with a number there was released (a review): its dtype
+    # declares no numbers, whatever its categories.
+    pd = pytest.importorskip("pandas")
+    rows = list(np.linspace(0.0, 1.0, 200))
+    for series in (pd.Series(pd.Categorical(rows[:-1] + ["x"])), pd.Series(pd.Categorical(rows)),
+                   pd.Series(["0.5"] * 200, dtype="string")):
+        session = dpmean.Session(rho=1.0)
+        with pytest.raises(InvalidDataError, match="declares no numbers"):
+            session.mean(series, rho=0.5, bounds=(0, 1), random_state=0)
+        assert session.spent == 0.0 and session.ledger == []
+        with pytest.raises(InvalidDataError, match="declares no numbers"):
+            dpmean.mean(series, rho=0.5, bounds=(0, 1), random_state=0)
+    released = dpmean.mean(pd.Series(rows, dtype="Float64"), rho=0.5, bounds=(0, 1),
+                           random_state=0)
+    assert released.n == 200

@@ -166,6 +166,25 @@ def check_declared_dtype(data: object, d: int) -> None:
     dtype = getattr(data, "dtype", None)
     if isinstance(dtype, np.dtype):
         check_data(np.zeros((1, d), dtype=dtype))
+    elif dtype is not None and _declares_no_number(dtype):
+        # A pandas category, text or object Series, a polars non-numeric one: its values
+        # decided (an unnamed category Series of one text category was charged, then refused,
+        # where its numeric neighbour was released: a review), as a frame's column is refused
+        # by its type.
+        raise InvalidDataError(
+            f"data of type {dtype} declares no numbers; only numeric or boolean data can be "
+            f"used (convert it first, e.g. pd.to_numeric, or .cat.codes where the codes mean "
+            f"something)")
+
+
+def _declares_no_number(dtype: object) -> bool:
+    """Whether a dtype that is not numpy's (pandas' extension dtypes, polars') declares
+    something other than numbers or booleans."""
+    kind = getattr(dtype, "kind", None)
+    if isinstance(kind, str):
+        return kind not in "biuf"
+    numeric = getattr(dtype, "is_numeric", None)
+    return callable(numeric) and not (numeric() or str(dtype) == "Boolean")
 
 
 def check_data(x) -> np.ndarray:

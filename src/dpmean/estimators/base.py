@@ -626,7 +626,7 @@ class MeanEstimator(ABC):
         # a caller may have changed the arrays in place since the last one).
         self.__dict__.pop("_checked_boxes", None)
         n, d = public_shape(x)
-        if is_deferred(x) and not is_sparse(x):
+        if not is_sparse(x):
             # By its declared dtype before anything else: a dask array of text at too few rows
             # released the fallback where the same array in memory was refused (a review).
             check_declared_dtype(x, d)
