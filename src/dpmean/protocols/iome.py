@@ -270,9 +270,9 @@ class _IOMEProtocol(ProtocolEstimator):
             f"{self.method}: its centre round gives each of the {k} rotated coordinates about "
             f"{n / k:.0f} users, too few to place a median (its noisy fractions of those users "
             f"may err by {bound:.2g}, more than the whole): the centre is noise, and the "
-            f"release's noise follows the clipping radius about it (at n = 20,000, d = 256 "
-            f"about 90 times central iome's error). About {needed:,} users at this budget, "
-            f"fewer coordinates, or a central method (iome) would do better.",
+            f"release's noise follows the clipping radius about it, which can be many times "
+            f"central iome's error. About {needed:,} users at this budget, fewer "
+            f"coordinates, or a central method (iome) would do better.",
             NoisyReleaseWarning, stacklevel=user_stacklevel())
 
     def release(self, engine: Engine, budget: dict[str, float], ledger: PrivacyLedger,
