@@ -289,3 +289,23 @@ def test_a_column_lifted_far_above_its_own_values_is_named_in_a_warning():
         warnings.simplefilter("error", NoisyReleaseWarning)
         quiet = dpmean.mean(x, rho=0.25, random_state=1, method="cm")
     assert "private_bounds_lifted" not in quiet.diagnostics
+
+
+def test_a_private_box_is_cut_to_the_range_a_dtype_declares():
+    # Flags without bounds got the box [0, 4] (a power of two beyond their rows) and 4 times
+    # the noise a flag's [0, 1] carries; uint8 values [0, 512] (a user trial). The dtype is
+    # public and the data lie within its range: the cut is post-processing and clamps nothing.
+    rng = np.random.default_rng(0)
+    flags = np.column_stack([rng.random(5000) < 0.3, rng.random(5000) < 0.03])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        as_bool = dpmean.mean(flags, rho=0.1, method="gaussian", random_state=0)
+        as_float = dpmean.mean(flags.astype(float), rho=0.1, method="gaussian", random_state=0)
+        small = dpmean.mean((rng.random((5000, 3)) * 200).astype(np.uint8), rho=0.1,
+                            method="gaussian", random_state=0)
+    np.testing.assert_array_equal(as_bool.diagnostics["bounds_hi"], [1.0, 1.0])
+    np.testing.assert_array_equal(as_bool.diagnostics["bounds_lo"], [0.0, 0.0])
+    assert (as_float.diagnostics["bounds_hi"] > 1.0).all()  # no dtype declares a range
+    np.testing.assert_allclose(as_bool.diagnostics["noise_std"] * 4.0,
+                               as_float.diagnostics["noise_std"], rtol=1e-12)
+    assert (small.diagnostics["bounds_hi"] <= 255.0).all()

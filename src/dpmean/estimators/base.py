@@ -901,6 +901,7 @@ class MeanEstimator(ABC):
             make_engine(data, -unbounded, unbounded, self.engine), rho_box, rng, ledger=ledger,
             secure=self.secure_noise)
         ledger.verify()
+        lo, hi = within_declared_range(lo, hi, getattr(x, "dtype", None))
         none_found = bool(np.isnan(lo).any())  # no bin cleared the threshold somewhere
         with np.errstate(over="ignore", invalid="ignore"):
             # A box whose squared diameter overflows float64 (values near 1e308): no estimator
@@ -1292,6 +1293,22 @@ def warn_if_mostly_noise(result: MeanResult) -> None:
         f"release says little the box does not. About {more_rho} or n >= "
         f"{_row_count(rows)} rows would bring it within half the box.",
         NoisyReleaseWarning, stacklevel=user_stacklevel())
+
+
+def within_declared_range(lo: np.ndarray, hi: np.ndarray, dtype: Any
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """A private box (``lo``, ``hi``) cut to the range an input's integer or boolean dtype
+    declares (a flag's [0, 1], uint8's [0, 255]), where the cut leaves a box: the data lie
+    within that range, so the cut clamps nothing the private box did not, and a flag's box of
+    [0, 4] (a power of two beyond its rows) carried 4 times the noise (a user trial). Public
+    (the dtype) and post-processing of the noisy box. Other inputs: the box unchanged."""
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "biu":
+        return lo, hi
+    low, high = (0.0, 1.0) if dtype.kind == "b" else (float(np.iinfo(dtype).min),
+                                                      float(np.iinfo(dtype).max))
+    cut_lo, cut_hi = np.maximum(lo, low), np.minimum(hi, high)
+    keep = cut_lo < cut_hi  # (False where a column found no box: NaN stays NaN)
+    return np.where(keep, cut_lo, lo), np.where(keep, cut_hi, hi)
 
 
 # A coordinate whose noise reaches this many times its released value cannot be told from 0;
