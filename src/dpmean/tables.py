@@ -90,6 +90,14 @@ def data_columns(x: Any, columns: Sequence[str] | str | None = None
             "frame.groupby(...)); each is a release of its own, charged in sequence by a "
             "Session, and publishes its group's size n (a group's membership must be public "
             "for that to be private)")
+    if isinstance(x, Mapping):
+        # Its columns declare no types: a list's, or a pandas category's, would be guessed
+        # from its values, where one row's 2**64 or text refused the whole input after a
+        # session's charge and quoted it (a review); the frame the caller makes declares them.
+        raise InvalidDataError(
+            "a mapping of columns is not read directly (its columns declare no types): pass "
+            "pandas.DataFrame(mapping), polars.DataFrame(mapping) or pyarrow.table(mapping), "
+            "whose column types are then checked, or an array")
     if isinstance(x, str | PathLike):
         # A file, read in chunks by the chunked engine (a 0-d array of text before, refused
         # with "got shape ()").
@@ -105,26 +113,12 @@ def data_columns(x: Any, columns: Sequence[str] | str | None = None
     return x, getattr(x, "column_names", None)
 
 
-def _mapping_table(x: Mapping) -> Any:
-    """Refuse a mapping of column name to values, before anything is read: its columns carry
-    no declared types (a list's, or a pandas category's, would be guessed from its values,
-    where one row's 2**64 or text refused the whole input after a session's charge and
-    quoted it: a review), so the caller makes the frame whose types it declares."""
-    raise InvalidDataError(
-        "a mapping of columns is not read directly (its columns declare no types): pass "
-        "pandas.DataFrame(mapping), polars.DataFrame(mapping) or pyarrow.table(mapping), "
-        "whose column types are then checked, or an array")
-
-
 def series_as_frame(x: Any) -> Any:
     """A pandas or polars Series with a name (pandas' default is None, polars' the empty
     string) as the frame of its one column, whose name the result then carries, as a frame's
     column's (a user trial: ``dpmean.mean(frame.age)`` lost it; a column picked from a frame
     of integer names, ``frame[0]``, is named 0, and ranges by that name are taken as a
-    frame's are); a mapping of column name to values is refused (``_mapping_table``); else
-    ``x``."""
-    if isinstance(x, Mapping):
-        return _mapping_table(x)
+    frame's are); else ``x``."""
     module = type(x).__module__.split(".")[0]
     named = (module in ("pandas", "polars") and type(x).__name__ == "Series"
              and x.name is not None and x.name != "")
